@@ -1,0 +1,50 @@
+/**
+ * The shape shared by every algorithm: a pure step over a tiny state record.
+ *
+ * Time is an integer count of milliseconds since the Unix epoch. All arithmetic is on integers that stay
+ * below 2^53 (factories reject parameters that could overflow), so the same step written in Lua on Redis
+ * gives bit-identical answers. Divisions are floored or ceiled explicitly, never left to float rounding.
+ */
+
+/** `consume` takes `cost` if it fits; `peek` answers whether it would fit and writes nothing; `refund` gives `cost` back. */
+export type Mode = 'consume' | 'peek' | 'refund';
+
+/** An algorithm's persisted state: a short flat list of integers (the sliding log's grows with its entries). */
+export type State = readonly number[];
+
+/** `retryAt` value meaning "never": the cost is larger than the rule's capacity. */
+export const NEVER = -1;
+
+export interface StepOutcome {
+  /** Whether the cost fits (consume, peek); always true for refund. */
+  readonly allowed: boolean;
+  /** State to persist if the request commits. For a denial or a peek it equals the state read, refreshed. */
+  readonly next: State;
+  /** Whole units left after this request (after consuming, when it was allowed and consumed). */
+  readonly remaining: number;
+  /** When the rule is back to its full capacity, if nothing else arrives (epoch ms). */
+  readonly resetAt: number;
+  /** Earliest time the same cost would be allowed: `now` when allowed, `NEVER` when it can never fit. */
+  readonly retryAt: number;
+  /** How long `next` stays meaningful; at or below 0 it is equivalent to no state and may be dropped. */
+  readonly ttlMs: number;
+}
+
+export type Step<P> = (state: State | undefined, now: number, cost: number, mode: Mode, params: P) => StepOutcome;
+
+/** ceil(a / b) for a >= 0, b > 0, exact for integers below 2^53 (no a + b - 1 overflow). */
+export function ceilDiv(a: number, b: number): number {
+  const q = Math.floor(a / b);
+  return a - q * b > 0 ? q + 1 : q;
+}
+
+/**
+ * Level of a bucket that moves toward `target` by `rate` scaled units per elapsed millisecond, never past it.
+ * Written to avoid forming elapsed × rate when the gap would close anyway (large gaps would overflow 2^53).
+ */
+export function approach(level: number, target: number, elapsedMs: number, rate: number, rising: boolean): number {
+  const gap = rising ? target - level : level - target;
+  if (gap <= 0) return target;
+  if (elapsedMs >= ceilDiv(gap, rate)) return target;
+  return rising ? level + elapsedMs * rate : level - elapsedMs * rate;
+}

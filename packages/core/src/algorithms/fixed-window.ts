@@ -1,0 +1,87 @@
+/**
+ * Fixed window counter. Time is cut into windows of `windowMs`; each window admits `limit` cost units.
+ * Guarantee: at most `limit` per window. Worst-case burst: 2 × limit across a boundary (the end of one window
+ * and the start of the next). With `stagger`, each identity's boundaries are shifted by a stable hash of the
+ * identity so a whole fleet of clients does not reset at the same instant.
+ * State: [windowStart, count].
+ */
+import { NEVER, type Mode, type State, type StepOutcome } from '../algorithm.js';
+import type { Duration } from '../duration.js';
+import { SluiceError, describe } from '../errors.js';
+import { readRuleOptions, type RuleBaseOptions } from '../rule-options.js';
+import type { Rule } from '../rules.js';
+import { positiveInteger } from '../validate.js';
+
+export interface FixedWindowParams {
+  readonly limit: number;
+  readonly windowMs: number;
+  /** Boundary shift in [0, windowMs); 0 aligns windows to the epoch. */
+  readonly offsetMs: number;
+}
+
+export function fixedWindowStep(
+  state: State | undefined,
+  now: number,
+  cost: number,
+  mode: Mode,
+  params: FixedWindowParams,
+): StepOutcome {
+  const { limit, windowMs, offsetMs } = params;
+  let start = Math.floor((now - offsetMs) / windowMs) * windowMs + offsetMs;
+  let count = 0;
+  if (state !== undefined) {
+    const storedStart = state[0]!;
+    // A clock that went backwards stays in the newer window rather than opening a fresh one.
+    if (storedStart >= start) {
+      start = storedStart;
+      count = state[1]!;
+    }
+  }
+  const resetAt = start + windowMs;
+  const ttlMs = resetAt - now;
+
+  if (mode === 'refund') {
+    count = Math.max(0, count - cost);
+    return { allowed: true, next: [start, count], remaining: limit - count, resetAt, retryAt: now, ttlMs };
+  }
+  const allowed = count + cost <= limit;
+  if (allowed && mode === 'consume') count += cost;
+  return {
+    allowed,
+    next: [start, count],
+    remaining: Math.max(0, limit - count),
+    resetAt,
+    retryAt: allowed ? now : cost > limit ? NEVER : resetAt,
+    ttlMs,
+  };
+}
+
+export interface FixedWindowOptions extends RuleBaseOptions {
+  /** Cost units admitted per window. */
+  limit: number;
+  /** Window length, e.g. `'1m'`. */
+  window: Duration;
+  /** Shift each identity's window boundaries by a stable hash of the identity. @default false */
+  stagger?: boolean;
+}
+
+/**
+ * @example fixedWindow({ limit: 100, window: '1m' })
+ */
+export function fixedWindow(options: FixedWindowOptions): Rule {
+  const read = readRuleOptions(options, 'fixedWindow', ['limit', 'window', 'stagger']);
+  const limit = positiveInteger(options.limit, 'fixedWindow: limit');
+  const windowMs = read.duration('window');
+  const stagger = options.stagger ?? false;
+  if (typeof stagger !== 'boolean') {
+    throw new SluiceError('INVALID_OPTION', `fixedWindow: stagger must be true or false, got ${describe(stagger)}`);
+  }
+  return {
+    id: read.id(`fw:${windowMs}`),
+    algorithm: 'fixed-window',
+    params: { limit, windowMs, offsetMs: 0 },
+    limit,
+    windowMs,
+    stagger,
+  };
+}

@@ -1,0 +1,80 @@
+/**
+ * GCRA (generic cell rate algorithm). Stores one instant, the theoretical arrival time (TAT): when the
+ * identity's allowance would be fully restored. Each admitted unit of cost pushes the TAT forward by the
+ * emission interval periodMs / limit; a request passes when the pushed TAT is no more than burst × interval
+ * ahead of now.
+ * Guarantee: admitted cost in any [t1, t2] <= burst + limit × (t2 − t1) / periodMs; decisions equal a smooth
+ * token bucket with capacity = burst and refillRate/interval = limit/period. Worst-case burst: `burst` at once.
+ * Sub-millisecond exact: the TAT is kept as whole milliseconds plus a remainder in 1/limit ms, so rates above
+ * one per millisecond lose nothing. Memory: two integers per identity. State: [tatMs, tatRemainder].
+ */
+import { NEVER, ceilDiv, type Mode, type State, type StepOutcome } from '../algorithm.js';
+import type { Duration } from '../duration.js';
+import { readRuleOptions, type RuleBaseOptions } from '../rule-options.js';
+import type { Rule } from '../rules.js';
+import { boundedProduct, positiveInteger } from '../validate.js';
+
+export interface GcraParams {
+  readonly limit: number;
+  readonly periodMs: number;
+  readonly burst: number;
+}
+
+export function gcraStep(state: State | undefined, now: number, cost: number, mode: Mode, params: GcraParams): StepOutcome {
+  const { limit, periodMs, burst } = params;
+  // Everything below is in units of 1/limit ms, where one unit of cost is exactly periodMs long.
+  const tolerance = burst * periodMs;
+  let ahead = 0; // max(TAT, now) − now
+  if (state !== undefined && state[0]! >= now) {
+    // Only a clock that ran backwards puts the TAT further ahead than the tolerance; capping keeps it in 2^53.
+    ahead = Math.min(state[0]! - now, ceilDiv(tolerance, limit) + 1) * limit + state[1]!;
+  }
+  const spend = cost * periodMs;
+  let allowed = true;
+  let retryAt = now;
+  if (mode === 'refund') {
+    ahead = Math.max(0, ahead - spend);
+  } else {
+    allowed = ahead + spend <= tolerance;
+    if (allowed && mode === 'consume') ahead += spend;
+    if (!allowed) retryAt = cost > burst ? NEVER : now + ceilDiv(ahead + spend - tolerance, limit);
+  }
+  const whole = Math.floor(ahead / limit);
+  const resetAt = now + ceilDiv(ahead, limit);
+  return {
+    allowed,
+    next: [now + whole, ahead - whole * limit],
+    remaining: Math.floor((tolerance - Math.min(ahead, tolerance)) / periodMs),
+    resetAt,
+    retryAt,
+    ttlMs: resetAt - now,
+  };
+}
+
+export interface GcraOptions extends RuleBaseOptions {
+  /** Cost units per `period` on average. */
+  limit: number;
+  period: Duration;
+  /** Largest cost admitted at once. @default limit */
+  burst?: number;
+}
+
+/**
+ * @example gcra({ limit: 100, period: '1m', burst: 20 })
+ */
+export function gcra(options: GcraOptions): Rule {
+  const read = readRuleOptions(options, 'gcra', ['limit', 'period', 'burst']);
+  const limit = positiveInteger(options.limit, 'gcra: limit');
+  const periodMs = read.duration('period');
+  const burst = options.burst === undefined ? limit : positiveInteger(options.burst, 'gcra: burst');
+  boundedProduct(burst + 2, periodMs, 'gcra: burst × period');
+  boundedProduct(limit, periodMs, 'gcra: limit × period');
+  return {
+    id: read.id(`gcra:${periodMs}`),
+    algorithm: 'gcra',
+    params: { limit, periodMs, burst },
+    limit: burst,
+    windowMs: ceilDiv(burst * periodMs, limit),
+    stagger: false,
+  };
+}

@@ -1,0 +1,104 @@
+/**
+ * Sliding window counter. Two fixed-window counters (previous and current); the previous one is weighted by how
+ * much of it the sliding window still covers: estimate = floor(previous × (windowMs − elapsed) / windowMs) + current.
+ * A request passes when estimate + cost <= limit.
+ * Guarantee: exact when traffic in the previous window was evenly spread; otherwise an approximation whose
+ * worst case admits up to 2 × limit in one sliding window (everything at the very end of the previous window).
+ * Memory: three integers per identity. State: [windowStart, previous, current].
+ */
+import { NEVER, type Mode, type State, type StepOutcome } from '../algorithm.js';
+import type { Duration } from '../duration.js';
+import { readRuleOptions, type RuleBaseOptions } from '../rule-options.js';
+import type { Rule } from '../rules.js';
+import { boundedProduct, positiveInteger } from '../validate.js';
+
+export interface SlidingWindowCounterParams {
+  readonly limit: number;
+  readonly windowMs: number;
+}
+
+/** Smallest elapsed e in [0, windowMs] with floor(count × (windowMs − e) / windowMs) <= room. */
+function decayedBy(count: number, room: number, windowMs: number): number {
+  if (count <= room) return 0;
+  return Math.floor((windowMs * (count - room - 1)) / count) + 1;
+}
+
+export function slidingWindowCounterStep(
+  state: State | undefined,
+  now: number,
+  cost: number,
+  mode: Mode,
+  params: SlidingWindowCounterParams,
+): StepOutcome {
+  const { limit, windowMs } = params;
+  let start = Math.floor(now / windowMs) * windowMs;
+  let previous = 0;
+  let current = 0;
+  let t = now;
+  if (state !== undefined) {
+    const [storedStart, storedPrevious, storedCurrent] = state as [number, number, number];
+    if (storedStart >= start) {
+      // Same window, or a clock that went backwards: stay in the stored (newer) window at its start at the latest.
+      if (storedStart > start) t = storedStart;
+      start = storedStart;
+      previous = storedPrevious;
+      current = storedCurrent;
+    } else if (storedStart + windowMs === start) {
+      previous = storedCurrent;
+    }
+  }
+  const elapsed = t - start;
+  const weighted = Math.floor((previous * (windowMs - elapsed)) / windowMs);
+
+  let allowed = true;
+  let retryAt = now;
+  if (mode === 'refund') {
+    current = Math.max(0, current - cost);
+  } else {
+    allowed = weighted + current + cost <= limit;
+    if (allowed && mode === 'consume') current += cost;
+    if (!allowed) {
+      if (cost > limit) retryAt = NEVER;
+      else if (current + cost <= limit) retryAt = start + decayedBy(previous, limit - current - cost, windowMs);
+      else retryAt = start + windowMs + decayedBy(current, limit - cost, windowMs);
+    }
+  }
+  const resetAt =
+    current > 0
+      ? start + windowMs + decayedBy(current, 0, windowMs)
+      : previous > 0
+        ? Math.max(t, start + decayedBy(previous, 0, windowMs))
+        : t;
+  return {
+    allowed,
+    next: [start, previous, current],
+    remaining: Math.max(0, limit - weighted - current),
+    resetAt,
+    retryAt,
+    ttlMs: resetAt - now,
+  };
+}
+
+export interface SlidingWindowCounterOptions extends RuleBaseOptions {
+  /** Cost units admitted per (estimated) sliding window. */
+  limit: number;
+  window: Duration;
+}
+
+/**
+ * @example slidingWindowCounter({ limit: 7, window: '1m' })
+ */
+export function slidingWindowCounter(options: SlidingWindowCounterOptions): Rule {
+  const read = readRuleOptions(options, 'slidingWindowCounter', ['limit', 'window']);
+  const limit = positiveInteger(options.limit, 'slidingWindowCounter: limit');
+  const windowMs = read.duration('window');
+  boundedProduct(limit, windowMs, 'slidingWindowCounter: limit × window');
+  return {
+    id: read.id(`swc:${windowMs}`),
+    algorithm: 'sliding-window-counter',
+    params: { limit, windowMs },
+    limit,
+    windowMs,
+    stagger: false,
+  };
+}

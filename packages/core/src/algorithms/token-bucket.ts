@@ -1,0 +1,124 @@
+/**
+ * Token bucket. Holds up to `capacity` tokens and gains `refillRate` tokens every `intervalMs`; a request takes
+ * `cost` tokens or is denied. A new identity starts with a full bucket.
+ * - `smooth` refill (default) adds tokens continuously, to the millisecond, in exact integer arithmetic.
+ *   Guarantee: admitted cost in any [t1, t2] <= capacity + refillRate × (t2 − t1) / intervalMs.
+ * - `interval` refill adds `refillRate` tokens at each multiple of `intervalMs` since the epoch (the textbook
+ *   "refilled at the top of the minute" bucket). Guarantee: admitted cost in any [t1, t2] <=
+ *   capacity + refillRate × (number of refill instants in (t1, t2]).
+ * Worst-case burst: `capacity` at once. Memory: two integers per identity.
+ * State (smooth): [level × intervalMs, lastMs]. State (interval): [tokens, lastTick].
+ */
+import { NEVER, approach, ceilDiv, type Mode, type State, type StepOutcome } from '../algorithm.js';
+import type { Duration } from '../duration.js';
+import { SluiceError, describe } from '../errors.js';
+import { readRuleOptions, type RuleBaseOptions } from '../rule-options.js';
+import type { Rule } from '../rules.js';
+import { boundedProduct, positiveInteger } from '../validate.js';
+
+export interface TokenBucketParams {
+  readonly capacity: number;
+  readonly refillRate: number;
+  readonly intervalMs: number;
+  /** 0 = smooth, 1 = interval. A number so that every executor reads the same parameter list. */
+  readonly refill: 0 | 1;
+}
+
+export function tokenBucketStep(
+  state: State | undefined,
+  now: number,
+  cost: number,
+  mode: Mode,
+  params: TokenBucketParams,
+): StepOutcome {
+  return params.refill === 1 ? intervalStep(state, now, cost, mode, params) : smoothStep(state, now, cost, mode, params);
+}
+
+function smoothStep(state: State | undefined, now: number, cost: number, mode: Mode, p: TokenBucketParams): StepOutcome {
+  // Levels are kept in scaled units (tokens × intervalMs) so that refill per millisecond is the integer refillRate.
+  const full = p.capacity * p.intervalMs;
+  let level = full;
+  let t = now;
+  if (state !== undefined) {
+    const last = state[1]!;
+    t = Math.max(now, last);
+    level = approach(Math.min(state[0]!, full), full, t - last, p.refillRate, true);
+  }
+  const need = cost * p.intervalMs;
+  let allowed = true;
+  let retryAt = now;
+  if (mode === 'refund') {
+    level = Math.min(full, level + need);
+  } else {
+    allowed = level >= need;
+    if (allowed && mode === 'consume') level -= need;
+    if (!allowed) retryAt = cost > p.capacity ? NEVER : t + ceilDiv(need - level, p.refillRate);
+  }
+  const resetAt = t + ceilDiv(full - level, p.refillRate);
+  return {
+    allowed,
+    next: [level, t],
+    remaining: Math.floor(level / p.intervalMs),
+    resetAt,
+    retryAt,
+    ttlMs: resetAt - now,
+  };
+}
+
+function intervalStep(state: State | undefined, now: number, cost: number, mode: Mode, p: TokenBucketParams): StepOutcome {
+  let tick = Math.floor(now / p.intervalMs);
+  let tokens = p.capacity;
+  if (state !== undefined) {
+    const lastTick = state[1]!;
+    tokens = Math.min(state[0]!, p.capacity);
+    if (tick <= lastTick) tick = lastTick;
+    else tokens = approach(tokens, p.capacity, tick - lastTick, p.refillRate, true);
+  }
+  let allowed = true;
+  let retryAt = now;
+  if (mode === 'refund') {
+    tokens = Math.min(p.capacity, tokens + cost);
+  } else {
+    allowed = tokens >= cost;
+    if (allowed && mode === 'consume') tokens -= cost;
+    if (!allowed) retryAt = cost > p.capacity ? NEVER : (tick + ceilDiv(cost - tokens, p.refillRate)) * p.intervalMs;
+  }
+  const resetAt = tokens >= p.capacity ? Math.max(now, tick * p.intervalMs) : (tick + ceilDiv(p.capacity - tokens, p.refillRate)) * p.intervalMs;
+  return { allowed, next: [tokens, tick], remaining: tokens, resetAt, retryAt, ttlMs: resetAt - now };
+}
+
+export interface TokenBucketOptions extends RuleBaseOptions {
+  /** Most tokens the bucket holds: the largest burst. */
+  capacity: number;
+  /** Tokens added per `interval`. */
+  refillRate: number;
+  /** @default '1s' */
+  interval?: Duration;
+  /** `'smooth'` adds tokens continuously; `'interval'` adds `refillRate` at each interval boundary. @default 'smooth' */
+  refill?: 'smooth' | 'interval';
+}
+
+/**
+ * @example tokenBucket({ capacity: 20, refillRate: 10, interval: '1s' }) // 10/s, bursts of 20
+ */
+export function tokenBucket(options: TokenBucketOptions): Rule {
+  const read = readRuleOptions(options, 'tokenBucket', ['capacity', 'refillRate', 'interval', 'refill']);
+  const capacity = positiveInteger(options.capacity, 'tokenBucket: capacity');
+  const refillRate = positiveInteger(options.refillRate, 'tokenBucket: refillRate');
+  const intervalMs = read.duration('interval', '1s');
+  const refill = options.refill ?? 'smooth';
+  if (refill !== 'smooth' && refill !== 'interval') {
+    throw new SluiceError('INVALID_OPTION', `tokenBucket: refill must be 'smooth' or 'interval', got ${describe(refill)}`);
+  }
+  boundedProduct(capacity, intervalMs, 'tokenBucket: capacity × interval');
+  const windowMs =
+    refill === 'smooth' ? ceilDiv(capacity * intervalMs, refillRate) : ceilDiv(capacity, refillRate) * intervalMs;
+  return {
+    id: read.id(refill === 'smooth' ? 'tb' : 'tbi'),
+    algorithm: 'token-bucket',
+    params: { capacity, refillRate, intervalMs, refill: refill === 'smooth' ? 0 : 1 },
+    limit: capacity,
+    windowMs,
+    stagger: false,
+  };
+}

@@ -1,0 +1,78 @@
+import { NEVER } from './algorithm.js';
+import type { Rule, RuleOutcome } from './rules.js';
+
+/**
+ * Why a decision came out as it did.
+ * - `ok`: every rule had room.
+ * - `rate_limited`: a rule was out of room; `retryAfter` says when the same cost fits.
+ * - `cost_exceeds_limit`: the cost is larger than a rule's capacity and can never pass; `retryAfter` is Infinity.
+ * - `shadow`: a rule would have denied, but the limiter runs in shadow mode and let it through.
+ * - `disabled`: the limiter is switched off (kill switch); nothing was counted.
+ * - `store_unavailable`: the store failed or timed out; the failure policy decided (see `degraded`).
+ */
+export type DecisionReason = 'ok' | 'rate_limited' | 'cost_exceeds_limit' | 'shadow' | 'disabled' | 'store_unavailable';
+
+/** One rule's view of a decision, for headers that report several policies. */
+export interface RuleReport extends RuleOutcome {
+  readonly windowMs: number;
+}
+
+export interface Decision {
+  readonly allowed: boolean;
+  readonly reason: DecisionReason;
+  /** Capacity of the deciding rule, in cost units. */
+  readonly limit: number;
+  /** Units left in the deciding rule after this request. */
+  readonly remaining: number;
+  /** When the deciding rule is back to full capacity, epoch ms. */
+  readonly resetAt: number;
+  /** Milliseconds until the same cost would pass: 0 when allowed, Infinity when it never can. */
+  readonly retryAfter: number;
+  /** True when the store failed and the failure policy answered instead of the algorithm. */
+  readonly degraded: boolean;
+  /** Id of the deciding rule: the one that denied (latest retry), or the one with least room. */
+  readonly rule: string;
+  /** Every rule's outcome, in the limiter's rule order. */
+  readonly rules: readonly RuleReport[];
+  /** The time the decision was made at, epoch ms (the store's clock for store-clock stores). */
+  readonly now: number;
+  /** The store error behind a degraded decision. */
+  readonly error?: unknown;
+}
+
+/** Folds per-rule outcomes into one decision: the strictest rule speaks for the request. */
+export function decide(rules: readonly Rule[], outcomes: readonly RuleOutcome[], now: number): Decision {
+  let decider = 0;
+  let allowed = true;
+  for (let i = 0; i < outcomes.length; i++) {
+    const o = outcomes[i]!;
+    if (!o.allowed) {
+      if (allowed || waitRank(o) > waitRank(outcomes[decider]!)) decider = i;
+      allowed = false;
+    } else if (allowed && o.remaining < outcomes[decider]!.remaining) {
+      decider = i;
+    }
+  }
+  const chosen = outcomes[decider]!;
+  const never = chosen.retryAt === NEVER && !allowed;
+  const reports =
+    outcomes.length === 1
+      ? [{ ...chosen, windowMs: rules[0]!.windowMs }]
+      : outcomes.map((o, i) => ({ ...o, windowMs: rules[i]!.windowMs }));
+  return {
+    allowed,
+    reason: allowed ? 'ok' : never ? 'cost_exceeds_limit' : 'rate_limited',
+    limit: chosen.limit,
+    remaining: chosen.remaining,
+    resetAt: chosen.resetAt,
+    retryAfter: allowed ? 0 : never ? Number.POSITIVE_INFINITY : Math.max(0, chosen.retryAt - now),
+    degraded: false,
+    rule: chosen.id,
+    rules: reports,
+    now,
+  };
+}
+
+function waitRank(outcome: RuleOutcome): number {
+  return outcome.retryAt === NEVER ? Number.POSITIVE_INFINITY : outcome.retryAt;
+}

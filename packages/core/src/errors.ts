@@ -1,0 +1,49 @@
+/**
+ * Stable error codes. A code never changes meaning once released; add new ones instead.
+ * - `INVALID_OPTION`: a configuration value is out of range or of the wrong type.
+ * - `UNKNOWN_OPTION`: an option name that the factory does not know (usually a typo).
+ * - `INVALID_IDENTITY`: the identity passed to `limit()` is not a non-empty string.
+ * - `INVALID_COST`: the cost is not a non-negative safe integer.
+ * - `UNSUPPORTED_OPERATION`: the store does not implement the requested operation.
+ * - `STORE_ERROR`: the store failed (network, script, corrupt state); `cause` holds the original.
+ * - `STORE_TIMEOUT`: the store did not answer within the limiter's deadline.
+ * - `CIRCUIT_OPEN`: the circuit breaker is open and the store was not called.
+ */
+export type SluiceErrorCode =
+  | 'INVALID_OPTION'
+  | 'UNKNOWN_OPTION'
+  | 'INVALID_IDENTITY'
+  | 'INVALID_COST'
+  | 'UNSUPPORTED_OPERATION'
+  | 'STORE_ERROR'
+  | 'STORE_TIMEOUT'
+  | 'CIRCUIT_OPEN';
+
+const BRAND = Symbol.for('sluice.error');
+
+/** The one error class sluice throws. Check with `isSluiceError`, which works across duplicated package copies. */
+export class SluiceError extends Error {
+  readonly code: SluiceErrorCode;
+  readonly [BRAND] = true;
+
+  constructor(code: SluiceErrorCode, message: string, options?: { cause?: unknown }) {
+    super(`[sluice] ${message}`, options);
+    this.name = 'SluiceError';
+    this.code = code;
+  }
+}
+
+export function isSluiceError(value: unknown): value is SluiceError {
+  return typeof value === 'object' && value !== null && (value as Record<symbol, unknown>)[BRAND] === true;
+}
+
+/** Renders a received value for an error message without throwing on exotic input. */
+export function describe(value: unknown): string {
+  if (typeof value === 'string') return JSON.stringify(value.length > 40 ? `${value.slice(0, 40)}…` : value);
+  if (typeof value === 'number' || typeof value === 'boolean' || value === null || value === undefined) {
+    return String(value);
+  }
+  if (typeof value === 'bigint') return `${value}n`;
+  if (Array.isArray(value)) return 'an array';
+  return typeof value === 'object' ? 'an object' : typeof value;
+}

@@ -1,0 +1,47 @@
+export { createLimiter } from './limiter.js';
+export type { Limiter, LimiterMode, LimiterOptions, LimitOptions, StoreErrorPolicy, SyncLimiter } from './limiter.js';
+export type { Decision, DecisionReason, RuleReport } from './decision.js';
+export { decide } from './decision.js';
+
+export { fixedWindow, fixedWindowStep } from './algorithms/fixed-window.js';
+export type { FixedWindowOptions, FixedWindowParams } from './algorithms/fixed-window.js';
+export { slidingWindowLog, slidingWindowLogStep } from './algorithms/sliding-window-log.js';
+export type { SlidingWindowLogOptions, SlidingWindowLogParams } from './algorithms/sliding-window-log.js';
+export { slidingWindowCounter, slidingWindowCounterStep } from './algorithms/sliding-window-counter.js';
+export type { SlidingWindowCounterOptions, SlidingWindowCounterParams } from './algorithms/sliding-window-counter.js';
+export { tokenBucket, tokenBucketStep } from './algorithms/token-bucket.js';
+export type { TokenBucketOptions, TokenBucketParams } from './algorithms/token-bucket.js';
+export { leakyBucket, leakyBucketStep } from './algorithms/leaky-bucket.js';
+export type { LeakyBucketOptions, LeakyBucketParams } from './algorithms/leaky-bucket.js';
+export { gcra, gcraStep } from './algorithms/gcra.js';
+export type { GcraOptions, GcraParams } from './algorithms/gcra.js';
+
+export { NEVER, ceilDiv } from './algorithm.js';
+export type { Mode, State, Step, StepOutcome } from './algorithm.js';
+export { STEPS, evaluate, stepRule } from './rules.js';
+export type { AlgorithmName, Evaluation, ParamsByAlgorithm, ResolvedRule, Rule, RuleOutcome } from './rules.js';
+export type { RuleBaseOptions } from './rule-options.js';
+
+export { decodeState, encodeState } from './store.js';
+export type {
+  LeaseRequest,
+  LeaseResult,
+  LimitRequest,
+  LimitResult,
+  ReserveRequest,
+  ReserveResult,
+  Store,
+  StoreCapabilities,
+  StoreOperation,
+  SyncStore,
+  TransferRequest,
+  TransferResult,
+} from './store.js';
+
+export { CircuitBreaker } from './circuit-breaker.js';
+export type { CircuitBreakerOptions, CircuitState } from './circuit-breaker.js';
+export { SluiceError, isSluiceError } from './errors.js';
+export type { SluiceErrorCode } from './errors.js';
+export { parseDuration } from './duration.js';
+export type { Duration, DurationUnit } from './duration.js';
+export { hash32, identityKey, MAX_VERBATIM_IDENTITY } from './identity.js';

@@ -1,0 +1,396 @@
+import { CircuitBreaker, type CircuitBreakerOptions, type CircuitState } from './circuit-breaker.js';
+import { decide, type Decision } from './decision.js';
+import { parseDuration } from './duration.js';
+import { SluiceError, describe, isSluiceError } from './errors.js';
+import { hash32, identityKey } from './identity.js';
+import type { Mode } from './algorithm.js';
+import type { ResolvedRule, Rule } from './rules.js';
+import type { LimitRequest, LimitResult, Store, SyncStore } from './store.js';
+import { rejectUnknownOptions, requireObject } from './validate.js';
+
+/** `enforce` denies; `shadow` counts and reports but never denies (dark launch); `off` is the kill switch. */
+export type LimiterMode = 'enforce' | 'shadow' | 'off';
+
+/** What to do when the store fails or misses its deadline: fail open, fail closed, or ask another store. */
+export type StoreErrorPolicy = 'allow' | 'deny' | Store;
+
+export interface LimiterOptions<S extends Store = Store> {
+  store: S;
+  /** One rule, or several that must all pass ("10 per second and 10,000 per day"). */
+  rules: Rule | readonly Rule[];
+  /** Namespaces this limiter's keys; two limiters on one store never share state. @default 'default' */
+  name?: string;
+  /** Key prefix for every limiter on the store. @default 'sluice' */
+  prefix?: string;
+  /** Epoch milliseconds. Inject a fake clock in tests. @default Date.now */
+  clock?: () => number;
+  /** @default 'enforce' */
+  mode?: LimiterMode;
+  /** Per-identity rules (custom quotas). Return undefined for the limiter's rules. Keep rule ids the same to keep state. */
+  quota?: (identity: string) => Rule | readonly Rule[] | undefined;
+  /**
+   * Deadline for one store call, async stores only. 250 ms rides out a GC pause or a reconnect blip on a
+   * healthy store, yet bounds what a dead one adds to a request to a quarter second. @default 250
+   */
+  timeoutMs?: number | string;
+  /** @default 'allow' (fail open, so a store outage does not become an API outage) */
+  onStoreError?: StoreErrorPolicy;
+  /** Stop calling a failing store for a while. `false` turns it off. @default { failureThreshold: 5, cooldownMs: 2000 } */
+  circuitBreaker?: CircuitBreakerOptions | false;
+}
+
+export interface LimitOptions {
+  /** Weight of this request, a non-negative integer. 0 reads without consuming. @default 1 */
+  cost?: number;
+}
+
+export interface Limiter {
+  readonly name: string;
+  readonly rules: readonly Rule[];
+  readonly mode: LimiterMode;
+  /** State of the circuit breaker in front of the store. */
+  readonly circuit: CircuitState;
+  /** Takes `cost` from every rule if all have room; otherwise takes nothing. */
+  limit(identity: string, options?: LimitOptions): Promise<Decision>;
+  /** Whether `cost` (default 1) would pass now, without taking anything. */
+  peek(identity: string, options?: LimitOptions): Promise<Decision>;
+  /** Gives `cost` back, e.g. when the work it paid for was not done. */
+  refund(identity: string, options?: LimitOptions): Promise<Decision>;
+  /** Forgets an identity's state in every rule. */
+  reset(identity: string): Promise<void>;
+  /** Changes rules or mode at run time, validated like the constructor; counters are kept per rule id. */
+  configure(changes: { rules?: Rule | readonly Rule[]; mode?: LimiterMode }): void;
+}
+
+/** A limiter over a synchronous store also answers without a promise. */
+export interface SyncLimiter extends Limiter {
+  limitSync(identity: string, options?: LimitOptions): Decision;
+  peekSync(identity: string, options?: LimitOptions): Decision;
+  refundSync(identity: string, options?: LimitOptions): Decision;
+}
+
+const KNOWN = ['store', 'rules', 'name', 'prefix', 'clock', 'mode', 'quota', 'timeoutMs', 'onStoreError', 'circuitBreaker'];
+const NAME_PATTERN = /^[A-Za-z0-9_.-]{1,64}$/;
+
+/**
+ * Builds a limiter. Everything is validated here, once; the hot path only checks identity and cost.
+ * @example
+ * const limiter = createLimiter({ store: memoryStore(), rules: tokenBucket({ capacity: 20, refillRate: 10 }) });
+ * const decision = await limiter.limit('user:42');
+ */
+export function createLimiter<S extends Store>(options: LimiterOptions<S>): S extends SyncStore ? SyncLimiter : Limiter {
+  return new LimiterImpl(options) as unknown as S extends SyncStore ? SyncLimiter : Limiter;
+}
+
+class LimiterImpl implements SyncLimiter {
+  readonly name: string;
+  private readonly store: Store;
+  private readonly keyPrefix: string;
+  private readonly clock: () => number;
+  private readonly quota: LimiterOptions['quota'];
+  private readonly timeoutMs: number;
+  private readonly policy: StoreErrorPolicy;
+  private readonly breaker: CircuitBreaker | undefined;
+  private readonly quotaCache = new WeakMap<object, readonly Rule[]>();
+  private currentRules!: readonly Rule[];
+  private currentMode!: LimiterMode;
+
+  constructor(raw: LimiterOptions) {
+    const options = requireObject(raw, 'createLimiter') as unknown as LimiterOptions;
+    rejectUnknownOptions(options, KNOWN, 'createLimiter');
+    this.store = checkStore(options.store, 'createLimiter: store');
+    this.name = checkName(options.name ?? 'default', 'name');
+    const prefix = checkName(options.prefix ?? 'sluice', 'prefix');
+    this.keyPrefix = `${prefix}:${this.name}:{`;
+    if (options.clock !== undefined && typeof options.clock !== 'function') {
+      throw new SluiceError('INVALID_OPTION', `createLimiter: clock must be a function returning epoch ms, got ${describe(options.clock)}`);
+    }
+    this.clock = options.clock ?? Date.now;
+    if (options.quota !== undefined && typeof options.quota !== 'function') {
+      throw new SluiceError('INVALID_OPTION', `createLimiter: quota must be a function (identity) => rules | undefined, got ${describe(options.quota)}`);
+    }
+    this.quota = options.quota;
+    this.timeoutMs = parseDuration(options.timeoutMs ?? 250, 'createLimiter: timeoutMs');
+    this.policy = checkPolicy(options.onStoreError ?? 'allow');
+    this.breaker = makeBreaker(options.circuitBreaker);
+    this.configure({ rules: options.rules, mode: options.mode ?? 'enforce' });
+  }
+
+  get rules(): readonly Rule[] {
+    return this.currentRules;
+  }
+
+  get mode(): LimiterMode {
+    return this.currentMode;
+  }
+
+  get circuit(): CircuitState {
+    return this.breaker?.state ?? 'closed';
+  }
+
+  configure(changes: { rules?: Rule | readonly Rule[]; mode?: LimiterMode }): void {
+    const known = requireObject(changes, 'configure');
+    rejectUnknownOptions(known, ['rules', 'mode'], 'configure');
+    const rules = changes.rules === undefined ? this.currentRules : checkRules(changes.rules, 'rules');
+    const mode = changes.mode ?? this.currentMode;
+    if (mode !== 'enforce' && mode !== 'shadow' && mode !== 'off') {
+      throw new SluiceError('INVALID_OPTION', `mode must be 'enforce', 'shadow' or 'off', got ${describe(mode)}`);
+    }
+    this.currentRules = rules;
+    this.currentMode = mode;
+  }
+
+  limit(identity: string, options?: LimitOptions): Promise<Decision> {
+    return this.run(identity, options, 'consume');
+  }
+
+  peek(identity: string, options?: LimitOptions): Promise<Decision> {
+    return this.run(identity, options, 'peek');
+  }
+
+  refund(identity: string, options?: LimitOptions): Promise<Decision> {
+    return this.run(identity, options, 'refund');
+  }
+
+  limitSync(identity: string, options?: LimitOptions): Decision {
+    return this.runSync(identity, options, 'consume');
+  }
+
+  peekSync(identity: string, options?: LimitOptions): Decision {
+    return this.runSync(identity, options, 'peek');
+  }
+
+  refundSync(identity: string, options?: LimitOptions): Decision {
+    return this.runSync(identity, options, 'refund');
+  }
+
+  async reset(identity: string): Promise<void> {
+    const rules = this.rulesFor(identity);
+    await this.store.reset(this.keyPrefix + identityKey(identity) + '}', rules.map((r) => r.id));
+  }
+
+  private rulesFor(identity: string): readonly Rule[] {
+    if (this.quota === undefined) return this.currentRules;
+    const custom = this.quota(identity);
+    if (custom === undefined) return this.currentRules;
+    // Quota functions usually return one of a few shared rule lists: validate each list once.
+    let checked = this.quotaCache.get(custom);
+    if (checked === undefined) {
+      checked = checkRules(custom, 'quota(identity)');
+      this.quotaCache.set(custom, checked);
+    }
+    return checked;
+  }
+
+  private request(identity: string, options: LimitOptions | undefined, mode: Mode): { request: LimitRequest; rules: readonly Rule[] } {
+    const key = this.keyPrefix + identityKey(identity) + '}';
+    let cost = 1;
+    if (options !== undefined && options.cost !== undefined) {
+      cost = options.cost;
+      if (!Number.isSafeInteger(cost) || cost < 0) {
+        throw new SluiceError('INVALID_COST', `cost must be a non-negative integer, got ${describe(cost)}`);
+      }
+    }
+    const rules = this.rulesFor(identity);
+    let resolved: readonly ResolvedRule[] = rules;
+    if (rules.some((r) => r.stagger)) resolved = rules.map((r) => (r.stagger ? staggered(r, identity) : r));
+    return { request: { key, rules: resolved, cost, mode: cost === 0 ? 'peek' : mode, now: this.clock() }, rules };
+  }
+
+  private async run(identity: string, options: LimitOptions | undefined, mode: Mode): Promise<Decision> {
+    const { request, rules } = this.request(identity, options, mode);
+    if (this.currentMode === 'off') return disabled(rules, request.now);
+    if (this.breaker !== undefined && !this.breaker.allowRequest(request.now)) {
+      return this.fallback(request, rules, new SluiceError('CIRCUIT_OPEN', 'the store circuit is open after repeated failures'));
+    }
+    let result: LimitResult;
+    try {
+      const pending = this.store.limit(request);
+      result = isPromise(pending) ? await withDeadline(pending, this.timeoutMs) : pending;
+    } catch (error) {
+      this.breaker?.onFailure(this.clock());
+      return this.fallback(request, rules, asStoreError(error));
+    }
+    this.breaker?.onSuccess();
+    return this.shaped(decide(rules, result.outcomes, result.now));
+  }
+
+  private runSync(identity: string, options: LimitOptions | undefined, mode: Mode): Decision {
+    if (!this.store.capabilities.synchronous) {
+      throw new SluiceError('UNSUPPORTED_OPERATION', 'limitSync needs a synchronous store (memory, SQLite); use limit()');
+    }
+    const { request, rules } = this.request(identity, options, mode);
+    if (this.currentMode === 'off') return disabled(rules, request.now);
+    let result: LimitResult;
+    try {
+      result = this.store.limit(request) as LimitResult;
+    } catch (error) {
+      const fallback = this.fallback(request, rules, asStoreError(error));
+      if (isPromise(fallback)) {
+        throw new SluiceError('UNSUPPORTED_OPERATION', 'limitSync cannot fall back to an asynchronous store', { cause: error });
+      }
+      return fallback;
+    }
+    return this.shaped(decide(rules, result.outcomes, result.now));
+  }
+
+  private shaped(decision: Decision): Decision {
+    if (this.currentMode === 'shadow' && !decision.allowed) return { ...decision, allowed: true, reason: 'shadow' };
+    return decision;
+  }
+
+  private fallback(request: LimitRequest, rules: readonly Rule[], error: SluiceError): Decision | Promise<Decision> {
+    const policy = this.policy;
+    if (typeof policy === 'object') {
+      try {
+        const result = policy.limit(request);
+        if (isPromise(result)) {
+          return result.then(
+            (r) => degrade(this.shaped(decide(rules, r.outcomes, r.now)), error),
+            () => failOpenOrClosed('allow', rules, request.now, error),
+          );
+        }
+        return degrade(this.shaped(decide(rules, result.outcomes, result.now)), error);
+      } catch {
+        return failOpenOrClosed('allow', rules, request.now, error);
+      }
+    }
+    return failOpenOrClosed(policy, rules, request.now, error);
+  }
+}
+
+function degrade(decision: Decision, error: SluiceError): Decision {
+  return { ...decision, degraded: true, error };
+}
+
+function failOpenOrClosed(policy: 'allow' | 'deny', rules: readonly Rule[], now: number, error: SluiceError): Decision {
+  const first = rules[0]!;
+  const allowed = policy === 'allow';
+  return {
+    allowed,
+    reason: 'store_unavailable',
+    limit: first.limit,
+    remaining: allowed ? first.limit : 0,
+    resetAt: now,
+    retryAfter: allowed ? 0 : 1000,
+    degraded: true,
+    rule: first.id,
+    rules: [],
+    now,
+    error,
+  };
+}
+
+function disabled(rules: readonly Rule[], now: number): Decision {
+  const first = rules[0]!;
+  return {
+    allowed: true,
+    reason: 'disabled',
+    limit: first.limit,
+    remaining: first.limit,
+    resetAt: now,
+    retryAfter: 0,
+    degraded: false,
+    rule: first.id,
+    rules: [],
+    now,
+  };
+}
+
+function staggered(rule: Rule, identity: string): ResolvedRule {
+  const params = rule.params as { limit: number; windowMs: number; offsetMs: number };
+  return { ...rule, params: { ...params, offsetMs: hash32(identity) % params.windowMs } } as ResolvedRule;
+}
+
+function isPromise<T>(value: T | Promise<T>): value is Promise<T> {
+  return typeof (value as { then?: unknown } | null)?.then === 'function';
+}
+
+/** Timers exist in every runtime sluice targets (Node, Bun, Deno, workers, edge), but core compiles without DOM or Node typings. */
+const timers = globalThis as unknown as {
+  setTimeout(callback: () => void, ms: number): unknown;
+  clearTimeout(handle: unknown): void;
+};
+
+/** Races a store call against the deadline; the timer is always cleared and a late rejection is swallowed. */
+function withDeadline<T>(pending: Promise<T>, timeoutMs: number): Promise<T> {
+  return new Promise<T>((resolve, reject) => {
+    const timer = timers.setTimeout(() => {
+      reject(new SluiceError('STORE_TIMEOUT', `the store did not answer within ${timeoutMs} ms`));
+    }, timeoutMs);
+    pending.then(
+      (value) => {
+        timers.clearTimeout(timer);
+        resolve(value);
+      },
+      (error: unknown) => {
+        timers.clearTimeout(timer);
+        reject(error);
+      },
+    );
+  });
+}
+
+function asStoreError(error: unknown): SluiceError {
+  if (isSluiceError(error) && (error.code === 'STORE_TIMEOUT' || error.code === 'STORE_ERROR' || error.code === 'CIRCUIT_OPEN')) {
+    return error;
+  }
+  const message = error instanceof Error ? error.message : String(error);
+  return new SluiceError('STORE_ERROR', `the store failed: ${message}`, { cause: error });
+}
+
+function checkName(value: unknown, field: string): string {
+  if (typeof value !== 'string' || !NAME_PATTERN.test(value)) {
+    throw new SluiceError(
+      'INVALID_OPTION',
+      `createLimiter: ${field} must be 1 to 64 characters of letters, digits, '_', '.' or '-', got ${describe(value)}`,
+    );
+  }
+  return value;
+}
+
+function checkStore(value: unknown, field: string): Store {
+  const store = value as Store | undefined;
+  if (typeof store !== 'object' || store === null || typeof store.limit !== 'function' || typeof store.capabilities !== 'object') {
+    throw new SluiceError('INVALID_OPTION', `${field} must be a store such as memoryStore() or redisStore(client), got ${describe(value)}`);
+  }
+  return store;
+}
+
+function checkPolicy(value: unknown): StoreErrorPolicy {
+  if (value === 'allow' || value === 'deny') return value;
+  if (typeof value === 'object' && value !== null) return checkStore(value, 'createLimiter: onStoreError');
+  throw new SluiceError('INVALID_OPTION', `createLimiter: onStoreError must be 'allow', 'deny' or a store, got ${describe(value)}`);
+}
+
+function makeBreaker(value: CircuitBreakerOptions | false | undefined): CircuitBreaker | undefined {
+  if (value === false) return undefined;
+  const options = value === undefined ? {} : requireObject(value, 'createLimiter: circuitBreaker');
+  rejectUnknownOptions(options, ['failureThreshold', 'cooldownMs'], 'createLimiter: circuitBreaker');
+  const threshold = options.failureThreshold ?? 5;
+  if (typeof threshold !== 'number' || !Number.isSafeInteger(threshold) || threshold < 1) {
+    throw new SluiceError('INVALID_OPTION', `createLimiter: circuitBreaker.failureThreshold must be a positive integer, got ${describe(threshold)}`);
+  }
+  return new CircuitBreaker(threshold, parseDuration(options.cooldownMs ?? 2000, 'createLimiter: circuitBreaker.cooldownMs'));
+}
+
+const RULE_ALGORITHMS = new Set(['fixed-window', 'sliding-window-log', 'sliding-window-counter', 'token-bucket', 'leaky-bucket', 'gcra']);
+
+function checkRules(value: unknown, field: string): readonly Rule[] {
+  const list = (Array.isArray(value) ? value : [value]) as unknown[];
+  if (list.length === 0) {
+    throw new SluiceError('INVALID_OPTION', `${field} must hold at least one rule, such as tokenBucket({...})`);
+  }
+  const ids = new Set<string>();
+  for (const rule of list) {
+    const candidate = rule as Rule | undefined;
+    if (typeof candidate !== 'object' || candidate === null || !RULE_ALGORITHMS.has(candidate.algorithm)) {
+      throw new SluiceError('INVALID_OPTION', `${field} must be rules made by fixedWindow(), tokenBucket() and the like, got ${describe(rule)}`);
+    }
+    if (ids.has(candidate.id)) {
+      throw new SluiceError('INVALID_OPTION', `${field}: two rules share the id ${JSON.stringify(candidate.id)}; give one of them an explicit id`);
+    }
+    ids.add(candidate.id);
+  }
+  return Object.freeze([...(list as Rule[])]);
+}

@@ -1,0 +1,106 @@
+import type { Mode, State, Step, StepOutcome } from './algorithm.js';
+import { fixedWindowStep, type FixedWindowParams } from './algorithms/fixed-window.js';
+import { gcraStep, type GcraParams } from './algorithms/gcra.js';
+import { leakyBucketStep, type LeakyBucketParams } from './algorithms/leaky-bucket.js';
+import { slidingWindowCounterStep, type SlidingWindowCounterParams } from './algorithms/sliding-window-counter.js';
+import { slidingWindowLogStep, type SlidingWindowLogParams } from './algorithms/sliding-window-log.js';
+import { tokenBucketStep, type TokenBucketParams } from './algorithms/token-bucket.js';
+
+export interface ParamsByAlgorithm {
+  'fixed-window': FixedWindowParams;
+  'sliding-window-log': SlidingWindowLogParams;
+  'sliding-window-counter': SlidingWindowCounterParams;
+  'token-bucket': TokenBucketParams;
+  'leaky-bucket': LeakyBucketParams;
+  gcra: GcraParams;
+}
+
+export type AlgorithmName = keyof ParamsByAlgorithm;
+
+/** What a store needs to run one rule: plain, serialisable data. */
+export type ResolvedRule = {
+  [A in AlgorithmName]: {
+    readonly id: string;
+    readonly algorithm: A;
+    readonly params: ParamsByAlgorithm[A];
+    /** Capacity in cost units: what decisions and headers report as the limit. */
+    readonly limit: number;
+  };
+}[AlgorithmName];
+
+/** A rule as built by `fixedWindow()`, `tokenBucket()` and the other factories. */
+export type Rule = ResolvedRule & {
+  /** The time the full capacity takes to come back; reported as the policy window in headers. */
+  readonly windowMs: number;
+  /** Fixed window only: shift the boundaries per identity by a stable hash of it. */
+  readonly stagger: boolean;
+};
+
+export const STEPS: { readonly [A in AlgorithmName]: Step<ParamsByAlgorithm[A]> } = {
+  'fixed-window': fixedWindowStep,
+  'sliding-window-log': slidingWindowLogStep,
+  'sliding-window-counter': slidingWindowCounterStep,
+  'token-bucket': tokenBucketStep,
+  'leaky-bucket': leakyBucketStep,
+  gcra: gcraStep,
+};
+
+export function stepRule(rule: ResolvedRule, state: State | undefined, now: number, cost: number, mode: Mode): StepOutcome {
+  return (STEPS[rule.algorithm] as Step<ResolvedRule['params']>)(state, now, cost, mode, rule.params);
+}
+
+/** One rule's answer, as reported in a decision. */
+export interface RuleOutcome {
+  readonly id: string;
+  readonly allowed: boolean;
+  readonly limit: number;
+  readonly remaining: number;
+  readonly resetAt: number;
+  /** Earliest time the same cost passes this rule; `now` when allowed, -1 when never. */
+  readonly retryAt: number;
+}
+
+/** The result of running every rule of a request against the states read for it. */
+export interface Evaluation {
+  readonly allowed: boolean;
+  readonly outcomes: RuleOutcome[];
+  /** The states to write, rule by rule, with their time to live; undefined when nothing must be written. */
+  readonly writes: Array<{ readonly state: State; readonly ttlMs: number }> | undefined;
+}
+
+/**
+ * Runs a compound request all-or-nothing: every rule is stepped; if any denies, nothing is consumed from any
+ * rule and the outcomes report the state as it was. This is the reference that every store executor
+ * (memory, SQLite, the Lua scripts) must match.
+ */
+export function evaluate(
+  rules: readonly ResolvedRule[],
+  states: ReadonlyArray<State | undefined>,
+  now: number,
+  cost: number,
+  mode: Mode,
+): Evaluation {
+  const steps: StepOutcome[] = [];
+  let allowed = true;
+  for (let i = 0; i < rules.length; i++) {
+    const step = stepRule(rules[i]!, states[i], now, cost, mode);
+    steps.push(step);
+    if (!step.allowed) allowed = false;
+  }
+  if (!allowed && mode === 'consume' && rules.length > 1) {
+    // All-or-nothing: a rule that would have consumed reports its untouched state instead.
+    for (let i = 0; i < rules.length; i++) {
+      if (steps[i]!.allowed) steps[i] = stepRule(rules[i]!, states[i], now, cost, 'peek');
+    }
+  }
+  const outcomes = steps.map((step, i) => ({
+    id: rules[i]!.id,
+    allowed: step.allowed,
+    limit: rules[i]!.limit,
+    remaining: step.remaining,
+    resetAt: step.resetAt,
+    retryAt: step.retryAt,
+  }));
+  const write = (mode === 'consume' && allowed && cost > 0) || (mode === 'refund' && cost > 0);
+  return { allowed, outcomes, writes: write ? steps.map((s) => ({ state: s.next, ttlMs: s.ttlMs })) : undefined };
+}

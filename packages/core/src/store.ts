@@ -1,0 +1,124 @@
+/**
+ * The Store contract: everything a storage backend implements. Documented as a table in core's README.
+ *
+ * A store executes one request atomically for one identity: every rule of the request is read, stepped and
+ * written as one indivisible action (the JS event loop for memory, a write transaction for SQLite, one Lua
+ * script for Redis and Upstash). A remote store answers in one round trip, compound rules included.
+ *
+ * Keys: the limiter passes a base key `prefix:limiter:{identity}`; the store adds `:ruleId` per rule (or keeps
+ * one record per base key). The braces are a Redis Cluster hash tag: all keys of one identity share one slot.
+ *
+ * Growth without breaking changes: operations beyond `limit` and `reset` are optional methods, announced in
+ * `capabilities.operations`. Core checks the announcement before calling and raises UNSUPPORTED_OPERATION
+ * otherwise, so a store written today keeps working when new operations arrive.
+ */
+import type { Mode, State } from './algorithm.js';
+import type { ResolvedRule, RuleOutcome } from './rules.js';
+
+export type StoreOperation = 'limit' | 'reset' | 'lease' | 'reserve' | 'transfer';
+
+export interface StoreCapabilities {
+  /** True when every method returns its result directly, never a promise. Enables `limitSync`. */
+  readonly synchronous: boolean;
+  /** `client`: the store uses `request.now`. `store`: it reads its own clock (Redis `TIME`) and ignores it. */
+  readonly clock: 'client' | 'store';
+  /** The operations implemented. `limit` and `reset` are required. */
+  readonly operations: readonly StoreOperation[];
+}
+
+export interface LimitRequest {
+  /** `prefix:limiter:{identity}`. */
+  readonly key: string;
+  /** One or more rules, run all-or-nothing. */
+  readonly rules: readonly ResolvedRule[];
+  /** Non-negative integer; 0 reads without writing. */
+  readonly cost: number;
+  readonly mode: Mode;
+  /** The limiter's clock, epoch ms. Used by `clock: 'client'` stores. */
+  readonly now: number;
+}
+
+export interface LimitResult {
+  /** The time the decision was made at (the store's own for `clock: 'store'`), epoch ms. */
+  readonly now: number;
+  /** One outcome per rule, in request order. */
+  readonly outcomes: readonly RuleOutcome[];
+}
+
+/** Future: a concurrency lease, held until released or until `ttlMs` passes (a crashed holder frees its slot). */
+export interface LeaseRequest {
+  readonly key: string;
+  readonly action: 'acquire' | 'release';
+  readonly leaseId: string;
+  readonly limit: number;
+  readonly ttlMs: number;
+  readonly now: number;
+}
+
+export interface LeaseResult {
+  readonly acquired: boolean;
+  readonly active: number;
+  readonly now: number;
+}
+
+/** Future: book capacity ahead and learn when the caller may proceed (shaping instead of rejecting). */
+export interface ReserveRequest extends LimitRequest {
+  /** Refuse rather than book a slot further away than this. */
+  readonly maxWaitMs: number;
+}
+
+export interface ReserveResult extends LimitResult {
+  readonly reserved: boolean;
+  /** When the caller may proceed, epoch ms. */
+  readonly startAt: number;
+}
+
+/** Future: the local tier takes up to `take` units (or returns `give` units) in one call and learns what it got. */
+export interface TransferRequest {
+  readonly key: string;
+  readonly rules: readonly ResolvedRule[];
+  readonly take: number;
+  readonly give: number;
+  readonly now: number;
+}
+
+export interface TransferResult extends LimitResult {
+  readonly granted: number;
+}
+
+export interface Store {
+  readonly capabilities: StoreCapabilities;
+  /** Runs the rules of one request atomically; see `evaluate()` for the reference semantics. */
+  limit(request: LimitRequest): LimitResult | Promise<LimitResult>;
+  /** Forgets the state of the given rules for one base key. */
+  reset(key: string, ruleIds: readonly string[]): void | Promise<void>;
+  /** Releases what the store opened itself (never the client the user passed in). */
+  close?(): void | Promise<void>;
+  lease?(request: LeaseRequest): LeaseResult | Promise<LeaseResult>;
+  reserve?(request: ReserveRequest): ReserveResult | Promise<ReserveResult>;
+  transfer?(request: TransferRequest): TransferResult | Promise<TransferResult>;
+}
+
+/** A store that answers synchronously (memory, SQLite). Limiters over it get `limitSync`. */
+export interface SyncStore extends Store {
+  readonly capabilities: StoreCapabilities & { readonly synchronous: true };
+  limit(request: LimitRequest): LimitResult;
+  reset(key: string, ruleIds: readonly string[]): void;
+}
+
+/** A raw persisted record, for stores that keep states as text (SQLite, debugging). */
+export function encodeState(state: State): string {
+  return state.join(',');
+}
+
+export function decodeState(text: string | null | undefined): State | undefined {
+  if (text === null || text === undefined || text === '') return undefined;
+  const parts = text.split(',');
+  const state = new Array<number>(parts.length);
+  for (let i = 0; i < parts.length; i++) {
+    const value = Number(parts[i]);
+    if (!Number.isSafeInteger(value)) return undefined; // corrupt record: start fresh rather than admit NaN
+    state[i] = value;
+  }
+  return state;
+}
