@@ -1,0 +1,70 @@
+// Memory suite: sluice on its memory store against the in-process peers and the floor, 10,000 identities,
+// token bucket; then heap growth for 1,000,000 identities through a store capped at 100,000 keys.
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { runNodeChild } from '../lib/child.mjs';
+import { compare } from '../lib/harness.mjs';
+import { target } from '../lib/report.mjs';
+import { addRatios, formatInteger, formatRatio } from '../lib/table.mjs';
+import { FLOOR, RLF, SLUICE_LIMIT, SLUICE_SYNC, contestants } from './memory/contestants.mjs';
+import { CAPACITY, IDENTITIES, REFILL_PER_SECOND } from './memory/workload.mjs';
+
+export const description = 'in-process: sluice memory store vs rate-limiter-flexible, express-rate-limit, limiter, floor; heap for 1M identities';
+
+const MiB = 2 ** 20;
+
+export async function run({ options, log }) {
+  const quick = Boolean(options.quick);
+  const ops = Number(options.ops ?? (quick ? 50_000 : 300_000));
+  const rounds = Number(options.rounds ?? (quick ? 3 : 9));
+  const warmupRounds = Number(options.warmup ?? 2);
+
+  log(`timing ${ops} decisions per round, ${warmupRounds} warmup + ${rounds} rounds, contestants interleaved`);
+  const rows = await compare(contestants(), { ops, rounds, warmupRounds, log });
+  const ratios = [
+    { key: 'vsLimitSync', label: '÷ limitSync', base: SLUICE_SYNC },
+    { key: 'vsFloor', label: '÷ floor', base: FLOOR },
+  ];
+  addRatios(rows, ratios);
+
+  const identities = Number(options.identities ?? 1_000_000);
+  const maxKeys = Number(options.maxKeys ?? 100_000);
+  log(`heap: ${identities} distinct identities through a store capped at ${maxKeys} keys (child process, --expose-gc)`);
+  const heap = await runNodeChild(join(dirname(fileURLToPath(import.meta.url)), 'memory', 'heap.mjs'), {
+    args: [String(identities), String(maxKeys)],
+  });
+
+  const byName = (name) => rows.find((r) => r.name === name);
+  const speedup = byName(RLF).nsPerOp / byName(SLUICE_LIMIT).nsPerOp;
+  const syncVsFloor = byName(SLUICE_SYNC).nsPerOp / byName(FLOOR).nsPerOp;
+  const mib = (bytes) => `${(bytes / MiB).toFixed(1)} MiB`;
+
+  return {
+    title: `Memory store, ${formatInteger(IDENTITIES)} identities, token bucket (capacity ${CAPACITY}, ${REFILL_PER_SECOND}/s refill), ${formatInteger(ops)} decisions per round, median of ${rounds} rounds after ${warmupRounds} warmup`,
+    rows,
+    ratios,
+    columns: [{ key: 'allowedPct', label: 'allowed', format: (v) => `${v.toFixed(1)}%` }],
+    sections: [
+      {
+        heading: `Heap: ${formatInteger(heap.identities)} distinct identities through memoryStore({ maxKeys: ${formatInteger(heap.maxKeys)} })`,
+        lines: [
+          `tracked identities after:  ${formatInteger(heap.tracked)}`,
+          `heap growth (gc before/after, from before the store was built): ${mib(heap.heapGrowthBytes)} (${formatInteger(heap.heapGrowthBytes)} bytes)`,
+          `bytes per tracked identity: ${formatInteger(heap.bytesPerIdentity)} on the heap, ${formatInteger(heap.bytesPerIdentityWithOffHeap)} with off-heap buffers (${mib(heap.offHeapGrowthBytes)})`,
+          `peak heap growth during the flood (sampled, no forced gc): ${mib(heap.peakHeapGrowthBytes)}`,
+          `${formatInteger(heap.identities)} decisions in ${formatInteger(heap.elapsedMs)} ms`,
+        ],
+      },
+    ],
+    targets: [
+      target('sluice limit() at least 3x faster per decision than rate-limiter-flexible consume', speedup, '>=', 3, (v) => `${v.toFixed(2)}x faster`),
+      target('sluice limitSync() within 2.5x of the floor', syncVsFloor, '<=', 2.5, formatRatio),
+      target(`heap growth for ${formatInteger(heap.identities)} identities (cap ${formatInteger(heap.maxKeys)}) under 64 MiB`, heap.heapGrowthBytes / MiB, '<', 64, (v) => `${v.toFixed(1)} MiB`),
+    ],
+    notes: [
+      'Ratios are time per decision divided by the base row\'s: below 1.00x is faster. "spread" is half the (max − min) range of the rounds around the median.',
+      '"allowed" is each contestant\'s share of allowed decisions over the run; faster contestants spend tokens faster (real clocks), so they see more denials.',
+    ],
+    data: { heap, limitSpeedupVsRlf: Math.round(speedup * 100) / 100, limitSyncVsFloor: Math.round(syncVsFloor * 100) / 100 },
+  };
+}

@@ -1,0 +1,143 @@
+// One factory per contestant. Each runs its own loop over the shared workload, keeps its cursor between rounds,
+// counts the decisions that allowed (so the work cannot be optimised away, and the mix is reported).
+import { createLimiter, tokenBucket } from '@sluice/core';
+import { memoryStore } from '@sluice/memory';
+import { MemoryStore as ExpressMemoryStore } from 'express-rate-limit';
+import { TokenBucket } from 'limiter';
+import { RateLimiterMemory, RateLimiterRes } from 'rate-limiter-flexible';
+import { createFloor } from './floor.mjs';
+import { CAPACITY, MASK, REFILL_PER_SECOND, WINDOW_MS, ids, order } from './workload.mjs';
+
+function counted(name, body) {
+  const tally = { allowed: 0, total: 0, cursor: 0 };
+  return {
+    name,
+    ...body(tally),
+    extra: () => ({ allowedPct: Math.round((tally.allowed / tally.total) * 1000) / 10 }),
+  };
+}
+
+function sluiceLimiter() {
+  return createLimiter({
+    store: memoryStore(),
+    rules: tokenBucket({ capacity: CAPACITY, refillRate: REFILL_PER_SECOND, interval: '1s' }),
+  });
+}
+
+export const SLUICE_LIMIT = 'sluice limit()';
+export const SLUICE_SYNC = 'sluice limitSync()';
+export const RLF = 'rate-limiter-flexible consume';
+export const ERL = 'express-rate-limit increment';
+export const LIMITER = 'limiter tryRemoveTokens';
+export const FLOOR = 'floor (Map + arithmetic)';
+
+export function contestants() {
+  return [
+    counted(SLUICE_LIMIT, (tally) => {
+      let limiter;
+      return {
+        setup: () => void (limiter = sluiceLimiter()),
+        async run(n) {
+          let allowed = 0;
+          let c = tally.cursor;
+          for (let i = 0; i < n; i++) if ((await limiter.limit(ids[order[c++ & MASK]])).allowed) allowed++;
+          tally.cursor = c;
+          tally.allowed += allowed;
+          tally.total += n;
+        },
+      };
+    }),
+    counted(SLUICE_SYNC, (tally) => {
+      let limiter;
+      return {
+        setup: () => void (limiter = sluiceLimiter()),
+        run(n) {
+          let allowed = 0;
+          let c = tally.cursor;
+          for (let i = 0; i < n; i++) if (limiter.limitSync(ids[order[c++ & MASK]]).allowed) allowed++;
+          tally.cursor = c;
+          tally.allowed += allowed;
+          tally.total += n;
+        },
+      };
+    }),
+    counted(RLF, (tally) => {
+      let limiter;
+      return {
+        // Fixed window of 100 points per 2 s per key: no token bucket in RateLimiterMemory; same rate and burst.
+        setup: () => void (limiter = new RateLimiterMemory({ points: CAPACITY, duration: WINDOW_MS / 1000 })),
+        async run(n) {
+          let allowed = 0;
+          let c = tally.cursor;
+          for (let i = 0; i < n; i++) {
+            try {
+              await limiter.consume(ids[order[c++ & MASK]]);
+              allowed++;
+            } catch (error) {
+              // A RateLimiterRes rejection means "limited"; anything else is a real failure.
+              if (!(error instanceof RateLimiterRes)) throw error;
+            }
+          }
+          tally.cursor = c;
+          tally.allowed += allowed;
+          tally.total += n;
+        },
+      };
+    }),
+    counted(ERL, (tally) => {
+      let store;
+      return {
+        // The store counts hits per fixed window; the middleware denies when totalHits > limit.
+        setup() {
+          store = new ExpressMemoryStore();
+          store.init({ windowMs: WINDOW_MS });
+        },
+        teardown: () => store.shutdown(),
+        async run(n) {
+          let allowed = 0;
+          let c = tally.cursor;
+          for (let i = 0; i < n; i++) if ((await store.increment(ids[order[c++ & MASK]])).totalHits <= CAPACITY) allowed++;
+          tally.cursor = c;
+          tally.allowed += allowed;
+          tally.total += n;
+        },
+      };
+    }),
+    counted(LIMITER, (tally) => {
+      // `limiter` has one bucket per instance; a Map of buckets per identity is what a user writes around it.
+      const buckets = new Map();
+      const bucketFor = (identity) => {
+        let bucket = buckets.get(identity);
+        if (bucket === undefined) {
+          bucket = new TokenBucket({ bucketSize: CAPACITY, tokensPerInterval: REFILL_PER_SECOND, interval: 'second' });
+          bucket.content = CAPACITY; // it starts empty; every other contestant starts a new identity full
+          buckets.set(identity, bucket);
+        }
+        return bucket;
+      };
+      return {
+        run(n) {
+          let allowed = 0;
+          let c = tally.cursor;
+          for (let i = 0; i < n; i++) if (bucketFor(ids[order[c++ & MASK]]).tryRemoveTokens(1)) allowed++;
+          tally.cursor = c;
+          tally.allowed += allowed;
+          tally.total += n;
+        },
+      };
+    }),
+    counted(FLOOR, (tally) => {
+      const take = createFloor();
+      return {
+        run(n) {
+          let allowed = 0;
+          let c = tally.cursor;
+          for (let i = 0; i < n; i++) if (take(ids[order[c++ & MASK]])) allowed++;
+          tally.cursor = c;
+          tally.allowed += allowed;
+          tally.total += n;
+        },
+      };
+    }),
+  ];
+}

@@ -1,0 +1,18 @@
+// The workload every contestant of the memory suite sees: the same 10,000 identity strings, drawn in the same
+// pseudo-random order, against a token bucket of capacity 100 refilled at 50 per second (or its closest
+// equivalent in each peer; see bench/README.md).
+import { prng } from '../../lib/stats.mjs';
+
+export const IDENTITIES = 10_000;
+export const CAPACITY = 100;
+export const REFILL_PER_SECOND = 50;
+/** Peers that count in fixed windows get the window in which the bucket refills completely: 100 per 2 s. */
+export const WINDOW_MS = (CAPACITY / REFILL_PER_SECOND) * 1000;
+
+/** Identity strings made once, as a server has them in hand (from a header or the socket) before it asks. */
+export const ids = Array.from({ length: IDENTITIES }, (_, i) => `user:${i}`);
+
+/** 2^16 draws, uniform over the identities; contestants walk it cyclically with `order[cursor++ & MASK]`. */
+export const MASK = 0xffff;
+const random = prng(0x5eed);
+export const order = Uint16Array.from({ length: MASK + 1 }, () => Math.floor(random() * IDENTITIES));
