@@ -1,0 +1,104 @@
+import { SluiceError, parseDuration, type Duration } from '@sluice/core';
+
+export interface SqliteStoreOptions {
+  /**
+   * Name of the state table; `<table>_meta` holds its schema version. Letters, digits and `_`, at most 48.
+   * @default 'sluice_state'
+   */
+  table?: string;
+  /**
+   * Switch the file to WAL (`PRAGMA journal_mode = WAL`), so that peeks and other readers never wait for the
+   * writer. WAL is a property of the file and stays set. `false` leaves the journal mode as it is; decisions stay
+   * exact either way, since every write is a transaction. In-memory databases have no WAL and are left alone.
+   * @default true
+   */
+  wal?: boolean;
+  /**
+   * How long a decision waits for another connection's write lock before it fails with STORE_ERROR (and the
+   * limiter's `onStoreError` policy answers). The store is synchronous, so this wait blocks the thread: keep it
+   * short. Sets `PRAGMA busy_timeout` on the connection you pass. `0` fails at once when the file is locked.
+   * @default the connection's own setting (better-sqlite3's `timeout`, 5000 ms) or 5000 ms when it is 0
+   */
+  busyTimeoutMs?: Duration | 0;
+  /**
+   * `PRAGMA synchronous` for the connection. `'normal'` with WAL never corrupts the file and survives a process
+   * crash; a power loss may forget the last decisions, which a rate limiter can afford. `'full'` syncs to disk on
+   * every decision (far slower). `'keep'` leaves the connection as it is.
+   * @default 'normal'
+   */
+  synchronous?: 'normal' | 'full' | 'keep';
+  /**
+   * Expired rows are deleted incrementally: every `sweepEvery` writes (per process), at most `sweepBatch` expired
+   * rows go, found through the index on `expires_at`. The defaults delete up to two rows per write, which keeps up
+   * with a new identity on every decision even for two-rule limiters.
+   * @default 128
+   */
+  sweepEvery?: number;
+  /** @default 256 */
+  sweepBatch?: number;
+}
+
+export interface ResolvedOptions {
+  table: string;
+  wal: boolean;
+  busyTimeoutMs: number | undefined;
+  synchronous: 'normal' | 'full' | 'keep';
+  sweepEvery: number;
+  sweepBatch: number;
+}
+
+const KNOWN = ['table', 'wal', 'busyTimeoutMs', 'synchronous', 'sweepEvery', 'sweepBatch'];
+const TABLE_PATTERN = /^[A-Za-z_][A-Za-z0-9_]{0,47}$/;
+
+export function resolveOptions(raw: unknown): ResolvedOptions {
+  if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) {
+    throw new SluiceError('INVALID_OPTION', `sqliteStore: options must be an object, got ${show(raw)}`);
+  }
+  const options = raw as Record<string, unknown>;
+  for (const key of Object.keys(options)) {
+    if (!KNOWN.includes(key)) {
+      throw new SluiceError(
+        'UNKNOWN_OPTION',
+        `sqliteStore: unknown option ${JSON.stringify(key)}; accepted options are ${KNOWN.join(', ')}`,
+      );
+    }
+  }
+  const table = options.table ?? 'sluice_state';
+  if (typeof table !== 'string' || !TABLE_PATTERN.test(table)) {
+    throw new SluiceError(
+      'INVALID_OPTION',
+      `sqliteStore: table must be 1 to 48 letters, digits or '_' not starting with a digit, got ${show(table)}`,
+    );
+  }
+  const wal = options.wal ?? true;
+  if (typeof wal !== 'boolean') {
+    throw new SluiceError('INVALID_OPTION', `sqliteStore: wal must be true or false, got ${show(wal)}`);
+  }
+  const busy = options.busyTimeoutMs;
+  const busyTimeoutMs = busy === undefined || busy === 0 ? busy : parseDuration(busy, 'sqliteStore: busyTimeoutMs');
+  const synchronous = options.synchronous ?? 'normal';
+  if (synchronous !== 'normal' && synchronous !== 'full' && synchronous !== 'keep') {
+    throw new SluiceError('INVALID_OPTION', `sqliteStore: synchronous must be 'normal', 'full' or 'keep', got ${show(synchronous)}`);
+  }
+  return {
+    table,
+    wal,
+    busyTimeoutMs,
+    synchronous,
+    sweepEvery: positive(options.sweepEvery ?? 128, 'sweepEvery'),
+    sweepBatch: positive(options.sweepBatch ?? 256, 'sweepBatch'),
+  };
+}
+
+function positive(value: unknown, field: string): number {
+  if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < 1 || value > 1_000_000) {
+    throw new SluiceError('INVALID_OPTION', `sqliteStore: ${field} must be an integer from 1 to 1000000, got ${show(value)}`);
+  }
+  return value;
+}
+
+function show(value: unknown): string {
+  if (typeof value === 'string') return JSON.stringify(value);
+  if (value === null || typeof value !== 'object') return String(value);
+  return Array.isArray(value) ? 'an array' : 'an object';
+}

@@ -1,0 +1,247 @@
+import Database from 'better-sqlite3';
+import { createLimiter, fixedWindow, isSluiceError, tokenBucket } from '@sluice/core';
+import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import { SCHEMA_VERSION, sqliteStore, type SqliteDatabase } from '../src/index.js';
+import { tempFolder } from './helpers.js';
+
+const folder = tempFolder('store');
+let counter = 0;
+const open: Database.Database[] = [];
+
+function database(name = `db${++counter}.db`, options?: Database.Options): Database.Database {
+  const db = new Database(folder.file(name), options);
+  open.push(db);
+  return db;
+}
+
+afterEach(() => {
+  for (const db of open.splice(0)) if (db.open) db.close();
+});
+afterAll(() => folder.remove());
+
+const T0 = 1_800_000_000_000;
+
+describe('construction', () => {
+  it('creates its tables, index and schema version, and sets WAL, busy_timeout and synchronous', () => {
+    const db = database();
+    const store = sqliteStore(db, { busyTimeoutMs: 750 });
+    const objects = db.prepare(`SELECT type, name FROM sqlite_master ORDER BY name`).all();
+    expect(objects).toEqual([
+      { type: 'table', name: 'sluice_state' },
+      { type: 'index', name: 'sluice_state_expires_at' },
+      { type: 'table', name: 'sluice_state_meta' },
+    ]);
+    expect(db.prepare(`SELECT value FROM sluice_state_meta WHERE name = 'schema_version'`).get()).toEqual({ value: SCHEMA_VERSION });
+    expect(db.pragma('journal_mode', { simple: true })).toBe('wal');
+    expect(store.journalMode).toBe('wal');
+    expect(db.pragma('busy_timeout', { simple: true })).toBe(750);
+    expect(store.busyTimeoutMs).toBe(750);
+    expect(db.pragma('synchronous', { simple: true })).toBe(1); // NORMAL
+    expect(db.pragma('user_version', { simple: true })).toBe(0); // the application's, untouched
+  });
+
+  it("keeps the connection's busy_timeout by default, and replaces a 0 with 5000 ms", () => {
+    expect(sqliteStore(database(undefined, { timeout: 1234 })).busyTimeoutMs).toBe(1234);
+    expect(sqliteStore(database(undefined, { timeout: 0 })).busyTimeoutMs).toBe(5000);
+    expect(sqliteStore(database(undefined, { timeout: 0 }), { busyTimeoutMs: 0 }).busyTimeoutMs).toBe(0);
+    expect(sqliteStore(database(), { busyTimeoutMs: '2s' }).busyTimeoutMs).toBe(2000);
+  });
+
+  it("leaves the journal mode and synchronous alone when told to", () => {
+    const db = database();
+    const store = sqliteStore(db, { wal: false, synchronous: 'keep', table: 'limits' });
+    expect(store.journalMode).toBe('delete');
+    expect(db.pragma('synchronous', { simple: true })).toBe(2); // FULL, better-sqlite3's default
+    expect(store.table).toBe('limits');
+    expect(db.prepare(`SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name`).pluck().all()).toEqual(['limits', 'limits_meta']);
+  });
+
+  it('works in memory, where there is no WAL to set', () => {
+    const db = new Database(':memory:');
+    open.push(db);
+    const store = sqliteStore(db);
+    expect(store.journalMode).toBe('memory');
+    const limiter = createLimiter({ store, rules: fixedWindow({ limit: 1, window: '1m' }), clock: () => T0 });
+    expect(limiter.limitSync('a').allowed).toBe(true);
+    expect(limiter.limitSync('a').allowed).toBe(false);
+  });
+
+  it('opens a file created earlier and keeps its state', () => {
+    const name = 'reopen.db';
+    const rules = fixedWindow({ limit: 2, window: '1m' });
+    const first = createLimiter({ store: sqliteStore(database(name)), rules, clock: () => T0 });
+    expect(first.limitSync('a').remaining).toBe(1);
+    open.pop()!.close();
+    const second = createLimiter({ store: sqliteStore(database(name)), rules, clock: () => T0 });
+    expect(second.limitSync('a').remaining).toBe(0);
+  });
+
+  it('recreates a state table that was dropped by hand', () => {
+    const db = database();
+    sqliteStore(db);
+    db.exec('DROP TABLE sluice_state');
+    const limiter = createLimiter({ store: sqliteStore(db), rules: fixedWindow({ limit: 1, window: '1m' }), clock: () => T0 });
+    expect(limiter.limitSync('a').allowed).toBe(true);
+  });
+
+  it('refuses a table written by a newer schema version, naming the fix', () => {
+    const db = database();
+    sqliteStore(db);
+    db.prepare(`UPDATE sluice_state_meta SET value = ? WHERE name = 'schema_version'`).run(SCHEMA_VERSION + 1);
+    expect(() => sqliteStore(db)).toThrow(/schema version 2, written by a newer @sluice\/sqlite.*upgrade/);
+  });
+
+  it('validates its arguments with stable codes and messages that name the field', () => {
+    const db = database();
+    const codeOf = (fn: () => unknown) => {
+      try {
+        fn();
+      } catch (error) {
+        return isSluiceError(error) ? `${error.code}: ${error.message}` : `not a SluiceError: ${String(error)}`;
+      }
+      return 'no error';
+    };
+    expect(codeOf(() => sqliteStore({} as SqliteDatabase))).toMatch(/^INVALID_OPTION: .*db must be a better-sqlite3 Database/);
+    expect(codeOf(() => sqliteStore(db, { tabel: 'x' } as never))).toMatch(/^UNKNOWN_OPTION: .*"tabel"; accepted options are table, wal/);
+    expect(codeOf(() => sqliteStore(db, { table: 'x; DROP' }))).toMatch(/^INVALID_OPTION: .*table must be/);
+    expect(codeOf(() => sqliteStore(db, { wal: 'yes' as never }))).toMatch(/^INVALID_OPTION: .*wal must be true or false/);
+    expect(codeOf(() => sqliteStore(db, { busyTimeoutMs: -5 }))).toMatch(/^INVALID_OPTION: .*busyTimeoutMs/);
+    expect(codeOf(() => sqliteStore(db, { synchronous: 'off' as never }))).toMatch(/^INVALID_OPTION: .*synchronous must be/);
+    expect(codeOf(() => sqliteStore(db, { sweepEvery: 0 }))).toMatch(/^INVALID_OPTION: .*sweepEvery must be an integer/);
+    expect(codeOf(() => sqliteStore(db, { sweepBatch: 1.5 }))).toMatch(/^INVALID_OPTION: .*sweepBatch must be an integer/);
+    const closed = database();
+    closed.close();
+    expect(codeOf(() => sqliteStore(closed))).toMatch(/^INVALID_OPTION: .*db is closed/);
+  });
+
+  it('accepts a better-sqlite3 Database where SqliteDatabase is expected (type test)', () => {
+    const db: SqliteDatabase = database();
+    expect(db.open).toBe(true);
+  });
+});
+
+describe('decisions', () => {
+  it('runs compound rules all-or-nothing: a denial by one rule charges none', () => {
+    const db = database();
+    const limiter = createLimiter({
+      store: sqliteStore(db),
+      rules: [fixedWindow({ limit: 10, window: '1m' }), tokenBucket({ capacity: 2, refillRate: 1, interval: '1m' })],
+      clock: () => T0,
+    });
+    const allowed = Array.from({ length: 5 }, () => limiter.limitSync('a').allowed);
+    expect(allowed).toEqual([true, true, false, false, false]);
+    const window = db.prepare(`SELECT state FROM sluice_state WHERE rule = 'fw:60000'`).pluck().get() as string;
+    expect(window.split(',').map(Number)).toEqual([T0 - (T0 % 60_000), 2]);
+  });
+
+  it('peek and zero cost read without writing a row', () => {
+    const db = database();
+    const limiter = createLimiter({ store: sqliteStore(db), rules: fixedWindow({ limit: 3, window: '1m' }), clock: () => T0 });
+    expect(limiter.peekSync('a').remaining).toBe(3);
+    expect(limiter.limitSync('a', { cost: 0 }).remaining).toBe(3);
+    expect(db.prepare('SELECT count(*) FROM sluice_state').pluck().get()).toBe(0);
+    limiter.limitSync('a');
+    expect(limiter.peekSync('a').remaining).toBe(2);
+  });
+
+  it('refund gives back, and a row whose state is back to full is deleted', () => {
+    const db = database();
+    const limiter = createLimiter({ store: sqliteStore(db), rules: tokenBucket({ capacity: 5, refillRate: 1, interval: '1s' }), clock: () => T0 });
+    limiter.limitSync('a', { cost: 2 });
+    expect(db.prepare('SELECT count(*) FROM sluice_state').pluck().get()).toBe(1);
+    expect(limiter.refundSync('a', { cost: 2 }).remaining).toBe(5);
+    expect(db.prepare('SELECT count(*) FROM sluice_state').pluck().get()).toBe(0);
+  });
+
+  it('reset forgets one identity and only it', async () => {
+    const db = database();
+    const limiter = createLimiter({ store: sqliteStore(db), rules: fixedWindow({ limit: 1, window: '1m' }), clock: () => T0 });
+    limiter.limitSync('a');
+    limiter.limitSync('b');
+    await limiter.reset('a');
+    expect(limiter.limitSync('a').allowed).toBe(true);
+    expect(limiter.limitSync('b').allowed).toBe(false);
+  });
+
+  it('treats an expired row as absent, with rows written through the limiter clock', () => {
+    let now = T0;
+    const limiter = createLimiter({ store: sqliteStore(database()), rules: fixedWindow({ limit: 1, window: '1s' }), clock: () => now });
+    expect(limiter.limitSync('a').allowed).toBe(true);
+    expect(limiter.limitSync('a').allowed).toBe(false);
+    now += 1000;
+    expect(limiter.limitSync('a').allowed).toBe(true);
+  });
+
+  it('starts fresh from a corrupt state record instead of admitting NaN', () => {
+    const db = database();
+    const limiter = createLimiter({ store: sqliteStore(db), rules: fixedWindow({ limit: 2, window: '1m' }), clock: () => T0 });
+    limiter.limitSync('a');
+    db.prepare(`UPDATE sluice_state SET state = 'garbage,x'`).run();
+    expect(limiter.limitSync('a').remaining).toBe(1);
+  });
+
+  it('returns plain numbers on a connection set to defaultSafeIntegers', () => {
+    const db = database();
+    db.defaultSafeIntegers(true);
+    const limiter = createLimiter({ store: sqliteStore(db), rules: fixedWindow({ limit: 2, window: '1m' }), clock: () => T0 });
+    limiter.limitSync('a');
+    const decision = limiter.limitSync('a');
+    expect(decision.remaining).toBe(0);
+    expect(typeof decision.resetAt).toBe('number');
+  });
+
+  it('runs inside an application transaction as a savepoint, rolled back with it', () => {
+    const db = database();
+    const limiter = createLimiter({ store: sqliteStore(db), rules: fixedWindow({ limit: 5, window: '1m' }), clock: () => T0 });
+    const work = db.transaction(() => {
+      limiter.limitSync('a');
+      throw new Error('the application rolls back');
+    });
+    expect(() => work()).toThrow('the application rolls back');
+    expect(limiter.peekSync('a').remaining).toBe(5);
+  });
+});
+
+describe('expiry', () => {
+  it('sweeps expired rows incrementally: at most sweepBatch every sweepEvery writes', () => {
+    const db = database();
+    let now = T0;
+    const limiter = createLimiter({
+      store: sqliteStore(db, { sweepEvery: 10, sweepBatch: 4 }),
+      rules: fixedWindow({ limit: 5, window: '1s' }),
+      clock: () => now,
+    });
+    const count = () => db.prepare('SELECT count(*) FROM sluice_state').pluck().get() as number;
+    for (let i = 0; i < 9; i++) limiter.limitSync(`old${i}`);
+    expect(count()).toBe(9);
+    now += 60_000; // every row above has expired
+    limiter.limitSync('new0'); // 10th write: one sweep of at most 4 rows
+    expect(count()).toBe(9 - 4 + 1);
+    for (let i = 1; i <= 10; i++) limiter.limitSync(`new${i}`); // the 20th write sweeps 4 more
+    expect(count()).toBe(9 - 8 + 11);
+    expect(sqliteStore(db).purgeExpired(now)).toBe(1);
+    expect(count()).toBe(11);
+  });
+
+  it('never scans the table on the hot path: every statement searches an index', () => {
+    const db = database();
+    sqliteStore(db);
+    const plan = (sql: string, ...params: unknown[]) =>
+      (db.prepare(`EXPLAIN QUERY PLAN ${sql}`).all(...params) as Array<{ detail: string }>).map((r) => r.detail).join(' | ');
+    const statements = [
+      plan('SELECT state, expires_at FROM sluice_state WHERE key = ? AND rule = ?', 'k', 'r'),
+      plan('SELECT rule, state, expires_at FROM sluice_state WHERE key = ?', 'k'),
+      plan('DELETE FROM sluice_state WHERE key = ? AND rule = ?', 'k', 'r'),
+      plan(
+        'DELETE FROM sluice_state WHERE (key, rule) IN (SELECT key, rule FROM sluice_state WHERE expires_at <= ? ORDER BY expires_at LIMIT ?)',
+        T0,
+        10,
+      ),
+    ];
+    for (const detail of statements) {
+      expect(detail).toMatch(/SEARCH/);
+      expect(detail).not.toMatch(/SCAN sluice_state\b(?! USING)/);
+    }
+    expect(statements[3]).toMatch(/USING (COVERING )?INDEX sluice_state_expires_at/);
+  });
+});
