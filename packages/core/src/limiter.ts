@@ -1,7 +1,16 @@
-import { CircuitBreaker, type CircuitBreakerOptions, type CircuitState } from './circuit-breaker.js';
+import type { CircuitBreaker, CircuitBreakerOptions, CircuitState } from './circuit-breaker.js';
 import { decide, type Decision } from './decision.js';
-import { parseDuration } from './duration.js';
-import { SluiceError, describe, isSluiceError } from './errors.js';
+import { SluiceError, describe } from './errors.js';
+import {
+  asStoreError,
+  checkPolicy,
+  checkTimeout,
+  degrade,
+  failOpenOrClosed,
+  makeBreaker,
+  withDeadline,
+  type StoreErrorPolicy,
+} from './failure-policy.js';
 import { hash32, identityKey } from './identity.js';
 import type { Mode } from './algorithm.js';
 import type { ResolvedRule, Rule } from './rules.js';
@@ -11,8 +20,7 @@ import { rejectUnknownOptions, requireObject } from './validate.js';
 /** `enforce` denies; `shadow` counts and reports but never denies (dark launch); `off` is the kill switch. */
 export type LimiterMode = 'enforce' | 'shadow' | 'off';
 
-/** What to do when the store fails or misses its deadline: fail open, fail closed, or ask another store. */
-export type StoreErrorPolicy = 'allow' | 'deny' | Store;
+export type { StoreErrorPolicy };
 
 export interface LimiterOptions<S extends Store = Store> {
   store: S;
@@ -29,11 +37,17 @@ export interface LimiterOptions<S extends Store = Store> {
   /** Per-identity rules (custom quotas). Return undefined for the limiter's rules. Keep rule ids the same to keep state. */
   quota?: (identity: string) => Rule | readonly Rule[] | undefined;
   /**
-   * Deadline for one store call, async stores only. 250 ms rides out a GC pause or a reconnect blip on a
-   * healthy store, yet bounds what a dead one adds to a request to a quarter second. @default 250
+   * Deadline for one store call (and for an asynchronous fallback store), async stores only. A healthy local
+   * Redis answers in well under a millisecond and a cross-zone one in a few, so 250 ms is far beyond any normal
+   * answer yet rides out a GC pause or a reconnect blip; it bounds what a dead or hung store adds to a request
+   * to a quarter second. See "Failure policy" in core's README. @default 250
    */
   timeoutMs?: number | string;
-  /** @default 'allow' (fail open, so a store outage does not become an API outage) */
+  /**
+   * `'allow'` fails open, `'deny'` fails closed, a store (e.g. `memoryStore()`) keeps limiting locally. Every
+   * answer given by the policy has `degraded: true` and `error.code` STORE_TIMEOUT, STORE_ERROR or CIRCUIT_OPEN.
+   * @default 'allow' (fail open, so a store outage does not become an API outage)
+   */
   onStoreError?: StoreErrorPolicy;
   /** Stop calling a failing store for a while. `false` turns it off. @default { failureThreshold: 5, cooldownMs: 2000 } */
   circuitBreaker?: CircuitBreakerOptions | false;
@@ -110,8 +124,8 @@ class LimiterImpl implements SyncLimiter {
       throw new SluiceError('INVALID_OPTION', `createLimiter: quota must be a function (identity) => rules | undefined, got ${describe(options.quota)}`);
     }
     this.quota = options.quota;
-    this.timeoutMs = parseDuration(options.timeoutMs ?? 250, 'createLimiter: timeoutMs');
-    this.policy = checkPolicy(options.onStoreError ?? 'allow');
+    this.timeoutMs = checkTimeout(options.timeoutMs ?? 250);
+    this.policy = checkPolicy(options.onStoreError ?? 'allow', (value) => checkStore(value, 'createLimiter: onStoreError'));
     this.breaker = makeBreaker(options.circuitBreaker);
     this.configure({ rules: options.rules, mode: options.mode ?? 'enforce' });
   }
@@ -166,7 +180,14 @@ class LimiterImpl implements SyncLimiter {
 
   async reset(identity: string): Promise<void> {
     const rules = this.rulesFor(identity);
-    await this.store.reset(this.keyPrefix + identityKey(identity) + '}', rules.map((r) => r.id));
+    const key = this.keyPrefix + identityKey(identity) + '}';
+    // Not a decision, so no policy answers it: a failure or a miss of the deadline rejects with a SluiceError.
+    try {
+      const pending = this.store.reset(key, rules.map((r) => r.id));
+      if (isPromise(pending)) await withDeadline(pending, this.timeoutMs);
+    } catch (error) {
+      throw asStoreError(error);
+    }
   }
 
   private rulesFor(identity: string): readonly Rule[] {
@@ -223,14 +244,20 @@ class LimiterImpl implements SyncLimiter {
     if (this.currentMode === 'off') return disabled(rules, request.now);
     let result: LimitResult;
     try {
+      if (this.breaker !== undefined && !this.breaker.allowRequest(request.now)) {
+        throw new SluiceError('CIRCUIT_OPEN', 'the store circuit is open after repeated failures');
+      }
       result = this.store.limit(request) as LimitResult;
     } catch (error) {
-      const fallback = this.fallback(request, rules, asStoreError(error));
+      const failure = asStoreError(error);
+      if (failure.code !== 'CIRCUIT_OPEN') this.breaker?.onFailure(this.clock());
+      const fallback = this.fallback(request, rules, failure);
       if (isPromise(fallback)) {
         throw new SluiceError('UNSUPPORTED_OPERATION', 'limitSync cannot fall back to an asynchronous store', { cause: error });
       }
       return fallback;
     }
+    this.breaker?.onSuccess();
     return this.shaped(decide(rules, result.outcomes, result.now));
   }
 
@@ -239,13 +266,18 @@ class LimiterImpl implements SyncLimiter {
     return decision;
   }
 
+  /**
+   * Answers by the policy. A fallback store limits for real (its decision, marked degraded); if it fails too, or
+   * misses the same deadline, the request is let through (degraded, `store_unavailable`): a double failure must
+   * not turn into an outage.
+   */
   private fallback(request: LimitRequest, rules: readonly Rule[], error: SluiceError): Decision | Promise<Decision> {
     const policy = this.policy;
     if (typeof policy === 'object') {
       try {
         const result = policy.limit(request);
         if (isPromise(result)) {
-          return result.then(
+          return withDeadline(result, this.timeoutMs).then(
             (r) => degrade(this.shaped(decide(rules, r.outcomes, r.now)), error),
             () => failOpenOrClosed('allow', rules, request.now, error),
           );
@@ -257,28 +289,6 @@ class LimiterImpl implements SyncLimiter {
     }
     return failOpenOrClosed(policy, rules, request.now, error);
   }
-}
-
-function degrade(decision: Decision, error: SluiceError): Decision {
-  return { ...decision, degraded: true, error };
-}
-
-function failOpenOrClosed(policy: 'allow' | 'deny', rules: readonly Rule[], now: number, error: SluiceError): Decision {
-  const first = rules[0]!;
-  const allowed = policy === 'allow';
-  return {
-    allowed,
-    reason: 'store_unavailable',
-    limit: first.limit,
-    remaining: allowed ? first.limit : 0,
-    resetAt: now,
-    retryAfter: allowed ? 0 : 1000,
-    degraded: true,
-    rule: first.id,
-    rules: [],
-    now,
-    error,
-  };
 }
 
 function disabled(rules: readonly Rule[], now: number): Decision {
@@ -306,39 +316,6 @@ function isPromise<T>(value: T | Promise<T>): value is Promise<T> {
   return typeof (value as { then?: unknown } | null)?.then === 'function';
 }
 
-/** Timers exist in every runtime sluice targets (Node, Bun, Deno, workers, edge), but core compiles without DOM or Node typings. */
-const timers = globalThis as unknown as {
-  setTimeout(callback: () => void, ms: number): unknown;
-  clearTimeout(handle: unknown): void;
-};
-
-/** Races a store call against the deadline; the timer is always cleared and a late rejection is swallowed. */
-function withDeadline<T>(pending: Promise<T>, timeoutMs: number): Promise<T> {
-  return new Promise<T>((resolve, reject) => {
-    const timer = timers.setTimeout(() => {
-      reject(new SluiceError('STORE_TIMEOUT', `the store did not answer within ${timeoutMs} ms`));
-    }, timeoutMs);
-    pending.then(
-      (value) => {
-        timers.clearTimeout(timer);
-        resolve(value);
-      },
-      (error: unknown) => {
-        timers.clearTimeout(timer);
-        reject(error);
-      },
-    );
-  });
-}
-
-function asStoreError(error: unknown): SluiceError {
-  if (isSluiceError(error) && (error.code === 'STORE_TIMEOUT' || error.code === 'STORE_ERROR' || error.code === 'CIRCUIT_OPEN')) {
-    return error;
-  }
-  const message = error instanceof Error ? error.message : String(error);
-  return new SluiceError('STORE_ERROR', `the store failed: ${message}`, { cause: error });
-}
-
 function checkName(value: unknown, field: string): string {
   if (typeof value !== 'string' || !NAME_PATTERN.test(value)) {
     throw new SluiceError(
@@ -355,23 +332,6 @@ function checkStore(value: unknown, field: string): Store {
     throw new SluiceError('INVALID_OPTION', `${field} must be a store such as memoryStore() or redisStore(client), got ${describe(value)}`);
   }
   return store;
-}
-
-function checkPolicy(value: unknown): StoreErrorPolicy {
-  if (value === 'allow' || value === 'deny') return value;
-  if (typeof value === 'object' && value !== null) return checkStore(value, 'createLimiter: onStoreError');
-  throw new SluiceError('INVALID_OPTION', `createLimiter: onStoreError must be 'allow', 'deny' or a store, got ${describe(value)}`);
-}
-
-function makeBreaker(value: CircuitBreakerOptions | false | undefined): CircuitBreaker | undefined {
-  if (value === false) return undefined;
-  const options = value === undefined ? {} : requireObject(value, 'createLimiter: circuitBreaker');
-  rejectUnknownOptions(options, ['failureThreshold', 'cooldownMs'], 'createLimiter: circuitBreaker');
-  const threshold = options.failureThreshold ?? 5;
-  if (typeof threshold !== 'number' || !Number.isSafeInteger(threshold) || threshold < 1) {
-    throw new SluiceError('INVALID_OPTION', `createLimiter: circuitBreaker.failureThreshold must be a positive integer, got ${describe(threshold)}`);
-  }
-  return new CircuitBreaker(threshold, parseDuration(options.cooldownMs ?? 2000, 'createLimiter: circuitBreaker.cooldownMs'));
 }
 
 const RULE_ALGORITHMS = new Set(['fixed-window', 'sliding-window-log', 'sliding-window-counter', 'token-bucket', 'leaky-bucket', 'gcra']);

@@ -1,0 +1,122 @@
+/**
+ * What a limiter does when its store fails: the deadline on every async store call, the classification of
+ * failures, and the decision the policy answers with. The invariants, proven against a real redis-server that
+ * is killed, paused and restarted (test/redis/faults.test.ts):
+ * - a decision never waits longer than `timeoutMs` for a store (plus event-loop latency);
+ * - a failed or late store call never becomes an unhandled rejection, and its timer is always cleared;
+ * - a policy answer is never disguised as an ordinary one: `degraded: true`, `error.code` says why
+ *   (`STORE_TIMEOUT`, `STORE_ERROR`, `CIRCUIT_OPEN`).
+ */
+import { CircuitBreaker, type CircuitBreakerOptions } from './circuit-breaker.js';
+import type { Decision } from './decision.js';
+import { parseDuration } from './duration.js';
+import { SluiceError, describe, isSluiceError } from './errors.js';
+import type { Rule } from './rules.js';
+import type { Store } from './store.js';
+import { rejectUnknownOptions, requireObject } from './validate.js';
+
+/** What to do when the store fails or misses its deadline: fail open, fail closed, or ask another store. */
+export type StoreErrorPolicy = 'allow' | 'deny' | Store;
+
+/** setTimeout clamps larger delays to 1 ms in every runtime, which would time out every call at once. */
+const MAX_TIMEOUT_MS = 2_147_483_647;
+
+/** How long a caller told "denied by policy" should wait: the order of a reconnect, not of a rate window. */
+export const POLICY_RETRY_AFTER_MS = 1000;
+
+/** Timers exist in every runtime sluice targets (Node, Bun, Deno, workers, edge), but core compiles without DOM or Node typings. */
+const timers = globalThis as unknown as {
+  setTimeout(callback: () => void, ms: number): unknown;
+  clearTimeout(handle: unknown): void;
+};
+
+export function checkTimeout(value: unknown): number {
+  const ms = parseDuration(value, 'createLimiter: timeoutMs');
+  if (ms > MAX_TIMEOUT_MS) {
+    throw new SluiceError('INVALID_OPTION', `createLimiter: timeoutMs must be at most ${MAX_TIMEOUT_MS} ms (about 24.8 days), got ${describe(value)}`);
+  }
+  return ms;
+}
+
+export function checkPolicy(value: unknown, isStore: (value: unknown) => Store): StoreErrorPolicy {
+  if (value === 'allow' || value === 'deny') return value;
+  if (typeof value === 'object' && value !== null) return isStore(value);
+  throw new SluiceError('INVALID_OPTION', `createLimiter: onStoreError must be 'allow', 'deny' or a store, got ${describe(value)}`);
+}
+
+export function makeBreaker(value: CircuitBreakerOptions | false | undefined): CircuitBreaker | undefined {
+  if (value === false) return undefined;
+  const options = value === undefined ? {} : requireObject(value, 'createLimiter: circuitBreaker');
+  rejectUnknownOptions(options, ['failureThreshold', 'cooldownMs'], 'createLimiter: circuitBreaker');
+  const threshold = options.failureThreshold ?? 5;
+  if (typeof threshold !== 'number' || !Number.isSafeInteger(threshold) || threshold < 1) {
+    throw new SluiceError('INVALID_OPTION', `createLimiter: circuitBreaker.failureThreshold must be a positive integer, got ${describe(threshold)}`);
+  }
+  return new CircuitBreaker(threshold, parseDuration(options.cooldownMs ?? 2000, 'createLimiter: circuitBreaker.cooldownMs'));
+}
+
+/**
+ * Races a store call against the deadline. The timer is cleared as soon as the call settles, and the call's
+ * late outcome (value or rejection) is consumed here, so nothing is left dangling whichever finishes first.
+ */
+export function withDeadline<T>(pending: Promise<T>, timeoutMs: number): Promise<T> {
+  return new Promise<T>((resolve, reject) => {
+    const timer = timers.setTimeout(() => {
+      reject(new SluiceError('STORE_TIMEOUT', `the store did not answer within ${timeoutMs} ms`));
+    }, timeoutMs);
+    pending.then(
+      (value) => {
+        timers.clearTimeout(timer);
+        resolve(value);
+      },
+      (error: unknown) => {
+        timers.clearTimeout(timer);
+        reject(error);
+      },
+    );
+  });
+}
+
+/** Every failure becomes a SluiceError with a code that says why; the original stays in `cause`. */
+export function asStoreError(error: unknown): SluiceError {
+  if (isSluiceError(error) && (error.code === 'STORE_TIMEOUT' || error.code === 'STORE_ERROR' || error.code === 'CIRCUIT_OPEN')) {
+    return error;
+  }
+  const message = error instanceof Error ? error.message : String(error);
+  return new SluiceError('STORE_ERROR', `the store failed: ${message}`, { cause: error });
+}
+
+export function degrade(decision: Decision, error: SluiceError): Decision {
+  return { ...decision, degraded: true, error };
+}
+
+/**
+ * The answer of the allow/deny policies: every rule reported at full room (allow) or none (deny), so headers
+ * stay well formed, with `reason: 'store_unavailable'` and `degraded: true`.
+ */
+export function failOpenOrClosed(policy: 'allow' | 'deny', rules: readonly Rule[], now: number, error: SluiceError): Decision {
+  const allowed = policy === 'allow';
+  const reports = rules.map((rule) => ({
+    id: rule.id,
+    allowed,
+    limit: rule.limit,
+    remaining: allowed ? rule.limit : 0,
+    resetAt: now,
+    retryAt: allowed ? now : now + POLICY_RETRY_AFTER_MS,
+    windowMs: rule.windowMs,
+  }));
+  const first = reports[0]!;
+  return {
+    allowed,
+    reason: 'store_unavailable',
+    limit: first.limit,
+    remaining: first.remaining,
+    resetAt: now,
+    retryAfter: allowed ? 0 : POLICY_RETRY_AFTER_MS,
+    degraded: true,
+    rule: first.id,
+    rules: reports,
+    now,
+    error,
+  };
+}

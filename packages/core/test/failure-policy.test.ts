@@ -1,0 +1,289 @@
+/**
+ * Failure policy with store doubles that throw, reject, hang or answer late. The same invariants are proven
+ * with real faults (a redis-server killed, paused, restarted) in test/redis/faults.test.ts.
+ */
+import { afterEach, beforeEach, describe, expect, test, vi } from 'vitest';
+import {
+  createLimiter,
+  evaluate,
+  fixedWindow,
+  isSluiceError,
+  tokenBucket,
+  type LimitRequest,
+  type LimitResult,
+  type Store,
+  type State,
+  type StoreCapabilities,
+  type SyncStore,
+} from '../src/index.js';
+
+/** A healthy synchronous store (core's `evaluate` over a Map), self-contained so this file depends on src only. */
+class MapStore implements SyncStore {
+  readonly capabilities = { synchronous: true, clock: 'client', operations: ['limit', 'reset'] } as const;
+  private readonly states = new Map<string, { state: State; expiresAt: number }>();
+
+  limit(request: LimitRequest): LimitResult {
+    const keys = request.rules.map((rule) => `${request.key}:${rule.id}`);
+    const states = keys.map((key) => {
+      const record = this.states.get(key);
+      return record !== undefined && record.expiresAt > request.now ? record.state : undefined;
+    });
+    const evaluation = evaluate(request.rules, states, request.now, request.cost, request.mode);
+    evaluation.writes?.forEach((write, i) => this.states.set(keys[i]!, { state: write.state, expiresAt: request.now + write.ttlMs }));
+    return { now: request.now, outcomes: evaluation.outcomes };
+  }
+
+  reset(key: string, ids: readonly string[]): void {
+    for (const id of ids) this.states.delete(`${key}:${id}`);
+  }
+}
+
+/** Core compiles without DOM or Node typings; read the (possibly faked) timer functions off globalThis at call time. */
+const timers = globalThis as unknown as { setTimeout(callback: () => void, ms: number): unknown };
+
+const ASYNC: StoreCapabilities = { synchronous: false, clock: 'client', operations: ['limit', 'reset'] };
+
+/** A remote store double whose behaviour the test switches at will; counts the calls it receives. */
+class FaultyStore implements Store {
+  readonly capabilities = ASYNC;
+  readonly healthy = new MapStore();
+  behaviour: 'ok' | 'hang' | 'reject' | 'throw' | 'late-reject' | 'late-resolve' = 'ok';
+  calls = 0;
+
+  limit(request: LimitRequest): Promise<LimitResult> {
+    this.calls++;
+    switch (this.behaviour) {
+      case 'ok':
+        return Promise.resolve(this.healthy.limit(request));
+      case 'hang':
+        return new Promise(() => {});
+      case 'reject':
+        return Promise.reject(new Error('ECONNREFUSED 127.0.0.1:6390'));
+      case 'throw':
+        throw new Error('client is closed');
+      case 'late-reject':
+        return new Promise((_, reject) => timers.setTimeout(() => reject(new Error('Connection is closed.')), 500));
+      case 'late-resolve':
+        return new Promise((resolve) => timers.setTimeout(() => resolve(this.healthy.limit(request)), 500));
+    }
+  }
+
+  reset(key: string, ids: readonly string[]): Promise<void> {
+    if (this.behaviour === 'hang') return new Promise(() => {});
+    this.healthy.reset(key, ids);
+    return Promise.resolve();
+  }
+}
+
+const rules = [tokenBucket({ capacity: 3, refillRate: 1 }), fixedWindow({ limit: 10, window: '1m' })];
+let unhandled: unknown[] = [];
+const onUnhandled = (reason: unknown) => unhandled.push(reason);
+const processLike = (globalThis as unknown as { process: { on(e: string, f: (r: unknown) => void): void; off(e: string, f: (r: unknown) => void): void } }).process;
+
+beforeEach(() => {
+  unhandled = [];
+  processLike.on('unhandledRejection', onUnhandled);
+  vi.useFakeTimers();
+});
+
+afterEach(async () => {
+  await vi.runAllTimersAsync();
+  vi.useRealTimers();
+  await new Promise<void>((r) => timers.setTimeout(r, 0));
+  processLike.off('unhandledRejection', onUnhandled);
+  expect(unhandled).toEqual([]);
+});
+
+/** Runs a decision under fake timers and reports how much (fake) time it took. */
+async function timed<T>(work: () => Promise<T>): Promise<{ value: T; elapsedMs: number }> {
+  const start = Date.now();
+  const pending = work();
+  let value: T | undefined;
+  let done = false;
+  void pending.then((v) => {
+    value = v;
+    done = true;
+  });
+  for (let waited = 0; !done; waited++) {
+    if (waited > 60_000) throw new Error('the decision never came: no deadline held it');
+    await vi.advanceTimersByTimeAsync(1);
+  }
+  return { value: value as T, elapsedMs: Date.now() - start };
+}
+
+describe('deadline', () => {
+  test('a hung store is answered by the policy at timeoutMs, degraded, STORE_TIMEOUT; no timer is left', async () => {
+    const store = new FaultyStore();
+    store.behaviour = 'hang';
+    const limiter = createLimiter({ store, rules, timeoutMs: 100, circuitBreaker: false });
+    const { value, elapsedMs } = await timed(() => limiter.limit('u'));
+    expect(elapsedMs).toBe(100);
+    expect(value).toMatchObject({ allowed: true, reason: 'store_unavailable', degraded: true, rule: 'tb' });
+    expect(isSluiceError(value.error) && value.error.code).toBe('STORE_TIMEOUT');
+    expect(value.rules.map((r) => [r.id, r.allowed, r.remaining])).toEqual([['tb', true, 3], ['fw:60000', true, 10]]);
+    expect(vi.getTimerCount()).toBe(0);
+  });
+
+  test('deny policy fails closed with a retry hint, still degraded', async () => {
+    const store = new FaultyStore();
+    store.behaviour = 'hang';
+    const limiter = createLimiter({ store, rules, timeoutMs: '50ms', onStoreError: 'deny', circuitBreaker: false });
+    const { value } = await timed(() => limiter.limit('u'));
+    expect(value).toMatchObject({ allowed: false, reason: 'store_unavailable', degraded: true, remaining: 0, retryAfter: 1000 });
+  });
+
+  test('a healthy answer clears its deadline timer at once', async () => {
+    const limiter = createLimiter({ store: new FaultyStore(), rules, timeoutMs: 10_000 });
+    const decision = await limiter.limit('u');
+    expect(decision).toMatchObject({ allowed: true, degraded: false, reason: 'ok', remaining: 2 });
+    expect(vi.getTimerCount()).toBe(0);
+  });
+
+  test('a store that rejects after the deadline causes no unhandled rejection', async () => {
+    const store = new FaultyStore();
+    store.behaviour = 'late-reject';
+    const limiter = createLimiter({ store, rules, timeoutMs: 100, circuitBreaker: false });
+    const { value, elapsedMs } = await timed(() => limiter.limit('u'));
+    expect(elapsedMs).toBe(100);
+    expect(value.degraded).toBe(true);
+    await vi.advanceTimersByTimeAsync(1000); // the late rejection fires now; afterEach asserts it was handled
+  });
+
+  test('a late success after the deadline does not change the decision already given', async () => {
+    const store = new FaultyStore();
+    store.behaviour = 'late-resolve';
+    const limiter = createLimiter({ store, rules, timeoutMs: 100, onStoreError: 'deny', circuitBreaker: false });
+    const { value } = await timed(() => limiter.limit('u'));
+    expect(value).toMatchObject({ allowed: false, degraded: true });
+  });
+
+  test('timeoutMs is validated when the limiter is built', () => {
+    const store = new FaultyStore();
+    expect(() => createLimiter({ store, rules, timeoutMs: 0 })).toThrow(/timeoutMs must be a whole number of milliseconds of at least 1/);
+    expect(() => createLimiter({ store, rules, timeoutMs: 2 ** 31 })).toThrow(/timeoutMs must be at most 2147483647 ms/);
+    expect(() => createLimiter({ store, rules, onStoreError: 'maybe' as never })).toThrow(/onStoreError must be 'allow', 'deny' or a store/);
+  });
+});
+
+describe('errors', () => {
+  for (const behaviour of ['reject', 'throw'] as const) {
+    test(`a store that ${behaviour}s gives STORE_ERROR with the cause kept`, async () => {
+      const store = new FaultyStore();
+      store.behaviour = behaviour;
+      const limiter = createLimiter({ store, rules, circuitBreaker: false });
+      const decision = await limiter.limit('u');
+      expect(decision).toMatchObject({ allowed: true, reason: 'store_unavailable', degraded: true });
+      expect(isSluiceError(decision.error) && decision.error.code).toBe('STORE_ERROR');
+      expect((decision.error as Error).cause).toBeInstanceOf(Error);
+      expect(vi.getTimerCount()).toBe(0);
+    });
+  }
+
+  test('reset on a hung store rejects with STORE_TIMEOUT instead of hanging', async () => {
+    const store = new FaultyStore();
+    store.behaviour = 'hang';
+    const limiter = createLimiter({ store, rules, timeoutMs: 100 });
+    const outcome = limiter.reset('u').then(
+      () => 'resolved',
+      (error: unknown) => (isSluiceError(error) ? error.code : 'other'),
+    );
+    await vi.advanceTimersByTimeAsync(100);
+    expect(await outcome).toBe('STORE_TIMEOUT');
+  });
+});
+
+describe('fallback store', () => {
+  test('a fallback store keeps limiting during the outage, each answer marked degraded', async () => {
+    const store = new FaultyStore();
+    store.behaviour = 'reject';
+    let now = 1_700_000_000_000;
+    const limiter = createLimiter({ store, rules, onStoreError: new MapStore(), circuitBreaker: false, clock: () => now });
+    const decisions = [];
+    for (let i = 0; i < 5; i++) decisions.push(await limiter.limit('u'));
+    expect(decisions.map((d) => d.allowed)).toEqual([true, true, true, false, false]);
+    expect(decisions.every((d) => d.degraded && isSluiceError(d.error) && d.error.code === 'STORE_ERROR')).toBe(true);
+    expect(decisions[3]!.reason).toBe('rate_limited');
+    store.behaviour = 'ok';
+    now += 10_000;
+    expect(await limiter.limit('u')).toMatchObject({ degraded: false, allowed: true });
+  });
+
+  test('an asynchronous fallback store is held to the same deadline, then fails open', async () => {
+    const store = new FaultyStore();
+    store.behaviour = 'hang';
+    const fallback = new FaultyStore();
+    fallback.behaviour = 'hang';
+    const limiter = createLimiter({ store, rules, timeoutMs: 100, onStoreError: fallback, circuitBreaker: false });
+    const { value, elapsedMs } = await timed(() => limiter.limit('u'));
+    expect(elapsedMs).toBe(200);
+    expect(value).toMatchObject({ allowed: true, reason: 'store_unavailable', degraded: true });
+    expect(vi.getTimerCount()).toBe(0);
+  });
+});
+
+describe('circuit breaker', () => {
+  test('opens after failureThreshold failures, stops calling the store, probes after cooldownMs, closes on success', async () => {
+    const store = new FaultyStore();
+    store.behaviour = 'reject';
+    let now = 1_700_000_000_000;
+    const limiter = createLimiter({ store, rules, clock: () => now, circuitBreaker: { failureThreshold: 3, cooldownMs: 1000 } });
+    for (let i = 0; i < 3; i++) expect((await limiter.limit('u')).error).toMatchObject({ code: 'STORE_ERROR' });
+    expect(limiter.circuit).toBe('open');
+    for (let i = 0; i < 10; i++) expect((await limiter.limit('u')).error).toMatchObject({ code: 'CIRCUIT_OPEN' });
+    expect(store.calls).toBe(3);
+
+    now += 1000; // cooldown over: one probe, which fails and re-opens
+    expect((await limiter.limit('u')).error).toMatchObject({ code: 'STORE_ERROR' });
+    expect(store.calls).toBe(4);
+    expect(limiter.circuit).toBe('open');
+
+    store.behaviour = 'ok';
+    expect((await limiter.limit('u')).error).toMatchObject({ code: 'CIRCUIT_OPEN' });
+    now += 1000;
+    expect(await limiter.limit('u')).toMatchObject({ degraded: false, reason: 'ok' });
+    expect(limiter.circuit).toBe('closed');
+    expect(store.calls).toBe(5);
+  });
+
+  test('while a probe is in flight, other requests are answered by the policy at once', async () => {
+    const store = new FaultyStore();
+    store.behaviour = 'hang';
+    let now = 0;
+    const limiter = createLimiter({ store, rules, clock: () => now, timeoutMs: 100, circuitBreaker: { failureThreshold: 1, cooldownMs: 500 } });
+    await timed(() => limiter.limit('u'));
+    now = 500;
+    const probe = limiter.limit('u');
+    expect(limiter.circuit).toBe('half-open');
+    const other = await limiter.limit('u');
+    expect(other.error).toMatchObject({ code: 'CIRCUIT_OPEN' });
+    expect(store.calls).toBe(2);
+    await vi.advanceTimersByTimeAsync(100);
+    expect((await probe).error).toMatchObject({ code: 'STORE_TIMEOUT' });
+    expect(limiter.circuit).toBe('open');
+  });
+
+  test('synchronous stores go through the breaker too', () => {
+    const inner = new MapStore();
+    let failing = true;
+    let calls = 0;
+    const store = {
+      capabilities: inner.capabilities,
+      limit(request: LimitRequest) {
+        calls++;
+        if (failing) throw new Error('SQLITE_BUSY: database is locked');
+        return inner.limit(request);
+      },
+      reset: (key: string, ids: readonly string[]) => inner.reset(key, ids),
+    };
+    let now = 0;
+    const limiter = createLimiter({ store, rules, clock: () => now, circuitBreaker: { failureThreshold: 2, cooldownMs: 100 } });
+    expect(limiter.limitSync('u').error).toMatchObject({ code: 'STORE_ERROR' });
+    expect(limiter.limitSync('u').error).toMatchObject({ code: 'STORE_ERROR' });
+    expect(limiter.limitSync('u').error).toMatchObject({ code: 'CIRCUIT_OPEN' });
+    expect(calls).toBe(2);
+    failing = false;
+    now = 100;
+    expect(limiter.limitSync('u')).toMatchObject({ degraded: false, allowed: true });
+    expect(limiter.circuit).toBe('closed');
+  });
+});
