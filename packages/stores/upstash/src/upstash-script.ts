@@ -1,0 +1,54 @@
+/**
+ * The Redis store's Lua executor (one script per decision, compound rules included), shipped with the shebang
+ * flag Upstash needs: `allow-key-locking` makes Upstash lock only the keys in KEYS instead of the whole database,
+ * so decisions for different identities run in parallel. The script touches no key outside KEYS, which is that
+ * flag's rule. Its digest is computed once with WebCrypto (present in Node 20+, Deno, Bun and every edge runtime).
+ */
+import { LIMIT_SCRIPT } from '@sluice/redis/scripts';
+
+export const UPSTASH_FLAGS = ['allow-key-locking'] as const;
+
+/** `#!lua flags=allow-key-locking` merged into the script's own shebang, if it has one. */
+export function withUpstashFlags(script: string): string {
+  if (!script.startsWith('#!')) return `#!lua flags=${UPSTASH_FLAGS.join(',')}\n${script}`;
+  const newline = script.indexOf('\n');
+  const shebang = newline < 0 ? script : script.slice(0, newline);
+  const body = newline < 0 ? '' : script.slice(newline);
+  const match = /\sflags=(\S*)/.exec(shebang);
+  if (match === null) return `${shebang} flags=${UPSTASH_FLAGS.join(',')}${body}`;
+  const flags = new Set(match[1]!.split(',').filter((f) => f !== ''));
+  for (const flag of UPSTASH_FLAGS) flags.add(flag);
+  return shebang.replace(match[0], ` flags=${[...flags].join(',')}`) + body;
+}
+
+export const UPSTASH_LIMIT_SCRIPT: string = withUpstashFlags(LIMIT_SCRIPT);
+
+/** The two web globals used here, typed by hand: the package compiles without DOM or Node typings. */
+const web = globalThis as unknown as {
+  crypto?: { subtle?: { digest(algorithm: 'SHA-1', data: Uint8Array): Promise<ArrayBuffer> } };
+  TextEncoder: new () => { encode(text: string): Uint8Array };
+};
+
+let digest: Promise<string | undefined> | undefined;
+
+/**
+ * SHA-1 of UPSTASH_LIMIT_SCRIPT in hex, for EVALSHA; undefined where WebCrypto is missing, in which case the
+ * store sends EVAL every time (still one request per decision, only a larger one).
+ */
+export function upstashLimitScriptSha1(): Promise<string | undefined> {
+  digest ??= sha1Hex(UPSTASH_LIMIT_SCRIPT);
+  return digest;
+}
+
+async function sha1Hex(text: string): Promise<string | undefined> {
+  const subtle = web.crypto?.subtle;
+  if (subtle === undefined) return undefined;
+  try {
+    const bytes = new Uint8Array(await subtle.digest('SHA-1', new web.TextEncoder().encode(text)));
+    let hex = '';
+    for (const byte of bytes) hex += byte.toString(16).padStart(2, '0');
+    return hex;
+  } catch {
+    return undefined; // a runtime whose WebCrypto refuses SHA-1: fall back to EVAL rather than fail decisions
+  }
+}

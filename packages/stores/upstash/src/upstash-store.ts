@@ -1,0 +1,118 @@
+import { SluiceError, type LimitRequest, type LimitResult, type Store, type StoreCapabilities } from '@sluice/core';
+import { parseReply, scriptArguments, scriptKeys } from '@sluice/redis/scripts';
+import { UPSTASH_LIMIT_SCRIPT, upstashLimitScriptSha1 } from './upstash-script.js';
+
+export interface UpstashStoreOptions {
+  /**
+   * Whose clock decides. `'store'` reads Redis `TIME` inside the script, so serverless instances with skewed
+   * clocks agree on one timeline. `'client'` uses the limiter's clock (`request.now`), for tests that drive a
+   * fake clock or deployments that forbid `TIME`; then every instance's clock must be in sync.
+   * @default 'store'
+   */
+  clock?: 'store' | 'client';
+}
+
+/**
+ * The three methods of @upstash/redis's `Redis` the store calls. Any entry point of the client works
+ * (`@upstash/redis`, `/cloudflare`, `/fastly`), with auto-pipelining on or off.
+ */
+export interface UpstashClient {
+  evalsha(sha1: string, keys: string[], args: Array<string | number>): Promise<unknown>;
+  eval(script: string, keys: string[], args: Array<string | number>): Promise<unknown>;
+  del(...keys: string[]): Promise<number>;
+}
+
+const KNOWN = ['clock'];
+
+/**
+ * Store on the user's Upstash Redis REST client, for edge and serverless code. It runs the Redis store's Lua
+ * script (flagged `allow-key-locking` for Upstash), so a decision is one HTTP request, compound rules included,
+ * and the Redis and Upstash stores agree to the unit. The client is the user's: the store never changes its
+ * options. Edge-safe: no Node built-in, only `fetch` through the client and WebCrypto for the script digest.
+ *
+ * Every value read back is an integer, so the client's automatic JSON deserialization and base64 response
+ * encoding (both on by default) cannot change a result.
+ * @example
+ * const store = upstashStore(new Redis({ url, token }));
+ * const limiter = createLimiter({ store, rules: fixedWindow({ limit: 100, window: '1m' }) });
+ */
+export function upstashStore(redis: UpstashClient, options: UpstashStoreOptions = {}): UpstashStore {
+  return new UpstashStore(redis, options);
+}
+
+export class UpstashStore implements Store {
+  readonly capabilities: StoreCapabilities;
+  private readonly redis: UpstashClient;
+  private readonly clock: 'store' | 'client';
+
+  constructor(redis: UpstashClient, options: UpstashStoreOptions = {}) {
+    const candidate = redis as Partial<UpstashClient> | null | undefined;
+    if (
+      typeof candidate !== 'object' ||
+      candidate === null ||
+      typeof candidate.evalsha !== 'function' ||
+      typeof candidate.eval !== 'function' ||
+      typeof candidate.del !== 'function'
+    ) {
+      throw new SluiceError(
+        'INVALID_OPTION',
+        "upstashStore: redis must be an @upstash/redis client, e.g. upstashStore(new Redis({ url, token })), got " + kind(redis),
+      );
+    }
+    if (typeof options !== 'object' || options === null || Array.isArray(options)) {
+      throw new SluiceError('INVALID_OPTION', `upstashStore: options must be an object, got ${kind(options)}`);
+    }
+    for (const key of Object.keys(options)) {
+      if (!KNOWN.includes(key)) {
+        throw new SluiceError('UNKNOWN_OPTION', `upstashStore: unknown option ${JSON.stringify(key)}; accepted options are ${KNOWN.join(', ')}`);
+      }
+    }
+    const clock = options.clock ?? 'store';
+    if (clock !== 'store' && clock !== 'client') {
+      throw new SluiceError('INVALID_OPTION', `upstashStore: clock must be 'store' or 'client', got ${JSON.stringify(clock)}`);
+    }
+    this.redis = redis;
+    this.clock = clock;
+    this.capabilities = { synchronous: false, clock, operations: ['limit', 'reset'] };
+  }
+
+  async limit(request: LimitRequest): Promise<LimitResult> {
+    const keys = scriptKeys(request);
+    const args = scriptArguments(request, this.clock);
+    const sha1 = await upstashLimitScriptSha1();
+    let reply: unknown;
+    if (sha1 === undefined) {
+      reply = await this.redis.eval(UPSTASH_LIMIT_SCRIPT, keys, args);
+    } else {
+      try {
+        reply = await this.redis.evalsha(sha1, keys, args);
+      } catch (error) {
+        // NOSCRIPT means the script did not run (new database, or its script cache was flushed), so exactly one
+        // EVAL cannot double count; it also caches the script for the next EVALSHA. Any other error may or may
+        // not have run it: never retried here, the limiter's failure policy decides.
+        if (!isNoScript(error)) throw error;
+        reply = await this.redis.eval(UPSTASH_LIMIT_SCRIPT, keys, args);
+      }
+    }
+    return parseReply(reply, request.rules);
+  }
+
+  async reset(key: string, ruleIds: readonly string[]): Promise<void> {
+    if (ruleIds.length === 0) return;
+    await this.redis.del(...ruleIds.map((id) => `${key}:${id}`));
+  }
+}
+
+/**
+ * @upstash/redis reports a script miss as "NOSCRIPT ..., command was: ..." (one command per request) or
+ * "Command failed: NOSCRIPT ..." (auto-pipelined): the Redis error code leads the server's message either way.
+ */
+function isNoScript(error: unknown): boolean {
+  return error instanceof Error && /(?:^|: )NOSCRIPT\b/.test(error.message);
+}
+
+function kind(value: unknown): string {
+  if (value === null) return 'null';
+  if (Array.isArray(value)) return 'an array';
+  return typeof value === 'object' ? 'an object without evalsha/eval/del' : typeof value;
+}

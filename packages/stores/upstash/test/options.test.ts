@@ -1,0 +1,34 @@
+import { isSluiceError } from '@sluice/core';
+import { describe, expect, it } from 'vitest';
+import { upstashStore, type UpstashClient } from '../src/index.js';
+import { client } from './helpers.js';
+
+function codeOf(action: () => unknown): string | undefined {
+  try {
+    action();
+  } catch (error) {
+    if (isSluiceError(error)) return `${error.code}: ${error.message}`;
+    throw error;
+  }
+  return undefined;
+}
+
+describe('upstashStore validation', () => {
+  it('refuses something that is not an @upstash/redis client, saying what to pass', () => {
+    expect(codeOf(() => upstashStore(undefined as unknown as UpstashClient))).toMatch(/^INVALID_OPTION: .*redis must be an @upstash\/redis client/);
+    expect(codeOf(() => upstashStore({ get() {} } as unknown as UpstashClient))).toMatch(/^INVALID_OPTION/);
+  });
+
+  it('names an unknown option and the accepted ones', () => {
+    expect(codeOf(() => upstashStore(client(), { clok: 'store' } as never))).toMatch(/^UNKNOWN_OPTION: .*"clok".*accepted options are clock/);
+  });
+
+  it('names the field and accepted values for a bad clock', () => {
+    expect(codeOf(() => upstashStore(client(), { clock: 'server' as never }))).toMatch(/^INVALID_OPTION: .*clock must be 'store' or 'client', got "server"/);
+  });
+
+  it('announces its capabilities', () => {
+    expect(upstashStore(client()).capabilities).toEqual({ synchronous: false, clock: 'store', operations: ['limit', 'reset'] });
+    expect(upstashStore(client(), { clock: 'client' }).capabilities.clock).toBe('client');
+  });
+});
