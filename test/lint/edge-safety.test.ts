@@ -1,0 +1,72 @@
+// Proves the edge-safety lint rules in eslint.config.js fire: the same offending source is linted, through
+// ESLint's Node API and the repository's own config, as if it lived in each edge-safe package (errors expected)
+// and in a Node-only package (no edge errors expected). Also checks core's built output imports nothing.
+import { readFileSync } from 'node:fs';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { ESLint } from 'eslint';
+import { describe, expect, it } from 'vitest';
+
+const root = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
+const eslint = new ESLint({ cwd: root });
+
+const EDGE_SAFE_FILES = [
+  'packages/core/src/edge-probe.ts',
+  'packages/http/src/edge-probe.ts',
+  'packages/stores/upstash/src/edge-probe.ts',
+  'packages/tiered/src/edge-probe.ts',
+  'packages/frameworks/next/src/edge-probe.ts',
+];
+
+const OFFENDERS = {
+  nodeImport: "import { readFileSync } from 'node:fs';\nexport const a = readFileSync;\n",
+  bareBuiltin: "import { createHash } from 'crypto';\nexport const b = createHash;\n",
+  buffer: "export const c = Buffer.from('x');\n",
+  process: 'export const d = process.env.SLUICE_DEBUG;\n',
+  require: "export const e = require('x');\n",
+};
+
+async function ruleHits(code: string, file: string): Promise<string[]> {
+  const [result] = await eslint.lintText(code, { filePath: join(root, file) });
+  return result!.messages.filter((m) => m.severity === 2).map((m) => `${m.ruleId}: ${m.message}`);
+}
+
+describe('edge-safety lint', () => {
+  for (const file of EDGE_SAFE_FILES) {
+    it(`rejects node:* imports, bare builtins, Buffer, bare process and require in ${file}`, async () => {
+      expect(await ruleHits(OFFENDERS.nodeImport, file)).toEqual([
+        expect.stringMatching(/^no-restricted-imports: .*Edge-safe packages may not import Node built-ins/),
+      ]);
+      expect(await ruleHits(OFFENDERS.bareBuiltin, file)).toEqual([
+        expect.stringMatching(/^no-restricted-imports: .*Node built-ins/),
+      ]);
+      expect(await ruleHits(OFFENDERS.buffer, file)).toEqual([
+        expect.stringMatching(/^no-restricted-globals: Unexpected use of 'Buffer'/),
+      ]);
+      expect(await ruleHits(OFFENDERS.process, file)).toEqual([
+        expect.stringMatching(/^no-restricted-globals: Unexpected use of 'process'/),
+      ]);
+      expect((await ruleHits(OFFENDERS.require, file)).join('\n')).toMatch(/no-restricted-globals: Unexpected use of 'require'/);
+    });
+  }
+
+  it('allows web-standard code in edge-safe packages', async () => {
+    const clean = "export const f = new TextEncoder().encode('x');\nexport const g = (globalThis as { process?: unknown }).process;\n";
+    expect(await ruleHits(clean, EDGE_SAFE_FILES[0]!)).toEqual([]);
+  });
+
+  it('does not apply edge rules to Node-only packages (memory store, tests)', async () => {
+    for (const file of ['packages/stores/memory/src/edge-probe.ts', 'packages/core/test/edge-probe.test.ts']) {
+      const code = OFFENDERS.nodeImport + OFFENDERS.buffer + OFFENDERS.process;
+      expect(await ruleHits(code, file)).toEqual([]);
+    }
+  });
+
+  it("core's built ESM and CJS import nothing at all (zero dependencies, no Node built-ins)", () => {
+    const esm = readFileSync(join(root, 'packages/core/dist/index.js'), 'utf8');
+    const cjs = readFileSync(join(root, 'packages/core/dist/index.cjs'), 'utf8');
+    expect(esm.match(/^\s*import\s.*from\s*['"][^'"]+['"]|\bimport\s*\(\s*['"]/gm)).toBeNull();
+    expect(cjs.match(/\brequire\s*\(\s*['"][^'"]+['"]\s*\)/g)).toBeNull();
+    expect(esm).not.toMatch(/\bBuffer\b|\bprocess\.(env|nextTick|versions)/);
+  });
+});

@@ -1,0 +1,219 @@
+// What a user installs must work. Packs the publishable packages with `pnpm pack` (as publishing would), installs
+// the tarballs into a fresh npm project in a temp dir (third-party dependencies such as lru-cache come from the
+// npm registry), then runs the README's quickstart there as ESM and as CommonJS and compares its output with the
+// output the README shows. It also typechecks the quickstart against the installed types in both module systems
+// and checks that every package exports the same names from import and require.
+import { spawnSync, type SpawnSyncOptions } from 'node:child_process';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { fencedBlockAfter, toCommonJs } from './readme.js';
+
+const root = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
+const REQUIRED = ['@sluice/core', '@sluice/memory', '@sluice/conformance'];
+/** Peers small enough to install for the export-parity check; packages needing others are only resolved. */
+const INSTALLABLE_PEERS = ['vitest', 'ioredis', '@upstash/redis'];
+const INSTALL_TIMEOUT_MS = 150_000;
+
+interface Manifest {
+  name: string;
+  version: string;
+  private?: boolean;
+  peerDependencies?: Record<string, string>;
+  peerDependenciesMeta?: Record<string, { optional?: boolean }>;
+  devDependencies?: Record<string, string>;
+}
+
+const readJson = (file: string): Manifest => JSON.parse(readFileSync(file, 'utf8')) as Manifest;
+
+/** A clean environment for npm and node: nothing inherited from the pnpm/turbo/vitest process that runs us. */
+function cleanEnv(): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = {};
+  for (const [key, value] of Object.entries(process.env)) {
+    if (/^(npm_|pnpm_|NODE_OPTIONS$|VITEST|TURBO_)/i.test(key)) continue;
+    env[key] = value;
+  }
+  return env;
+}
+
+function run(command: string, args: string[], options: SpawnSyncOptions & { timeout: number }) {
+  const result = spawnSync(command, args, { encoding: 'utf8', env: cleanEnv(), ...options });
+  if (result.error) throw new Error(`${command} ${args.join(' ')} could not run or timed out: ${result.error.message}`);
+  const stdout = String(result.stdout);
+  const stderr = String(result.stderr);
+  return { status: result.status, stdout, stderr, output: `${stdout}\n${stderr}` };
+}
+
+/** Every publishable (not private) package under packages/, and whether @sluice/suites depends on it. */
+function publishablePackages(): { dir: string; manifest: Manifest; covered: boolean }[] {
+  const suites = readJson(join(root, 'test/package.json'));
+  const wanted = new Set(Object.keys(suites.devDependencies ?? {}));
+  const found: { dir: string; manifest: Manifest; covered: boolean }[] = [];
+  for (const group of ['packages', 'packages/stores', 'packages/frameworks']) {
+    const base = join(root, group);
+    if (!existsSync(base)) continue;
+    for (const name of readdirSync(base)) {
+      const dir = join(base, name);
+      const file = join(dir, 'package.json');
+      if (!existsSync(file)) continue;
+      const manifest = readJson(file);
+      if (manifest.private !== true) found.push({ dir, manifest, covered: wanted.has(manifest.name) });
+    }
+  }
+  return found;
+}
+
+const readme = readFileSync(join(root, 'README.md'), 'utf8');
+const quickstart = fencedBlockAfter(readme, 'quickstart');
+const quickstartCjs = fencedBlockAfter(readme, 'quickstart-cjs');
+const expectedOutput = fencedBlockAfter(readme, 'quickstart-output');
+
+let scratch = '';
+let app = '';
+let packages: { dir: string; manifest: Manifest }[] = [];
+
+beforeAll(() => {
+  // Only packages @sluice/suites depends on: turbo has built those before this suite runs.
+  packages = publishablePackages().filter((p) => p.covered);
+  scratch = mkdtempSync(join(tmpdir(), 'sluice-consumer-'));
+  const tarballs = join(scratch, 'tarballs');
+  app = join(scratch, 'app');
+  mkdirSync(tarballs);
+  mkdirSync(app);
+  const files: string[] = [];
+  for (const { dir, manifest } of packages) {
+    if (!existsSync(join(dir, 'dist'))) throw new Error(`${manifest.name} has no dist/; build it first (pnpm build)`);
+    const packed = run('pnpm', ['pack', '--pack-destination', tarballs, '--json'], { cwd: dir, timeout: 60_000 });
+    if (packed.status !== 0) throw new Error(`pnpm pack failed for ${manifest.name}:\n${packed.output}`);
+    files.push((JSON.parse(packed.stdout.slice(packed.stdout.indexOf('{'))) as { filename: string }).filename);
+  }
+  const peers = new Set<string>();
+  for (const { manifest } of packages) {
+    for (const [peer, range] of Object.entries(manifest.peerDependencies ?? {})) {
+      if (INSTALLABLE_PEERS.includes(peer)) peers.add(`${peer}@${range}`);
+    }
+  }
+  writeFileSync(join(app, 'package.json'), JSON.stringify({ name: 'sluice-consumer', version: '1.0.0', private: true }, null, 2));
+  // --omit=peer: a user installs the peers they use; we install only the ones named above, explicitly.
+  const install = run(
+    'npm',
+    ['install', ...files, ...peers, '--prefer-offline', '--no-audit', '--no-fund', '--omit=peer', '--loglevel=error'],
+    { cwd: app, timeout: INSTALL_TIMEOUT_MS },
+  );
+  if (install.status !== 0) throw new Error(`npm install of the tarballs failed:\n${install.output}`);
+}, INSTALL_TIMEOUT_MS + 90_000);
+
+afterAll(() => {
+  if (scratch !== '') rmSync(scratch, { recursive: true, force: true });
+});
+
+describe('consumer install from packed tarballs', () => {
+  it('covers every publishable package (each must be a devDependency of @sluice/suites so turbo builds it first)', () => {
+    const names = packages.map((p) => p.manifest.name);
+    for (const name of REQUIRED) expect(names).toContain(name);
+    const missing = publishablePackages().filter((p) => !p.covered).map((p) => p.manifest.name);
+    expect(missing, 'add these to test/package.json devDependencies as "workspace:^"').toEqual([]);
+  });
+
+  it('installs one copy of each package, at the packed version, from the tarball', () => {
+    for (const { manifest } of packages) {
+      const installed = readJson(join(app, 'node_modules', manifest.name, 'package.json'));
+      expect(installed.version).toBe(manifest.version);
+    }
+    const nested = run('find', ['node_modules', '-mindepth', '2', '-path', '*/node_modules/@sluice/*', '-name', 'package.json'], {
+      cwd: app,
+      timeout: 10_000,
+    });
+    expect(nested.stdout.split('\n').filter((line) => line.split('node_modules').length > 2)).toEqual([]);
+    const lock = readFileSync(join(app, 'package-lock.json'), 'utf8');
+    expect(lock).toContain('"node_modules/lru-cache"');
+  });
+
+  it('has a quickstart and its expected output in the README', () => {
+    expect(quickstart, 'README.md needs a ```js block after <!-- quickstart -->').toBeDefined();
+    expect(expectedOutput, 'README.md needs a ```text block after <!-- quickstart-output -->').toBeDefined();
+  });
+
+  it('runs the README quickstart as ESM (.mjs) and prints what the README says', () => {
+    writeFileSync(join(app, 'quickstart.mjs'), quickstart!);
+    const result = run(process.execPath, ['quickstart.mjs'], { cwd: app, timeout: 20_000 });
+    expect(result.stderr).toBe('');
+    expect(result.status).toBe(0);
+    expect(result.stdout).toBe(expectedOutput);
+  });
+
+  it('runs the README quickstart as CommonJS (.cjs) and prints the same', () => {
+    const source = quickstartCjs ?? toCommonJs(quickstart!);
+    // Record which files require() loaded, to prove the CommonJS builds ran (not the ESM ones).
+    const probe = "\nprocess.on('exit', () => process.stderr.write(JSON.stringify(Object.keys(require.cache))));\n";
+    writeFileSync(join(app, 'quickstart.cjs'), source);
+    writeFileSync(join(app, 'quickstart-probe.cjs'), source + probe);
+    const result = run(process.execPath, ['quickstart-probe.cjs'], { cwd: app, timeout: 20_000 });
+    expect(result.status).toBe(0);
+    expect(result.stdout).toBe(expectedOutput);
+    const loaded = JSON.parse(result.stderr) as string[];
+    expect(loaded).toContain(join(app, 'node_modules/@sluice/core/dist/index.cjs'));
+    expect(loaded).toContain(join(app, 'node_modules/@sluice/memory/dist/index.cjs'));
+  });
+
+  it('typechecks the quickstart against the installed types, as ESM and as CommonJS', () => {
+    const tsc = join(root, 'node_modules/typescript/bin/tsc');
+    const args = [
+      tsc, '--noEmit', '--allowJs', '--checkJs', '--strict', '--skipLibCheck', 'false',
+      '--module', 'node16', '--moduleResolution', 'node16', '--target', 'es2022', '--lib', 'es2022',
+      '--typeRoots', join(root, 'node_modules/@types'), '--types', 'node',
+      'quickstart.mjs', 'quickstart.cjs',
+    ];
+    const result = run(process.execPath, args, { cwd: app, timeout: 60_000 });
+    expect(result.output.trim()).toBe('');
+    expect(result.status).toBe(0);
+  });
+
+  it('exports the same names from import and require, from dist/index.js and dist/index.cjs', () => {
+    // Packages whose required peers are not installed here can only be resolved, not loaded.
+    const loadable = packages.filter(({ manifest }) =>
+      Object.keys(manifest.peerDependencies ?? {}).every(
+        (peer) => manifest.peerDependenciesMeta?.[peer]?.optional === true || existsSync(join(app, 'node_modules', peer)),
+      ),
+    );
+    expect(loadable.map((p) => p.manifest.name)).toEqual(expect.arrayContaining(REQUIRED));
+    // import.meta.resolve exists only in ESM, so the CommonJS probe asks a one-line ESM helper.
+    writeFileSync(join(app, 'resolve-esm.mjs'), 'export const resolveEsm = (name) => import.meta.resolve(name);\n');
+    writeFileSync(
+      join(app, 'parity.cjs'),
+      `const { fileURLToPath } = require('node:url');
+const names = ${JSON.stringify(loadable.map((p) => p.manifest.name))};
+(async () => {
+  const { resolveEsm } = await import('./resolve-esm.mjs');
+  const report = {};
+  for (const name of names) {
+    report[name] = {
+      cjsPath: require.resolve(name),
+      esmPath: fileURLToPath(resolveEsm(name)),
+      cjs: Object.keys(require(name)).sort(),
+      esm: Object.keys(await import(name)).sort(),
+    };
+  }
+  process.stdout.write(JSON.stringify(report));
+})().catch((error) => {
+  console.error(error);
+  process.exitCode = 1;
+});
+`,
+    );
+    const result = run(process.execPath, ['parity.cjs'], { cwd: app, timeout: 30_000 });
+    expect(result.stderr).toBe('');
+    expect(result.status).toBe(0);
+    const report = JSON.parse(result.stdout) as Record<string, { cjsPath: string; esmPath: string; cjs: string[]; esm: string[] }>;
+    for (const { manifest } of loadable) {
+      const entry = report[manifest.name]!;
+      expect(entry.cjsPath).toBe(join(app, 'node_modules', manifest.name, 'dist/index.cjs'));
+      expect(entry.esmPath).toBe(join(app, 'node_modules', manifest.name, 'dist/index.js'));
+      expect(entry.cjs, `${manifest.name}: require() and import expose different names`).toEqual(entry.esm);
+    }
+    expect(report['@sluice/core']!.esm).toEqual(expect.arrayContaining(['createLimiter', 'tokenBucket', 'SluiceError']));
+    expect(report['@sluice/memory']!.esm).toEqual(expect.arrayContaining(['memoryStore']));
+  });
+});
