@@ -1,6 +1,9 @@
 import { SluiceError, describe } from './errors.js';
 
-/** Identities up to this many UTF-16 units are stored verbatim; longer ones as a prefix plus a 106-bit hash. */
+/**
+ * Identities up to this many UTF-16 units are stored verbatim; longer ones as their first MAX_VERBATIM_IDENTITY
+ * units plus '#' and a 106-bit hash of the whole, at most 151 units.
+ */
 export const MAX_VERBATIM_IDENTITY = 128;
 
 /** FNV-1a over UTF-16 code units, 32-bit. Stable across runtimes; used for stagger offsets. */
@@ -36,5 +39,6 @@ export function identityKey(identity: unknown): string {
     throw new SluiceError('INVALID_IDENTITY', `identity must be a non-empty string, got ${describe(identity)}`);
   }
   if (identity.length <= MAX_VERBATIM_IDENTITY) return identity;
-  return `${identity.slice(0, 64)}#${hash53(identity, 1).toString(36)}${hash53(identity, 2).toString(36)}`;
+  // The hashed form is always longer than MAX_VERBATIM_IDENTITY, so it can never equal a verbatim identity's key.
+  return `${identity.slice(0, MAX_VERBATIM_IDENTITY)}#${hash53(identity, 1).toString(36)}${hash53(identity, 2).toString(36)}`;
 }

@@ -127,7 +127,8 @@ class LimiterImpl implements SyncLimiter {
     this.timeoutMs = checkTimeout(options.timeoutMs ?? 250);
     this.policy = checkPolicy(options.onStoreError ?? 'allow', (value) => checkStore(value, 'createLimiter: onStoreError'));
     this.breaker = makeBreaker(options.circuitBreaker);
-    this.configure({ rules: options.rules, mode: options.mode ?? 'enforce' });
+    // Checked here too: configure() reads a missing `rules` as "keep the current ones", and there are none yet.
+    this.configure({ rules: checkRules(options.rules, 'rules'), mode: options.mode ?? 'enforce' });
   }
 
   get rules(): readonly Rule[] {

@@ -37,22 +37,24 @@ export function fixedWindowStep(
       count = state[1]!;
     }
   }
-  const resetAt = start + windowMs;
-  const ttlMs = resetAt - now;
+  const end = start + windowMs;
 
+  let allowed = true;
   if (mode === 'refund') {
     count = Math.max(0, count - cost);
-    return { allowed: true, next: [start, count], remaining: limit - count, resetAt, retryAt: now, ttlMs };
+  } else {
+    allowed = count + cost <= limit;
+    if (allowed && mode === 'consume') count += cost;
   }
-  const allowed = count + cost <= limit;
-  if (allowed && mode === 'consume') count += cost;
+  // An empty window is already at full capacity: it resets now, like every other algorithm, and needs no state.
+  const resetAt = count > 0 ? end : now;
   return {
     allowed,
     next: [start, count],
     remaining: Math.max(0, limit - count),
     resetAt,
-    retryAt: allowed ? now : cost > limit ? NEVER : resetAt,
-    ttlMs,
+    retryAt: allowed ? now : cost > limit ? NEVER : end,
+    ttlMs: resetAt - now,
   };
 }
 
