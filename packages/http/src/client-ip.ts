@@ -1,0 +1,148 @@
+import { SluiceError } from '@sluice/core';
+import { parseForwarded, parseXForwardedFor } from './forwarded.js';
+import { formatIp, maskIp, parseAddressText, type IpAddress } from './ip-address.js';
+import { compileRanges } from './ip-range.js';
+import { readHeader, type HttpRequest } from './request.js';
+import { describe } from './describe.js';
+
+/**
+ * Platforms whose edge writes the client address into a header of its own, overwriting whatever the client
+ * sent. Safe only when every request reaches the app through that edge (see the README for each).
+ */
+export type Platform = 'vercel' | 'cloudflare' | 'fly';
+
+export const PLATFORM_HEADERS: Readonly<Record<Platform, readonly string[]>> = {
+  vercel: ['x-vercel-forwarded-for', 'x-real-ip'],
+  cloudflare: ['cf-connecting-ip'],
+  fly: ['fly-client-ip'],
+};
+
+export interface ClientIpOptions {
+  /**
+   * Which peers may speak for the client. `false`: only the socket address counts and forwarding headers are
+   * ignored (nothing a client sends can move it to another bucket). A number: that many proxy hops in front of
+   * the app (1 = one load balancer). CIDR blocks (or `'loopback'`, `'private'`, `'linklocal'`): the proxies'
+   * addresses; the client is the rightmost hop not in them.
+   * @default false
+   */
+  trustProxy?: false | number | string | readonly string[];
+  /** Which chain header the trusted proxies write. @default 'x-forwarded-for' */
+  header?: 'x-forwarded-for' | 'forwarded';
+  /** Read the client address from a platform's own header (see `PLATFORM_HEADERS`). */
+  platform?: Platform;
+  /**
+   * IPv6 clients are limited per prefix of this length, because one subscriber is typically handed a whole /56
+   * (or /48, /64) and can rotate through it at will. 48 to 64. @default 56
+   */
+  ipv6Prefix?: number;
+}
+
+/** Where the client address was read from. */
+export type AddressSource = 'socket' | 'x-forwarded-for' | 'forwarded' | Platform;
+
+export type ClientIpResult =
+  | { readonly ok: true; readonly address: IpAddress; readonly key: string; readonly source: AddressSource }
+  | { readonly ok: false; readonly problem: string };
+
+const KNOWN = ['trustProxy', 'header', 'platform', 'ipv6Prefix'];
+const SOCKET = { allowPort: false, stripZone: true } as const;
+const HOP = { allowPort: true, stripZone: false } as const;
+
+/** Validates the options once and returns the per-request resolver. */
+export function clientIpResolver(options: ClientIpOptions = {}): (request: HttpRequest) => ClientIpResult {
+  if (typeof options !== 'object' || options === null) {
+    throw new SluiceError('INVALID_OPTION', `clientIp must be an object or a function, got ${describe(options)}`);
+  }
+  for (const key of Object.keys(options)) {
+    if (!KNOWN.includes(key)) {
+      throw new SluiceError('UNKNOWN_OPTION', `clientIp: unknown option ${JSON.stringify(key)}; accepted options are ${KNOWN.join(', ')}`);
+    }
+  }
+  const prefix = options.ipv6Prefix ?? 56;
+  if (typeof prefix !== 'number' || !Number.isInteger(prefix) || prefix < 48 || prefix > 64) {
+    throw new SluiceError('INVALID_OPTION', `clientIp.ipv6Prefix must be an integer from 48 to 64, got ${describe(prefix)}`);
+  }
+  const header = options.header ?? 'x-forwarded-for';
+  if (header !== 'x-forwarded-for' && header !== 'forwarded') {
+    throw new SluiceError('INVALID_OPTION', `clientIp.header must be 'x-forwarded-for' or 'forwarded', got ${describe(header)}`);
+  }
+  const platform = options.platform;
+  if (platform !== undefined && !(platform in PLATFORM_HEADERS)) {
+    throw new SluiceError('INVALID_OPTION', `clientIp.platform must be one of ${Object.keys(PLATFORM_HEADERS).join(', ')}, got ${describe(platform)}`);
+  }
+  const trust = compileTrust(options.trustProxy ?? false);
+
+  const keyOf = (address: IpAddress): string =>
+    address.version === 4 ? formatIp(address) : `${formatIp(maskIp(address, prefix))}/${prefix}`;
+  const found = (address: IpAddress, source: AddressSource): ClientIpResult => ({ ok: true, address, key: keyOf(address), source });
+
+  return (request) => {
+    const rawSocket = request.remoteAddress;
+    const socket = rawSocket === undefined ? undefined : parseAddressText(rawSocket, SOCKET);
+    if (rawSocket !== undefined && socket === undefined) {
+      return { ok: false, problem: `the socket address ${describe(rawSocket)} is not an IP address` };
+    }
+    if (platform !== undefined && (socket === undefined || trust === undefined || trust(socket, 0))) {
+      for (const name of PLATFORM_HEADERS[platform]) {
+        const value = readHeader(request.headers, name);
+        if (value === undefined) continue;
+        const address = parseAddressText(value, HOP);
+        return address === undefined
+          ? { ok: false, problem: `the ${name} header ${describe(value)} is not one IP address` }
+          : found(address, platform);
+      }
+    }
+    if (trust === undefined || (socket !== undefined && !trust(socket, 0))) {
+      return socket === undefined ? { ok: false, problem: 'the runtime exposes no client address' } : found(socket, 'socket');
+    }
+    if (socket === undefined && !trust.byHops) {
+      return { ok: false, problem: 'trustProxy lists proxy addresses but the runtime exposes no socket address to check; use a hop count or a platform' };
+    }
+    // The socket is a trusted proxy (or absent and implied, hop counting only): walk the chain from the right.
+    const value = readHeader(request.headers, header);
+    const hops = value === undefined ? [] : header === 'forwarded' ? parseForwarded(value) : parseXForwardedFor(value);
+    if (hops === undefined) return { ok: false, problem: `the Forwarded header ${describe(value)} is malformed` };
+    let client = socket;
+    for (let k = hops.length - 1, hop = 1; k >= 0; k--, hop++) {
+      const text = hops[k];
+      const address = text === null || text === undefined ? undefined : parseAddressText(text, HOP);
+      if (address === undefined) {
+        return { ok: false, problem: `hop ${hop} of the ${header} header (${describe(text ?? 'unknown')}) is not an IP address` };
+      }
+      client = address;
+      if (!trust(address, hop)) return found(address, header);
+    }
+    // Every hop was trusted: the furthest one is the client (a request from inside the trusted network).
+    if (client === undefined) return { ok: false, problem: `the runtime exposes no client address and there is no ${header} header` };
+    return found(client, client === socket ? 'socket' : header);
+  };
+}
+
+/** `(address, hop)` with hop 0 the socket peer, 1 the rightmost chain entry, and so on. */
+interface Trust {
+  (address: IpAddress, hop: number): boolean;
+  /** Hop counting needs no socket address; CIDR blocks cannot be checked without one. */
+  readonly byHops: boolean;
+}
+
+function compileTrust(value: unknown): Trust | undefined {
+  if (value === false) return undefined;
+  if (typeof value === 'number') {
+    if (!Number.isInteger(value) || value < 1 || value > 32) {
+      throw new SluiceError('INVALID_OPTION', `clientIp.trustProxy as a hop count must be an integer from 1 to 32, got ${describe(value)}`);
+    }
+    return Object.assign((_address: IpAddress, hop: number) => hop < value, { byHops: true });
+  }
+  if (typeof value === 'string' || Array.isArray(value)) {
+    const entries = typeof value === 'string' ? [value] : (value as readonly string[]);
+    if (entries.length === 0) {
+      throw new SluiceError('INVALID_OPTION', 'clientIp.trustProxy is an empty list; use false to trust no proxy');
+    }
+    const contains = compileRanges(entries, 'clientIp.trustProxy');
+    return Object.assign((address: IpAddress) => contains(address), { byHops: false });
+  }
+  throw new SluiceError(
+    'INVALID_OPTION',
+    `clientIp.trustProxy must be false, a hop count, or CIDR blocks such as ['10.0.0.0/8'], got ${describe(value)}`,
+  );
+}

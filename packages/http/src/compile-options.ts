@@ -1,0 +1,185 @@
+import { SluiceError, type Limiter } from '@sluice/core';
+import { clientIpResolver, type ClientIpResult } from './client-ip.js';
+import { describe } from './describe.js';
+import { HEADER_STYLES, type HeaderStyle, type LegacyReset } from './header-fields.js';
+import { HTTP_OPTION_NAMES, type HttpLimitOptions, type IdentityValue, type LimiterEntry, type ShadowBanOptions } from './options.js';
+import type { HttpRequest } from './request.js';
+
+type MaybePromise<T> = T | Promise<T>;
+
+export interface CompiledEntry<R> {
+  readonly limiter: Limiter;
+  readonly kind: 'limit' | 'shed';
+  readonly policy: string;
+  readonly identify: ((request: R) => MaybePromise<IdentityValue>) | undefined;
+  readonly cost: number | ((request: R) => MaybePromise<number>) | undefined;
+  /** Whether `limitSync` works for this limiter: learnt on first use (undefined until then). */
+  sync: boolean | undefined;
+}
+
+export interface CompiledOptions<R> {
+  readonly entries: readonly CompiledEntry<R>[];
+  readonly identify: ((request: R) => MaybePromise<IdentityValue>) | undefined;
+  readonly clientIp: ((request: HttpRequest, raw: R) => MaybePromise<ClientIpResult>) | undefined;
+  readonly missing: 'deny' | 'skip' | string;
+  readonly skip: ((request: R) => MaybePromise<boolean>) | undefined;
+  readonly cost: number | ((request: R) => MaybePromise<number>);
+  readonly shadow: boolean;
+  readonly shadowBan: Required<Omit<ShadowBanOptions<R>, 'when'>> & Pick<ShadowBanOptions<R>, 'when'> | undefined;
+  readonly styles: readonly HeaderStyle[];
+  readonly legacyReset: LegacyReset;
+  readonly denyResponse: HttpLimitOptions<R>['denyResponse'];
+  readonly onLimited: HttpLimitOptions<R>['onLimited'];
+  readonly onError: HttpLimitOptions<R>['onError'];
+}
+
+const POLICY_PATTERN = /^[\x20-\x7e]{1,64}$/;
+const BUCKET_PATTERN = /^[\x21-\x7e]{1,64}$/;
+
+function fail(message: string): never {
+  throw new SluiceError('INVALID_OPTION', message);
+}
+
+function optionalFunction<T>(value: T | undefined, field: string, shape: string): T | undefined {
+  if (value !== undefined && typeof value !== 'function') fail(`${field} must be a function ${shape}, got ${describe(value)}`);
+  return value;
+}
+
+function checkCost<R>(value: unknown, field: string): number | ((request: R) => MaybePromise<number>) | undefined {
+  if (value === undefined || typeof value === 'function') return value as ((request: R) => MaybePromise<number>) | undefined;
+  if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < 0) {
+    fail(`${field} must be a non-negative integer or a function (request) => number, got ${describe(value)}`);
+  }
+  return value;
+}
+
+function isLimiter(value: unknown): value is Limiter {
+  const candidate = value as Limiter | null;
+  return typeof candidate === 'object' && candidate !== null && typeof candidate.limit === 'function' && typeof candidate.name === 'string';
+}
+
+function compileEntry<R>(value: unknown, index: number): CompiledEntry<R> {
+  const field = `limiter[${index}]`;
+  const entry = (isLimiter(value) ? { limiter: value } : value) as LimiterEntry<R> | undefined;
+  if (typeof entry !== 'object' || entry === null || !isLimiter(entry.limiter)) {
+    fail(`${field} must be a limiter from createLimiter() or { limiter, kind?, identify?, cost?, policy? }, got ${describe(value)}`);
+  }
+  for (const key of Object.keys(entry)) {
+    if (!['limiter', 'kind', 'identify', 'cost', 'policy'].includes(key)) {
+      throw new SluiceError('UNKNOWN_OPTION', `${field}: unknown option ${JSON.stringify(key)}; accepted options are limiter, kind, identify, cost, policy`);
+    }
+  }
+  const kind = entry.kind ?? 'limit';
+  if (kind !== 'limit' && kind !== 'shed') fail(`${field}.kind must be 'limit' or 'shed', got ${describe(kind)}`);
+  const policy = entry.policy ?? entry.limiter.name;
+  if (typeof policy !== 'string' || !POLICY_PATTERN.test(policy)) {
+    fail(`${field}.policy must be 1 to 64 printable ASCII characters, got ${describe(policy)}`);
+  }
+  return {
+    limiter: entry.limiter,
+    kind,
+    policy,
+    identify: optionalFunction(entry.identify, `${field}.identify`, '(request) => id | undefined'),
+    cost: checkCost<R>(entry.cost, `${field}.cost`),
+    sync: undefined,
+  };
+}
+
+/** Validates every option once, at construction, with messages that name the field and what it accepts. */
+export function compileOptions<R>(options: HttpLimitOptions<R>): CompiledOptions<R> {
+  if (typeof options !== 'object' || options === null) fail(`rate limit options must be an object, got ${describe(options)}`);
+  for (const key of Object.keys(options)) {
+    if (!HTTP_OPTION_NAMES.includes(key)) {
+      throw new SluiceError('UNKNOWN_OPTION', `unknown option ${JSON.stringify(key)}; accepted options are ${HTTP_OPTION_NAMES.join(', ')}`);
+    }
+  }
+  const list = Array.isArray(options.limiter) ? (options.limiter as unknown[]) : [options.limiter];
+  if (list.length === 0) fail('limiter must be a limiter or a non-empty list of them');
+  const entries = list.map((value, index) => compileEntry<R>(value, index));
+
+  let clientIp: CompiledOptions<R>['clientIp'];
+  const ip = options.clientIp;
+  if (typeof ip === 'function') {
+    const resolve = clientIpResolver({ trustProxy: false });
+    clientIp = (_request, raw) => {
+      const text = ip(raw);
+      const use = (value: string | undefined): ClientIpResult =>
+        value === undefined
+          ? { ok: false, problem: 'the clientIp function returned no address' }
+          : resolve({ headers: {}, remoteAddress: value });
+      return text instanceof Promise ? text.then(use) : use(text);
+    };
+  } else if (ip !== false) {
+    const resolve = clientIpResolver(ip ?? {});
+    clientIp = (request) => resolve(request);
+  }
+
+  const missing = options.onMissingIdentity ?? 'deny';
+  let missingPolicy: string;
+  if (missing === 'deny' || missing === 'skip') {
+    missingPolicy = missing;
+  } else if (typeof missing === 'object' && missing !== null && typeof missing.bucket === 'string' && BUCKET_PATTERN.test(missing.bucket)) {
+    missingPolicy = `bucket:${missing.bucket}`;
+  } else {
+    fail(`onMissingIdentity must be 'deny', 'skip' or { bucket: 'name' } (1 to 64 visible ASCII characters), got ${describe(missing)}`);
+  }
+
+  const styles = compileStyles(options.headers);
+  const legacyReset = options.legacyReset ?? 'epoch-seconds';
+  if (legacyReset !== 'epoch-seconds' && legacyReset !== 'delta-seconds') {
+    fail(`legacyReset must be 'epoch-seconds' or 'delta-seconds', got ${describe(legacyReset)}`);
+  }
+  const shadow = options.shadow ?? false;
+  if (typeof shadow !== 'boolean') fail(`shadow must be true or false, got ${describe(shadow)}`);
+
+  return {
+    entries,
+    identify: optionalFunction(options.identify, 'identify', '(request) => id | undefined'),
+    clientIp,
+    missing: missingPolicy,
+    skip: optionalFunction(options.skip, 'skip', '(request) => boolean'),
+    cost: checkCost<R>(options.cost, 'cost') ?? 1,
+    shadow,
+    shadowBan: compileShadowBan(options.shadowBan),
+    styles,
+    legacyReset,
+    denyResponse: optionalFunction(options.denyResponse, 'denyResponse', '(context) => response | undefined'),
+    onLimited: optionalFunction(options.onLimited, 'onLimited', '(event) => void'),
+    onError: optionalFunction(options.onError, 'onError', '(error, event) => void'),
+  };
+}
+
+function compileStyles(value: unknown): readonly HeaderStyle[] {
+  if (value === false) return [];
+  const list = value === undefined ? ['draft-11'] : Array.isArray(value) ? value : [value];
+  for (const style of list) {
+    if (!HEADER_STYLES.includes(style as HeaderStyle)) {
+      fail(`headers must be ${HEADER_STYLES.map((s) => `'${s}'`).join(', ')}, a list of them, or false, got ${describe(style)}`);
+    }
+  }
+  const styles = [...new Set(list as HeaderStyle[])];
+  const ownsRateLimit = styles.filter((s) => s === 'draft-11' || s === 'draft-7');
+  if (ownsRateLimit.length > 1) fail(`headers: 'draft-11' and 'draft-7' both define the RateLimit field differently; pick one`);
+  if (styles.includes('draft-6') && ownsRateLimit.length > 0) {
+    fail(`headers: 'draft-6' and '${ownsRateLimit[0]}' both define RateLimit-Policy differently; pick one`);
+  }
+  return styles;
+}
+
+function compileShadowBan<R>(value: unknown): CompiledOptions<R>['shadowBan'] {
+  if (value === undefined || value === false) return undefined;
+  const options = (value === true ? {} : value) as ShadowBanOptions<R>;
+  if (typeof options !== 'object' || options === null) fail(`shadowBan must be true, false or { when?, status?, body?, contentType? }, got ${describe(value)}`);
+  for (const key of Object.keys(options)) {
+    if (!['when', 'status', 'body', 'contentType'].includes(key)) {
+      throw new SluiceError('UNKNOWN_OPTION', `shadowBan: unknown option ${JSON.stringify(key)}; accepted options are when, status, body, contentType`);
+    }
+  }
+  const status = options.status ?? 200;
+  if (!Number.isInteger(status) || status < 200 || status > 599) fail(`shadowBan.status must be an HTTP status from 200 to 599, got ${describe(status)}`);
+  const body = options.body ?? '{}';
+  if (typeof body !== 'string') fail(`shadowBan.body must be a string, got ${describe(body)}`);
+  const contentType = options.contentType ?? 'application/json; charset=utf-8';
+  if (typeof contentType !== 'string') fail(`shadowBan.contentType must be a string, got ${describe(contentType)}`);
+  return { when: optionalFunction(options.when, 'shadowBan.when', '(request, decision) => boolean'), status, body, contentType };
+}

@@ -1,0 +1,169 @@
+/**
+ * Rate-limit response header fields in four dialects:
+ *
+ * - `draft-11` (default): draft-ietf-httpapi-ratelimit-headers-11, the latest (same shape since -08). Two
+ *   structured-field Lists with one named Item per policy: `RateLimit-Policy: "api";q=100;w=60` and
+ *   `RateLimit: "api";r=42;t=17`. Several limiters on one request append their items, in order.
+ * - `draft-7`: `RateLimit: limit=100, remaining=42, reset=17` plus `RateLimit-Policy: 100;w=60`.
+ * - `draft-6`: `RateLimit-Limit`, `RateLimit-Remaining`, `RateLimit-Reset` (seconds) and `RateLimit-Policy`.
+ * - `legacy`: `X-RateLimit-Limit`, `X-RateLimit-Remaining`, `X-RateLimit-Used` and `X-RateLimit-Reset`, where
+ *   Reset is the Unix time in seconds at which to retry (GitHub's convention), or seconds from now by option.
+ *
+ * Time values are whole seconds rounded up, so a client that waits them is never early. The draft-7, draft-6 and
+ * legacy forms describe one policy only: the one closest to denying (the denying one on a 429).
+ */
+import type { Decision, RuleReport } from '@sluice/core';
+
+export type HeaderStyle = 'draft-11' | 'draft-7' | 'draft-6' | 'legacy';
+export const HEADER_STYLES: readonly HeaderStyle[] = ['draft-11', 'draft-7', 'draft-6', 'legacy'];
+
+/** What `X-RateLimit-Reset` carries: Unix seconds (GitHub, most clients) or seconds from now (Twitter v1). */
+export type LegacyReset = 'epoch-seconds' | 'delta-seconds';
+
+/**
+ * One response header and how it combines with a value already on the response (from an earlier sluice
+ * middleware on the same request): `append` joins structured-field lists; `stricter` replaces its whole group
+ * only when this one reports less room (`rank` is the remaining count, `group` names the header holding the one
+ * already there); `max` keeps the longer Retry-After; `set` overwrites.
+ */
+export interface HeaderField {
+  readonly name: string;
+  readonly value: string;
+  readonly merge: 'append' | 'stricter' | 'max' | 'set';
+  readonly group?: string;
+  readonly rank?: number;
+}
+
+/** One evaluated limiter, as the header writer sees it. */
+export interface PolicyReport {
+  readonly policy: string;
+  readonly decision: Decision;
+}
+
+/** Seconds, rounded up, from a millisecond span; never negative. */
+export function ceilSeconds(ms: number): number {
+  return ms <= 0 ? 0 : Math.ceil(ms / 1000);
+}
+
+/** Milliseconds until this rule's answer changes: its retry time when it denies, else until it is full again. */
+function effectiveWindowMs(rule: RuleReport, now: number): number {
+  if (!rule.allowed && rule.retryAt >= 0) return rule.retryAt - now;
+  return rule.resetAt - now;
+}
+
+/** sf-string per RFC 8941 section 3.3.3: printable ASCII, with `"` and `\` escaped. Names are validated upstream. */
+export function sfString(text: string): string {
+  return `"${text.replace(/[\\"]/g, (c) => `\\${c}`)}"`;
+}
+
+/** The item name for one rule: the policy alone for a one-rule limiter, `policy/ruleId` for compound ones. */
+function itemName(report: PolicyReport, rule: RuleReport): string {
+  return report.decision.rules.length === 1 ? report.policy : `${report.policy}/${rule.id}`;
+}
+
+/** Header fields for the evaluated limiters; `decider` is the index of the one that speaks for the request. */
+export function rateLimitFields(
+  reports: readonly PolicyReport[],
+  decider: number,
+  styles: readonly HeaderStyle[],
+  legacyReset: LegacyReset,
+): HeaderField[] {
+  const fields: HeaderField[] = [];
+  for (const style of styles) {
+    if (style === 'draft-11') {
+      const policies: string[] = [];
+      const limits: string[] = [];
+      for (const report of reports) {
+        const now = report.decision.now;
+        for (const rule of report.decision.rules) {
+          const name = sfString(itemName(report, rule));
+          policies.push(`${name};q=${rule.limit};w=${Math.max(1, ceilSeconds(rule.windowMs))}`);
+          limits.push(`${name};r=${rule.remaining};t=${ceilSeconds(effectiveWindowMs(rule, now))}`);
+        }
+      }
+      if (policies.length > 0) {
+        fields.push({ name: 'RateLimit-Policy', value: policies.join(', '), merge: 'append' });
+        fields.push({ name: 'RateLimit', value: limits.join(', '), merge: 'append' });
+      }
+      continue;
+    }
+    const report = reports[decider];
+    if (report === undefined || report.decision.rules.length === 0) continue;
+    const { decision } = report;
+    const rule = decision.rules.find((r) => r.id === decision.rule) ?? decision.rules[0]!;
+    const waitMs = effectiveWindowMs(rule, decision.now);
+    const policy = decision.rules.map((r) => `${r.limit};w=${Math.max(1, ceilSeconds(r.windowMs))}`).join(', ');
+    const rank = rule.remaining;
+    if (style === 'draft-7') {
+      fields.push({ name: 'RateLimit', value: `limit=${rule.limit}, remaining=${rule.remaining}, reset=${ceilSeconds(waitMs)}`, merge: 'stricter', group: 'RateLimit', rank });
+      fields.push({ name: 'RateLimit-Policy', value: policy, merge: 'stricter', group: 'RateLimit', rank });
+    } else if (style === 'draft-6') {
+      const group = 'RateLimit-Remaining';
+      fields.push({ name: 'RateLimit-Limit', value: String(rule.limit), merge: 'stricter', group, rank });
+      fields.push({ name: 'RateLimit-Remaining', value: String(rule.remaining), merge: 'stricter', group, rank });
+      fields.push({ name: 'RateLimit-Reset', value: String(ceilSeconds(waitMs)), merge: 'stricter', group, rank });
+      fields.push({ name: 'RateLimit-Policy', value: policy, merge: 'stricter', group, rank });
+    } else {
+      const group = 'X-RateLimit-Remaining';
+      const reset = legacyReset === 'delta-seconds' ? ceilSeconds(waitMs) : Math.ceil((decision.now + Math.max(0, waitMs)) / 1000);
+      fields.push({ name: 'X-RateLimit-Limit', value: String(rule.limit), merge: 'stricter', group, rank });
+      fields.push({ name: 'X-RateLimit-Remaining', value: String(rule.remaining), merge: 'stricter', group, rank });
+      fields.push({ name: 'X-RateLimit-Used', value: String(rule.limit - rule.remaining), merge: 'stricter', group, rank });
+      fields.push({ name: 'X-RateLimit-Reset', value: String(reset), merge: 'stricter', group, rank });
+    }
+  }
+  return fields;
+}
+
+/** Where header fields are written: a Node response, a Fastify reply or web `Headers`, behind two functions. */
+export interface HeaderTarget {
+  get(name: string): string | undefined;
+  set(name: string, value: string): void;
+}
+
+/**
+ * Writes fields onto a response, combining with values an earlier sluice middleware left there (see
+ * `HeaderField.merge`). Each `stricter` group is decided once, from the header named by `group`.
+ */
+export function writeHeaders(fields: readonly HeaderField[], target: HeaderTarget): void {
+  let skipGroups: Set<string> | undefined;
+  let checked: Set<string> | undefined;
+  for (const field of fields) {
+    const existing = target.get(field.name);
+    if (existing === undefined || existing === '') {
+      if (field.merge !== 'stricter') {
+        target.set(field.name, field.value);
+        continue;
+      }
+    }
+    switch (field.merge) {
+      case 'append':
+        target.set(field.name, `${existing}, ${field.value}`);
+        break;
+      case 'max':
+        if (!(Number(existing) >= Number(field.value))) target.set(field.name, field.value);
+        break;
+      case 'set':
+        target.set(field.name, field.value);
+        break;
+      case 'stricter': {
+        const group = field.group ?? field.name;
+        checked ??= new Set();
+        if (!checked.has(group)) {
+          checked.add(group);
+          const held = remainingIn(target.get(group));
+          if (held !== undefined && held <= (field.rank ?? 0)) (skipGroups ??= new Set()).add(group);
+        }
+        if (!skipGroups?.has(group)) target.set(field.name, field.value);
+        break;
+      }
+    }
+  }
+}
+
+/** The remaining count in a header already on the response: a bare integer, or draft-7's `remaining=N`. */
+function remainingIn(value: string | undefined): number | undefined {
+  if (value === undefined || value === '') return undefined;
+  const match = /(?:^|[\s,;])remaining=(\d+)/.exec(value) ?? /^\s*(\d+)\s*$/.exec(value);
+  return match === null ? undefined : Number(match[1]);
+}

@@ -1,0 +1,30 @@
+export { createHandler } from './handler.js';
+export type { Handler, HandleResult, LimiterResult, Outcome } from './handler.js';
+export type {
+  DenyContext,
+  DenyResponse,
+  ErrorEvent,
+  HttpLimitOptions,
+  IdentityValue,
+  LimitedEvent,
+  LimiterEntry,
+  MissingIdentityPolicy,
+  ShadowBanOptions,
+} from './options.js';
+export { HTTP_OPTION_NAMES } from './options.js';
+
+export { clientIpResolver, PLATFORM_HEADERS } from './client-ip.js';
+export type { AddressSource, ClientIpOptions, ClientIpResult, Platform } from './client-ip.js';
+export { embeddedIpv4, formatIp, inPrefix, maskIp, parseAddressText, parseIp, parseIpv4, parseIpv6 } from './ip-address.js';
+export type { AddressTextOptions, IpAddress } from './ip-address.js';
+export { compileRanges, NAMED_RANGES, parseRange } from './ip-range.js';
+export type { IpRange } from './ip-range.js';
+export { parseForwarded, parseXForwardedFor } from './forwarded.js';
+
+export { ceilSeconds, HEADER_STYLES, rateLimitFields, sfString, writeHeaders } from './header-fields.js';
+export type { HeaderField, HeaderStyle, HeaderTarget, LegacyReset, PolicyReport } from './header-fields.js';
+export { PROBLEM_CONTENT_TYPE, PROBLEM_TYPES, REFUSAL_STATUS, problemFor } from './problem.js';
+export type { ProblemDetails, ProblemInput, RefusalKind } from './problem.js';
+export { readHeader } from './request.js';
+export type { HeaderBag, HttpRequest } from './request.js';
+export { applyHeaders, headersTarget, toResponse } from './web.js';

@@ -1,0 +1,110 @@
+import { fixedWindow } from '@sluice/core';
+import { describe, expect, it } from 'vitest';
+import { createHandler, sfString, toResponse, type HandleResult, type HeaderStyle, type LegacyReset } from '../src/index.js';
+import { fakeClock, memoryLimiter, request, written } from './support.js';
+
+function headersAfter(count: number, styles: HeaderStyle | HeaderStyle[], legacyReset?: LegacyReset) {
+  const clock = fakeClock();
+  const limiter = memoryLimiter({ name: 'api', rules: fixedWindow({ limit: 2, window: '10s' }), clock: clock.read });
+  const handler = createHandler({ limiter, headers: styles, legacyReset });
+  let result: HandleResult | undefined;
+  for (let i = 0; i < count; i++) result = now(handler.run(request()));
+  return { clock, headers: written(result!.headers) };
+}
+
+/** A memory-store flow answers without a promise. */
+function now(result: HandleResult | Promise<HandleResult>): HandleResult {
+  if (result instanceof Promise) throw new Error('expected a synchronous answer');
+  return result;
+}
+
+describe('header dialects', () => {
+  it("draft-7: RateLimit as a dictionary, RateLimit-Policy as 'limit;w=window'", () => {
+    expect(headersAfter(1, 'draft-7').headers).toEqual({ ratelimit: 'limit=2, remaining=1, reset=7', 'ratelimit-policy': '2;w=10' });
+  });
+
+  it('draft-6: three RateLimit-* fields and the policy', () => {
+    expect(headersAfter(3, 'draft-6').headers).toEqual({
+      'ratelimit-limit': '2',
+      'ratelimit-remaining': '0',
+      'ratelimit-reset': '7',
+      'ratelimit-policy': '2;w=10',
+      'retry-after': '7',
+      'content-type': 'application/problem+json',
+    });
+  });
+
+  it('legacy X-RateLimit-*: Reset is the Unix second to retry at, or seconds from now by option', () => {
+    const { clock, headers } = headersAfter(1, 'legacy');
+    expect(headers).toEqual({
+      'x-ratelimit-limit': '2',
+      'x-ratelimit-remaining': '1',
+      'x-ratelimit-used': '1',
+      'x-ratelimit-reset': String((clock.now + 7_000) / 1000),
+    });
+    expect(headersAfter(1, 'legacy', 'delta-seconds').headers['x-ratelimit-reset']).toBe('7');
+  });
+
+  it('several dialects at once, and none at all', () => {
+    expect(Object.keys(headersAfter(1, ['draft-11', 'legacy']).headers).sort()).toEqual([
+      'ratelimit',
+      'ratelimit-policy',
+      'x-ratelimit-limit',
+      'x-ratelimit-remaining',
+      'x-ratelimit-reset',
+      'x-ratelimit-used',
+    ]);
+    const limiter = memoryLimiter({ name: 'api', rules: fixedWindow({ limit: 2, window: '10s' }) });
+    expect(written(now(createHandler({ limiter, headers: false }).run(request())).headers)).toEqual({});
+  });
+});
+
+describe('two sluice middlewares on one request', () => {
+  const clock = fakeClock();
+  const outer = memoryLimiter({ name: 'global', rules: fixedWindow({ limit: 100, window: '1m' }), clock: clock.read });
+  const inner = memoryLimiter({ name: 'login', rules: fixedWindow({ limit: 1, window: '10s' }), clock: clock.read });
+
+  it('draft-11 items are appended, in order', () => {
+    const a = now(createHandler({ limiter: outer }).run(request()));
+    const b = now(createHandler({ limiter: inner }).run(request()));
+    expect(written(b.headers, written(a.headers))).toEqual({
+      'ratelimit-policy': '"global";q=100;w=60, "login";q=1;w=10',
+      ratelimit: '"global";r=99;t=37, "login";r=0;t=7',
+    });
+  });
+
+  it('single-policy dialects keep the stricter of the two', () => {
+    const looser = { 'x-ratelimit-limit': '100', 'x-ratelimit-remaining': '50', 'x-ratelimit-used': '50', 'x-ratelimit-reset': '1' };
+    const b = createHandler({ limiter: memoryLimiter({ name: 'x', rules: fixedWindow({ limit: 5, window: '10s' }) }), headers: 'legacy' });
+    const stricter = written(now(b.run(request())).headers, looser);
+    expect(stricter['x-ratelimit-remaining']).toBe('4');
+    expect(stricter['x-ratelimit-limit']).toBe('5');
+    const tighter = { ...looser, 'x-ratelimit-remaining': '2' };
+    expect(written(now(b.run(request())).headers, tighter)).toEqual(tighter);
+  });
+
+  it('Retry-After keeps the longer wait', () => {
+    const refusal = now(createHandler({ limiter: inner }).run(request('198.51.100.9')));
+    const again = now(createHandler({ limiter: inner }).run(request('198.51.100.9')));
+    expect(written(refusal.headers)['retry-after']).toBeUndefined();
+    expect(written(again.headers, { 'retry-after': '30' })['retry-after']).toBe('30');
+    expect(written(again.headers, { 'retry-after': '2' })['retry-after']).toBe('7');
+  });
+});
+
+describe('web helpers', () => {
+  it('toResponse builds the refusal as a web Response', async () => {
+    const limiter = memoryLimiter({ name: 'api', rules: fixedWindow({ limit: 1, window: '10s' }), clock: fakeClock().read });
+    const handler = createHandler({ limiter });
+    await handler.handle(request());
+    const response = toResponse(await handler.handle(request()));
+    expect(response.status).toBe(429);
+    expect(response.headers.get('retry-after')).toBe('7');
+    expect(response.headers.get('ratelimit')).toBe('"api";r=0;t=7');
+    expect((await response.json()).status).toBe(429);
+  });
+
+  it('sfString escapes quotes and backslashes', () => {
+    expect(sfString('a"b\\c')).toBe('"a\\"b\\\\c"');
+  });
+});
