@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { Redis } from 'ioredis';
 import { createLimiter, fixedWindow, gcra, isSluiceError, slidingWindowLog, tokenBucket, type ResolvedRule } from '@sluice/core';
 import { redisStore } from '../src/index.js';
-import { LIMIT_SCRIPT, LIMIT_SCRIPT_SHA1 } from '../src/scripts/index.js';
+import { CLIENT_CLOCK_EXPIRY_SLACK_MS, LIMIT_SCRIPT, LIMIT_SCRIPT_SHA1 } from '../src/scripts/index.js';
 import { startRedis, type RedisServer } from '../../../../test/harness/redis.js';
 
 let server: RedisServer;
@@ -156,6 +156,31 @@ describe('redisStore on a real redis-server', () => {
     }
     await limiter.refund('k', { cost: 2 }); // everything back to full: nothing worth keeping
     expect(await client.exists('sluice:ttl:{k}:swl:10000', 'sluice:ttl:{k}:fw:60000', 'sluice:ttl:{k}:tb')).toBe(0);
+  });
+
+  test('expiry: exactly ttlMs on Redis TIME; ttlMs plus the slack on the client clock', async () => {
+    const client = connect();
+    const rule = fixedWindow({ limit: 5, window: '10s' });
+    const store = redisStore(client);
+    const result = await store.limit({ key: 'exp:{s}', rules: [rule], cost: 1, mode: 'consume', now: 0 });
+    const expected = result.outcomes[0]!.resetAt - result.now;
+    const pttl = await client.pttl('exp:{s}:fw:10000');
+    expect(pttl).toBeGreaterThanOrEqual(expected - 20);
+    expect(pttl).toBeLessThanOrEqual(expected);
+
+    const now = 1_700_000_003_000; // 7 s before its window ends
+    await redisStore(client, { clock: 'client' }).limit({ key: 'exp:{c}', rules: [rule], cost: 1, mode: 'consume', now });
+    const clientPttl = await client.pttl('exp:{c}:fw:10000');
+    expect(clientPttl).toBeGreaterThan(7_000 + CLIENT_CLOCK_EXPIRY_SLACK_MS - 20);
+    expect(clientPttl).toBeLessThanOrEqual(7_000 + CLIENT_CLOCK_EXPIRY_SLACK_MS);
+  });
+
+  test('regression: a frozen client clock keeps state across real milliseconds (1 ms ttl)', async () => {
+    const client = connect();
+    const limiter = createLimiter({ store: redisStore(client, { clock: 'client' }), rules: gcra({ limit: 3, period: 1 }), name: 'frozen', clock: () => 1_893_456_000_000 });
+    expect((await limiter.limit('a', { cost: 3 })).allowed).toBe(true);
+    await new Promise((r) => setTimeout(r, 5));
+    expect((await limiter.limit('a')).allowed).toBe(false);
   });
 
   test('reset deletes the identity’s keys in one command', async () => {

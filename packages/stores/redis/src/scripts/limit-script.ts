@@ -14,6 +14,10 @@
  * allowed (1/0), remaining, resetAt, retryAt (-1 = never).
  * State: the rule's integers joined by ',' (core's encodeState), stored with PX = the step's ttlMs, or deleted
  * when ttlMs <= 0 (state that old is equivalent to none). No key is ever written without an expiry.
+ * With the client's clock, Redis still expires keys by its own clock, which need not run with the client's (a
+ * slower or frozen client clock, as in tests): keys then live CLIENT_CLOCK_EXPIRY_SLACK_MS longer, so state is
+ * never lost before the client's clock says so. Core's steps read expired state exactly as no state, so the
+ * extra life never changes a decision; it only delays garbage collection.
  */
 export const LIMIT_SCRIPT: string = `local floor, min, max = math.floor, math.min, math.max
 local NEVER = -1
@@ -295,7 +299,9 @@ end
 local mode = ARGV[1]
 local cost = tonumber(ARGV[2])
 local now
+local slack = 1000 -- CLIENT_CLOCK_EXPIRY_SLACK_MS
 if ARGV[3] == '' then
+  slack = 0
   local time = redis.call('TIME')
   now = tonumber(time[1]) * 1000 + floor(tonumber(time[2]) / 1000)
 else
@@ -331,7 +337,7 @@ if (mode == 'consume' and allowed and cost > 0) or (mode == 'refund' and cost > 
   for i = 1, n do
     local ttl = steps[i][6]
     if ttl > 0 then
-      redis.call('SET', KEYS[i], encode(steps[i][2]), 'PX', ttl)
+      redis.call('SET', KEYS[i], encode(steps[i][2]), 'PX', ttl + slack)
     else
       redis.call('DEL', KEYS[i])
     end
@@ -349,5 +355,8 @@ end
 return reply
 `;
 
+/** Extra key lifetime with `clock: 'client'` (see above); with Redis TIME keys live exactly ttlMs. */
+export const CLIENT_CLOCK_EXPIRY_SLACK_MS = 1000;
+
 /** SHA-1 of LIMIT_SCRIPT, for EVALSHA. A test recomputes it; update both together. */
-export const LIMIT_SCRIPT_SHA1 = '6de6fa7feca80f3ef156345603fab807f1e74485';
+export const LIMIT_SCRIPT_SHA1 = 'b730233a043fe5e178eaa4e2f8e9e324861cc513';
