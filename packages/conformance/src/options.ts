@@ -1,0 +1,106 @@
+import { SluiceError, type Store } from '@sluice/core';
+
+/** What `inspectKeys` is given: the store, the test's unique key prefix, and the suite's current time. */
+export interface InspectKeysContext<S extends Store = Store> {
+  readonly store: S;
+  /** Every key the test's limiters write starts with `${prefix}:`. */
+  readonly prefix: string;
+  /** The suite's notion of now, epoch ms: the fake clock for client-clock stores, `Date.now()` for store-clock ones. */
+  readonly now: number;
+}
+
+export interface StoreConformanceOptions<S extends Store = Store> {
+  /** Names the top-level `describe` block, e.g. `'memory'` or `'redis (cluster)'`. */
+  name: string;
+  /**
+   * Makes a store to test. May be async. Called before every test (or once, with `storeScope: 'suite'`); each test
+   * also gets a unique key prefix, so a store over a shared server never sees another test's keys.
+   */
+  createStore: () => S | Promise<S>;
+  /**
+   * Whose clock decides. `'client'`: the store uses `request.now`; the suite drives a fake clock through the
+   * limiter's `clock` option and runs every time-driven vector. `'store'`: the store reads its own clock (Redis
+   * `TIME`); the suite runs the time-independent vectors, checks every answer against the reference model at the
+   * time the store reported, and waits a few hundred ms of real time for expiry.
+   */
+  clock: 'client' | 'store';
+  /** What the store claims; the suite checks the claim against `store.capabilities` and tests what it implies. */
+  capabilities?: {
+    /** Every method answers without a promise, so limiters over it get `limitSync`. @default false */
+    synchronous?: boolean;
+  };
+  /** Releases a store after use. @default store => store.close?.() */
+  teardown?: (store: S) => void | Promise<void>;
+  /** `'test'`: a fresh store per test. `'suite'`: one store for the whole suite (unique prefixes still isolate tests). @default 'test' */
+  storeScope?: 'test' | 'suite';
+  /**
+   * Lists the keys the store still holds under `${prefix}:`, leaving out (or first dropping) what has expired by
+   * `now`. When given, the suite also proves that peeks and denials write nothing, that state is gone once its ttl
+   * has passed, that reset removes it, and that long identities give bounded keys.
+   * Client-clock stores must expire by the `now` given (the fake clock); stores that expire by real time (Redis
+   * PEXPIRE) should pass this hook only with `clock: 'store'`.
+   */
+  inspectKeys?: (context: InspectKeysContext<S>) => readonly string[] | Promise<readonly string[]>;
+  /** Start of every test's unique prefix; letters, digits, '_', '.', '-'. @default 'conformance' */
+  keyPrefix?: string;
+  /** Deadline the suite's limiters give each store call; a miss fails the test with the store's error. @default 5000 */
+  timeoutMs?: number;
+}
+
+const KNOWN = ['name', 'createStore', 'clock', 'capabilities', 'teardown', 'storeScope', 'inspectKeys', 'keyPrefix', 'timeoutMs'];
+
+/** Validated options with defaults filled in. */
+export interface ResolvedOptions<S extends Store> {
+  readonly name: string;
+  readonly createStore: () => S | Promise<S>;
+  readonly clock: 'client' | 'store';
+  readonly synchronous: boolean;
+  readonly teardown: (store: S) => void | Promise<void>;
+  readonly storeScope: 'test' | 'suite';
+  readonly inspectKeys: StoreConformanceOptions<S>['inspectKeys'];
+  readonly keyPrefix: string;
+  readonly timeoutMs: number;
+}
+
+function fail(message: string): never {
+  throw new SluiceError('INVALID_OPTION', `describeStoreConformance: ${message}`);
+}
+
+function show(value: unknown): string {
+  return typeof value === 'string' ? JSON.stringify(value) : typeof value === 'object' && value !== null ? 'an object' : String(value);
+}
+
+export function resolveOptions<S extends Store>(options: StoreConformanceOptions<S>): ResolvedOptions<S> {
+  if (typeof options !== 'object' || options === null) fail(`options must be an object, got ${show(options)}`);
+  for (const key of Object.keys(options)) {
+    if (!KNOWN.includes(key)) {
+      throw new SluiceError('UNKNOWN_OPTION', `describeStoreConformance: unknown option ${JSON.stringify(key)}; accepted options are ${KNOWN.join(', ')}`);
+    }
+  }
+  if (typeof options.name !== 'string' || options.name.length === 0) fail(`name must be a non-empty string, got ${show(options.name)}`);
+  if (typeof options.createStore !== 'function') fail(`createStore must be a function returning a store (or a promise of one), got ${show(options.createStore)}`);
+  if (options.clock !== 'client' && options.clock !== 'store') fail(`clock must be 'client' or 'store', got ${show(options.clock)}`);
+  const synchronous = options.capabilities?.synchronous ?? false;
+  if (typeof synchronous !== 'boolean') fail(`capabilities.synchronous must be true or false, got ${show(synchronous)}`);
+  if (options.teardown !== undefined && typeof options.teardown !== 'function') fail(`teardown must be a function, got ${show(options.teardown)}`);
+  const storeScope = options.storeScope ?? 'test';
+  if (storeScope !== 'test' && storeScope !== 'suite') fail(`storeScope must be 'test' or 'suite', got ${show(storeScope)}`);
+  if (options.inspectKeys !== undefined && typeof options.inspectKeys !== 'function') fail(`inspectKeys must be a function, got ${show(options.inspectKeys)}`);
+  const keyPrefix = options.keyPrefix ?? 'conformance';
+  if (typeof keyPrefix !== 'string' || !/^[A-Za-z0-9_.-]{1,40}$/.test(keyPrefix)) {
+    fail(`keyPrefix must be 1 to 40 characters of letters, digits, '_', '.' or '-', got ${show(keyPrefix)}`);
+  }
+  const timeoutMs = options.timeoutMs ?? 5000;
+  if (!Number.isSafeInteger(timeoutMs) || timeoutMs < 1) fail(`timeoutMs must be a positive whole number of ms, got ${show(timeoutMs)}`);
+  return {
+    name: options.name,
+    createStore: options.createStore,
+    clock: options.clock,
+    synchronous,
+    teardown: options.teardown ?? ((store: S) => store.close?.()),
+    storeScope,
+    inspectKeys: options.inspectKeys,
+    keyPrefix,
+    timeoutMs,
+  };
+}

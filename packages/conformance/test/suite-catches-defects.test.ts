@@ -1,0 +1,96 @@
+import { execFile } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
+/**
+ * A conformance suite that passes everything proves nothing. This runs the suite (through a nested vitest) against
+ * the reference logic with one defect at a time switched on (test/fixtures/mutant-store.ts) and requires that each
+ * defect fails the tests written to catch it, while the defect-free stores, one with a client clock and one async
+ * with its own clock, pass every test.
+ */
+
+interface Assertion {
+  ancestorTitles: string[];
+  title: string;
+  status: string;
+}
+
+/** Defect → titles (substrings) of tests that must fail because of it. */
+const MUST_FAIL: Record<string, string[]> = {
+  'not-all-or-nothing': ['compound: 2 per second and 3 per minute', 'answers a raw request atomically', 'resets every rule of a compound limiter'],
+  'peek-writes': ['peeks and cost 0 report the room without taking it or creating state'],
+  'never-expires': ['state lives exactly until resetAt', 'kept until its longest-lived rule expires'],
+  'expires-early': ['state lives exactly until resetAt', 'GCRA: 3 per millisecond'],
+  'ignores-prefix': ['the same limiter name under different prefixes keeps separate state'],
+  'drops-remainder': ['GCRA: 3 per millisecond keeps sub-millisecond remainders'],
+  'reset-ignores-rule-ids': ['reset forgets only the rule ids of the limiter that asks'],
+  'truncates-keys': ['long identities are accepted, kept apart'],
+  'ascii-keys': ['any Unicode identity gets its own state'],
+  'not-atomic': ['in flight admit exactly 5 each'],
+  'reports-wrong-time': ['seed: sliding window log', 'answers a raw request atomically'],
+};
+
+const here = dirname(fileURLToPath(import.meta.url));
+let results: Assertion[] = [];
+let workDir = '';
+
+beforeAll(async () => {
+  workDir = mkdtempSync(join(tmpdir(), 'sluice-conformance-'));
+  const output = join(workDir, 'report.json');
+  const vitest = join(dirname(createRequire(import.meta.url).resolve('vitest/package.json')), 'vitest.mjs');
+  await new Promise<void>((resolve, reject) => {
+    execFile(
+      process.execPath,
+      [vitest, 'run', '--config', join(here, 'fixtures', 'vitest.config.ts'), '--reporter=json', `--outputFile=${output}`],
+      { cwd: join(here, '..'), timeout: 120_000, maxBuffer: 64 * 1024 * 1024 },
+      // The nested run fails by design (the mutants); only a missing report is an error here.
+      (error) => {
+        try {
+          const report = JSON.parse(readFileSync(output, 'utf8')) as { testResults: Array<{ assertionResults: Assertion[] }> };
+          results = report.testResults.flatMap((file) => file.assertionResults);
+          resolve();
+        } catch (cause) {
+          reject(new Error(`the nested vitest run left no report: ${String(error ?? cause)}`, { cause }));
+        }
+      },
+    );
+  });
+}, 150_000);
+
+afterAll(() => {
+  if (workDir !== '') rmSync(workDir, { recursive: true, force: true });
+});
+
+function suite(name: string): Assertion[] {
+  return results.filter((a) => a.ancestorTitles[0]?.startsWith(`store conformance: ${name} (`));
+}
+
+function failed(assertions: Assertion[]): string[] {
+  return assertions.filter((a) => a.status !== 'passed').map((a) => [...a.ancestorTitles.slice(1), a.title].join(' > '));
+}
+
+describe('the conformance suite catches broken stores', () => {
+  it('passes the defect-free reference logic: synchronous with a client clock, async with its own clock', () => {
+    const client = suite('mutant none');
+    const store = suite('mutant none, async');
+    expect(client.length).toBeGreaterThan(90);
+    expect(store.length).toBeGreaterThan(50);
+    expect(failed(client)).toEqual([]);
+    expect(failed(store)).toEqual([]);
+  });
+
+  for (const [defect, titles] of Object.entries(MUST_FAIL)) {
+    it(`fails a store that ${defect.replace(/-/g, ' ')}`, () => {
+      const assertions = suite(`mutant ${defect}`);
+      expect(assertions.length, `no results for mutant ${defect}`).toBeGreaterThan(50);
+      const failures = failed(assertions);
+      for (const title of titles) {
+        expect(failures.some((f) => f.includes(title)), `expected a failure in "${title}"; failures were:\n${failures.join('\n')}`).toBe(true);
+      }
+    });
+  }
+});

@@ -1,0 +1,10 @@
+import { defineConfig } from 'vitest/config';
+
+// The suite's own tests. Fixture files (test/fixtures) are run by a nested vitest on purpose, never directly.
+export default defineConfig({
+  test: {
+    include: ['test/**/*.test.ts'],
+    exclude: ['**/node_modules/**', 'test/fixtures/**'],
+    testTimeout: 60_000,
+  },
+});
