@@ -28,13 +28,13 @@ export interface SqliteStoreOptions {
    */
   synchronous?: 'normal' | 'full' | 'keep';
   /**
-   * Expired rows are deleted incrementally: every `sweepEvery` writes (per process), at most `sweepBatch` expired
-   * rows go, found through the index on `expires_at`. The defaults delete up to two rows per write, which keeps up
-   * with a new identity on every decision even for two-rule limiters.
+   * Expired rows are deleted incrementally: every `sweepEvery` writes (per connection), the next `sweepBatch` rows
+   * in key order are examined and the expired ones deleted, inside that decision's transaction. The defaults
+   * examine two rows per write: a pass over a table of R rows completes within R / 2 writes.
    * @default 128
    */
   sweepEvery?: number;
-  /** @default 256 */
+  /** Rows examined per sweep. @default 256 */
   sweepBatch?: number;
 }
 

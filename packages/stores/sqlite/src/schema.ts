@@ -9,8 +9,7 @@
  *     key:        the limiter's base key, `prefix:limiter:{identity}`
  *     rule:       the rule id
  *     state:      the algorithm's integers, comma-separated (core's encodeState)
- *     expires_at: epoch ms after which the row means nothing and may be deleted
- *   <table>_expires_at index on (expires_at): the incremental sweep reads expired rows oldest first
+ *     expires_at: epoch ms after which the row means nothing and may be deleted (not indexed: see sweeper.ts)
  *   <table>_meta(name TEXT PRIMARY KEY, value INTEGER) WITHOUT ROWID, row ('schema_version', 1)
  */
 import { SluiceError } from '@sluice/core';
@@ -27,8 +26,7 @@ const MIGRATIONS: ReadonlyArray<(table: string) => string> = [
       state TEXT NOT NULL,
       expires_at INTEGER NOT NULL,
       PRIMARY KEY (key, rule)
-    ) WITHOUT ROWID;
-    CREATE INDEX IF NOT EXISTS "${table}_expires_at" ON "${table}" (expires_at);`,
+    ) WITHOUT ROWID;`,
 ];
 
 /** Creates or migrates the tables and proves the file is writable (the version row is written every time). */

@@ -14,6 +14,7 @@ import type { SqliteDatabase, SqliteStatement, SqliteTransaction } from './datab
 import { resolveOptions, type SqliteStoreOptions } from './options.js';
 import { ensureSchema } from './schema.js';
 import { openError, storeError } from './store-error.js';
+import { Sweeper } from './sweeper.js';
 
 /** better-sqlite3 sets busy_timeout from its `timeout` option, 5000 ms unless told otherwise. */
 const DEFAULT_BUSY_TIMEOUT_MS = 5000;
@@ -48,13 +49,12 @@ export class SqliteStore implements SyncStore {
   private readonly selectAll: SqliteStatement;
   private readonly upsert: SqliteStatement;
   private readonly remove: SqliteStatement;
-  private readonly sweepExpired: SqliteStatement;
   private readonly purge: SqliteStatement;
   private readonly removeAll: SqliteStatement;
   private readonly write: SqliteTransaction<(request: LimitRequest) => LimitResult>;
   private readonly forget: SqliteTransaction<(key: string, ruleIds: readonly string[]) => void>;
   private readonly sweepEvery: number;
-  private readonly sweepBatch: number;
+  private readonly sweeper: Sweeper;
   private writes = 0;
 
   constructor(db: SqliteDatabase, options: SqliteStoreOptions = {}) {
@@ -62,7 +62,6 @@ export class SqliteStore implements SyncStore {
     const resolved = resolveOptions(options);
     this.table = resolved.table;
     this.sweepEvery = resolved.sweepEvery;
-    this.sweepBatch = resolved.sweepBatch;
     const t = `"${resolved.table}"`;
     try {
       if (resolved.busyTimeoutMs !== undefined) db.pragma(`busy_timeout = ${resolved.busyTimeoutMs}`);
@@ -82,12 +81,7 @@ export class SqliteStore implements SyncStore {
          ON CONFLICT (key, rule) DO UPDATE SET state = excluded.state, expires_at = excluded.expires_at`,
       );
       this.remove = prepare(db, `DELETE FROM ${t} WHERE key = ? AND rule = ?`);
-      // Bounded and index-driven: the oldest expired rows first, never a scan of the table.
-      this.sweepExpired = prepare(
-        db,
-        `DELETE FROM ${t} WHERE (key, rule) IN
-           (SELECT key, rule FROM ${t} WHERE expires_at <= ? ORDER BY expires_at LIMIT ?)`,
-      );
+      this.sweeper = new Sweeper(db, resolved.table, resolved.sweepBatch);
       this.purge = prepare(db, `DELETE FROM ${t} WHERE expires_at <= ?`);
       this.removeAll = prepare(db, `DELETE FROM ${t}`);
     } catch (error) {
@@ -118,7 +112,7 @@ export class SqliteStore implements SyncStore {
     }
   }
 
-  /** Deletes every row expired at `now` (epoch ms) and returns how many went. Off the hot path: O(expired rows). */
+  /** Deletes every row expired at `now` (epoch ms) and returns how many went. Reads the whole table: run it off the hot path. */
   purgeExpired(now: number = Date.now()): number {
     try {
       return this.purge.run(now).changes;
@@ -149,7 +143,7 @@ export class SqliteStore implements SyncStore {
       }
       if (++this.writes >= this.sweepEvery) {
         this.writes = 0;
-        this.sweepExpired.run(now, this.sweepBatch);
+        this.sweeper.sweep(now);
       }
     }
     return { now, outcomes: evaluation.outcomes };

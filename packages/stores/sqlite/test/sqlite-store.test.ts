@@ -22,13 +22,12 @@ afterAll(() => folder.remove());
 const T0 = 1_800_000_000_000;
 
 describe('construction', () => {
-  it('creates its tables, index and schema version, and sets WAL, busy_timeout and synchronous', () => {
+  it('creates its tables and schema version, and sets WAL, busy_timeout and synchronous', () => {
     const db = database();
     const store = sqliteStore(db, { busyTimeoutMs: 750 });
     const objects = db.prepare(`SELECT type, name FROM sqlite_master ORDER BY name`).all();
     expect(objects).toEqual([
       { type: 'table', name: 'sluice_state' },
-      { type: 'index', name: 'sluice_state_expires_at' },
       { type: 'table', name: 'sluice_state_meta' },
     ]);
     expect(db.prepare(`SELECT value FROM sluice_state_meta WHERE name = 'schema_version'`).get()).toEqual({ value: SCHEMA_VERSION });
@@ -203,7 +202,7 @@ describe('decisions', () => {
 });
 
 describe('expiry', () => {
-  it('sweeps expired rows incrementally: at most sweepBatch every sweepEvery writes', () => {
+  it('sweeps incrementally: every sweepEvery writes it examines the next sweepBatch rows and deletes the expired', () => {
     const db = database();
     let now = T0;
     const limiter = createLimiter({
@@ -211,37 +210,72 @@ describe('expiry', () => {
       rules: fixedWindow({ limit: 5, window: '1s' }),
       clock: () => now,
     });
-    const count = () => db.prepare('SELECT count(*) FROM sluice_state').pluck().get() as number;
-    for (let i = 0; i < 9; i++) limiter.limitSync(`old${i}`);
-    expect(count()).toBe(9);
-    now += 60_000; // every row above has expired
-    limiter.limitSync('new0'); // 10th write: one sweep of at most 4 rows
-    expect(count()).toBe(9 - 4 + 1);
-    for (let i = 1; i <= 10; i++) limiter.limitSync(`new${i}`); // the 20th write sweeps 4 more
-    expect(count()).toBe(9 - 8 + 11);
-    expect(sqliteStore(db).purgeExpired(now)).toBe(1);
-    expect(count()).toBe(11);
+    const keys = () => (db.prepare('SELECT key FROM sluice_state ORDER BY key').pluck().all() as string[]).map((k) => k.slice(16, -1));
+    for (let i = 0; i < 9; i++) limiter.limitSync(`a${i}`);
+    now += 60_000; // a0..a8 have expired
+    limiter.limitSync('z00'); // 10th write: examines a0..a3
+    expect(keys()).toEqual(['a4', 'a5', 'a6', 'a7', 'a8', 'z00']);
+    for (let i = 1; i <= 10; i++) limiter.limitSync(`z${String(i).padStart(2, '0')}`); // 20th write: a4..a7
+    expect(keys().slice(0, 3)).toEqual(['a8', 'z00', 'z01']);
+    for (let i = 11; i <= 20; i++) limiter.limitSync(`z${i}`); // 30th write: a8 and three live rows
+    expect(keys()).toHaveLength(21);
+    expect(keys()[0]).toBe('z00');
+    now += 60_000; // every z row has expired; the sweep goes on from z02 to the end, then starts over
+    for (let i = 0; i < 10; i++) limiter.limitSync(`b${i}`); // 40th write: z03..z06
+    expect(keys()).toHaveLength(21 - 4 + 10);
+    expect(keys()).not.toContain('z03');
+    expect(keys()).toContain('z00'); // before the cursor: waits for the next pass
   });
 
-  it('never scans the table on the hot path: every statement searches an index', () => {
+  it('purgeExpired deletes every expired row at once', () => {
     const db = database();
-    sqliteStore(db);
-    const plan = (sql: string, ...params: unknown[]) =>
-      (db.prepare(`EXPLAIN QUERY PLAN ${sql}`).all(...params) as Array<{ detail: string }>).map((r) => r.detail).join(' | ');
-    const statements = [
-      plan('SELECT state, expires_at FROM sluice_state WHERE key = ? AND rule = ?', 'k', 'r'),
-      plan('SELECT rule, state, expires_at FROM sluice_state WHERE key = ?', 'k'),
-      plan('DELETE FROM sluice_state WHERE key = ? AND rule = ?', 'k', 'r'),
-      plan(
-        'DELETE FROM sluice_state WHERE (key, rule) IN (SELECT key, rule FROM sluice_state WHERE expires_at <= ? ORDER BY expires_at LIMIT ?)',
-        T0,
-        10,
-      ),
-    ];
-    for (const detail of statements) {
-      expect(detail).toMatch(/SEARCH/);
-      expect(detail).not.toMatch(/SCAN sluice_state\b(?! USING)/);
+    let now = T0;
+    const store = sqliteStore(db);
+    const limiter = createLimiter({ store, rules: fixedWindow({ limit: 5, window: '1s' }), clock: () => now });
+    for (let i = 0; i < 5; i++) limiter.limitSync(`a${i}`);
+    now += 60_000;
+    limiter.limitSync('b');
+    expect(store.purgeExpired(now)).toBe(5);
+    expect(db.prepare('SELECT count(*) FROM sluice_state').pluck().get()).toBe(1);
+  });
+
+  it('never scans the table on the hot path: every statement a decision runs searches the primary key', () => {
+    const executed = new Set<string>();
+    const db = database(undefined, { verbose: (sql) => executed.add(String(sql)) });
+    let now = T0;
+    const store = sqliteStore(db, { sweepEvery: 3, sweepBatch: 2 });
+    const single = createLimiter({ store, rules: tokenBucket({ capacity: 3, refillRate: 1, interval: '1s' }), clock: () => now });
+    const compound = createLimiter({
+      store,
+      name: 'compound',
+      rules: [fixedWindow({ limit: 2, window: '1s' }), tokenBucket({ capacity: 5, refillRate: 1, interval: '1s' })],
+      clock: () => now,
+    });
+    executed.clear(); // only what decisions run, not the setup
+    for (let i = 0; i < 12; i++) {
+      single.limitSync(`user${i % 4}`);
+      compound.limitSync(`user${i % 4}`);
+      single.peekSync(`user${i % 4}`);
+      compound.peekSync(`user${i % 4}`);
+      now += 400;
     }
-    expect(statements[3]).toMatch(/USING (COVERING )?INDEX sluice_state_expires_at/);
+    single.refundSync('user0', { cost: 3 }); // back to full: the row is deleted
+    store.reset('sluice:compound:{user1}', ['fw:1000', 'tb']);
+    const statements = [...executed].filter((sql) => !/^(BEGIN|COMMIT|ROLLBACK|SAVEPOINT|RELEASE)/.test(sql));
+    const kinds = [
+      /^SELECT state, expires_at FROM "sluice_state" WHERE key = /,
+      /^SELECT rule, state, expires_at FROM "sluice_state" WHERE key = /,
+      /^INSERT INTO "sluice_state" .* ON CONFLICT/s,
+      /^DELETE FROM "sluice_state" WHERE key = .* AND rule = /,
+      /^SELECT key, rule FROM "sluice_state" WHERE \(key, rule\) > .* LIMIT 1 OFFSET/,
+      /^DELETE FROM "sluice_state" WHERE \(key, rule\) > .* AND expires_at <= /,
+    ];
+    for (const kind of kinds) expect(statements.some((sql) => kind.test(sql)), String(kind)).toBe(true);
+    for (const sql of statements) {
+      const plan = (db.prepare(`EXPLAIN QUERY PLAN ${sql}`).all() as Array<{ detail: string }>).map((r) => r.detail).join(' | ');
+      if (plan === '' && /^INSERT/.test(sql)) continue; // an upsert has no plan line: its conflict check is a primary-key seek
+      expect(plan, sql).toMatch(/^SEARCH sluice_state USING PRIMARY KEY \(/);
+      expect(plan, sql).not.toMatch(/SCAN/);
+    }
   });
 });
