@@ -1,0 +1,4 @@
+export { RateLimitError, rateLimitPlugin } from './plugin.js';
+export type { FastifyRateLimitOptions } from './plugin.js';
+export type { HookStage, RouteRateLimitOptions } from './route-plans.js';
+export type { HandleResult, HttpLimitOptions, LimiterEntry, Outcome } from '@sluice/http';

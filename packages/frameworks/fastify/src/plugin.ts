@@ -1,0 +1,192 @@
+import { SluiceError, type Store } from '@sluice/core';
+import { HTTP_OPTION_NAMES, writeHeaders, type HandleResult, type HeaderTarget, type HttpLimitOptions, type ProblemDetails } from '@sluice/http';
+import type { FastifyInstance, FastifyReply, FastifyRequest, HookHandlerDoneFunction } from 'fastify';
+import fp from 'fastify-plugin';
+import { checkHook, PlanBuilder, type HookStage, type Plan, type RouteRateLimitOptions } from './route-plans.js';
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    /** Set by @sluice/fastify: the answer for this request, or null when the route is not limited. */
+    rateLimit: HandleResult | null;
+  }
+  interface FastifyContextConfig {
+    /** `false`: not limited. A string: the group of that name. An object: this route's own settings. */
+    rateLimit?: false | string | RouteRateLimitOptions;
+  }
+}
+
+export interface FastifyRateLimitOptions extends Partial<HttpLimitOptions<FastifyRequest>> {
+  /**
+   * The limiter for every route that does not say otherwise (`config: { rateLimit: false }` opts a route out).
+   * Without it, only routes with their own `rateLimit` config are limited.
+   */
+  limiter?: HttpLimitOptions<FastifyRequest>['limiter'];
+  /** Store for limiters built from `rules` in route and group configs. */
+  store?: Store;
+  /** Named settings that routes select with `config: { rateLimit: 'name' }`; a group's routes share one counter per client. */
+  groups?: Readonly<Record<string, RouteRateLimitOptions>>;
+  /** Decide in `onRequest` (cheapest: before the body is read) or `preHandler` (after auth hooks). @default 'onRequest' */
+  hook?: HookStage;
+  /**
+   * `reply`: answer refusals with problem+json right away. `throw`: hand a `RateLimitError` to Fastify's error
+   * handler (RateLimit and Retry-After headers are already on the reply). @default 'reply'
+   */
+  errorResponse?: 'reply' | 'throw';
+}
+
+/** A refusal, as given to Fastify's error handler under `errorResponse: 'throw'`. */
+export class RateLimitError extends Error {
+  readonly statusCode: number;
+  readonly code = 'SLUICE_RATE_LIMITED';
+  readonly problem: ProblemDetails | undefined;
+  readonly result: HandleResult;
+
+  constructor(result: HandleResult) {
+    const problem = parseProblem(result.body);
+    super(problem?.detail ?? `request refused by the rate limiter (${result.outcome})`);
+    this.name = 'RateLimitError';
+    this.statusCode = result.status;
+    this.problem = problem;
+    this.result = result;
+  }
+}
+
+const PLUGIN_ONLY = ['store', 'groups', 'hook', 'errorResponse'];
+
+function sluiceFastify(fastify: FastifyInstance, options: FastifyRateLimitOptions, done: (error?: Error) => void): void {
+  try {
+    register(fastify, options);
+  } catch (error) {
+    done(error as Error);
+    return;
+  }
+  done();
+}
+
+function register(fastify: FastifyInstance, options: FastifyRateLimitOptions): void {
+  for (const key of Object.keys(options)) {
+    if (!HTTP_OPTION_NAMES.includes(key) && !PLUGIN_ONLY.includes(key)) {
+      throw new SluiceError('UNKNOWN_OPTION', `@sluice/fastify: unknown option ${JSON.stringify(key)}; accepted options are ${[...HTTP_OPTION_NAMES, ...PLUGIN_ONLY].join(', ')}`);
+    }
+  }
+  const { store, groups = {}, hook = 'onRequest', errorResponse = 'reply', ...shared } = options;
+  checkHook(hook, 'hook');
+  if (errorResponse !== 'reply' && errorResponse !== 'throw') {
+    throw new SluiceError('INVALID_OPTION', `errorResponse must be 'reply' or 'throw', got ${JSON.stringify(errorResponse)}`);
+  }
+  const builder = new PlanBuilder(shared, store, hook);
+  const global: Plan | null = shared.limiter === undefined ? null : builder.build(shared, 'plugin options', 'global');
+  const groupPlans = new Map<string, Plan>();
+  for (const [name, group] of Object.entries(groups)) {
+    if ('group' in group) throw new SluiceError('INVALID_OPTION', `groups.${name}: a group cannot name another group`);
+    groupPlans.set(name, builder.build(group, `groups.${name}`, name));
+  }
+
+  // Plans are built once per route: at declaration (so configuration errors surface at startup) for routes
+  // declared after this plugin, at first request for routes declared before it. Keyed by the route's rateLimit
+  // object and URL, so a GET route and its automatic HEAD route share one plan (and one counter).
+  const plans = new WeakMap<object, Map<string, Plan | null>>();
+  const planFor = (config: FastifyRequest['routeOptions']['config'] | undefined, method: string | string[], url: string | undefined): Plan | null => {
+    const setting = config?.rateLimit;
+    if (setting === undefined) return global;
+    if (setting === false) return null;
+    if (typeof setting === 'string') {
+      const plan = groupPlans.get(setting);
+      if (plan === undefined) {
+        throw new SluiceError('INVALID_OPTION', `route ${url}: rateLimit names the group ${JSON.stringify(setting)}, but the plugin's groups are ${[...groupPlans.keys()].join(', ') || 'none'}`);
+      }
+      return plan;
+    }
+    if (setting.group !== undefined) {
+      const { group, ...rest } = setting;
+      if (Object.keys(rest).length > 0) {
+        throw new SluiceError('INVALID_OPTION', `route ${url}: a route in group ${JSON.stringify(group)} takes all its settings from the group; move ${Object.keys(rest).join(', ')} there`);
+      }
+      return planFor({ ...config, rateLimit: group } as typeof config, method, url);
+    }
+    const key = url ?? '';
+    let byUrl = plans.get(setting);
+    if (byUrl === undefined) plans.set(setting, (byUrl = new Map()));
+    let plan = byUrl.get(key);
+    if (plan === undefined) {
+      plan = builder.build(setting, `route ${key}`, `${[method].flat().filter((m) => m !== 'HEAD').join('_')}${key}`);
+      byUrl.set(key, plan);
+    }
+    return plan;
+  };
+
+  fastify.decorateRequest('rateLimit', null);
+  fastify.addHook('onRoute', (route) => {
+    planFor(route.config as FastifyRequest['routeOptions']['config'], route.method, route.url);
+  });
+
+  const stage = (name: HookStage) =>
+    function sluiceHook(request: FastifyRequest, reply: FastifyReply, next: HookHandlerDoneFunction): void {
+      let pending: HandleResult | Promise<HandleResult>;
+      try {
+        const plan = planFor(request.routeOptions.config, request.method, request.routeOptions.url);
+        if (plan === null || plan.hook !== name) {
+          next();
+          return;
+        }
+        const raw = request.raw;
+        pending = plan.handler.run({ headers: raw.headers, remoteAddress: raw.socket?.remoteAddress, method: raw.method, url: raw.url }, request);
+      } catch (error) {
+        next(error as Error);
+        return;
+      }
+      if (pending instanceof Promise) {
+        pending.then((result) => finish(request, reply, next, result, errorResponse), (error: Error) => next(error));
+      } else {
+        finish(request, reply, next, pending, errorResponse);
+      }
+    };
+  fastify.addHook('onRequest', stage('onRequest'));
+  fastify.addHook('preHandler', stage('preHandler'));
+}
+
+function finish(request: FastifyRequest, reply: FastifyReply, next: HookHandlerDoneFunction, result: HandleResult, errorResponse: 'reply' | 'throw'): void {
+  request.rateLimit = result;
+  writeHeaders(result.headers, replyHeaders(reply));
+  if (result.allowed) {
+    next();
+  } else if (errorResponse === 'throw') {
+    next(new RateLimitError(result));
+  } else {
+    // Answering from a callback hook: send, and do not call next.
+    reply.code(result.status).send(result.body);
+  }
+}
+
+function replyHeaders(reply: FastifyReply): HeaderTarget {
+  return {
+    get(name) {
+      const value = reply.getHeader(name);
+      if (value === undefined) return undefined;
+      return Array.isArray(value) ? value.join(', ') : String(value);
+    },
+    set(name, value) {
+      reply.header(name, value);
+    },
+  };
+}
+
+function parseProblem(body: string | undefined): ProblemDetails | undefined {
+  if (body === undefined) return undefined;
+  try {
+    const parsed = JSON.parse(body) as ProblemDetails;
+    return typeof parsed === 'object' && parsed !== null && typeof parsed.status === 'number' ? parsed : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * The sluice plugin. Registered with fastify-plugin, so its hooks apply to the whole app, whether routes are
+ * declared before or after it.
+ * @example
+ * await app.register(rateLimitPlugin, { limiter, identify: (req) => req.user?.id });
+ * app.post('/login', { config: { rateLimit: { limiter: loginLimiter } } }, handler);
+ */
+export const rateLimitPlugin = fp(sluiceFastify, { fastify: '5.x', name: '@sluice/fastify' });
+

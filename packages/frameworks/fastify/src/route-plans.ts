@@ -1,0 +1,99 @@
+import { SluiceError, createLimiter, type Limiter, type Rule, type Store } from '@sluice/core';
+import { createHandler, HTTP_OPTION_NAMES, type Handler, type HttpLimitOptions } from '@sluice/http';
+import type { FastifyRequest } from 'fastify';
+
+export type HookStage = 'onRequest' | 'preHandler';
+
+/** Per-route (or per-group) settings: any handler option, plus where the limiter comes from and when it runs. */
+export interface RouteRateLimitOptions extends Partial<HttpLimitOptions<FastifyRequest>> {
+  /** Use a group declared in the plugin's `groups`: every route naming it shares one counter per client. */
+  group?: string;
+  /** A limiter of this route's own, with these rules, on the plugin's `store`. */
+  rules?: Rule | readonly Rule[];
+  /** Limiter name (and policy name in headers) for `rules`. @default derived from the method and URL, or the group name */
+  name?: string;
+  /** When to decide: before parsing (`onRequest`), or after auth hooks have run (`preHandler`). @default the plugin's */
+  hook?: HookStage;
+}
+
+/** What one route does: its handler and the hook stage it runs in. */
+export interface Plan {
+  readonly handler: Handler<FastifyRequest>;
+  readonly hook: HookStage;
+}
+
+const ROUTE_ONLY = ['group', 'rules', 'name', 'hook'];
+const NAME_PATTERN = /^[A-Za-z0-9_.-]{1,64}$/;
+
+export function checkHook(value: unknown, field: string): HookStage {
+  if (value !== 'onRequest' && value !== 'preHandler') {
+    throw new SluiceError('INVALID_OPTION', `${field} must be 'onRequest' or 'preHandler', got ${JSON.stringify(value)}`);
+  }
+  return value;
+}
+
+/** Builds plans from plugin-level defaults; validation errors name the route or group they come from. */
+export class PlanBuilder {
+  private readonly names = new Set<string>();
+
+  constructor(
+    private readonly shared: Partial<HttpLimitOptions<FastifyRequest>>,
+    private readonly store: Store | undefined,
+    private readonly defaultHook: HookStage,
+  ) {}
+
+  build(options: RouteRateLimitOptions, where: string, fallbackName: string): Plan {
+    if (typeof options !== 'object' || options === null) {
+      throw new SluiceError('INVALID_OPTION', `${where}: rateLimit must be false, a group name, or an options object`);
+    }
+    for (const key of Object.keys(options)) {
+      if (!HTTP_OPTION_NAMES.includes(key) && !ROUTE_ONLY.includes(key)) {
+        throw new SluiceError(
+          'UNKNOWN_OPTION',
+          `${where}: unknown rateLimit option ${JSON.stringify(key)}; accepted options are ${[...HTTP_OPTION_NAMES, ...ROUTE_ONLY].join(', ')}`,
+        );
+      }
+    }
+    const { rules, name, hook, group: _group, ...http } = options;
+    let limiter: HttpLimitOptions<FastifyRequest>['limiter'] | undefined = http.limiter ?? this.shared.limiter;
+    if (rules !== undefined) {
+      if (http.limiter !== undefined) throw new SluiceError('INVALID_OPTION', `${where}: give either limiter or rules, not both`);
+      if (this.store === undefined) {
+        throw new SluiceError('INVALID_OPTION', `${where}: rules need a store; pass store (e.g. memoryStore()) to the plugin`);
+      }
+      limiter = createLimiter({ store: this.store, rules, name: this.uniqueName(name, fallbackName, where) }) as Limiter;
+    }
+    if (limiter === undefined) {
+      throw new SluiceError('INVALID_OPTION', `${where}: no limiter: give limiter or rules here, or a limiter to the plugin`);
+    }
+    const merged = { ...this.shared, ...http, limiter } as HttpLimitOptions<FastifyRequest>;
+    try {
+      return { handler: createHandler(merged), hook: hook === undefined ? this.defaultHook : checkHook(hook, `${where}: hook`) };
+    } catch (error) {
+      if (error instanceof Error) error.message = error.message.replace('[sluice] ', `[sluice] ${where}: `);
+      throw error;
+    }
+  }
+
+  /**
+   * A name given explicitly must be free; one derived from a route is made unique with a suffix, so two routes
+   * never share a counter by accident (sharing is what groups are for).
+   */
+  private uniqueName(explicit: string | undefined, derived: string, where: string): string {
+    if (explicit !== undefined) {
+      if (typeof explicit !== 'string' || !NAME_PATTERN.test(explicit)) {
+        throw new SluiceError('INVALID_OPTION', `${where}: name must be 1 to 64 characters of letters, digits, '_', '.' or '-', got ${JSON.stringify(explicit)}`);
+      }
+      if (this.names.has(explicit)) {
+        throw new SluiceError('INVALID_OPTION', `${where}: the limiter name ${JSON.stringify(explicit)} is already used by another route or group`);
+      }
+      this.names.add(explicit);
+      return explicit;
+    }
+    const base = derived.replace(/[^A-Za-z0-9_.-]+/g, '_').replace(/^_+|_+$/g, '').slice(0, 56) || 'route';
+    let candidate = base;
+    for (let n = 2; this.names.has(candidate); n++) candidate = `${base}-${n}`;
+    this.names.add(candidate);
+    return candidate;
+  }
+}
