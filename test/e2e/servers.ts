@@ -1,0 +1,113 @@
+// Real listening servers for the end-to-end suites: one tiny app per framework (Express 5, Express 4, Fastify 5)
+// with the same routes, a real reverse proxy that appends X-Forwarded-For the way nginx does, and a real HTTP
+// client (undici) that can pick its source address on the loopback network (127.0.0.2, 127.0.0.3, ...).
+import type { HttpLimitOptions } from '@sluice/http';
+import { rateLimit } from '@sluice/express';
+import { rateLimitPlugin, type RouteRateLimitOptions } from '@sluice/fastify';
+import express5 from 'express';
+import express4 from 'express4';
+import Fastify from 'fastify';
+import { createServer, request as httpRequest, type IncomingMessage, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { Agent, fetch } from 'undici';
+
+export type Framework = 'express5' | 'express4' | 'fastify';
+export const FRAMEWORKS: readonly Framework[] = ['express5', 'express4', 'fastify'];
+
+export interface Route {
+  readonly path: string;
+  /** This route's own limiting; absent: only the app-wide options apply. */
+  readonly limit?: HttpLimitOptions<never>;
+}
+
+export interface App {
+  readonly url: string;
+  readonly port: number;
+  close(): Promise<void>;
+}
+
+/** Each route answers `{ route, identity, outcome }` from what sluice left on the request. */
+export async function serve(framework: Framework, appWide: HttpLimitOptions<never> | undefined, routes: readonly Route[], host = '127.0.0.1'): Promise<App> {
+  if (framework === 'fastify') {
+    const app = Fastify();
+    await app.register(rateLimitPlugin, (appWide ?? {}) as never);
+    for (const route of routes) {
+      app.get(route.path, { config: { rateLimit: route.limit as RouteRateLimitOptions | undefined } }, async (request) => ({ route: route.path, identity: request.rateLimit?.identity, outcome: request.rateLimit?.outcome }));
+    }
+    await app.listen({ port: 0, host });
+    const port = (app.server.address() as AddressInfo).port;
+    return { url: base(host, port), port, close: () => app.close() };
+  }
+  const app = (framework === 'express5' ? express5 : express4)();
+  if (appWide !== undefined) app.use(rateLimit(appWide as never));
+  for (const route of routes) {
+    const own = route.limit === undefined ? [] : [rateLimit(route.limit as never)];
+    app.get(route.path, ...own, (req: { rateLimit?: { identity?: string; outcome: string } }, res: { json(body: unknown): void }) => {
+      res.json({ route: route.path, identity: req.rateLimit?.identity, outcome: req.rateLimit?.outcome });
+    });
+  }
+  const server = await new Promise<Server>((resolve) => {
+    const s: Server = app.listen(0, host, () => resolve(s));
+  });
+  const port = (server.address() as AddressInfo).port;
+  return { url: base(host, port), port, close: () => closeServer(server) };
+}
+
+function base(host: string, port: number): string {
+  return host.includes(':') ? `http://[${host}]:${port}` : `http://${host}:${port}`;
+}
+
+function closeServer(server: Server): Promise<void> {
+  server.closeAllConnections();
+  return new Promise((resolve) => server.close(() => resolve()));
+}
+
+/**
+ * A reverse proxy on 127.0.0.1 in front of `target`, doing what nginx's `$proxy_add_x_forwarded_for` does: it
+ * keeps whatever X-Forwarded-For the client sent and appends the address the client connected from.
+ */
+export async function reverseProxy(target: App): Promise<App> {
+  const server = createServer((req: IncomingMessage, res) => {
+    const peer = (req.socket.remoteAddress ?? '').replace(/^::ffff:/, '');
+    const sent = req.headers['x-forwarded-for'];
+    const headers = { ...req.headers, 'x-forwarded-for': sent === undefined ? peer : `${sent}, ${peer}` };
+    const upstream = httpRequest({ host: '127.0.0.1', port: target.port, method: req.method, path: req.url, headers }, (answer) => {
+      res.writeHead(answer.statusCode ?? 502, answer.headers);
+      answer.pipe(res);
+    });
+    upstream.on('error', () => res.destroy());
+    req.pipe(upstream);
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const port = (server.address() as AddressInfo).port;
+  return { url: base('127.0.0.1', port), port, close: () => closeServer(server) };
+}
+
+export interface Reply {
+  readonly status: number;
+  readonly headers: Record<string, string>;
+  readonly body: string;
+}
+
+/** A client whose connections come from `localAddress` (any 127.x.y.z works on Linux loopback). */
+export function client(localAddress?: string) {
+  const dispatcher = new Agent(localAddress === undefined ? {} : { localAddress });
+  return {
+    async get(url: string, headers: Record<string, string> = {}): Promise<Reply> {
+      const response = await fetch(url, { headers, dispatcher });
+      const body = await response.text();
+      return { status: response.status, headers: Object.fromEntries(response.headers), body };
+    },
+    close: () => dispatcher.close(),
+  };
+}
+
+/** The rate-limit related headers only, for exact comparisons (content-type included on refusals). */
+export function limitHeaders(reply: Reply): Record<string, string> {
+  const keep = /^(ratelimit|ratelimit-policy|retry-after|x-ratelimit-.*|ratelimit-.*)$/;
+  return Object.fromEntries(Object.entries(reply.headers).filter(([name]) => keep.test(name)));
+}
+
+export function sleep(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}
