@@ -30,14 +30,17 @@ const web = globalThis as unknown as {
 };
 
 let digest: Promise<string | undefined> | undefined;
+let known: { sha1: string | undefined } | undefined;
 
 /**
  * SHA-1 of UPSTASH_LIMIT_SCRIPT in hex, for EVALSHA; undefined where WebCrypto is missing, in which case the
- * store sends EVAL every time (still one request per decision, only a larger one).
+ * store sends EVAL every time (still one request per decision, only a larger one). WebCrypto only digests
+ * asynchronously: the first call waits for it, later ones get the value without a promise.
  */
-export function upstashLimitScriptSha1(): Promise<string | undefined> {
+export function upstashLimitScriptSha1(): { sha1: string | undefined } | Promise<{ sha1: string | undefined }> {
+  if (known !== undefined) return known;
   digest ??= sha1Hex(UPSTASH_LIMIT_SCRIPT);
-  return digest;
+  return digest.then((sha1) => (known = { sha1 }));
 }
 
 async function sha1Hex(text: string): Promise<string | undefined> {

@@ -79,7 +79,8 @@ export class UpstashStore implements Store {
   async limit(request: LimitRequest): Promise<LimitResult> {
     const keys = scriptKeys(request);
     const args = scriptArguments(request, this.clock);
-    const sha1 = await upstashLimitScriptSha1();
+    const pending = upstashLimitScriptSha1();
+    const { sha1 } = 'then' in pending ? await pending : pending;
     let reply: unknown;
     if (sha1 === undefined) {
       reply = await this.redis.eval(UPSTASH_LIMIT_SCRIPT, keys, args);

@@ -1,0 +1,25 @@
+/**
+ * The store conformance suite through the fixture, both clocks: the limiter's fake clock (every time-driven
+ * vector) and Redis TIME (the time-independent vectors, real expiry, and key inspection through the client).
+ * Runs in Node and in edge-runtime like every test here.
+ */
+import { describeStoreConformance } from '@sluice/conformance';
+import { upstashStore, type UpstashStore } from '../src/index.js';
+import { client } from './helpers.js';
+
+const redis = client();
+
+describeStoreConformance<UpstashStore>({
+  name: 'upstash',
+  createStore: () => upstashStore(redis, { clock: 'client' }),
+  clock: 'client',
+  storeScope: 'suite',
+});
+
+describeStoreConformance<UpstashStore>({
+  name: 'upstash',
+  createStore: () => upstashStore(redis),
+  clock: 'store',
+  storeScope: 'suite',
+  inspectKeys: ({ prefix }) => redis.keys(`${prefix}:*`),
+});
