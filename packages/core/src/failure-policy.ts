@@ -62,7 +62,7 @@ export function makeBreaker(value: CircuitBreakerOptions | false | undefined): C
 export function withDeadline<T>(pending: Promise<T>, timeoutMs: number): Promise<T> {
   return new Promise<T>((resolve, reject) => {
     const timer = timers.setTimeout(() => {
-      reject(new SluiceError('STORE_TIMEOUT', `the store did not answer within ${timeoutMs} ms`));
+      reject(timeoutError(timeoutMs));
     }, timeoutMs);
     pending.then(
       (value) => {
@@ -75,6 +75,84 @@ export function withDeadline<T>(pending: Promise<T>, timeoutMs: number): Promise
       },
     );
   });
+}
+
+function timeoutError(timeoutMs: number): SluiceError {
+  return new SluiceError('STORE_TIMEOUT', `the store did not answer within ${timeoutMs} ms`);
+}
+
+interface Waiter {
+  readonly expiresAt: number;
+  readonly reject: (error: unknown) => void;
+  settled: boolean;
+  next: Waiter | undefined;
+}
+
+/**
+ * `withDeadline` for the hot path: one timer per limiter instead of one per call. Every call of a limiter has the
+ * same timeoutMs, so deadlines expire in call order: waiters form a FIFO list and a single timer is armed for the
+ * oldest one. Settled waiters leave the front of the list as they settle, so under load it holds about the calls
+ * in flight; when nothing is in flight the timer is cleared, so an idle limiter holds no timer.
+ * Same guarantees as `withDeadline`: the decision never waits past the deadline (plus timer latency), a late
+ * outcome is consumed, nothing rejects unhandled.
+ */
+export class Deadlines {
+  private first: Waiter | undefined;
+  private last: Waiter | undefined;
+  private inFlight = 0;
+  private timer: unknown = undefined;
+
+  constructor(private readonly timeoutMs: number) {}
+
+  race<T>(pending: Promise<T>): Promise<T> {
+    return new Promise<T>((resolve, reject) => {
+      const waiter: Waiter = { expiresAt: Date.now() + this.timeoutMs, reject, settled: false, next: undefined };
+      if (this.last === undefined) this.first = waiter;
+      else this.last.next = waiter;
+      this.last = waiter;
+      this.inFlight++;
+      if (this.timer === undefined) this.timer = timers.setTimeout(this.expire, this.timeoutMs);
+      pending.then(
+        (value) => {
+          if (this.settle(waiter)) resolve(value);
+        },
+        (error: unknown) => {
+          if (this.settle(waiter)) reject(error);
+        },
+      );
+    });
+  }
+
+  /** Marks a waiter settled; false when its deadline already answered. */
+  private settle(waiter: Waiter): boolean {
+    if (waiter.settled) return false;
+    waiter.settled = true;
+    if (--this.inFlight === 0) {
+      timers.clearTimeout(this.timer);
+      this.timer = undefined;
+      this.first = this.last = undefined;
+      return true;
+    }
+    while (this.first !== undefined && this.first.settled) this.first = this.first.next;
+    return true;
+  }
+
+  private readonly expire = (): void => {
+    this.timer = undefined;
+    const now = Date.now();
+    let waiter = this.first;
+    while (waiter !== undefined && (waiter.settled || waiter.expiresAt <= now)) {
+      if (!waiter.settled) {
+        waiter.settled = true;
+        this.inFlight--;
+        waiter.reject(timeoutError(this.timeoutMs));
+      }
+      waiter = waiter.next;
+    }
+    this.first = waiter;
+    if (waiter === undefined) this.last = undefined;
+    else this.timer = timers.setTimeout(this.expire, Math.max(1, waiter.expiresAt - now));
+  };
 }
 
 /** Every failure becomes a SluiceError with a code that says why; the original stays in `cause`. */

@@ -5,6 +5,7 @@ import {
   asStoreError,
   checkPolicy,
   checkTimeout,
+  Deadlines,
   degrade,
   failOpenOrClosed,
   makeBreaker,
@@ -103,6 +104,7 @@ class LimiterImpl implements SyncLimiter {
   private readonly clock: () => number;
   private readonly quota: LimiterOptions['quota'];
   private readonly timeoutMs: number;
+  private readonly deadlines: Deadlines;
   private readonly policy: StoreErrorPolicy;
   private readonly breaker: CircuitBreaker | undefined;
   private readonly quotaCache = new WeakMap<object, readonly Rule[]>();
@@ -125,6 +127,7 @@ class LimiterImpl implements SyncLimiter {
     }
     this.quota = options.quota;
     this.timeoutMs = checkTimeout(options.timeoutMs ?? 250);
+    this.deadlines = new Deadlines(this.timeoutMs);
     this.policy = checkPolicy(options.onStoreError ?? 'allow', (value) => checkStore(value, 'createLimiter: onStoreError'));
     this.breaker = makeBreaker(options.circuitBreaker);
     // Checked here too: configure() reads a missing `rules` as "keep the current ones", and there are none yet.
@@ -228,7 +231,7 @@ class LimiterImpl implements SyncLimiter {
     let result: LimitResult;
     try {
       const pending = this.store.limit(request);
-      result = isPromise(pending) ? await withDeadline(pending, this.timeoutMs) : pending;
+      result = isPromise(pending) ? await this.deadlines.race(pending) : pending;
     } catch (error) {
       this.breaker?.onFailure(this.clock());
       return this.fallback(request, rules, asStoreError(error));

@@ -157,6 +157,48 @@ describe('deadline', () => {
     expect(value).toMatchObject({ allowed: false, degraded: true });
   });
 
+  test('calls started at different times each get their own deadline from one shared timer', async () => {
+    const store = new FaultyStore();
+    store.behaviour = 'hang';
+    const limiter = createLimiter({ store, rules, timeoutMs: 100, circuitBreaker: false });
+    const settledAt: number[] = [];
+    const start = Date.now();
+    const calls: Array<Promise<unknown>> = [];
+    for (let i = 0; i < 3; i++) {
+      calls.push(limiter.limit(`u${i}`).then((d) => settledAt.push(Date.now() - start) && d));
+      expect(vi.getTimerCount()).toBe(1);
+      await vi.advanceTimersByTimeAsync(40);
+    }
+    await vi.advanceTimersByTimeAsync(100);
+    await Promise.all(calls);
+    expect(settledAt).toEqual([100, 140, 180]);
+    expect(vi.getTimerCount()).toBe(0);
+  });
+
+  test('answers and hangs interleaved: answers come at once, hangs at their deadline, no timer left', async () => {
+    const store = new FaultyStore();
+    let n = 0;
+    const switching: Store = {
+      capabilities: ASYNC,
+      limit: (request) => {
+        store.behaviour = n++ % 2 === 0 ? 'ok' : 'hang';
+        return store.limit(request);
+      },
+      reset: () => Promise.resolve(),
+    };
+    const limiter = createLimiter({ store: switching, rules, timeoutMs: 100, circuitBreaker: false });
+    const decisions = await (async () => {
+      const pending = Array.from({ length: 10 }, (_, i) => limiter.limit(`u${i}`));
+      await vi.advanceTimersByTimeAsync(0);
+      expect(vi.getTimerCount()).toBe(1);
+      await vi.advanceTimersByTimeAsync(100);
+      return Promise.all(pending);
+    })();
+    expect(decisions.map((d) => d.degraded)).toEqual([false, true, false, true, false, true, false, true, false, true]);
+    expect(decisions.filter((d) => d.degraded).every((d) => isSluiceError(d.error) && d.error.code === 'STORE_TIMEOUT')).toBe(true);
+    expect(vi.getTimerCount()).toBe(0);
+  });
+
   test('timeoutMs is validated when the limiter is built', () => {
     const store = new FaultyStore();
     expect(() => createLimiter({ store, rules, timeoutMs: 0 })).toThrow(/timeoutMs must be a whole number of milliseconds of at least 1/);

@@ -1,7 +1,7 @@
 import { SluiceError, type LimitRequest, type LimitResult, type Store, type StoreCapabilities } from '@sluice/core';
 import type { Cluster, Redis } from 'ioredis';
 import { LIMIT_SCRIPT, LIMIT_SCRIPT_SHA1 } from './scripts/limit-script.js';
-import { parseReply, scriptArguments, scriptKeys } from './scripts/arguments.js';
+import { parseReply, ruleArguments } from './scripts/arguments.js';
 
 export interface RedisStoreOptions {
   /**
@@ -62,18 +62,25 @@ export class RedisStore implements Store {
   }
 
   async limit(request: LimitRequest): Promise<LimitResult> {
-    const keys = scriptKeys(request);
-    const args = scriptArguments(request, this.clock);
+    // numkeys, KEYS, ARGV in one flat list (the same values as scriptKeys and scriptArguments, built in one pass).
+    const { key, rules } = request;
+    const call: Array<string | number> = [rules.length];
+    for (let i = 0; i < rules.length; i++) call.push(`${key}:${rules[i]!.id}`);
+    call.push(request.mode, request.cost, this.clock === 'store' ? '' : request.now);
+    for (let i = 0; i < rules.length; i++) {
+      const values = ruleArguments(rules[i]!);
+      for (let j = 0; j < values.length; j++) call.push(values[j]!);
+    }
     let reply: unknown;
     try {
-      reply = await this.client.evalsha(LIMIT_SCRIPT_SHA1, keys.length, ...keys, ...args);
+      reply = await this.client.evalsha(LIMIT_SCRIPT_SHA1, ...(call as [number, ...Array<string | number>]));
     } catch (error) {
       // NOSCRIPT means the script did not run (fresh or flushed server), so one EVAL cannot double count.
       // Any other error may have run it, or not: it is never retried, the limiter's failure policy decides.
       if (!isNoScript(error)) throw error;
-      reply = await this.client.eval(LIMIT_SCRIPT, keys.length, ...keys, ...args);
+      reply = await this.client.eval(LIMIT_SCRIPT, ...(call as [number, ...Array<string | number>]));
     }
-    return parseReply(reply, request.rules);
+    return parseReply(reply, rules);
   }
 
   async reset(key: string, ruleIds: readonly string[]): Promise<void> {

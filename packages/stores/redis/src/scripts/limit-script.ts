@@ -278,21 +278,32 @@ local STEPS = {
   fw = fixed_window, swl = sliding_log, swc = sliding_counter, tb = token_bucket, lb = leaky_bucket, gcra = gcra,
 }
 
--- core's decodeState: integers joined by ','; anything unreadable counts as no state rather than admitting NaN.
+-- core's decodeState: integers joined by ','; anything not a safe integer counts as no state rather than admitting NaN.
+local find, sub, format = string.find, string.sub, string.format
+local MAX_SAFE = 9007199254740991
 local function decode(text)
   if not text or text == '' then return nil end
-  local state = {}
-  for part in string.gmatch(text, '[^,]+') do
-    local value = tonumber(part)
-    if value == nil or value ~= floor(value) then return nil end
-    state[#state + 1] = value
+  local state, n, at = {}, 0, 1
+  while true do
+    local comma = find(text, ',', at, true)
+    local part = sub(text, at, (comma or 0) - 1)
+    local value = 0 -- Number('') is 0 in JS
+    if part ~= '' then value = tonumber(part) end
+    if value == nil or value ~= floor(value) or value > MAX_SAFE or value < -MAX_SAFE then return nil end
+    n = n + 1
+    state[n] = value
+    if not comma then return state end
+    at = comma + 1
   end
-  return state
 end
 
+-- '%d' prints every integer below 2^53 exactly (tostring would round past 14 digits).
 local function encode(state)
+  local n = #state
+  if n == 2 then return format('%d,%d', state[1], state[2]) end
+  if n == 3 then return format('%d,%d,%d', state[1], state[2], state[3]) end
   local parts = {}
-  for i = 1, #state do parts[i] = string.format('%d', state[i]) end
+  for i = 1, n do parts[i] = format('%d', state[i]) end
   return table.concat(parts, ',')
 end
 
@@ -359,4 +370,4 @@ return reply
 export const CLIENT_CLOCK_EXPIRY_SLACK_MS = 1000;
 
 /** SHA-1 of LIMIT_SCRIPT, for EVALSHA. A test recomputes it; update both together. */
-export const LIMIT_SCRIPT_SHA1 = 'b730233a043fe5e178eaa4e2f8e9e324861cc513';
+export const LIMIT_SCRIPT_SHA1 = '930cd72d28e26afdc6ae6b33ee51206ed349cff8';
