@@ -92,7 +92,9 @@ interface Waiter {
  * `withDeadline` for the hot path: one timer per limiter instead of one per call. Every call of a limiter has the
  * same timeoutMs, so deadlines expire in call order: waiters form a FIFO list and a single timer is armed for the
  * oldest one. Settled waiters leave the front of the list as they settle, so under load it holds about the calls
- * in flight; when nothing is in flight the timer is cleared, so an idle limiter holds no timer.
+ * in flight. The timer is not cleared when the last call settles (a set and a clear per call is what this class
+ * saves); it fires once more, finds nothing in flight and stops, so an idle limiter holds no timer after at most
+ * timeoutMs. The timer is unref'd where the runtime allows, so it never keeps a process alive by itself.
  * Same guarantees as `withDeadline`: the decision never waits past the deadline (plus timer latency), a late
  * outcome is consumed, nothing rejects unhandled.
  */
@@ -111,7 +113,7 @@ export class Deadlines {
       else this.last.next = waiter;
       this.last = waiter;
       this.inFlight++;
-      if (this.timer === undefined) this.timer = timers.setTimeout(this.expire, this.timeoutMs);
+      if (this.timer === undefined) this.arm(this.timeoutMs);
       pending.then(
         (value) => {
           if (this.settle(waiter)) resolve(value);
@@ -128,8 +130,6 @@ export class Deadlines {
     if (waiter.settled) return false;
     waiter.settled = true;
     if (--this.inFlight === 0) {
-      timers.clearTimeout(this.timer);
-      this.timer = undefined;
       this.first = this.last = undefined;
       return true;
     }
@@ -151,8 +151,14 @@ export class Deadlines {
     }
     this.first = waiter;
     if (waiter === undefined) this.last = undefined;
-    else this.timer = timers.setTimeout(this.expire, Math.max(1, waiter.expiresAt - now));
+    else this.arm(Math.max(1, waiter.expiresAt - now));
   };
+
+  private arm(ms: number): void {
+    const timer = timers.setTimeout(this.expire, ms) as { unref?: () => void } | undefined;
+    if (typeof timer === 'object' && timer !== null && typeof timer.unref === 'function') timer.unref();
+    this.timer = timer;
+  }
 }
 
 /** Every failure becomes a SluiceError with a code that says why; the original stays in `cause`. */
