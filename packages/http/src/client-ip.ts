@@ -41,10 +41,19 @@ export interface ClientIpOptions {
 export type AddressSource = 'socket' | 'x-forwarded-for' | 'forwarded' | Platform;
 
 export type ClientIpResult =
-  | { readonly ok: true; readonly address: IpAddress; readonly key: string; readonly source: AddressSource }
+  | {
+      readonly ok: true;
+      readonly address: IpAddress;
+      /** The address, or the IPv6 prefix it belongs to: `203.0.113.7`, `2001:db8:1::/56`. */
+      readonly key: string;
+      /** The rate-limit identity: `ip:` and the key. */
+      readonly identity: string;
+      readonly source: AddressSource;
+    }
   | { readonly ok: false; readonly problem: string };
 
 const KNOWN = ['trustProxy', 'header', 'platform', 'ipv6Prefix'];
+const SOCKET_CACHE_SIZE = 4096;
 const SOCKET = { allowPort: false, stripZone: true } as const;
 const HOP = { allowPort: true, stripZone: false } as const;
 
@@ -74,9 +83,12 @@ export function clientIpResolver(options: ClientIpOptions = {}): (request: HttpR
 
   const keyOf = (address: IpAddress): string =>
     address.version === 4 ? formatIp(address) : `${formatIp(maskIp(address, prefix))}/${prefix}`;
-  const found = (address: IpAddress, source: AddressSource): ClientIpResult => ({ ok: true, address, key: keyOf(address), source });
+  const found = (address: IpAddress, source: AddressSource): ClientIpResult => {
+    const key = keyOf(address);
+    return { ok: true, address, key, identity: `ip:${key}`, source };
+  };
 
-  return (request) => {
+  const resolve = (request: HttpRequest): ClientIpResult => {
     const rawSocket = request.remoteAddress;
     const socket = rawSocket === undefined ? undefined : parseAddressText(rawSocket, SOCKET);
     if (rawSocket !== undefined && socket === undefined) {
@@ -115,6 +127,22 @@ export function clientIpResolver(options: ClientIpOptions = {}): (request: HttpR
     // Every hop was trusted: the furthest one is the client (a request from inside the trusted network).
     if (client === undefined) return { ok: false, problem: `the runtime exposes no client address and there is no ${header} header` };
     return found(client, client === socket ? 'socket' : header);
+  };
+
+  if (trust !== undefined || platform !== undefined) return resolve;
+  // Socket address only: the answer depends on that string alone, so recent ones are remembered (results are
+  // immutable). Bounded: a flood of distinct addresses just clears the cache now and then.
+  const cache = new Map<string, ClientIpResult>();
+  return (request) => {
+    const text = request.remoteAddress;
+    if (text === undefined) return resolve(request);
+    let result = cache.get(text);
+    if (result === undefined) {
+      if (cache.size >= SOCKET_CACHE_SIZE) cache.clear();
+      result = resolve(request);
+      cache.set(text, result);
+    }
+    return result;
   };
 }
 

@@ -4,6 +4,7 @@ import { describe } from './describe.js';
 import { HEADER_STYLES, type HeaderStyle, type LegacyReset } from './header-fields.js';
 import { HTTP_OPTION_NAMES, type HttpLimitOptions, type IdentityValue, type LimiterEntry, type ShadowBanOptions } from './options.js';
 import type { HttpRequest } from './request.js';
+import { isPromiseLike } from './maybe-async.js';
 
 type MaybePromise<T> = T | Promise<T>;
 
@@ -19,6 +20,8 @@ export interface CompiledEntry<R> {
 
 export interface CompiledOptions<R> {
   readonly entries: readonly CompiledEntry<R>[];
+  /** Some limiter may need the shared identity (all but `shed` ones with no identify of their own). */
+  readonly needsShared: boolean;
   readonly identify: ((request: R) => MaybePromise<IdentityValue>) | undefined;
   readonly clientIp: ((request: HttpRequest, raw: R) => MaybePromise<ClientIpResult>) | undefined;
   readonly missing: 'deny' | 'skip' | string;
@@ -107,7 +110,7 @@ export function compileOptions<R>(options: HttpLimitOptions<R>): CompiledOptions
         value === undefined
           ? { ok: false, problem: 'the clientIp function returned no address' }
           : resolve({ headers: {}, remoteAddress: value });
-      return text instanceof Promise ? text.then(use) : use(text);
+      return isPromiseLike<string | undefined>(text) ? text.then(use) : use(text);
     };
   } else if (ip !== false) {
     const resolve = clientIpResolver(ip ?? {});
@@ -134,6 +137,7 @@ export function compileOptions<R>(options: HttpLimitOptions<R>): CompiledOptions
 
   return {
     entries,
+    needsShared: entries.some((e) => e.kind === 'limit'),
     identify: optionalFunction(options.identify, 'identify', '(request) => id | undefined'),
     clientIp,
     missing: missingPolicy,

@@ -2,7 +2,8 @@ import { SluiceError, isSluiceError, type Decision } from '@sluice/core';
 import { compileOptions, type CompiledEntry, type CompiledOptions } from './compile-options.js';
 import { describe } from './describe.js';
 import { ceilSeconds, rateLimitFields, type HeaderField } from './header-fields.js';
-import { drive } from './maybe-async.js';
+import { drive, isPromiseLike } from './maybe-async.js';
+import type { ClientIpResult } from './client-ip.js';
 import type { DenyContext, ErrorEvent, HttpLimitOptions, IdentityValue } from './options.js';
 import { PROBLEM_CONTENT_TYPE, REFUSAL_STATUS, problemFor, type RefusalKind } from './problem.js';
 import type { HttpRequest } from './request.js';
@@ -80,18 +81,24 @@ export function createHandler<R = HttpRequest>(options: HttpLimitOptions<R>): Ha
   };
 }
 
-const UNRESOLVED: unique symbol = Symbol('unresolved');
-
 function* flow<R>(o: CompiledOptions<R>, request: HttpRequest, raw: R, warn: Warner): Generator<unknown, HandleResult, unknown> {
-  if (o.skip !== undefined && (yield o.skip(raw)) === true) return passThrough('skipped', [], undefined, false);
-
-  const needsShared = o.entries.some((e) => e.kind === 'limit');
-  let shared: string | { problem: string } | typeof UNRESOLVED = UNRESOLVED;
-  if (needsShared) {
-    shared = (yield* resolveShared(o, request, raw)) as string | { problem: string };
-    if (typeof shared !== 'string' && o.missing === 'deny') return refusal(o, raw, 'unidentified', undefined, undefined, [], undefined, false, shared.problem);
+  // Hooks may answer with a promise; only then does the flow yield (and the driver go async).
+  if (o.skip !== undefined) {
+    let skip: unknown = o.skip(raw);
+    if (isPromiseLike(skip)) skip = yield skip;
+    if (skip === true) return passThrough('skipped', [], undefined, false);
   }
-  const identity = typeof shared === 'string' ? shared : undefined;
+
+  let identity: string | undefined;
+  if (o.needsShared) {
+    let shared = resolveShared(o, request, raw);
+    if (isPromiseLike(shared)) shared = (yield shared) as SharedIdentity;
+    if (typeof shared !== 'string') {
+      if (o.missing === 'deny') return refusal(o, raw, 'unidentified', undefined, undefined, [], undefined, false, shared.problem);
+    } else {
+      identity = shared;
+    }
+  }
 
   const results: LimiterResult[] = [];
   const consulted: CompiledEntry<R>[] = [];
@@ -102,20 +109,29 @@ function* flow<R>(o: CompiledOptions<R>, request: HttpRequest, raw: R, warn: War
   for (const entry of o.entries) {
     let key: string | undefined;
     if (entry.identify !== undefined) {
-      const own = identityText((yield entry.identify(raw)) as IdentityValue, 'identify');
-      if (own !== undefined) key = `key:${own}`;
+      let own: unknown = entry.identify(raw);
+      if (isPromiseLike(own)) own = yield own;
+      const text = identityText(own as IdentityValue, 'identify');
+      if (text !== undefined) key = `key:${text}`;
     }
     key ??= entry.kind === 'shed' ? 'server' : identity;
     if (key === undefined) continue; // no identity under onMissingIdentity: 'skip'
 
     let cost: number;
     if (entry.cost !== undefined) {
-      cost = (typeof entry.cost === 'function' ? yield entry.cost(raw) : entry.cost) as number;
+      let own: unknown = typeof entry.cost === 'function' ? entry.cost(raw) : entry.cost;
+      if (isPromiseLike(own)) own = yield own;
+      cost = own as number;
     } else {
-      sharedCost ??= (typeof o.cost === 'function' ? yield o.cost(raw) : o.cost) as number;
+      if (sharedCost === undefined) {
+        let value: unknown = typeof o.cost === 'function' ? o.cost(raw) : o.cost;
+        if (isPromiseLike(value)) value = yield value;
+        sharedCost = value as number;
+      }
       cost = sharedCost;
     }
-    const decision = (yield* consume(entry, key, cost)) as Decision;
+    let decision: Decision | PromiseLike<Decision> = consume(entry, key, cost);
+    if (isPromiseLike(decision)) decision = (yield decision) as Decision;
     results.push({ policy: entry.policy, kind: entry.kind, identity: key, cost, decision });
     consulted.push(entry);
     if (decision.degraded) {
@@ -146,7 +162,8 @@ function* flow<R>(o: CompiledOptions<R>, request: HttpRequest, raw: R, warn: War
     const earlier = results[i]!;
     if (!earlier.decision.allowed || earlier.decision.reason !== 'ok' || earlier.cost === 0) continue;
     try {
-      const back = (yield* giveBack(consulted[i]!, earlier.identity, earlier.cost)) as Decision;
+      let back: Decision | PromiseLike<Decision> = giveBack(consulted[i]!, earlier.identity, earlier.cost);
+      if (isPromiseLike(back)) back = (yield back) as Decision;
       if (!back.degraded) results[i] = { ...earlier, decision: { ...back, rule: earlier.decision.rule } };
     } catch (error) {
       report(o, warn, error, { request: raw, source: 'store', policy: earlier.policy });
@@ -182,19 +199,29 @@ function* flow<R>(o: CompiledOptions<R>, request: HttpRequest, raw: R, warn: War
   return refusal(o, raw, kind, decision, { policy, cost }, headers, identity, degraded, undefined, results);
 }
 
-function* resolveShared<R>(o: CompiledOptions<R>, request: HttpRequest, raw: R): Generator<unknown, string | { problem: string }, unknown> {
-  if (o.identify !== undefined) {
-    const id = identityText((yield o.identify(raw)) as IdentityValue, 'identify');
-    if (id !== undefined) return `user:${id}`;
-  }
-  let problem = 'there is no authenticated id and IP fallback is off (clientIp: false)';
-  if (o.clientIp !== undefined) {
-    const ip = (yield o.clientIp(request, raw)) as { ok: true; key: string } | { ok: false; problem: string };
-    if (ip.ok) return `ip:${ip.key}`;
-    problem = `there is no authenticated id and ${ip.problem}`;
-  }
+type SharedIdentity = string | { problem: string };
+
+/** The shared identity: the authenticated id, else the client IP, else the named bucket, else a problem. */
+function resolveShared<R>(o: CompiledOptions<R>, request: HttpRequest, raw: R): SharedIdentity | PromiseLike<SharedIdentity> {
+  if (o.identify === undefined) return afterIdentify(o, request, raw, undefined);
+  const value = o.identify(raw);
+  return isPromiseLike(value) ? value.then((v) => afterIdentify(o, request, raw, v)) : afterIdentify(o, request, raw, value);
+}
+
+function afterIdentify<R>(o: CompiledOptions<R>, request: HttpRequest, raw: R, value: IdentityValue): SharedIdentity | PromiseLike<SharedIdentity> {
+  const id = identityText(value, 'identify');
+  if (id !== undefined) return `user:${id}`;
+  if (o.clientIp === undefined) return fromAddress(o, undefined);
+  const ip = o.clientIp(request, raw);
+  return isPromiseLike(ip) ? ip.then((r) => fromAddress(o, r)) : fromAddress(o, ip);
+}
+
+function fromAddress<R>(o: CompiledOptions<R>, ip: ClientIpResult | undefined): SharedIdentity {
+  if (ip !== undefined && ip.ok) return ip.identity;
   if (o.missing !== 'deny' && o.missing !== 'skip') return o.missing;
-  return { problem };
+  return {
+    problem: ip === undefined ? 'there is no authenticated id and IP fallback is off (clientIp: false)' : `there is no authenticated id and ${ip.problem}`,
+  };
 }
 
 function identityText(value: IdentityValue, field: string): string | undefined {
@@ -205,7 +232,7 @@ function identityText(value: IdentityValue, field: string): string | undefined {
 }
 
 /** `limitSync` where the store allows it (learnt once per limiter), `limit` otherwise. */
-function* consume<R>(entry: CompiledEntry<R>, key: string, cost: number): Generator<unknown, Decision, unknown> {
+function consume<R>(entry: CompiledEntry<R>, key: string, cost: number): Decision | Promise<Decision> {
   const limiter = entry.limiter as typeof entry.limiter & { limitSync?: (id: string, o: { cost: number }) => Decision };
   if (entry.sync !== false && typeof limiter.limitSync === 'function') {
     try {
@@ -218,13 +245,13 @@ function* consume<R>(entry: CompiledEntry<R>, key: string, cost: number): Genera
       if (entry.sync === undefined) entry.sync = false;
     }
   }
-  return (yield entry.limiter.limit(key, { cost })) as Decision;
+  return entry.limiter.limit(key, { cost });
 }
 
-function* giveBack<R>(entry: CompiledEntry<R>, key: string, cost: number): Generator<unknown, Decision, unknown> {
+function giveBack<R>(entry: CompiledEntry<R>, key: string, cost: number): Decision | Promise<Decision> {
   const limiter = entry.limiter as typeof entry.limiter & { refundSync?: (id: string, o: { cost: number }) => Decision };
   if (entry.sync === true && typeof limiter.refundSync === 'function') return limiter.refundSync(key, { cost });
-  return (yield entry.limiter.refund(key, { cost })) as Decision;
+  return entry.limiter.refund(key, { cost });
 }
 
 /**

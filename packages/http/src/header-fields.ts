@@ -56,9 +56,33 @@ export function sfString(text: string): string {
   return `"${text.replace(/[\\"]/g, (c) => `\\${c}`)}"`;
 }
 
-/** The item name for one rule: the policy alone for a one-rule limiter, `policy/ruleId` for compound ones. */
-function itemName(report: PolicyReport, rule: RuleReport): string {
-  return report.decision.rules.length === 1 ? report.policy : `${report.policy}/${rule.id}`;
+interface PolicyItem {
+  readonly limit: number;
+  readonly windowMs: number;
+  /** The quoted item name. */
+  readonly name: string;
+  /** The whole RateLimit-Policy item. */
+  readonly policy: string;
+}
+
+/**
+ * Policy items are the same on every response, so they are built once per policy and rule, and rebuilt only
+ * when the rule's limit or window changes (configure(), per-identity quotas). Bounded by the configuration.
+ */
+const policyItems = new Map<string, Map<string, PolicyItem>>();
+
+/** The item for one rule: named after the policy alone for a one-rule limiter, `policy/ruleId` for compound ones. */
+function policyItem(policy: string, rule: RuleReport, single: boolean): PolicyItem {
+  let byRule = policyItems.get(policy);
+  if (byRule === undefined) policyItems.set(policy, (byRule = new Map()));
+  const ruleKey = single ? '' : rule.id;
+  let item = byRule.get(ruleKey);
+  if (item === undefined || item.limit !== rule.limit || item.windowMs !== rule.windowMs) {
+    const name = sfString(single ? policy : `${policy}/${rule.id}`);
+    item = { limit: rule.limit, windowMs: rule.windowMs, name, policy: `${name};q=${rule.limit};w=${Math.max(1, ceilSeconds(rule.windowMs))}` };
+    byRule.set(ruleKey, item);
+  }
+  return item;
 }
 
 /** Header fields for the evaluated limiters; `decider` is the index of the one that speaks for the request. */
@@ -71,19 +95,21 @@ export function rateLimitFields(
   const fields: HeaderField[] = [];
   for (const style of styles) {
     if (style === 'draft-11') {
-      const policies: string[] = [];
-      const limits: string[] = [];
+      let policies = '';
+      let limits = '';
       for (const report of reports) {
         const now = report.decision.now;
+        const single = report.decision.rules.length === 1;
         for (const rule of report.decision.rules) {
-          const name = sfString(itemName(report, rule));
-          policies.push(`${name};q=${rule.limit};w=${Math.max(1, ceilSeconds(rule.windowMs))}`);
-          limits.push(`${name};r=${rule.remaining};t=${ceilSeconds(effectiveWindowMs(rule, now))}`);
+          const item = policyItem(report.policy, rule, single);
+          policies = policies === '' ? item.policy : `${policies}, ${item.policy}`;
+          const limit = `${item.name};r=${rule.remaining};t=${ceilSeconds(effectiveWindowMs(rule, now))}`;
+          limits = limits === '' ? limit : `${limits}, ${limit}`;
         }
       }
-      if (policies.length > 0) {
-        fields.push({ name: 'RateLimit-Policy', value: policies.join(', '), merge: 'append' });
-        fields.push({ name: 'RateLimit', value: limits.join(', '), merge: 'append' });
+      if (policies !== '') {
+        fields.push({ name: 'RateLimit-Policy', value: policies, merge: 'append' });
+        fields.push({ name: 'RateLimit', value: limits, merge: 'append' });
       }
       continue;
     }

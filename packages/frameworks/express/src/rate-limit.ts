@@ -55,7 +55,8 @@ function respond(req: IncomingMessage, res: ServerResponse, next: (error?: unkno
     if (result.allowed) next();
     return;
   }
-  writeHeaders(result.headers, responseHeaders(res));
+  target.res = res;
+  writeHeaders(result.headers, target);
   if (result.allowed) {
     next();
     return;
@@ -64,15 +65,15 @@ function respond(req: IncomingMessage, res: ServerResponse, next: (error?: unkno
   res.end(result.body);
 }
 
-function responseHeaders(res: ServerResponse): HeaderTarget {
-  return {
-    get(name) {
-      const value = res.getHeader(name);
-      if (value === undefined) return undefined;
-      return Array.isArray(value) ? value.join(', ') : String(value);
-    },
-    set(name, value) {
-      res.setHeader(name, value);
-    },
-  };
-}
+/** One header target for every response: writeHeaders is synchronous, so `res` is set just before each use. */
+const target: HeaderTarget & { res: ServerResponse | undefined } = {
+  res: undefined,
+  get(name) {
+    const value = this.res!.getHeader(name);
+    if (value === undefined) return undefined;
+    return Array.isArray(value) ? value.join(', ') : String(value);
+  },
+  set(name, value) {
+    this.res!.setHeader(name, value);
+  },
+};

@@ -115,39 +115,92 @@ function register(fastify: FastifyInstance, options: FastifyRateLimitOptions): v
     return plan;
   };
 
+  // Per request, the plan is one WeakMap lookup on the route's config object (stable for the route's lifetime).
+  const byConfig = new WeakMap<object, Plan | null>();
+  const planOf = (request: FastifyRequest): Plan | null => {
+    const { config, method, url } = request.routeOptions;
+    let plan = byConfig.get(config);
+    if (plan === undefined) {
+      plan = planFor(config, method, url);
+      byConfig.set(config, plan);
+    }
+    return plan;
+  };
+
+  // onRequest always runs globally. preHandler runs globally only when the plugin or a group asks for it;
+  // otherwise a route that asks for it gets its own preHandler hook when it is declared, so the common case
+  // pays for one hook per request.
+  const globalPreHandler = hook === 'preHandler' || [...groupPlans.values()].some((p) => p.hook === 'preHandler');
+  const hooked = new WeakSet<object>();
   fastify.decorateRequest('rateLimit', null);
   fastify.addHook('onRoute', (route) => {
-    planFor(route.config as FastifyRequest['routeOptions']['config'], route.method, route.url);
+    const plan = planFor(route.config as FastifyRequest['routeOptions']['config'], route.method, route.url);
+    if (plan !== null && plan.hook === 'preHandler' && !globalPreHandler) {
+      const own = (request: FastifyRequest, reply: FastifyReply, next: HookHandlerDoneFunction) => decide(plan, request, reply, next);
+      const existing = route.preHandler;
+      route.preHandler = existing === undefined ? [own] : [...[existing].flat(), own];
+      hooked.add((route.config as { rateLimit: object }).rateLimit);
+    }
   });
 
-  const stage = (name: HookStage) =>
-    function sluiceHook(request: FastifyRequest, reply: FastifyReply, next: HookHandlerDoneFunction): void {
-      let pending: HandleResult | Promise<HandleResult>;
+  const decide = (plan: Plan, request: FastifyRequest, reply: FastifyReply, next: HookHandlerDoneFunction): void => {
+    let pending: HandleResult | Promise<HandleResult>;
+    try {
+      const raw = request.raw;
+      pending = plan.handler.run({ headers: raw.headers, remoteAddress: raw.socket?.remoteAddress, method: raw.method, url: raw.url }, request);
+    } catch (error) {
+      next(error as Error);
+      return;
+    }
+    if (pending instanceof Promise) {
+      pending.then((result) => finish(request, reply, next, result, errorResponse), (error: Error) => next(error));
+    } else {
+      finish(request, reply, next, pending, errorResponse);
+    }
+  };
+
+  fastify.addHook('onRequest', function sluiceOnRequest(request, reply, next) {
+    let plan: Plan | null;
+    try {
+      plan = planOf(request);
+    } catch (error) {
+      next(error as Error);
+      return;
+    }
+    if (plan === null) return next();
+    if (plan.hook === 'preHandler') {
+      if (globalPreHandler || hasOwnHook(request)) return next();
+      // Only a route declared before the plugin can get here: onRoute never saw it to give it its hook.
+      next(new SluiceError('INVALID_OPTION', `route ${request.routeOptions.url}: hook 'preHandler' on a route declared before @sluice/fastify was registered; declare it after, or set the plugin's hook to 'preHandler'`));
+      return;
+    }
+    decide(plan, request, reply, next);
+  });
+  if (globalPreHandler) {
+    fastify.addHook('preHandler', function sluicePreHandler(request, reply, next) {
+      let plan: Plan | null;
       try {
-        const plan = planFor(request.routeOptions.config, request.method, request.routeOptions.url);
-        if (plan === null || plan.hook !== name) {
-          next();
-          return;
-        }
-        const raw = request.raw;
-        pending = plan.handler.run({ headers: raw.headers, remoteAddress: raw.socket?.remoteAddress, method: raw.method, url: raw.url }, request);
+        plan = planOf(request);
       } catch (error) {
         next(error as Error);
         return;
       }
-      if (pending instanceof Promise) {
-        pending.then((result) => finish(request, reply, next, result, errorResponse), (error: Error) => next(error));
-      } else {
-        finish(request, reply, next, pending, errorResponse);
-      }
-    };
-  fastify.addHook('onRequest', stage('onRequest'));
-  fastify.addHook('preHandler', stage('preHandler'));
+      if (plan === null || plan.hook !== 'preHandler') return next();
+      decide(plan, request, reply, next);
+    });
+  }
+
+  /** Whether onRoute gave this request's route a preHandler hook of its own. */
+  const hasOwnHook = (request: FastifyRequest): boolean => {
+    const config = request.routeOptions.config as { rateLimit?: unknown } | undefined;
+    return typeof config?.rateLimit === 'object' && config.rateLimit !== null && hooked.has(config.rateLimit);
+  };
 }
 
 function finish(request: FastifyRequest, reply: FastifyReply, next: HookHandlerDoneFunction, result: HandleResult, errorResponse: 'reply' | 'throw'): void {
   request.rateLimit = result;
-  writeHeaders(result.headers, replyHeaders(reply));
+  target.reply = reply;
+  writeHeaders(result.headers, target);
   if (result.allowed) {
     next();
   } else if (errorResponse === 'throw') {
@@ -158,18 +211,18 @@ function finish(request: FastifyRequest, reply: FastifyReply, next: HookHandlerD
   }
 }
 
-function replyHeaders(reply: FastifyReply): HeaderTarget {
-  return {
-    get(name) {
-      const value = reply.getHeader(name);
-      if (value === undefined) return undefined;
-      return Array.isArray(value) ? value.join(', ') : String(value);
-    },
-    set(name, value) {
-      reply.header(name, value);
-    },
-  };
-}
+/** One header target for every reply: writeHeaders is synchronous, so `reply` is set just before each use. */
+const target: HeaderTarget & { reply: FastifyReply | undefined } = {
+  reply: undefined,
+  get(name) {
+    const value = this.reply!.getHeader(name);
+    if (value === undefined) return undefined;
+    return Array.isArray(value) ? value.join(', ') : String(value);
+  },
+  set(name, value) {
+    this.reply!.header(name, value);
+  },
+};
 
 function parseProblem(body: string | undefined): ProblemDetails | undefined {
   if (body === undefined) return undefined;

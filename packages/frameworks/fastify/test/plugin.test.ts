@@ -91,6 +91,25 @@ describe('@sluice/fastify', () => {
     expect((await fetch(base, { headers: { 'x-user': 'bob' } })).status).toBe(200);
   });
 
+  it("a route can ask for 'preHandler' alone; declared before the plugin, it is told to move", async () => {
+    const app = Fastify();
+    app.get('/early', { config: { rateLimit: { limiter: limiter('early', 1), hook: 'preHandler' } } }, async () => 'early');
+    await app.register(rateLimitPlugin, { limiter: limiter('global', 100), identify: (request) => (request as unknown as { user?: string }).user });
+    app.addHook('onRequest', async (request) => {
+      (request as unknown as { user?: string }).user = 'ann';
+    });
+    app.get('/late', { config: { rateLimit: { limiter: limiter('late', 1), hook: 'preHandler' } } }, async (request) => request.rateLimit?.identity);
+    app.get('/plain', async (request) => request.rateLimit?.identity);
+    const base = await start(app);
+    // The app-wide onRequest limiter runs before the auth hook, so it sees no user; the preHandler one sees ann.
+    expect(await (await fetch(`${base}/plain`)).text()).toBe('ip:127.0.0.1');
+    expect(await (await fetch(`${base}/late`)).text()).toBe('user:ann');
+    expect((await fetch(`${base}/late`)).status).toBe(429);
+    const early = await fetch(`${base}/early`);
+    expect(early.status).toBe(500);
+    expect(await early.text()).toMatch(/route \/early: hook 'preHandler' on a route declared before @sluice\/fastify was registered/);
+  });
+
   it("errorResponse: 'throw' hands a RateLimitError to the app's error handler, headers already set", async () => {
     const app = Fastify();
     await app.register(rateLimitPlugin, { limiter: limiter('api', 1), errorResponse: 'throw' });
