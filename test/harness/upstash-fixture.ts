@@ -70,6 +70,7 @@ export class UpstashFixture {
   private readonly held = new Set<ServerResponse>();
   private readonly digests = new ScriptDigests();
   private syncToken = 0;
+  private reconnecting: Promise<RespConnection> | undefined;
 
   private constructor(
     private readonly server: Server,
@@ -236,11 +237,28 @@ export class UpstashFixture {
       const name = args[0]!.toLowerCase();
       this.stats.byCommand[name] = (this.stats.byCommand[name] ?? 0) + 1;
     }
-    if (this.redis.closed) this.redis = await RespConnection.open(this.options.redisPort, this.options.redisHost);
+    const redis = await this.connection();
     const commands = prepared.map((p) => p.args);
-    if (transaction) return this.redis.callMany([['MULTI'], ...commands, ['EXEC']]);
-    const replies = await this.redis.callMany(commands);
+    if (transaction) return redis.callMany([['MULTI'], ...commands, ['EXEC']]);
+    const replies = await redis.callMany(commands);
     return replies.map((reply, i) => prepared[i]!.after?.(reply) ?? reply);
+  }
+
+  /** The Redis connection, reopened once (shared by concurrent requests) after redis-server went away. */
+  private connection(): Promise<RespConnection> {
+    if (!this.redis.closed) return Promise.resolve(this.redis);
+    this.reconnecting ??= RespConnection.open(this.options.redisPort, this.options.redisHost).then(
+      (redis) => {
+        this.redis = redis;
+        this.reconnecting = undefined;
+        return redis;
+      },
+      (error: unknown) => {
+        this.reconnecting = undefined;
+        throw error;
+      },
+    );
+    return this.reconnecting;
   }
 
   /** Applies Upstash's script semantics on top of Redis: see upstash-script-flags.ts. */
