@@ -66,9 +66,12 @@ describe('compound rules', () => {
   });
 });
 
-describe('scripts', () => {
+describe.each([
+  ['one command per request', false],
+  ['auto-pipelined', true],
+])('scripts (%s)', (_name, enableAutoPipelining) => {
   it('falls back from NOSCRIPT to EVAL exactly once and counts the decision once', async () => {
-    const redis = client({ enableAutoPipelining: false });
+    const redis = client({ enableAutoPipelining });
     const limiter = createLimiter({ store: upstashStore(redis), rules: fixedWindow({ limit: 10, window: '1m' }) });
     const who = identity('noscript');
     expect((await limiter.limit(who)).remaining).toBe(9);
