@@ -71,7 +71,7 @@ function counted(name, rounds, body) {
     extra: () => ({
       allowedPct: Math.round((tally.allowed / tally.total) * 1000) / 10,
       // The harness calls run() for warmup rounds first: the timed rounds are the last `rounds` calls.
-      cpuNsPerOp: Math.round(median(tally.cpuNsPerOp.slice(-rounds)) * 10) / 10,
+      processCpuNsPerOp: Math.round(median(tally.cpuNsPerOp.slice(-rounds)) * 10) / 10,
     }),
   };
 }
