@@ -59,6 +59,13 @@ describe('check-package.mjs', () => {
     expect(status).toBe(0);
   });
 
+  it('passes a package declared ESM only (no import/require conditions), checked with the esm-only profile', () => {
+    const manifest = { ...goodManifest(), main: './dist/index.js', exports: { '.': { types: './dist/index.d.ts', default: './dist/index.js' } } };
+    const { status, output } = check(manifest);
+    expect(output).toContain('sluice-fixture@1.0.0 ok (publint strict, attw esm-only, layout)');
+    expect(status).toBe(0);
+  });
+
   it('fails when CJS consumers would get ESM types (attw: masquerading as ESM; publint error)', () => {
     const manifest = goodManifest();
     manifest.exports = {
@@ -80,23 +87,17 @@ describe('check-package.mjs', () => {
     expect(output).toContain('publint (strict) reported errors or warnings');
   });
 
-  it('fails when "types" is not the first condition', () => {
-    const manifest = goodManifest();
+  it('fails on layout: "types" not first, no sideEffects: false, no engines.node, no README', () => {
+    const { sideEffects: _s, engines: _e, ...manifest } = goodManifest();
     manifest.exports = {
       '.': {
         import: { default: './dist/index.js', types: './dist/index.d.ts' },
         require: { types: './dist/index.d.cts', default: './dist/index.cjs' },
       },
     };
-    const { status, output } = check(manifest);
+    const { status, output } = check(manifest, { readme: false });
     expect(status).toBe(1);
     expect(output).toContain('exports["."].import: "types" must come first');
-  });
-
-  it('fails without sideEffects: false, engines.node or a README', () => {
-    const { sideEffects: _s, engines: _e, ...rest } = goodManifest();
-    const { status, output } = check(rest, { readme: false });
-    expect(status).toBe(1);
     expect(output).toContain('"sideEffects" must be false');
     expect(output).toContain('"engines.node" is missing');
     expect(output).toContain('README.md is missing');

@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { fencedBlockAfter, toCommonJs } from './readme.js';
+import { fencedBlockAfter, fencedBlockAfterLine, toCommonJs } from './readme.js';
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
 const REQUIRED = ['@sluice/core', '@sluice/memory', '@sluice/conformance'];
@@ -19,11 +19,18 @@ const INSTALL_TIMEOUT_MS = 150_000;
 
 interface Manifest {
   name: string;
+  exports?: Record<string, unknown>;
   version: string;
   private?: boolean;
   peerDependencies?: Record<string, string>;
   peerDependenciesMeta?: Record<string, { optional?: boolean }>;
   devDependencies?: Record<string, string>;
+}
+
+/** Declared ESM only: the "." export is a plain { types, default } (see test/scripts/check-package.mjs). */
+function isEsmOnly(manifest: Manifest): boolean {
+  const root = manifest.exports?.['.'];
+  return typeof root === 'object' && root !== null && !('require' in root) && !('import' in root);
 }
 
 const readJson = (file: string): Manifest => JSON.parse(readFileSync(file, 'utf8')) as Manifest;
@@ -184,16 +191,17 @@ describe('consumer install from packed tarballs', () => {
     writeFileSync(
       join(app, 'parity.cjs'),
       `const { fileURLToPath } = require('node:url');
-const names = ${JSON.stringify(loadable.map((p) => p.manifest.name))};
+const packages = ${JSON.stringify(loadable.map((p) => ({ name: p.manifest.name, esmOnly: isEsmOnly(p.manifest) })))};
 (async () => {
   const { resolveEsm } = await import('./resolve-esm.mjs');
   const report = {};
-  for (const name of names) {
+  for (const { name, esmOnly } of packages) {
+    const esm = Object.keys(await import(name)).sort();
     report[name] = {
-      cjsPath: require.resolve(name),
+      cjsPath: esmOnly ? null : require.resolve(name),
       esmPath: fileURLToPath(resolveEsm(name)),
-      cjs: Object.keys(require(name)).sort(),
-      esm: Object.keys(await import(name)).sort(),
+      cjs: esmOnly ? esm : Object.keys(require(name)).sort(),
+      esm,
     };
   }
   process.stdout.write(JSON.stringify(report));
@@ -206,14 +214,33 @@ const names = ${JSON.stringify(loadable.map((p) => p.manifest.name))};
     const result = run(process.execPath, ['parity.cjs'], { cwd: app, timeout: 30_000 });
     expect(result.stderr).toBe('');
     expect(result.status).toBe(0);
-    const report = JSON.parse(result.stdout) as Record<string, { cjsPath: string; esmPath: string; cjs: string[]; esm: string[] }>;
+    const report = JSON.parse(result.stdout) as Record<string, { cjsPath: string | null; esmPath: string; cjs: string[]; esm: string[] }>;
     for (const { manifest } of loadable) {
       const entry = report[manifest.name]!;
-      expect(entry.cjsPath).toBe(join(app, 'node_modules', manifest.name, 'dist/index.cjs'));
+      if (!isEsmOnly(manifest)) expect(entry.cjsPath).toBe(join(app, 'node_modules', manifest.name, 'dist/index.cjs'));
       expect(entry.esmPath).toBe(join(app, 'node_modules', manifest.name, 'dist/index.js'));
       expect(entry.cjs, `${manifest.name}: require() and import expose different names`).toEqual(entry.esm);
     }
     expect(report['@sluice/core']!.esm).toEqual(expect.arrayContaining(['createLimiter', 'tokenBucket', 'SluiceError']));
     expect(report['@sluice/memory']!.esm).toEqual(expect.arrayContaining(['memoryStore']));
   });
+
+  it("runs @sluice/conformance's README example (the memory store adopting the suite) with vitest", () => {
+    const conformanceReadme = readFileSync(join(root, 'packages/conformance/README.md'), 'utf8');
+    const example = fencedBlockAfterLine(conformanceReadme, '## Adopt it');
+    expect(example, 'packages/conformance/README.md needs a code block right after "## Adopt it"').toBeDefined();
+    writeFileSync(join(app, 'conformance.test.ts'), example!);
+    const vitest = join(app, 'node_modules/vitest/vitest.mjs');
+    const result = run(process.execPath, [vitest, 'run', 'conformance.test.ts', '--reporter=json', '--outputFile=conformance.json'], {
+      cwd: app,
+      timeout: 150_000,
+    });
+    expect(result.status, result.output).toBe(0);
+    const report = JSON.parse(readFileSync(join(app, 'conformance.json'), 'utf8')) as {
+      numTotalTests: number;
+      numPassedTests: number;
+    };
+    expect(report.numTotalTests).toBeGreaterThan(20);
+    expect(report.numPassedTests).toBe(report.numTotalTests);
+  }, 180_000);
 });

@@ -4,6 +4,8 @@
 // publint (strict: warnings fail) and @arethetypeswrong/cli (profile "strict": node10, node16 from CJS,
 // node16 from ESM and bundler resolution must all find correct types), plus the layout every sluice package
 // promises (ESM + CJS, types first, sideEffects false, only dist/ shipped). Exits 1 on any problem.
+// A package whose "." export is a plain { types, default } with no import/require conditions is ESM only and is
+// checked with attw's "esm-only" profile instead (node16 from CJS and node10 are then not expected to resolve).
 // Usage: from a package directory, `node <root>/test/scripts/check-package.mjs` (its `check:package` script).
 import { spawnSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, existsSync } from 'node:fs';
@@ -29,6 +31,9 @@ if (!existsSync(manifestPath)) {
 }
 const manifest = JSON.parse(readFileSync(manifestPath, 'utf8'));
 const label = `${manifest.name}@${manifest.version}`;
+// Every package ships ESM and CJS unless its "." export has no "require" condition at all (declared ESM only).
+const rootExport = manifest.exports?.['.'];
+const esmOnly = typeof rootExport === 'object' && rootExport !== null && !('require' in rootExport) && !('import' in rootExport);
 
 const scratch = mkdtempSync(join(tmpdir(), 'sluice-check-package-'));
 try {
@@ -55,7 +60,7 @@ try {
   process.stderr.write(publint.stderr);
   if (publint.status !== 0) problems.push(`publint (strict) reported errors or warnings (exit ${publint.status})`);
 
-  const attw = run(bin('attw'), [filename, '--profile', 'strict', '--format', 'table-flipped', '--no-emoji', '--no-color']);
+  const attw = run(bin('attw'), [filename, '--profile', esmOnly ? 'esm-only' : 'strict', '--format', 'table-flipped', '--no-emoji', '--no-color']);
   process.stdout.write(attw.stdout);
   process.stderr.write(attw.stderr);
   if (attw.status !== 0) problems.push(`@arethetypeswrong/cli found type resolution problems (exit ${attw.status})`);
@@ -68,7 +73,7 @@ if (problems.length > 0) {
   for (const p of problems) console.error(`  - ${p}`);
   process.exit(1);
 }
-console.log(`check-package: ${label} ok (publint strict, attw strict, layout)`);
+console.log(`check-package: ${label} ok (publint strict, attw ${esmOnly ? 'esm-only' : 'strict'}, layout)`);
 
 /** The promises every sluice package makes about its manifest and tarball (see /work/shared/STYLE.md). */
 function checkLayout(pkg, shippedFiles) {
@@ -83,7 +88,14 @@ function checkLayout(pkg, shippedFiles) {
     problems.push('"exports" must have a "." entry with import and require conditions');
     return;
   }
-  for (const condition of ['import', 'require']) {
+  const conditions = esmOnly ? [] : ['import', 'require'];
+  if (esmOnly) {
+    // ESM only (no "require" condition): allowed for packages whose own peers cannot be required (vitest).
+    const keys = Object.keys(root);
+    if (keys[0] !== 'types') problems.push(`exports["."]: "types" must come first, got ${keys.join(', ')}`);
+    if (typeof root.default !== 'string' || !root.default.endsWith('.js')) problems.push('exports["."].default must be a .js file');
+  }
+  for (const condition of conditions) {
     const entry = root[condition];
     if (typeof entry !== 'object' || entry === null) {
       problems.push(`exports["."].${condition} must be an object { types, default }`);
