@@ -3,6 +3,7 @@
 // runs its own tight loop of `ops` operations (no per-operation callback from the harness, whose call would be
 // a large part of a 50 ns operation). Garbage a contestant makes inside its round is its own cost; garbage
 // left over from before is collected before the round starts when gc is exposed (run.mjs makes sure it is).
+import { cpuClockAvailable, now, since } from './clock.mjs';
 import { median, spreadPct } from './stats.mjs';
 
 /**
@@ -16,12 +17,17 @@ import { median, spreadPct } from './stats.mjs';
 
 /**
  * Times each contestant over `rounds` rounds of `ops` operations after `warmupRounds` untimed rounds.
- * Returns rows `{ name, nsPerOp, opsPerSec, spreadPct, rounds, roundNsPerOp, ...extra }`; nsPerOp is the median.
+ * `clock: 'cpu'` ranks by main-thread CPU time (see clock.mjs; falls back to wall time where unavailable),
+ * `clock: 'wall'` by elapsed time; both are recorded. For I/O-bound suites use 'wall': waiting is the cost.
+ * Returns rows `{ name, nsPerOp, opsPerSec, spreadPct, clock, wallNsPerOp, cpuNsPerOp, roundNsPerOp, ...extra }`
+ * where nsPerOp is the median over rounds on the chosen clock.
  * @param {Contestant[]} contestants
- * @param {{ ops: number, rounds: number, warmupRounds: number, log?: (line: string) => void }} options
+ * @param {{ ops: number, rounds: number, warmupRounds: number, clock?: 'wall' | 'cpu', log?: (line: string) => void }} options
  */
-export async function compare(contestants, { ops, rounds, warmupRounds, log = () => {} }) {
-  const timings = contestants.map(() => []);
+export async function compare(contestants, { ops, rounds, warmupRounds, clock = 'wall', log = () => {} }) {
+  const used = clock === 'cpu' && cpuClockAvailable ? 'cpu' : 'wall';
+  const wall = contestants.map(() => []);
+  const cpu = contestants.map(() => []);
   for (const c of contestants) await c.setup?.();
   try {
     for (let w = 0; w < warmupRounds; w++) {
@@ -35,10 +41,11 @@ export async function compare(contestants, { ops, rounds, warmupRounds, log = ()
       for (let k = 0; k < contestants.length; k++) {
         const index = (k + r) % contestants.length;
         await settle();
-        const start = process.hrtime.bigint();
+        const start = now();
         await contestants[index].run(ops);
-        const elapsed = Number(process.hrtime.bigint() - start);
-        timings[index].push(elapsed / ops);
+        const elapsed = since(start);
+        wall[index].push(elapsed.wall / ops);
+        if (elapsed.cpu !== undefined) cpu[index].push(elapsed.cpu / ops);
       }
       log(`round ${r + 1}/${rounds}`);
     }
@@ -46,14 +53,18 @@ export async function compare(contestants, { ops, rounds, warmupRounds, log = ()
     for (const c of contestants) await c.teardown?.();
   }
   return contestants.map((c, i) => {
-    const nsPerOp = median(timings[i]);
+    const timings = used === 'cpu' ? cpu[i] : wall[i];
+    const nsPerOp = median(timings);
     return {
       name: c.name,
       nsPerOp: round(nsPerOp, 1),
       opsPerSec: Math.round(1e9 / nsPerOp),
-      spreadPct: round(spreadPct(timings[i]), 1),
-      rounds: timings[i].length,
-      roundNsPerOp: timings[i].map((t) => round(t, 1)),
+      spreadPct: round(spreadPct(timings), 1),
+      clock: used,
+      wallNsPerOp: round(median(wall[i]), 1),
+      cpuNsPerOp: cpu[i].length > 0 ? round(median(cpu[i]), 1) : undefined,
+      rounds: timings.length,
+      roundNsPerOp: timings.map((t) => round(t, 1)),
       ...c.extra?.(),
     };
   });

@@ -55,10 +55,7 @@ export function decide(rules: readonly Rule[], outcomes: readonly RuleOutcome[],
   }
   const chosen = outcomes[decider]!;
   const never = chosen.retryAt === NEVER && !allowed;
-  const reports =
-    outcomes.length === 1
-      ? [{ ...chosen, windowMs: rules[0]!.windowMs }]
-      : outcomes.map((o, i) => ({ ...o, windowMs: rules[i]!.windowMs }));
+  const reports = outcomes.length === 1 ? [report(chosen, rules[0]!.windowMs)] : outcomes.map((o, i) => report(o, rules[i]!.windowMs));
   return {
     allowed,
     reason: allowed ? 'ok' : never ? 'cost_exceeds_limit' : 'rate_limited',
@@ -71,6 +68,11 @@ export function decide(rules: readonly Rule[], outcomes: readonly RuleOutcome[],
     rules: reports,
     now,
   };
+}
+
+/** Written out rather than spread: one object shape for every report, and no property enumeration per decision. */
+function report(o: RuleOutcome, windowMs: number): RuleReport {
+  return { id: o.id, allowed: o.allowed, limit: o.limit, remaining: o.remaining, resetAt: o.resetAt, retryAt: o.retryAt, windowMs };
 }
 
 function waitRank(outcome: RuleOutcome): number {

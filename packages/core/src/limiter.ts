@@ -12,7 +12,7 @@ import {
   withDeadline,
   type StoreErrorPolicy,
 } from './failure-policy.js';
-import { hash32, identityKey } from './identity.js';
+import { MAX_VERBATIM_IDENTITY, hash32, identityKey } from './identity.js';
 import type { Mode } from './algorithm.js';
 import type { ResolvedRule, Rule } from './rules.js';
 import type { LimitRequest, LimitResult, Store, SyncStore } from './store.js';
@@ -86,6 +86,8 @@ export interface SyncLimiter extends Limiter {
 
 const KNOWN = ['store', 'rules', 'name', 'prefix', 'clock', 'mode', 'quota', 'timeoutMs', 'onStoreError', 'circuitBreaker'];
 const NAME_PATTERN = /^[A-Za-z0-9_.-]{1,64}$/;
+/** Identities per generation of the key cache: two generations hold at most twice this many keys. */
+const KEY_CACHE_SIZE = 32768;
 
 /**
  * Builds a limiter. Everything is validated here, once; the hot path only checks identity and cost.
@@ -108,6 +110,9 @@ class LimiterImpl implements SyncLimiter {
   private readonly policy: StoreErrorPolicy;
   private readonly breaker: CircuitBreaker | undefined;
   private readonly quotaCache = new WeakMap<object, readonly Rule[]>();
+  private readonly cacheKeys: boolean;
+  private keys = new Map<string, string>();
+  private previousKeys = new Map<string, string>();
   private currentRules!: readonly Rule[];
   private currentMode!: LimiterMode;
 
@@ -115,6 +120,7 @@ class LimiterImpl implements SyncLimiter {
     const options = requireObject(raw, 'createLimiter') as unknown as LimiterOptions;
     rejectUnknownOptions(options, KNOWN, 'createLimiter');
     this.store = checkStore(options.store, 'createLimiter: store');
+    this.cacheKeys = this.store.capabilities.synchronous === true;
     this.name = checkName(options.name ?? 'default', 'name');
     const prefix = checkName(options.prefix ?? 'sluice', 'prefix');
     this.keyPrefix = `${prefix}:${this.name}:{`;
@@ -207,8 +213,29 @@ class LimiterImpl implements SyncLimiter {
     return checked;
   }
 
-  private request(identity: string, options: LimitOptions | undefined, mode: Mode): { request: LimitRequest; rules: readonly Rule[] } {
-    const key = this.keyPrefix + identityKey(identity) + '}';
+  /**
+   * The store key of an identity. Building `prefix:name:{identity}` makes a rope string, and V8 flattens and
+   * hashes a rope in its runtime on its first Map lookup (about 200 ns, the largest cost of a memory-store
+   * decision); handing an in-process store the same string again for a recent identity keeps its cached hash.
+   * Only for synchronous stores (a remote round trip dwarfs it) and identities short enough to be kept verbatim
+   * (so the cache's memory is bounded): two generations of at most KEY_CACHE_SIZE identities each.
+   */
+  private keyFor(identity: string): string {
+    if (!this.cacheKeys) return this.keyPrefix + identityKey(identity) + '}';
+    let key = this.keys.get(identity);
+    if (key !== undefined) return key;
+    key = this.previousKeys.get(identity) ?? this.keyPrefix + identityKey(identity) + '}';
+    if (identity.length > MAX_VERBATIM_IDENTITY) return key;
+    if (this.keys.size >= KEY_CACHE_SIZE) {
+      this.previousKeys = this.keys;
+      this.keys = new Map();
+    }
+    this.keys.set(identity, key);
+    return key;
+  }
+
+  private request(identity: string, options: LimitOptions | undefined, mode: Mode, rules: readonly Rule[]): LimitRequest {
+    const key = this.keyFor(identity);
     let cost = 1;
     if (options !== undefined && options.cost !== undefined) {
       cost = options.cost;
@@ -216,26 +243,55 @@ class LimiterImpl implements SyncLimiter {
         throw new SluiceError('INVALID_COST', `cost must be a non-negative integer, got ${describe(cost)}`);
       }
     }
-    const rules = this.rulesFor(identity);
-    let resolved: readonly ResolvedRule[] = rules;
-    if (rules.some((r) => r.stagger)) resolved = rules.map((r) => (r.stagger ? staggered(r, identity) : r));
-    return { request: { key, rules: resolved, cost, mode: cost === 0 ? 'peek' : mode, now: this.clock() }, rules };
+    return { key, rules: hasStagger(rules) ? stagger(rules, identity) : rules, cost, mode: cost === 0 ? 'peek' : mode, now: this.clock() };
   }
 
-  private async run(identity: string, options: LimitOptions | undefined, mode: Mode): Promise<Decision> {
-    const { request, rules } = this.request(identity, options, mode);
+  /**
+   * limit, peek and refund. Not an async function: the answer of a synchronous store (memory, SQLite) is
+   * wrapped in one resolved promise rather than an async function's frame and promise. Anything thrown on the
+   * way (a bad identity or cost) still comes back as a rejection, never as a synchronous throw.
+   */
+  private run(identity: string, options: LimitOptions | undefined, mode: Mode): Promise<Decision> {
+    try {
+      const decision = this.attempt(identity, options, mode);
+      return isPromise(decision) ? decision : Promise.resolve(decision);
+    } catch (error) {
+      return Promise.reject(error);
+    }
+  }
+
+  private attempt(identity: string, options: LimitOptions | undefined, mode: Mode): Decision | Promise<Decision> {
+    const rules = this.rulesFor(identity);
+    const request = this.request(identity, options, mode, rules);
     if (this.currentMode === 'off') return disabled(rules, request.now);
     if (this.breaker !== undefined && !this.breaker.allowRequest(request.now)) {
       return this.fallback(request, rules, new SluiceError('CIRCUIT_OPEN', 'the store circuit is open after repeated failures'));
     }
+    let pending: LimitResult | Promise<LimitResult>;
+    try {
+      pending = this.store.limit(request);
+    } catch (error) {
+      return this.failed(request, rules, error);
+    }
+    return isPromise(pending) ? this.settle(pending, request, rules) : this.succeeded(rules, pending);
+  }
+
+  private async settle(pending: Promise<LimitResult>, request: LimitRequest, rules: readonly Rule[]): Promise<Decision> {
     let result: LimitResult;
     try {
-      const pending = this.store.limit(request);
-      result = isPromise(pending) ? await this.deadlines.race(pending) : pending;
+      result = await this.deadlines.race(pending);
     } catch (error) {
-      this.breaker?.onFailure(this.clock());
-      return this.fallback(request, rules, asStoreError(error));
+      return this.failed(request, rules, error);
     }
+    return this.succeeded(rules, result);
+  }
+
+  private failed(request: LimitRequest, rules: readonly Rule[], error: unknown): Decision | Promise<Decision> {
+    this.breaker?.onFailure(this.clock());
+    return this.fallback(request, rules, asStoreError(error));
+  }
+
+  private succeeded(rules: readonly Rule[], result: LimitResult): Decision {
     this.breaker?.onSuccess();
     return this.shaped(decide(rules, result.outcomes, result.now));
   }
@@ -244,7 +300,8 @@ class LimiterImpl implements SyncLimiter {
     if (!this.store.capabilities.synchronous) {
       throw new SluiceError('UNSUPPORTED_OPERATION', 'limitSync needs a synchronous store (memory, SQLite); use limit()');
     }
-    const { request, rules } = this.request(identity, options, mode);
+    const rules = this.rulesFor(identity);
+    const request = this.request(identity, options, mode, rules);
     if (this.currentMode === 'off') return disabled(rules, request.now);
     let result: LimitResult;
     try {
@@ -309,6 +366,15 @@ function disabled(rules: readonly Rule[], now: number): Decision {
     rules: [],
     now,
   };
+}
+
+function hasStagger(rules: readonly Rule[]): boolean {
+  for (let i = 0; i < rules.length; i++) if (rules[i]!.stagger) return true;
+  return false;
+}
+
+function stagger(rules: readonly Rule[], identity: string): readonly ResolvedRule[] {
+  return rules.map((r) => (r.stagger ? staggered(r, identity) : r));
 }
 
 function staggered(rule: Rule, identity: string): ResolvedRule {
