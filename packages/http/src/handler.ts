@@ -4,7 +4,8 @@ import { describe } from './describe.js';
 import { ceilSeconds, rateLimitFields, type HeaderField } from './header-fields.js';
 import { drive, isPromiseLike } from './maybe-async.js';
 import type { ClientIpResult } from './client-ip.js';
-import type { DenyContext, ErrorEvent, HttpLimitOptions, IdentityValue } from './options.js';
+import type { DenyContext, HttpLimitOptions, IdentityValue } from './options.js';
+import { limited, report, warner, type Warner } from './report.js';
 import { PROBLEM_CONTENT_TYPE, REFUSAL_STATUS, problemFor, type RefusalKind } from './problem.js';
 import type { HttpRequest } from './request.js';
 
@@ -325,55 +326,4 @@ function refusal<R>(
   }
   headers.push({ name: 'Content-Type', value: contentType, merge: 'set' });
   return { allowed: false, outcome: kind, status: finalStatus, headers, body, decision, results, identity, degraded };
-}
-
-function limited<R>(
-  o: CompiledOptions<R>,
-  warn: Warner,
-  raw: R,
-  identity: string,
-  policy: string,
-  decision: Decision,
-  shadow: boolean,
-  shadowBanned: boolean,
-): void {
-  if (o.onLimited === undefined) return;
-  try {
-    o.onLimited({ request: raw, identity, policy, decision, shadow, shadowBanned });
-  } catch (error) {
-    report(o, warn, error, { request: raw, source: 'hook', policy, decision });
-  }
-}
-
-type Warner = (error: unknown, event: ErrorEvent<unknown>) => void;
-
-/** Without onError, a failing store still shows: one console warning a minute, naming the error. */
-function warner(): Warner {
-  let last = Number.NEGATIVE_INFINITY;
-  let suppressed = 0;
-  return (error, event) => {
-    const now = Date.now();
-    if (now - last < 60_000) {
-      suppressed++;
-      return;
-    }
-    last = now;
-    const more = suppressed > 0 ? ` (${suppressed} more since the last warning)` : '';
-    suppressed = 0;
-    const message = error instanceof Error ? error.message : String(error);
-    console.warn(`[sluice] ${event.source} failure in policy "${event.policy ?? '?'}": ${message}${more}. Pass onError to handle it.`);
-  };
-}
-
-function report<R>(o: CompiledOptions<R>, warn: Warner, error: unknown, event: ErrorEvent<R>): void {
-  if (o.onError === undefined) {
-    warn(error, event as ErrorEvent<unknown>);
-    return;
-  }
-  try {
-    o.onError(error, event);
-  } catch {
-    // onError is the last stop: an exception thrown by it has nowhere better to go than the warning.
-    warn(error, event as ErrorEvent<unknown>);
-  }
 }

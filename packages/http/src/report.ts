@@ -1,0 +1,55 @@
+import type { Decision } from '@sluice/core';
+import type { CompiledOptions } from './compile-options.js';
+import type { ErrorEvent } from './options.js';
+
+/** Calls onLimited for a refusal or a shadow would-be refusal; an exception from it goes to onError. */
+export function limited<R>(
+  o: CompiledOptions<R>,
+  warn: Warner,
+  raw: R,
+  identity: string,
+  policy: string,
+  decision: Decision,
+  shadow: boolean,
+  shadowBanned: boolean,
+): void {
+  if (o.onLimited === undefined) return;
+  try {
+    o.onLimited({ request: raw, identity, policy, decision, shadow, shadowBanned });
+  } catch (error) {
+    report(o, warn, error, { request: raw, source: 'hook', policy, decision });
+  }
+}
+
+export type Warner = (error: unknown, event: ErrorEvent<unknown>) => void;
+
+/** Without onError, a failing store still shows: one console warning a minute, naming the error. */
+export function warner(): Warner {
+  let last = Number.NEGATIVE_INFINITY;
+  let suppressed = 0;
+  return (error, event) => {
+    const now = Date.now();
+    if (now - last < 60_000) {
+      suppressed++;
+      return;
+    }
+    last = now;
+    const more = suppressed > 0 ? ` (${suppressed} more since the last warning)` : '';
+    suppressed = 0;
+    const message = error instanceof Error ? error.message : String(error);
+    console.warn(`[sluice] ${event.source} failure in policy "${event.policy ?? '?'}": ${message}${more}. Pass onError to handle it.`);
+  };
+}
+
+export function report<R>(o: CompiledOptions<R>, warn: Warner, error: unknown, event: ErrorEvent<R>): void {
+  if (o.onError === undefined) {
+    warn(error, event as ErrorEvent<unknown>);
+    return;
+  }
+  try {
+    o.onError(error, event);
+  } catch {
+    // onError is the last stop: an exception thrown by it has nowhere better to go than the warning.
+    warn(error, event as ErrorEvent<unknown>);
+  }
+}
