@@ -3,7 +3,7 @@
  * the Redis store's Lua script on a real redis-server (client clock mode), and every event must agree exactly:
  * allowed, remaining, resetAt, retryAt per rule, the state written and its expiry.
  *
- * Each event is one MULTI/EXEC: GET the rules' states, EVALSHA, GET and PTTL them again. Reading the state in
+ * Each event is one MULTI/EXEC: GET the rules' states, TIME, EVALSHA, TIME, then GET and PEXPIRETIME them again. Reading the state in
  * the same atomic block as the script makes the comparison exact even when Redis expires a key in real time
  * while the logical (client) clock says it should still be there: the reference steps the state the script saw.
  * A JS model that chains its own writes checks, in addition, that the states Redis holds are the ones core
@@ -46,17 +46,23 @@ async function runSequence(rules: readonly ResolvedRule[], start: number, list: 
     const keys = scriptKeys(request);
     const multi = client.multi();
     for (const k of keys) multi.get(k);
+    multi.time();
     multi.evalsha(LIMIT_SCRIPT_SHA1, keys.length, ...keys, ...scriptArguments(request, 'client'));
+    multi.time();
     for (const k of keys) multi.get(k);
-    for (const k of keys) multi.pttl(k);
+    for (const k of keys) multi.call('PEXPIRETIME', k);
     const results = (await multi.exec())!;
     for (const [error] of results) expect(error).toBeNull();
-    const values = results.map(([, value]) => value);
+    const all = results.map(([, value]) => value);
+    // Redis's clock around the script, in ms as Redis keeps it (floor of microseconds / 1000).
+    const redisMs = (time: unknown) => Number((time as string[])[0]) * 1000 + Math.floor(Number((time as string[])[1]) / 1000);
     const n = keys.length;
+    const [timeBefore, timeAfter] = [redisMs(all[n]), redisMs(all[n + 2])];
+    const values = [...all.slice(0, n), ...all.slice(n + 1, n + 2), ...all.slice(n + 3)];
     const before = values.slice(0, n).map((v) => decodeState(v as string | null));
     const actual = parseReply(values[n], rules);
     const after = values.slice(n + 1, 2 * n + 1) as Array<string | null>;
-    const pttl = values.slice(2 * n + 1) as number[];
+    const expireAt = values.slice(2 * n + 1) as number[];
     const where = `event ${index} ${JSON.stringify(event)} at ${now}, states ${JSON.stringify(before)}`;
 
     // The model chains core's own writes; Redis may only have dropped a state early (real-time expiry).
@@ -82,10 +88,11 @@ async function runSequence(rules: readonly ResolvedRule[], start: number, list: 
         const write = expected.writes[i]!;
         if (write.ttlMs > 0) {
           expect(after[i], `${where}: written ${rules[i]!.id}`).toBe(encodeState(write.state));
-          // Every key carries its expiry: the step's ttlMs, plus the client-clock slack (the clock may tick inside EXEC).
+          // Every key carries its expiry: the step's ttlMs plus the client-clock slack, from Redis's clock at the SET
+          // (which lies between the two TIME readings; under load Redis may be descheduled inside EXEC).
           const expiry = write.ttlMs + CLIENT_CLOCK_EXPIRY_SLACK_MS;
-          expect(pttl[i]!, `${where}: PTTL of ${rules[i]!.id}`).toBeGreaterThanOrEqual(expiry - 1);
-          expect(pttl[i]!, `${where}: PTTL of ${rules[i]!.id}`).toBeLessThanOrEqual(expiry);
+          expect(expireAt[i]!, `${where}: PEXPIRETIME of ${rules[i]!.id}`).toBeGreaterThanOrEqual(timeBefore + expiry);
+          expect(expireAt[i]!, `${where}: PEXPIRETIME of ${rules[i]!.id}`).toBeLessThanOrEqual(timeAfter + expiry);
         } else {
           expect(after[i], `${where}: ${rules[i]!.id} with ttl ${write.ttlMs} is deleted`).toBeNull();
         }
