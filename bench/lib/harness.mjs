@@ -17,7 +17,7 @@ import { median, spreadPct } from './stats.mjs';
 
 /**
  * Times each contestant over `rounds` rounds of `ops` operations after `warmupRounds` untimed rounds.
- * `clock: 'cpu'` ranks by main-thread CPU time (see clock.mjs; falls back to wall time where unavailable),
+ * `clock: 'cpu'` ranks by the process's CPU time (see clock.mjs; falls back to wall time where unavailable),
  * `clock: 'wall'` by elapsed time; both are recorded. For I/O-bound suites use 'wall': waiting is the cost.
  * Returns rows `{ name, nsPerOp, opsPerSec, spreadPct, clock, wallNsPerOp, cpuNsPerOp, roundNsPerOp, ...extra }`
  * where nsPerOp is the median over rounds on the chosen clock.
@@ -70,11 +70,19 @@ export async function compare(contestants, { ops, rounds, warmupRounds, clock = 
   });
 }
 
-/** Lets timers due from the previous round fire (peers expire keys with timers) and collects old garbage. */
+/**
+ * Between rounds: lets timers due from the previous round fire (peers expire keys with timers), collects old
+ * garbage, then idles briefly so V8's background sweeping of that collection is not billed to the next round.
+ */
 async function settle() {
   await new Promise((resolve) => setImmediate(resolve));
-  globalThis.gc?.();
+  if (typeof globalThis.gc === 'function') {
+    globalThis.gc();
+    await new Promise((resolve) => setTimeout(resolve, SETTLE_MS));
+  }
 }
+
+const SETTLE_MS = 20;
 
 export function round(value, digits) {
   const f = 10 ** digits;

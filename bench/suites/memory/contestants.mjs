@@ -6,7 +6,7 @@ import { MemoryStore as ExpressMemoryStore } from 'express-rate-limit';
 import { TokenBucket } from 'limiter';
 import { RateLimiterMemory, RateLimiterRes } from 'rate-limiter-flexible';
 import { createFloor } from './floor.mjs';
-import { CAPACITY, MASK, REFILL_PER_SECOND, WINDOW_MS, ids, order } from './workload.mjs';
+import { CAPACITY, MASK, REFILL_PER_SECOND, WINDOW_MS, ids, order as defaultOrder } from './workload.mjs';
 
 function counted(name, body) {
   const tally = { allowed: 0, total: 0, cursor: 0 };
@@ -31,7 +31,8 @@ export const ERL = 'express-rate-limit increment';
 export const LIMITER = 'limiter tryRemoveTokens';
 export const FLOOR = 'floor (Map + arithmetic)';
 
-export function contestants() {
+/** @param {Uint16Array} order which identity each decision is for (see workload.mjs) */
+export function contestants(order = defaultOrder) {
   return [
     counted(SLUICE_LIMIT, (tally) => {
       let limiter;

@@ -12,7 +12,10 @@ export const WINDOW_MS = (CAPACITY / REFILL_PER_SECOND) * 1000;
 /** Identity strings made once, as a server has them in hand (from a header or the socket) before it asks. */
 export const ids = Array.from({ length: IDENTITIES }, (_, i) => `user:${i}`);
 
-/** 2^16 draws, uniform over the identities; contestants walk it cyclically with `order[cursor++ & MASK]`. */
+/** 2^16 draws, uniform over the first `identities` identities; contestants walk it cyclically with `order[cursor++ & MASK]`. */
 export const MASK = 0xffff;
-const random = prng(0x5eed);
-export const order = Uint16Array.from({ length: MASK + 1 }, () => Math.floor(random() * IDENTITIES));
+export function makeOrder(identities = IDENTITIES) {
+  const random = prng(0x5eed);
+  return Uint16Array.from({ length: MASK + 1 }, () => Math.floor(random() * identities));
+}
+export const order = makeOrder();
