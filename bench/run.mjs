@@ -3,7 +3,7 @@
 // workspace packages the benchmarks import (turbo, cached), runs the suite, prints its report and writes
 // bench/results/<suite>.json. See bench/README.md for how to add a suite.
 import { spawnSync } from 'node:child_process';
-import { readdirSync } from 'node:fs';
+import { readFileSync, readdirSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { formatReport } from './lib/report.mjs';
@@ -56,9 +56,17 @@ if (typeof globalThis.gc !== 'function') {
   process.exit(child.status ?? 1);
 }
 
+const suiteFile = join(suitesDir, `${suite}.mjs`);
+
 if (!options['no-build']) {
   // Benchmarks import the packages' built dist/; build what is stale so the numbers are for the current source.
-  const build = spawnSync('pnpm', ['exec', 'turbo', 'run', 'build', '--filter=@sluice/bench^...', '--output-logs=errors-only'], {
+  // A suite may name the packages it imports (`export const builds = ['@sluice/memory']`, dependencies included),
+  // read from its source because importing it would load those packages before they are built; otherwise every
+  // workspace package this one depends on is built.
+  const declared = /^export const builds = \[([^\]]*)\]/m.exec(readFileSync(suiteFile, 'utf8'));
+  const names = declared ? [...declared[1].matchAll(/'([^']+)'|"([^"]+)"/g)].map((m) => m[1] ?? m[2]) : [];
+  const filters = names.length > 0 ? names.map((name) => `--filter=${name}...`) : ['--filter=@sluice/bench^...'];
+  const build = spawnSync('pnpm', ['exec', 'turbo', 'run', 'build', ...filters, '--output-logs=errors-only'], {
     cwd: root,
     env: { ...process.env, TURBO_TELEMETRY_DISABLED: '1', DO_NOT_TRACK: '1' },
     stdio: ['ignore', 'ignore', 'inherit'],
@@ -69,7 +77,7 @@ if (!options['no-build']) {
   }
 }
 
-const module = await import(pathToFileURL(join(suitesDir, `${suite}.mjs`)).href);
+const module = await import(pathToFileURL(suiteFile).href);
 const log = (line) => process.stderr.write(`[${suite}] ${line}\n`);
 const before = environment();
 const report = await module.run({ options, log });

@@ -9,6 +9,8 @@ import { addRatios, formatInteger, formatRatio, formatTable } from '../lib/table
 import { FLOOR, RLF, SLUICE_LIMIT, SLUICE_SYNC, contestants } from './memory/contestants.mjs';
 import { CAPACITY, IDENTITIES, REFILL_PER_SECOND, makeOrder } from './memory/workload.mjs';
 
+export const builds = ['@sluice/memory'];
+
 export const description = 'in-process: sluice memory store vs rate-limiter-flexible, express-rate-limit, limiter, floor; heap for 1M identities';
 
 const MiB = 2 ** 20;
