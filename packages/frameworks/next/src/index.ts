@@ -1,0 +1,5 @@
+export { rateLimit } from './rate-limit.js';
+export type { NextRateLimit } from './rate-limit.js';
+export { toNextResponse, withRateLimitHeaders } from './responses.js';
+export type { DecisionEvent, NextRateLimitOptions, WaitUntilEvent } from './options.js';
+export type { HandleResult, LimiterEntry, Outcome } from './http.js';
