@@ -88,7 +88,11 @@ try {
   await show('anonymous', { 'x-forwarded-for': '198.51.100.7', 'x-vercel-forwarded-for': '198.51.100.7' });
   for (let i = 0; i < 2; i++) await show('alice', { authorization: 'Bearer demo-key-alice' });
   const stats = await fixture.stats();
-  console.log(`\n${stats.requests} Upstash REST requests so far (${stats.byCommand.evalsha ?? 0} EVALSHA, one per decision; ZINCRBY from onLimited).`);
+  const count = (command) => stats.byCommand[command] ?? 0;
+  console.log(
+    `\n11 decisions, ${stats.requests} Upstash REST requests: ${count('evalsha')} EVALSHA (one per decision; ${count('eval')} EVAL ` +
+      `loaded the script into the fresh database), ${count('zincrby')} ZINCRBY from onLimited on waitUntil.`,
+  );
 
   if (once) {
     await stop();
