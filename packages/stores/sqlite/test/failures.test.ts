@@ -1,10 +1,10 @@
 import { fork } from 'node:child_process';
 import { chmodSync, closeSync, openSync, writeSync, writeFileSync } from 'node:fs';
-import { fileURLToPath } from 'node:url';
 import Database from 'better-sqlite3';
 import { createLimiter, fixedWindow, isSluiceError, type SluiceError } from '@sluice/core';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { sqliteStore } from '../src/index.js';
+import { unprivilegedRuntime } from './fixtures/unprivileged-runtime.js';
 import { tempFolder } from './helpers.js';
 
 const folder = tempFolder('faults');
@@ -23,7 +23,11 @@ afterEach(() => {
     if (db.open) db.close();
   }
 });
-afterAll(() => folder.remove());
+const cleanups: Array<() => void> = [];
+afterAll(() => {
+  folder.remove();
+  for (const cleanup of cleanups) cleanup();
+});
 
 const T0 = 1_800_000_000_000;
 const rules = fixedWindow({ limit: 5, window: '1m' });
@@ -124,7 +128,9 @@ describe('files the store cannot use fail at construction with a clear SluiceErr
     let report: { threw: boolean; sluice?: boolean; code?: string; message?: string; cause?: string };
     if (process.getuid?.() === 0) {
       // root writes any file whatever its mode: open it as an unprivileged user instead.
-      const child = fork(fileURLToPath(new URL('./fixtures/open-as-user.mjs', import.meta.url)), [file], {
+      const runtime = tempFolder('runtime');
+      cleanups.push(runtime.remove);
+      const child = fork(unprivilegedRuntime(runtime.path), [file], {
         uid: 65534,
         gid: 65534,
         stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
