@@ -2,7 +2,7 @@ import { defineConfig } from 'tsup';
 
 export default defineConfig({
   entry: ['src/index.ts'],
-  format: ['esm', 'cjs'],
+  format: ['esm'], // vitest, which the suite is written in, cannot be require()d: an ESM-only package is the honest shape
   dts: true,
   clean: true,
   sourcemap: true,

@@ -68,6 +68,7 @@ export function expiryTests(get: () => TestContext<Store>, clientClock: boolean)
           ALGORITHMS.map(async (algorithm, i) => {
             const name = `expiry${i}`;
             const limiter = context.limiter({ rules: algorithm.rule(2, WINDOW_MS), name });
+            const sentAt = Date.now();
             const spent = await limiter.limit('alice', 2);
             expect([algorithm.title, spent.allowed, spent.remaining]).toEqual([algorithm.title, true, 0]);
             const waitMs = spent.resetAt - spent.now;
@@ -75,7 +76,12 @@ export function expiryTests(get: () => TestContext<Store>, clientClock: boolean)
             // The sliding counter's previous window still weighs for up to one more window.
             expect(waitMs, `${algorithm.title}: resetAt must lie within two windows`).toBeLessThanOrEqual(2 * WINDOW_MS);
             const held = await context.keysOf('alice', name);
-            if (held !== undefined) expect(held.length, `${algorithm.title}: consumed state must be stored`).toBeGreaterThan(0);
+            // A window that happened to end a few ms after the request may already be gone on a loaded machine:
+            // the state must be there only if the key listing answered before its ttl could have run out.
+            const listedInTime = Date.now() - sentAt < waitMs;
+            if (held !== undefined && listedInTime) {
+              expect(held.length, `${algorithm.title}: consumed state must be stored`).toBeGreaterThan(0);
+            }
             await sleep(waitMs + GRACE_MS);
             const gone = await context.keysOf('alice', name);
             if (gone !== undefined) expect(gone, `${algorithm.title}: state must be gone after its ttl`).toEqual([]);
