@@ -38,7 +38,23 @@ export function identityKey(identity: unknown): string {
   if (typeof identity !== 'string' || identity.length === 0) {
     throw new SluiceError('INVALID_IDENTITY', `identity must be a non-empty string, got ${describe(identity)}`);
   }
-  if (identity.length <= MAX_VERBATIM_IDENTITY) return identity;
+  if (identity.length <= MAX_VERBATIM_IDENTITY && identity.charCodeAt(0) !== CLOSE_BRACE && isWellFormed(identity)) {
+    return identity;
+  }
   // The hashed form is always longer than MAX_VERBATIM_IDENTITY, so it can never equal a verbatim identity's key.
-  return `${identity.slice(0, MAX_VERBATIM_IDENTITY)}#${hash53(identity, 1).toString(36)}${hash53(identity, 2).toString(36)}`;
+  // It is used for long identities, for lone surrogates (UTF-8 would turn different ones into the same bytes in
+  // Redis and SQLite) and for a leading '}' (an empty Redis Cluster hash tag would scatter the identity's keys).
+  const readable = identity.slice(0, MAX_VERBATIM_IDENTITY).replace(/[{}]|[\uD800-\uDFFF]/g, '_').padEnd(MAX_VERBATIM_IDENTITY, '_');
+  return `${readable}#${hash53(identity, 1).toString(36)}${hash53(identity, 2).toString(36)}`;
+}
+
+const CLOSE_BRACE = 0x7d;
+const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
+
+function isWellFormed(text: string): boolean {
+  // Most identities are ASCII: skip the regular expression unless a surrogate could be present.
+  for (let i = 0; i < text.length; i++) {
+    if (text.charCodeAt(i) >= 0xd800 && text.charCodeAt(i) <= 0xdfff) return !LONE_SURROGATE.test(text);
+  }
+  return true;
 }

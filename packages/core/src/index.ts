@@ -40,7 +40,7 @@ export type {
 
 export { CircuitBreaker } from './circuit-breaker.js';
 export type { CircuitBreakerOptions, CircuitState } from './circuit-breaker.js';
-export { SluiceError, isSluiceError } from './errors.js';
+export { SluiceError, describe as describeValue, isSluiceError } from './errors.js';
 export type { SluiceErrorCode } from './errors.js';
 export { parseDuration } from './duration.js';
 export type { Duration, DurationUnit } from './duration.js';

@@ -237,10 +237,13 @@ class LimiterImpl implements SyncLimiter {
   private request(identity: string, options: LimitOptions | undefined, mode: Mode, rules: readonly Rule[]): LimitRequest {
     const key = this.keyFor(identity);
     let cost = 1;
-    if (options !== undefined && options.cost !== undefined) {
-      cost = options.cost;
-      if (!Number.isSafeInteger(cost) || cost < 0) {
-        throw new SluiceError('INVALID_COST', `cost must be a non-negative integer, got ${describe(cost)}`);
+    if (options !== undefined) {
+      checkLimitOptions(options);
+      if (options.cost !== undefined) {
+        cost = options.cost;
+        if (!Number.isSafeInteger(cost) || cost < 0) {
+          throw new SluiceError('INVALID_COST', `cost must be a non-negative integer, got ${describe(cost)}`);
+        }
       }
     }
     return { key, rules: hasStagger(rules) ? stagger(rules, identity) : rules, cost, mode: cost === 0 ? 'peek' : mode, now: this.clock() };
@@ -423,4 +426,16 @@ function checkRules(value: unknown, field: string): readonly Rule[] {
     ids.add(candidate.id);
   }
   return Object.freeze([...(list as Rule[])]);
+}
+
+/** Per-call options: `limit(id, 5)` or `{ weight: 5 }` would otherwise silently cost 1. A for-in is cheap here. */
+function checkLimitOptions(options: LimitOptions): void {
+  if (typeof options !== 'object' || options === null) {
+    throw new SluiceError('INVALID_OPTION', `limit options must be an object such as { cost: 2 }, got ${describe(options)}`);
+  }
+  for (const key in options) {
+    if (key !== 'cost') {
+      throw new SluiceError('UNKNOWN_OPTION', `limit options: unknown option ${JSON.stringify(key)}; the accepted option is cost`);
+    }
+  }
 }

@@ -75,3 +75,24 @@ describe('identities', () => {
     );
   });
 });
+
+describe('identities that would break keys downstream', () => {
+  test('lone surrogates, which UTF-8 would turn into the same bytes, get distinct well-formed keys', () => {
+    const a = identityKey('a\uD800');
+    const b = identityKey('a\uDBFF');
+    expect(a).not.toBe(b);
+    expect(a.length).toBeGreaterThan(MAX_VERBATIM_IDENTITY);
+    expect(/[\uD800-\uDFFF]/.test(a)).toBe(false);
+  });
+
+  test('a leading } (an empty Redis Cluster hash tag) is keyed by hash, without braces', () => {
+    const key = identityKey('}abc');
+    expect(key.startsWith('}')).toBe(false);
+    expect(/[{}]/.test(key)).toBe(false);
+    expect(identityKey('a}bc')).toBe('a}bc'); // a brace later on still leaves a non-empty tag
+  });
+
+  test('well-formed emoji identities stay verbatim', () => {
+    expect(identityKey('user-😀')).toBe('user-😀');
+  });
+});

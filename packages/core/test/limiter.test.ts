@@ -324,3 +324,12 @@ describe('asynchronous stores', () => {
     );
   });
 });
+
+describe('per-call options are checked', () => {
+  test('a number or an unknown option is refused instead of silently costing 1', async () => {
+    const limiter = createLimiter({ store: new MapStore(), rules: fixedWindow({ limit: 5, window: '1s' }), clock: () => 0 });
+    await expect(limiter.limit('a', 5 as never)).rejects.toMatchObject({ code: 'INVALID_OPTION' });
+    await expect(limiter.limit('a', { weight: 5 } as never)).rejects.toMatchObject({ code: 'UNKNOWN_OPTION', message: expect.stringMatching(/weight/) });
+    expect((await limiter.limit('a', { cost: 2 })).remaining).toBe(3);
+  });
+});

@@ -1,5 +1,6 @@
 import {
   SluiceError,
+  describeValue as describe,
   evaluate,
   stepRule,
   type LimitRequest,
@@ -15,9 +16,11 @@ import { LRUCache } from 'lru-cache';
 
 export interface MemoryStoreOptions {
   /**
-   * Most identities (per limiter) kept at once. When full, the least recently used identity is forgotten, which
-   * errs toward admitting it again; size this above the identities active within your longest window.
-   * Memory is bounded by it whatever the traffic: about 200 to 300 bytes per identity for the counter algorithms.
+   * Most (limiter, identity) pairs kept at once, across every limiter on this store. When full, the least recently
+   * used one is forgotten, which errs toward admitting it again; size this above the identities active within
+   * your longest window. Memory is bounded by it whatever the traffic: about 350 bytes per tracked identity for
+   * the counter and bucket algorithms (measured by `pnpm bench memory`), and lru-cache reserves about 16 bytes per
+   * slot up front. At most 10,000,000.
    * @default 100_000
    */
   maxKeys?: number;
@@ -44,12 +47,13 @@ function newSlot(id: string, state: State, expiresAt: number): Slot {
 }
 
 const SWEEP_EVERY = 1024;
+const MAX_KEYS_LIMIT = 10_000_000;
 const SWEEP_BATCH = 64;
 
 /**
  * Bounded in-memory store: state lives in an LRU keyed by limiter and identity. Synchronous, so limiters over it
- * get `limitSync`. Expiry follows the limiter's clock (fake clocks work): expired state is dropped when read,
- * and an incremental sweep from the least-recently-used end runs every 1024 writes.
+ * get `limitSync`. Expiry follows the limiter's clock (fake clocks work): expired state is ignored when read
+ * (it behaves exactly like no state) and removed by an incremental sweep from the least-recently-used end runs every 1024 writes.
  * @example createLimiter({ store: memoryStore({ maxKeys: 50_000 }), rules: fixedWindow({ limit: 10, window: '1s' }) })
  */
 export function memoryStore(options: MemoryStoreOptions = {}): MemoryStore {
@@ -75,8 +79,11 @@ export class MemoryStore implements SyncStore {
       }
     }
     const maxKeys = options.maxKeys ?? 100_000;
-    if (!Number.isSafeInteger(maxKeys) || maxKeys < 1) {
-      throw new SluiceError('INVALID_OPTION', `memoryStore: maxKeys must be a positive integer, got ${String(maxKeys)}`);
+    if (typeof maxKeys !== 'number' || !Number.isSafeInteger(maxKeys) || maxKeys < 1 || maxKeys > MAX_KEYS_LIMIT) {
+      throw new SluiceError(
+        'INVALID_OPTION',
+        `memoryStore: maxKeys must be an integer from 1 to ${MAX_KEYS_LIMIT} (lru-cache allocates per slot up front), got ${describe(maxKeys)}`,
+      );
     }
     this.cache = new LRUCache<string, Slot>({ max: maxKeys });
   }
@@ -84,6 +91,11 @@ export class MemoryStore implements SyncStore {
   /** Identities currently held (expired ones included until they are swept or evicted). */
   get size(): number {
     return this.cache.size;
+  }
+
+  /** The base keys currently held, most recently used first; for inspection and tests, not the hot path. */
+  keys(): string[] {
+    return [...this.cache.keys()];
   }
 
   limit(request: LimitRequest): LimitResult {

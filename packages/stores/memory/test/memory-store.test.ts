@@ -173,7 +173,7 @@ describe('memoryStore: option validation', () => {
   it.each([0, -1, 1.5, Number.NaN, Number.POSITIVE_INFINITY, 2 ** 53, '100', true])('rejects maxKeys %s with INVALID_OPTION naming the field', (maxKeys) => {
     const error = errorOf(() => memoryStore({ maxKeys: maxKeys as number }));
     expect(error.code).toBe('INVALID_OPTION');
-    expect(error.message).toMatch(/^\[sluice\] memoryStore: maxKeys must be a positive integer, got /);
+    expect(error.message).toMatch(/^\[sluice\] memoryStore: maxKeys must be an integer from 1 to 10000000 .*, got /);
   });
 
   it('rejects an unknown option with UNKNOWN_OPTION, naming it and the accepted ones', () => {
@@ -194,5 +194,12 @@ describe('memoryStore: option validation', () => {
     limiter.limitSync('a');
     limiter.limitSync('b');
     expect(tiny.size).toBe(1);
+  });
+});
+
+describe('memoryStore: maxKeys upper bound', () => {
+  it('refuses a cap above 10,000,000 before lru-cache reserves memory for it', () => {
+    expect(() => memoryStore({ maxKeys: 10_000_001 })).toThrow(/maxKeys must be an integer from 1 to 10000000/);
+    expect(memoryStore({ maxKeys: 10_000 }).size).toBe(0);
   });
 });
