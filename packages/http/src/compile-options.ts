@@ -24,6 +24,8 @@ export interface CompiledOptions<R> {
   readonly needsShared: boolean;
   readonly identify: ((request: R) => MaybePromise<IdentityValue>) | undefined;
   readonly clientIp: ((request: HttpRequest, raw: R) => MaybePromise<ClientIpResult>) | undefined;
+  /** clientIp is the user's function (it may return a promise), not the built-in resolver. */
+  readonly clientIpIsHook: boolean;
   readonly missing: 'deny' | 'skip' | string;
   readonly skip: ((request: R) => MaybePromise<boolean>) | undefined;
   readonly cost: number | ((request: R) => MaybePromise<number>);
@@ -140,6 +142,7 @@ export function compileOptions<R>(options: HttpLimitOptions<R>): CompiledOptions
     needsShared: entries.some((e) => e.kind === 'limit'),
     identify: optionalFunction(options.identify, 'identify', '(request) => id | undefined'),
     clientIp,
+    clientIpIsHook: typeof ip === 'function',
     missing: missingPolicy,
     skip: optionalFunction(options.skip, 'skip', '(request) => boolean'),
     cost: checkCost<R>(options.cost, 'cost') ?? 1,

@@ -69,7 +69,12 @@ export function createHandler<R = HttpRequest>(options: HttpLimitOptions<R>): Ha
   const compiled = compileOptions(options);
   const warn = warner();
   // Without a framework request, hooks receive the HttpRequest itself.
-  const run = (request: HttpRequest, raw?: R) => drive(flow(compiled, request, (raw === undefined ? request : raw) as R, warn));
+  const general = (request: HttpRequest, raw: R) => drive(flow(compiled, request, raw, warn));
+  const simple = isSimple(compiled);
+  const run = (request: HttpRequest, raw?: R) => {
+    const hooks = (raw === undefined ? request : raw) as R;
+    return simple !== undefined && simple.sync === true ? fast(compiled, simple, request, hooks, warn) : general(request, hooks);
+  };
   return {
     run,
     handle(request, raw) {
@@ -135,28 +140,16 @@ function* flow<R>(o: CompiledOptions<R>, request: HttpRequest, raw: R, warn: War
     if (isPromiseLike(decision)) decision = (yield decision) as Decision;
     results.push({ policy: entry.policy, kind: entry.kind, identity: key, cost, decision });
     consulted.push(entry);
-    if (decision.degraded) {
-      degraded = true;
-      report(o, warn, decision.error, { request: raw, source: 'store', policy: entry.policy, decision });
-    }
-    const wouldRefuse = !decision.allowed || decision.reason === 'shadow';
-    if (wouldRefuse && (decision.allowed || o.shadow)) {
-      shadowed = true;
-      limited(o, warn, raw, key, entry.policy, decision, true, false);
-      continue;
-    }
-    if (!decision.allowed) {
+    const verdict = note(o, warn, raw, entry, key, decision);
+    if (verdict & DEGRADED) degraded = true;
+    if (verdict & SHADOWED) shadowed = true;
+    if (verdict & REFUSED) {
       refused = results.length - 1;
       break;
     }
   }
 
-  if (refused === undefined) {
-    if (results.length === 0) return passThrough('skipped', [], identity, false);
-    const decider = leastRoom(results);
-    const headers = rateLimitFields(counted(results), decider, o.styles, o.legacyReset);
-    return passThrough(shadowed ? 'shadow' : 'allowed', headers, identity, degraded, results, results[decider]!.decision);
-  }
+  if (refused === undefined) return allowedResult(o, results, identity, degraded, shadowed);
 
   // All or nothing across limiters, as within one: give back what the earlier ones took.
   for (let i = 0; i < refused; i++) {
@@ -171,6 +164,87 @@ function* flow<R>(o: CompiledOptions<R>, request: HttpRequest, raw: R, warn: War
     }
   }
 
+  return refusedResult(o, raw, warn, results, refused, identity, degraded);
+}
+
+/**
+ * The one entry of a configuration with no hooks that could return a promise (no skip, identify, cost function
+ * or clientIp function, one plain limiter): such requests are decided by `fast`, without the generator.
+ */
+function isSimple<R>(o: CompiledOptions<R>): CompiledEntry<R> | undefined {
+  const entry = o.entries[0]!;
+  const plain = o.entries.length === 1 && entry.kind === 'limit' && entry.identify === undefined && typeof entry.cost !== 'function';
+  return plain && o.skip === undefined && o.identify === undefined && typeof o.cost === 'number' && !o.clientIpIsHook ? entry : undefined;
+}
+
+/** `flow` for a simple configuration over a synchronous store, as straight-line code. */
+function fast<R>(
+  o: CompiledOptions<R>,
+  entry: CompiledEntry<R>,
+  request: HttpRequest,
+  raw: R,
+  warn: Warner,
+): HandleResult | Promise<HandleResult> {
+  const shared = afterIdentify(o, request, raw, undefined) as SharedIdentity; // synchronous: clientIp is no hook
+  let identity: string;
+  if (typeof shared === 'string') {
+    identity = shared;
+  } else if (o.missing === 'deny') {
+    return refusal(o, raw, 'unidentified', undefined, undefined, [], undefined, false, shared.problem);
+  } else {
+    return passThrough('skipped', [], undefined, false);
+  }
+  const cost = (entry.cost ?? o.cost) as number;
+  const decided = consume(entry, identity, cost);
+  // limitSync refused (a synchronous store falling back to an asynchronous one): limit() answered instead.
+  if (isPromiseLike(decided)) return decided.then((decision) => concludeOne(o, entry, raw, warn, identity, cost, decision));
+  return concludeOne(o, entry, raw, warn, identity, cost, decided);
+}
+
+function concludeOne<R>(o: CompiledOptions<R>, entry: CompiledEntry<R>, raw: R, warn: Warner, identity: string, cost: number, decision: Decision): HandleResult {
+  const results: LimiterResult[] = [{ policy: entry.policy, kind: entry.kind, identity, cost, decision }];
+  const verdict = note(o, warn, raw, entry, identity, decision);
+  if (verdict & REFUSED) return refusedResult(o, raw, warn, results, 0, identity, (verdict & DEGRADED) !== 0);
+  return allowedResult(o, results, identity, (verdict & DEGRADED) !== 0, (verdict & SHADOWED) !== 0);
+}
+
+const DEGRADED = 1;
+const SHADOWED = 2;
+const REFUSED = 4;
+
+/** Reports what one decision means (degraded store, shadow would-be refusal) and says whether it refuses. */
+function note<R>(o: CompiledOptions<R>, warn: Warner, raw: R, entry: CompiledEntry<R>, key: string, decision: Decision): number {
+  let verdict = 0;
+  if (decision.degraded) {
+    verdict |= DEGRADED;
+    report(o, warn, decision.error, { request: raw, source: 'store', policy: entry.policy, decision });
+  }
+  if (!decision.allowed || decision.reason === 'shadow') {
+    if (decision.allowed || o.shadow) {
+      limited(o, warn, raw, key, entry.policy, decision, true, false);
+      return verdict | SHADOWED;
+    }
+    return verdict | REFUSED;
+  }
+  return verdict;
+}
+
+function allowedResult<R>(o: CompiledOptions<R>, results: readonly LimiterResult[], identity: string | undefined, degraded: boolean, shadowed: boolean): HandleResult {
+  if (results.length === 0) return passThrough('skipped', [], identity, false);
+  const decider = leastRoom(results);
+  const headers = rateLimitFields(counted(results), decider, o.styles, o.legacyReset);
+  return passThrough(shadowed ? 'shadow' : 'allowed', headers, identity, degraded, results, results[decider]!.decision);
+}
+
+function refusedResult<R>(
+  o: CompiledOptions<R>,
+  raw: R,
+  warn: Warner,
+  results: readonly LimiterResult[],
+  refused: number,
+  identity: string | undefined,
+  degraded: boolean,
+): HandleResult {
   const { decision, kind: entryKind, policy, cost } = results[refused]!;
   const kind: RefusalKind =
     decision.reason === 'store_unavailable'

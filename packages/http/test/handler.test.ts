@@ -70,6 +70,25 @@ describe('createHandler: N allowed, then 429', () => {
   });
 });
 
+describe('the synchronous fast path', () => {
+  it('answers exactly like the general path, request by request', () => {
+    // A hook that returns nothing keeps a configuration off the fast path without changing any answer.
+    const sequence = (fastPath: boolean) => {
+      const clock = fakeClock();
+      const limiter = memoryLimiter({ name: 'api', rules: fixedWindow({ limit: 3, window: '10s' }), clock: clock.read });
+      const handler = createHandler({ limiter, headers: ['draft-11', 'legacy'], ...(fastPath ? {} : { identify: () => undefined }) });
+      const answers = [];
+      for (let i = 0; i < 6; i++) {
+        answers.push(sync(handler.run(request(i === 4 ? '198.51.100.1' : '203.0.113.7'))));
+        clock.now += 1_700;
+      }
+      return answers;
+    };
+    expect(sequence(true)).toEqual(sequence(false));
+    expect(sequence(true).map((r) => r.status)).toEqual([200, 200, 200, 429, 200, 200]); // the sixth starts a new window
+  });
+});
+
 describe('several limiters', () => {
   it('a refusal by a later limiter gives back what the earlier ones took', async () => {
     const clock = fakeClock();

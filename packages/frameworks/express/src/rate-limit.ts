@@ -49,6 +49,8 @@ export function rateLimit<Req extends IncomingMessage = ExpressRequest>(options:
 }
 
 function respond(req: IncomingMessage, res: ServerResponse, next: (error?: unknown) => void, result: HandleResult): void {
+  // The first sluice middleware on a request has nothing to merge with: it only sets.
+  const first = (req as IncomingMessage & { rateLimit?: RateLimitInfo }).rateLimit === undefined;
   (req as IncomingMessage & { rateLimit?: RateLimitInfo }).rateLimit = result;
   if (res.headersSent) {
     // Something answered while an asynchronous store was deciding; there is nothing left to add to.
@@ -56,7 +58,7 @@ function respond(req: IncomingMessage, res: ServerResponse, next: (error?: unkno
     return;
   }
   target.res = res;
-  writeHeaders(result.headers, target);
+  writeHeaders(result.headers, first ? setOnly : target);
   if (result.allowed) {
     next();
     return;
@@ -64,6 +66,11 @@ function respond(req: IncomingMessage, res: ServerResponse, next: (error?: unkno
   res.statusCode = result.status;
   res.end(result.body);
 }
+
+const setOnly: HeaderTarget = {
+  get: () => undefined,
+  set: (name, value) => target.res!.setHeader(name, value),
+};
 
 /** One header target for every response: writeHeaders is synchronous, so `res` is set just before each use. */
 const target: HeaderTarget & { res: ServerResponse | undefined } = {

@@ -198,9 +198,11 @@ function register(fastify: FastifyInstance, options: FastifyRateLimitOptions): v
 }
 
 function finish(request: FastifyRequest, reply: FastifyReply, next: HookHandlerDoneFunction, result: HandleResult, errorResponse: 'reply' | 'throw'): void {
+  // The first sluice decision on a request has nothing to merge with: it only sets.
+  const first = request.rateLimit === null;
   request.rateLimit = result;
   target.reply = reply;
-  writeHeaders(result.headers, target);
+  writeHeaders(result.headers, first ? setOnly : target);
   if (result.allowed) {
     next();
   } else if (errorResponse === 'throw') {
@@ -210,6 +212,11 @@ function finish(request: FastifyRequest, reply: FastifyReply, next: HookHandlerD
     reply.code(result.status).send(result.body);
   }
 }
+
+const setOnly: HeaderTarget = {
+  get: () => undefined,
+  set: (name, value) => void target.reply!.header(name, value),
+};
 
 /** One header target for every reply: writeHeaders is synchronous, so `reply` is set just before each use. */
 const target: HeaderTarget & { reply: FastifyReply | undefined } = {
