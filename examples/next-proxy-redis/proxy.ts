@@ -28,6 +28,10 @@ export const proxy = rateLimit({
   // the peer address to X-Forwarded-For: the rightmost entry is the client, whatever the client itself sent.
   // Next.js must not be reachable except through that proxy. See @sluice/next's README for other setups.
   clientIp: { trustProxy: 1 },
+  // Background work: an audit trail of refusals in a Redis stream (capped near 10,000 entries). The promise goes
+  // to event.waitUntil: the 429 is sent without waiting for it.
+  onLimited: ({ identity, decision }) =>
+    redis.xadd('sluice:limited', 'MAXLEN', '~', '10000', '*', 'identity', identity, 'rule', decision.rule),
 });
 
 // Only the API: pages and /_next assets are not limited (and cost no Redis round trip).

@@ -10,6 +10,7 @@ import { createConnection, createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { Redis } from 'ioredis';
 import { startFrontProxy } from './front-proxy.mjs';
 
 const here = dirname(fileURLToPath(import.meta.url));
@@ -107,6 +108,10 @@ try {
   for (let i = 0; i < 5; i++) await show('anonymous');
   await show('anonymous', { 'x-forwarded-for': '198.51.100.7' });
   for (let i = 0; i < 2; i++) await show('alice', { authorization: 'Bearer demo-key-alice' });
+  const reader = new Redis({ host: '127.0.0.1', port: redisPort });
+  const logged = await reader.xrange('sluice:limited', '-', '+');
+  reader.disconnect();
+  console.log(`\nrefusals in the sluice:limited stream (written by onLimited on waitUntil): ${logged.map(([, f]) => f[1]).join(', ')}`);
 
   if (once) {
     await stop();

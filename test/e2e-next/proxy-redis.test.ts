@@ -3,9 +3,10 @@
 // on the Node runtime deciding through @sluice/redis (ioredis) on a real redis-server. Real HTTP; nothing mocked.
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startFrontProxy, type FrontProxy } from '../../examples/next-proxy-redis/front-proxy.mjs';
-import { rawCommand, startRedis, type RedisServer } from '../harness/redis.js';
+import { startRedis, type RedisServer } from '../harness/redis.js';
 import { buildApp, elapsedSeconds, exampleDir, startApp, type RunningApp } from './next-app.js';
 
 const APP = exampleDir('next-proxy-redis');
@@ -17,12 +18,15 @@ const POLICY = `"api/burst";q=${CAPACITY};w=${CAPACITY * TOKEN_S}, "api/day";q=$
 const DAY_MS = 86_400_000;
 
 let redis: RedisServer | undefined;
+/** The test's own connection, to read what the app wrote. */
+let reader: Redis | undefined;
 let app: RunningApp | undefined;
 let front: FrontProxy | undefined;
 let buildMs = 0;
 
 beforeAll(async () => {
   redis = await startRedis();
+  reader = new Redis({ host: '127.0.0.1', port: redis.port, maxRetriesPerRequest: 1 });
   buildMs = (await buildApp(APP)).ms;
   app = await startApp(APP, { REDIS_URL: `redis://127.0.0.1:${redis.port}` });
   front = await startFrontProxy({ target: new URL(app.url) });
@@ -31,6 +35,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await front?.close();
   await app?.stop();
+  reader?.disconnect();
   await redis?.stop();
 });
 
@@ -111,8 +116,22 @@ describe('Next.js 16 proxy.ts on Redis (examples/next-proxy-redis), production b
     await burst({ authorization: 'Bearer demo-key-alice' });
   });
 
+  it("onLimited's background work (XADD on waitUntil, Node runtime) ran once for every refusal", async () => {
+    // 1 refusal in the anonymous burst + 12 rotation attempts; 1 in alice's burst. The work runs after the
+    // response, so give it a moment.
+    const deadline = Date.now() + 5_000;
+    let entries: [string, string[]][] = [];
+    while (Date.now() < deadline) {
+      entries = await reader!.xrange('sluice:limited', '-', '+');
+      if (entries.length >= 14) break;
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+    const seen = entries.map(([, fields]) => fields.join(' '));
+    expect(seen).toEqual([...Array<string>(13).fill('identity ip:127.0.0.1 rule burst'), 'identity user:alice rule burst']);
+  });
+
   it('the counters live in Redis, under the identity the proxy resolved', async () => {
-    const keys = (await rawCommand(redis!.port, 'KEYS sluice:api:*')).split('\r\n').filter((line) => line.startsWith('sluice:'));
+    const keys = await reader!.keys('sluice:api:*');
     expect(keys.sort()).toEqual([
       'sluice:api:{ip:127.0.0.1}:burst',
       'sluice:api:{ip:127.0.0.1}:day',
