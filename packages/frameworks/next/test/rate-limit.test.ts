@@ -97,6 +97,12 @@ describe('rateLimit() as middleware / proxy', () => {
     expect(response.headers.get('ratelimit-policy')).toBe('"api";q=10;w=10, "login";q=1;w=10');
     expect(response.headers.get('ratelimit')).toBe('"api";r=9;t=1, "login";r=0;t=7');
 
+    // NextResponse.redirect's headers are mutable; the web Response.redirect's are not (the README says so).
+    const redirect = withRateLimitHeaders(await limitApi.check(request()), NextResponse.redirect(new URL('https://app.example/')));
+    expect(redirect.headers.get('ratelimit')).toBe('"api";r=8;t=2');
+    const third = await limitApi.check(request());
+    expect(() => withRateLimitHeaders(third, Response.redirect('https://app.example/'))).toThrow(TypeError);
+
     const refused = await limitLogin.check(request());
     expect(refused.allowed).toBe(false);
     const answer = toNextResponse(refused);
