@@ -38,13 +38,11 @@ export default tseslint.config(
       'no-restricted-imports': [
         'error',
         {
-          patterns: [
-            { group: ['node:*'], message: 'Edge-safe packages may not import Node built-ins.' },
-            {
-              group: ['fs', 'path', 'crypto', 'http', 'https', 'net', 'os', 'stream', 'buffer', 'events', 'child_process', 'worker_threads', 'util'],
-              message: 'Edge-safe packages may not import Node built-ins.',
-            },
-          ],
+          // Bare built-in names are listed as exact paths: a gitignore-style pattern 'http' would also match '@sluice/http'.
+          paths: ['fs', 'fs/promises', 'path', 'crypto', 'http', 'https', 'http2', 'net', 'tls', 'dns', 'os', 'stream', 'buffer', 'events', 'child_process', 'worker_threads', 'util', 'zlib', 'url', 'module', 'async_hooks', 'perf_hooks', 'vm'].map(
+            (name) => ({ name, message: 'Edge-safe packages may not import Node built-ins.' }),
+          ),
+          patterns: [{ group: ['node:*'], message: 'Edge-safe packages may not import Node built-ins.' }],
         },
       ],
       'no-restricted-globals': [

@@ -55,6 +55,12 @@ describe('edge-safety lint', () => {
     expect(await ruleHits(clean, EDGE_SAFE_FILES[0]!)).toEqual([]);
   });
 
+  it('allows edge-safe workspace packages whose names end like a built-in (regression: @sluice/http matched "http")', async () => {
+    const code = "import { createHandler } from '@sluice/http';\nexport const h = createHandler;\n";
+    expect(await ruleHits(code, 'packages/frameworks/next/src/edge-probe.ts')).toEqual([]);
+    expect(await ruleHits("import { request } from 'http';\nexport const r = request;\n", 'packages/frameworks/next/src/edge-probe.ts')).toHaveLength(1);
+  });
+
   it('does not apply edge rules to Node-only packages (memory store, tests)', async () => {
     for (const file of ['packages/stores/memory/src/edge-probe.ts', 'packages/core/test/edge-probe.test.ts']) {
       const code = OFFENDERS.nodeImport + OFFENDERS.buffer + OFFENDERS.process;
