@@ -32,6 +32,33 @@ export interface StepOutcome {
 
 export type Step<P> = (state: State | undefined, now: number, cost: number, mode: Mode, params: P) => StepOutcome;
 
+/**
+ * A `StepOutcome` filled in place, so that an in-process executor can run a step per decision without
+ * allocating. `next` is the caller's array; the step overwrites its elements and sets its length.
+ */
+export interface StepScratch {
+  allowed: boolean;
+  next: number[];
+  remaining: number;
+  resetAt: number;
+  retryAt: number;
+  ttlMs: number;
+}
+
+/** The same step as `Step<P>`, writing its outcome into `out`: every field equal to what `Step<P>` returns. */
+export type StepInto<P> = (state: State | undefined, now: number, cost: number, mode: Mode, params: P, out: StepScratch) => void;
+
+/** Makes `next` the two-element state [a, b], in place. */
+export function setPair(next: number[], a: number, b: number): void {
+  if (next.length !== 2) next.length = 2;
+  next[0] = a;
+  next[1] = b;
+}
+
+export function newStepScratch(): StepScratch {
+  return { allowed: true, next: [0, 0], remaining: 0, resetAt: 0, retryAt: 0, ttlMs: 0 };
+}
+
 /** ceil(a / b) for a >= 0, b > 0, exact for integers below 2^53 (no a + b - 1 overflow). */
 export function ceilDiv(a: number, b: number): number {
   const q = Math.floor(a / b);

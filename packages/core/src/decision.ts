@@ -1,5 +1,6 @@
 import { NEVER } from './algorithm.js';
 import type { Rule, RuleOutcome } from './rules.js';
+import type { RuleAnswer } from './store.js';
 
 /**
  * Why a decision came out as it did.
@@ -66,6 +67,33 @@ export function decide(rules: readonly Rule[], outcomes: readonly RuleOutcome[],
     degraded: false,
     rule: chosen.id,
     rules: reports,
+    now,
+  };
+}
+
+/** `decide` for one rule answered through a store's fast path: the same decision, field for field. */
+export function decideOne(rule: Rule, answer: RuleAnswer, now: number): Decision {
+  const allowed = answer.allowed;
+  const never = answer.retryAt === NEVER && !allowed;
+  const report: RuleReport = {
+    id: rule.id,
+    allowed,
+    limit: rule.limit,
+    remaining: answer.remaining,
+    resetAt: answer.resetAt,
+    retryAt: answer.retryAt,
+    windowMs: rule.windowMs,
+  };
+  return {
+    allowed,
+    reason: allowed ? 'ok' : never ? 'cost_exceeds_limit' : 'rate_limited',
+    limit: rule.limit,
+    remaining: answer.remaining,
+    resetAt: answer.resetAt,
+    retryAfter: allowed ? 0 : never ? Number.POSITIVE_INFINITY : Math.max(0, answer.retryAt - now),
+    degraded: false,
+    rule: rule.id,
+    rules: [report],
     now,
   };
 }

@@ -16,9 +16,9 @@ export type { LeakyBucketOptions, LeakyBucketParams } from './algorithms/leaky-b
 export { gcra, gcraStep } from './algorithms/gcra.js';
 export type { GcraOptions, GcraParams } from './algorithms/gcra.js';
 
-export { NEVER, ceilDiv } from './algorithm.js';
-export type { Mode, State, Step, StepOutcome } from './algorithm.js';
-export { STEPS, evaluate, stepRule } from './rules.js';
+export { NEVER, ceilDiv, newStepScratch } from './algorithm.js';
+export type { Mode, State, Step, StepInto, StepOutcome, StepScratch } from './algorithm.js';
+export { STEPS, evaluate, stepRule, stepRuleInto } from './rules.js';
 export type { AlgorithmName, Evaluation, ParamsByAlgorithm, ResolvedRule, Rule, RuleOutcome } from './rules.js';
 export type { RuleBaseOptions } from './rule-options.js';
 
@@ -30,6 +30,7 @@ export type {
   LimitResult,
   ReserveRequest,
   ReserveResult,
+  RuleAnswer,
   Store,
   StoreCapabilities,
   StoreOperation,

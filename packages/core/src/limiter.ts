@@ -1,5 +1,5 @@
 import type { CircuitBreaker, CircuitBreakerOptions, CircuitState } from './circuit-breaker.js';
-import { decide, type Decision } from './decision.js';
+import { decide, decideOne, type Decision } from './decision.js';
 import { SluiceError, describe } from './errors.js';
 import {
   asStoreError,
@@ -15,7 +15,7 @@ import {
 import { MAX_VERBATIM_IDENTITY, hash32, identityKey } from './identity.js';
 import type { Mode } from './algorithm.js';
 import type { ResolvedRule, Rule } from './rules.js';
-import type { LimitRequest, LimitResult, Store, SyncStore } from './store.js';
+import type { LimitRequest, LimitResult, RuleAnswer, Store, SyncStore } from './store.js';
 import { rejectUnknownOptions, requireObject } from './validate.js';
 
 /** `enforce` denies; `shadow` counts and reports but never denies (dark launch); `off` is the kill switch. */
@@ -111,6 +111,9 @@ class LimiterImpl implements SyncLimiter {
   private readonly breaker: CircuitBreaker | undefined;
   private readonly quotaCache = new WeakMap<object, readonly Rule[]>();
   private readonly cacheKeys: boolean;
+  /** The store answers single-rule decisions through `limitOne` (see store.ts), into `answer`. */
+  private readonly fastPath: boolean;
+  private readonly answer: RuleAnswer = { allowed: true, remaining: 0, resetAt: 0, retryAt: 0 };
   private keys = new Map<string, string>();
   private previousKeys = new Map<string, string>();
   private currentRules!: readonly Rule[];
@@ -121,6 +124,7 @@ class LimiterImpl implements SyncLimiter {
     rejectUnknownOptions(options, KNOWN, 'createLimiter');
     this.store = checkStore(options.store, 'createLimiter: store');
     this.cacheKeys = this.store.capabilities.synchronous === true;
+    this.fastPath = this.cacheKeys && this.store.capabilities.clock === 'client' && typeof this.store.limitOne === 'function';
     this.name = checkName(options.name ?? 'default', 'name');
     const prefix = checkName(options.prefix ?? 'sluice', 'prefix');
     this.keyPrefix = `${prefix}:${this.name}:{`;
@@ -236,16 +240,7 @@ class LimiterImpl implements SyncLimiter {
 
   private request(identity: string, options: LimitOptions | undefined, mode: Mode, rules: readonly Rule[]): LimitRequest {
     const key = this.keyFor(identity);
-    let cost = 1;
-    if (options !== undefined) {
-      checkLimitOptions(options);
-      if (options.cost !== undefined) {
-        cost = options.cost;
-        if (!Number.isSafeInteger(cost) || cost < 0) {
-          throw new SluiceError('INVALID_COST', `cost must be a non-negative integer, got ${describe(cost)}`);
-        }
-      }
-    }
+    const cost = options === undefined ? 1 : readCost(options);
     return { key, rules: hasStagger(rules) ? stagger(rules, identity) : rules, cost, mode: cost === 0 ? 'peek' : mode, now: this.clock() };
   }
 
@@ -265,6 +260,7 @@ class LimiterImpl implements SyncLimiter {
 
   private attempt(identity: string, options: LimitOptions | undefined, mode: Mode): Decision | Promise<Decision> {
     const rules = this.rulesFor(identity);
+    if (this.fastPath && rules.length === 1 && !rules[0]!.stagger) return this.one(identity, options, mode, rules, false);
     const request = this.request(identity, options, mode, rules);
     if (this.currentMode === 'off') return disabled(rules, request.now);
     if (this.breaker !== undefined && !this.breaker.allowRequest(request.now)) {
@@ -304,6 +300,7 @@ class LimiterImpl implements SyncLimiter {
       throw new SluiceError('UNSUPPORTED_OPERATION', 'limitSync needs a synchronous store (memory, SQLite); use limit()');
     }
     const rules = this.rulesFor(identity);
+    if (this.fastPath && rules.length === 1 && !rules[0]!.stagger) return this.one(identity, options, mode, rules, true) as Decision;
     const request = this.request(identity, options, mode, rules);
     if (this.currentMode === 'off') return disabled(rules, request.now);
     let result: LimitResult;
@@ -313,16 +310,48 @@ class LimiterImpl implements SyncLimiter {
       }
       result = this.store.limit(request) as LimitResult;
     } catch (error) {
-      const failure = asStoreError(error);
-      if (failure.code !== 'CIRCUIT_OPEN') this.breaker?.onFailure(this.clock());
-      const fallback = this.fallback(request, rules, failure);
-      if (isPromise(fallback)) {
-        throw new SluiceError('UNSUPPORTED_OPERATION', 'limitSync cannot fall back to an asynchronous store', { cause: error });
-      }
-      return fallback;
+      return this.failedSync(request, rules, error);
     }
     this.breaker?.onSuccess();
     return this.shaped(decide(rules, result.outcomes, result.now));
+  }
+
+  private failedSync(request: LimitRequest, rules: readonly Rule[], error: unknown): Decision {
+    const failure = asStoreError(error);
+    if (failure.code !== 'CIRCUIT_OPEN') this.breaker?.onFailure(this.clock());
+    const fallback = this.fallback(request, rules, failure);
+    if (isPromise(fallback)) {
+      throw new SluiceError('UNSUPPORTED_OPERATION', 'limitSync cannot fall back to an asynchronous store', { cause: error });
+    }
+    return fallback;
+  }
+
+  /**
+   * A single-rule decision through the store's `limitOne`: the same checks in the same order, the same answers
+   * and the same failure handling as the general path, without the request, result and outcome objects (it
+   * builds the request only if the store fails). Synchronous unless an asynchronous fallback store answers.
+   */
+  private one(identity: string, options: LimitOptions | undefined, mode: Mode, rules: readonly Rule[], sync: boolean): Decision | Promise<Decision> {
+    const key = this.keyFor(identity);
+    const cost = options === undefined ? 1 : readCost(options);
+    const now = this.clock();
+    if (this.currentMode === 'off') return disabled(rules, now);
+    const effective: Mode = cost === 0 ? 'peek' : mode;
+    const rule = rules[0]!;
+    const breaker = this.breaker;
+    if (breaker !== undefined && !breaker.allowRequest(now)) {
+      const open = new SluiceError('CIRCUIT_OPEN', 'the store circuit is open after repeated failures');
+      const request: LimitRequest = { key, rules, cost, mode: effective, now };
+      return sync ? this.failedSync(request, rules, open) : this.fallback(request, rules, open);
+    }
+    try {
+      this.store.limitOne!(key, rule, cost, effective, now, this.answer);
+    } catch (error) {
+      const request: LimitRequest = { key, rules, cost, mode: effective, now };
+      return sync ? this.failedSync(request, rules, error) : this.failed(request, rules, error);
+    }
+    breaker?.onSuccess();
+    return this.shaped(decideOne(rule, this.answer, now));
   }
 
   private shaped(decision: Decision): Decision {
@@ -426,6 +455,16 @@ function checkRules(value: unknown, field: string): readonly Rule[] {
     ids.add(candidate.id);
   }
   return Object.freeze([...(list as Rule[])]);
+}
+
+function readCost(options: LimitOptions): number {
+  checkLimitOptions(options);
+  const cost = options.cost;
+  if (cost === undefined) return 1;
+  if (!Number.isSafeInteger(cost) || cost < 0) {
+    throw new SluiceError('INVALID_COST', `cost must be a non-negative integer, got ${describe(cost)}`);
+  }
+  return cost;
 }
 
 /** Per-call options: `limit(id, 5)` or `{ weight: 5 }` would otherwise silently cost 1. A for-in is cheap here. */

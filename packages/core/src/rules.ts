@@ -1,10 +1,10 @@
-import type { Mode, State, Step, StepOutcome } from './algorithm.js';
+import type { Mode, State, Step, StepInto, StepOutcome, StepScratch } from './algorithm.js';
 import { fixedWindowStep, type FixedWindowParams } from './algorithms/fixed-window.js';
 import { gcraStep, type GcraParams } from './algorithms/gcra.js';
 import { leakyBucketStep, type LeakyBucketParams } from './algorithms/leaky-bucket.js';
 import { slidingWindowCounterStep, type SlidingWindowCounterParams } from './algorithms/sliding-window-counter.js';
 import { slidingWindowLogStep, type SlidingWindowLogParams } from './algorithms/sliding-window-log.js';
-import { tokenBucketStep, type TokenBucketParams } from './algorithms/token-bucket.js';
+import { tokenBucketInto, tokenBucketStep, type TokenBucketParams } from './algorithms/token-bucket.js';
 
 export interface ParamsByAlgorithm {
   'fixed-window': FixedWindowParams;
@@ -47,6 +47,32 @@ export const STEPS: { readonly [A in AlgorithmName]: Step<ParamsByAlgorithm[A]> 
 
 export function stepRule(rule: ResolvedRule, state: State | undefined, now: number, cost: number, mode: Mode): StepOutcome {
   return (STEPS[rule.algorithm] as Step<ResolvedRule['params']>)(state, now, cost, mode, rule.params);
+}
+
+/** Steps that can write into a scratch outcome; the others are run through `STEPS` and copied. */
+const STEPS_INTO: { readonly [A in AlgorithmName]?: StepInto<ParamsByAlgorithm[A]> } = {
+  'token-bucket': tokenBucketInto,
+};
+
+/**
+ * `stepRule` writing its outcome into `out` (same values), for in-process executors that decide per call
+ * without allocating. `out.next` is overwritten: copy it before the next call if it must be kept.
+ */
+export function stepRuleInto(rule: ResolvedRule, state: State | undefined, now: number, cost: number, mode: Mode, out: StepScratch): void {
+  const into = STEPS_INTO[rule.algorithm] as StepInto<ResolvedRule['params']> | undefined;
+  if (into !== undefined) {
+    into(state, now, cost, mode, rule.params, out);
+    return;
+  }
+  const step = stepRule(rule, state, now, cost, mode);
+  const next = out.next;
+  next.length = step.next.length;
+  for (let i = 0; i < next.length; i++) next[i] = step.next[i]!;
+  out.allowed = step.allowed;
+  out.remaining = step.remaining;
+  out.resetAt = step.resetAt;
+  out.retryAt = step.retryAt;
+  out.ttlMs = step.ttlMs;
 }
 
 /** One rule's answer, as reported in a decision. */

@@ -45,6 +45,15 @@ export interface LimitResult {
   readonly outcomes: readonly RuleOutcome[];
 }
 
+/** Where a store's single-rule fast path writes its answer: the fields of a `RuleOutcome` that vary per call. */
+export interface RuleAnswer {
+  allowed: boolean;
+  remaining: number;
+  resetAt: number;
+  /** Earliest time the same cost passes; `now` when allowed, -1 (NEVER) when never. */
+  retryAt: number;
+}
+
 /** Future: a concurrency lease, held until released or until `ttlMs` passes (a crashed holder frees its slot). */
 export interface LeaseRequest {
   readonly key: string;
@@ -92,6 +101,13 @@ export interface Store {
   limit(request: LimitRequest): LimitResult | Promise<LimitResult>;
   /** Forgets the state of the given rules for one base key. */
   reset(key: string, ruleIds: readonly string[]): void | Promise<void>;
+  /**
+   * Optional fast path for synchronous, `clock: 'client'` stores: one rule, answered into `out`, with no request
+   * or result objects. It must be exactly `limit({ key, rules: [rule], cost, mode, now })`, its state and writes
+   * included. The limiter calls it for single-rule decisions when present (and `limit` otherwise); a failure
+   * throws as `limit` would. Not an announced operation: it is an optimisation of `limit`, not a new ability.
+   */
+  limitOne?(key: string, rule: ResolvedRule, cost: number, mode: Mode, now: number, out: RuleAnswer): void;
   /** Releases what the store opened itself (never the client the user passed in). */
   close?(): void | Promise<void>;
   lease?(request: LeaseRequest): LeaseResult | Promise<LeaseResult>;

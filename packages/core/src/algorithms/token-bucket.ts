@@ -9,7 +9,7 @@
  * Worst-case burst: `capacity` at once. Memory: two integers per identity.
  * State (smooth): [level × intervalMs, lastMs]. State (interval): [tokens, lastTick].
  */
-import { NEVER, approach, ceilDiv, type Mode, type State, type StepOutcome } from '../algorithm.js';
+import { NEVER, approach, ceilDiv, newStepScratch, setPair, type Mode, type State, type StepOutcome, type StepScratch } from '../algorithm.js';
 import type { Duration } from '../duration.js';
 import { SluiceError, describe } from '../errors.js';
 import { readRuleOptions, type RuleBaseOptions } from '../rule-options.js';
@@ -31,10 +31,25 @@ export function tokenBucketStep(
   mode: Mode,
   params: TokenBucketParams,
 ): StepOutcome {
-  return params.refill === 1 ? intervalStep(state, now, cost, mode, params) : smoothStep(state, now, cost, mode, params);
+  const out = newStepScratch();
+  tokenBucketInto(state, now, cost, mode, params, out);
+  return out;
 }
 
-function smoothStep(state: State | undefined, now: number, cost: number, mode: Mode, p: TokenBucketParams): StepOutcome {
+/** `tokenBucketStep` writing into a caller's scratch (the in-process stores' allocation-free path). */
+export function tokenBucketInto(
+  state: State | undefined,
+  now: number,
+  cost: number,
+  mode: Mode,
+  params: TokenBucketParams,
+  out: StepScratch,
+): void {
+  if (params.refill === 1) intervalStep(state, now, cost, mode, params, out);
+  else smoothStep(state, now, cost, mode, params, out);
+}
+
+function smoothStep(state: State | undefined, now: number, cost: number, mode: Mode, p: TokenBucketParams, out: StepScratch): void {
   // Levels are kept in scaled units (tokens × intervalMs) so that refill per millisecond is the integer refillRate.
   const full = p.capacity * p.intervalMs;
   let level = full;
@@ -55,17 +70,15 @@ function smoothStep(state: State | undefined, now: number, cost: number, mode: M
     if (!allowed) retryAt = cost > p.capacity ? NEVER : t + ceilDiv(need - level, p.refillRate);
   }
   const resetAt = t + ceilDiv(full - level, p.refillRate);
-  return {
-    allowed,
-    next: [level, t],
-    remaining: Math.floor(level / p.intervalMs),
-    resetAt,
-    retryAt,
-    ttlMs: resetAt - now,
-  };
+  out.allowed = allowed;
+  setPair(out.next, level, t);
+  out.remaining = Math.floor(level / p.intervalMs);
+  out.resetAt = resetAt;
+  out.retryAt = retryAt;
+  out.ttlMs = resetAt - now;
 }
 
-function intervalStep(state: State | undefined, now: number, cost: number, mode: Mode, p: TokenBucketParams): StepOutcome {
+function intervalStep(state: State | undefined, now: number, cost: number, mode: Mode, p: TokenBucketParams, out: StepScratch): void {
   let tick = Math.floor(now / p.intervalMs);
   let tokens = p.capacity;
   if (state !== undefined) {
@@ -84,7 +97,12 @@ function intervalStep(state: State | undefined, now: number, cost: number, mode:
     if (!allowed) retryAt = cost > p.capacity ? NEVER : (tick + ceilDiv(cost - tokens, p.refillRate)) * p.intervalMs;
   }
   const resetAt = tokens >= p.capacity ? Math.max(now, tick * p.intervalMs) : (tick + ceilDiv(p.capacity - tokens, p.refillRate)) * p.intervalMs;
-  return { allowed, next: [tokens, tick], remaining: tokens, resetAt, retryAt, ttlMs: resetAt - now };
+  out.allowed = allowed;
+  setPair(out.next, tokens, tick);
+  out.remaining = tokens;
+  out.resetAt = resetAt;
+  out.retryAt = retryAt;
+  out.ttlMs = resetAt - now;
 }
 
 export interface TokenBucketOptions extends RuleBaseOptions {

@@ -1,0 +1,86 @@
+import {
+  createLimiter,
+  fixedWindow,
+  gcra,
+  leakyBucket,
+  slidingWindowCounter,
+  slidingWindowLog,
+  tokenBucket,
+  type Decision,
+  type LimitRequest,
+  type Rule,
+  type SyncStore,
+} from '@sluice/core';
+import { referenceStore } from '@sluice/conformance';
+import { describe, expect, it } from 'vitest';
+import { memoryStore } from '../src/index.js';
+
+const T0 = Date.UTC(2030, 0, 1);
+
+/** A store seen without any `limitOne`: the limiter then takes the general `limit(request)` path. */
+function generalOnly(store: SyncStore): SyncStore {
+  return {
+    capabilities: store.capabilities,
+    limit: (request: LimitRequest) => store.limit(request),
+    reset: (key: string, ruleIds: readonly string[]) => store.reset(key, ruleIds),
+  };
+}
+
+/** mulberry32: a seeded, reproducible sequence. */
+function prng(seed: number): () => number {
+  let a = seed;
+  return () => {
+    a = (a + 0x6d2b79f5) | 0;
+    let t = Math.imul(a ^ (a >>> 15), 1 | a);
+    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+const RULES: Array<[string, () => Rule]> = [
+  ['token bucket, smooth', () => tokenBucket({ capacity: 5, refillRate: 2, interval: '1s' })],
+  ['token bucket, interval', () => tokenBucket({ capacity: 5, refillRate: 2, interval: '1s', refill: 'interval' })],
+  ['fixed window', () => fixedWindow({ limit: 5, window: '1s' })],
+  ['fixed window, staggered', () => fixedWindow({ limit: 5, window: '1s', stagger: true })],
+  ['sliding window log', () => slidingWindowLog({ limit: 5, window: '1s' })],
+  ['sliding window counter', () => slidingWindowCounter({ limit: 5, window: '1s' })],
+  ['leaky bucket', () => leakyBucket({ capacity: 5, leakRate: 2, interval: '1s' })],
+  ['gcra', () => gcra({ limit: 5, period: '1s' })],
+];
+
+describe('memoryStore: the single-rule fast path (limitOne) answers exactly like the reference model', () => {
+  it.each(RULES)('%s: 2,000 random limit/peek/refund/reset calls give equal decisions', (_name, make) => {
+    const random = prng(0x51ce);
+    const clock = { now: T0 };
+    const fastStore = memoryStore();
+    const fast = createLimiter({ store: fastStore, rules: make(), clock: () => clock.now });
+    // The conformance model runs core's `evaluate` over a plain Map, through the general `limit(request)` path.
+    const general = createLimiter({ store: generalOnly(referenceStore()), rules: make(), clock: () => clock.now });
+    expect(typeof fastStore.limitOne).toBe('function');
+    for (let i = 0; i < 2_000; i++) {
+      clock.now += Math.floor(random() * 400);
+      const identity = `id-${Math.floor(random() * 12)}`;
+      const cost = Math.floor(random() * 7);
+      const pick = random();
+      const call = (limiter: typeof fast): Decision =>
+        pick < 0.7 ? limiter.limitSync(identity, { cost }) : pick < 0.85 ? limiter.peekSync(identity, { cost }) : limiter.refundSync(identity, { cost });
+      const a = call(fast);
+      const b = call(general);
+      expect(a, `call ${i}`).toStrictEqual(b);
+      if (random() < 0.01) {
+        fast.reset(identity);
+        general.reset(identity);
+      }
+    }
+  });
+
+  it('limit() takes the same path and gives the same decision as limitSync()', async () => {
+    const clock = { now: T0 };
+    const a = createLimiter({ store: memoryStore(), rules: tokenBucket({ capacity: 3, refillRate: 1 }), clock: () => clock.now });
+    const b = createLimiter({ store: generalOnly(referenceStore()), rules: tokenBucket({ capacity: 3, refillRate: 1 }), clock: () => clock.now });
+    for (let i = 0; i < 6; i++) {
+      clock.now += 100;
+      expect(await a.limit('x')).toStrictEqual(b.limitSync('x'));
+    }
+  });
+});
