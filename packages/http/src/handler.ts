@@ -306,12 +306,16 @@ function identityText(value: IdentityValue, field: string): string | undefined {
   throw new SluiceError('INVALID_IDENTITY', `${field} must return a string, a number, undefined or null, got ${describe(value)}`);
 }
 
+/** The options object for the usual cost, made once rather than per request. */
+const COST_ONE = Object.freeze({ cost: 1 });
+
 /** `limitSync` where the store allows it (learnt once per limiter), `limit` otherwise. */
 function consume<R>(entry: CompiledEntry<R>, key: string, cost: number): Decision | Promise<Decision> {
+  const options = cost === 1 ? COST_ONE : { cost };
   const limiter = entry.limiter as typeof entry.limiter & { limitSync?: (id: string, o: { cost: number }) => Decision };
   if (entry.sync !== false && typeof limiter.limitSync === 'function') {
     try {
-      const decision = limiter.limitSync(key, { cost });
+      const decision = limiter.limitSync(key, options);
       entry.sync = true;
       return decision;
     } catch (error) {
@@ -320,7 +324,7 @@ function consume<R>(entry: CompiledEntry<R>, key: string, cost: number): Decisio
       if (entry.sync === undefined) entry.sync = false;
     }
   }
-  return entry.limiter.limit(key, { cost });
+  return entry.limiter.limit(key, options);
 }
 
 function giveBack<R>(entry: CompiledEntry<R>, key: string, cost: number): Decision | Promise<Decision> {
@@ -334,7 +338,9 @@ function giveBack<R>(entry: CompiledEntry<R>, key: string, cost: number): Decisi
  * reports no rules rather than an invented "full" or "empty"; a fallback store's answer has real counts and stays.
  */
 function counted(results: readonly LimiterResult[]): readonly LimiterResult[] {
-  if (!results.some((r) => r.decision.reason === 'store_unavailable')) return results;
+  let failed = false;
+  for (let i = 0; i < results.length; i++) if (results[i]!.decision.reason === 'store_unavailable') failed = true;
+  if (!failed) return results;
   return results.map((r) => (r.decision.reason === 'store_unavailable' ? { ...r, decision: { ...r.decision, rules: [] } } : r));
 }
 
