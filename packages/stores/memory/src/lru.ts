@@ -1,8 +1,12 @@
 /**
- * A bounded least-recently-used map whose recency list runs through the entries themselves (intrusive links),
- * so a hit costs one Map lookup and a few pointer writes, and allocates nothing. Replaces lru-cache on the hot
- * path: its get() builds an options object per call and walks its TTL and fetch machinery, which this store
- * never uses (expiry lives in the states, on the limiter's clock).
+ * A bounded, nearly least-recently-used map whose recency list runs through the entries themselves (intrusive
+ * links): a hit costs one Map lookup and allocates nothing. Replaces lru-cache on the hot path: its get() builds
+ * an options object per call and walks TTL and fetch machinery this store never uses (expiry lives in the states).
+ *
+ * Recency is kept lazily: a hit moves its entry to the newest end only if more than `slack` (max / 8) operations
+ * passed since it was last moved, so a busy identity does not rewrite its list neighbours (scattered memory) on
+ * every decision. The bound it keeps: an entry is evicted only after at least max - 1 - slack other entries were
+ * used more recently than its last use (exact LRU: max - 1). Below 8 entries it is exact.
  */
 export interface LruEntry {
   /** The key the entry is held under; set by `set`. */
@@ -11,6 +15,8 @@ export interface LruEntry {
   newer: LruEntry | undefined;
   /** Toward the least recently used end. */
   older: LruEntry | undefined;
+  /** The operation count when the entry was last moved to the newest end; maintained by the Lru. */
+  movedAt: number;
 }
 
 export class Lru<E extends LruEntry> {
@@ -19,17 +25,23 @@ export class Lru<E extends LruEntry> {
   private newest: E | undefined;
   /** Least recently used: evicted first. */
   private oldest: E | undefined;
+  /** Operations (get and set) so far. */
+  private ops = 0;
+  private readonly slack: number;
 
-  constructor(private readonly max: number) {}
+  constructor(private readonly max: number) {
+    this.slack = Math.floor(max / 8);
+  }
 
   get size(): number {
     return this.map.size;
   }
 
-  /** The entry, made the most recently used. */
+  /** The entry, counted as used now (moved to the newest end unless it moved within the last `slack` operations). */
   get(key: string): E | undefined {
+    const ops = ++this.ops;
     const entry = this.map.get(key);
-    if (entry !== undefined && entry !== this.newest) {
+    if (entry !== undefined && ops - entry.movedAt > this.slack && entry !== this.newest) {
       this.unlink(entry);
       this.pushNewest(entry);
     }
@@ -51,6 +63,7 @@ export class Lru<E extends LruEntry> {
       this.unlink(victim);
       this.map.delete(victim.key);
     }
+    ++this.ops;
     entry.key = key;
     this.map.set(key, entry);
     this.pushNewest(entry);
@@ -100,6 +113,7 @@ export class Lru<E extends LruEntry> {
 
   private pushNewest(entry: E): void {
     const newest = this.newest;
+    entry.movedAt = this.ops;
     entry.older = newest;
     if (newest === undefined) this.oldest = entry;
     else newest.newer = entry;

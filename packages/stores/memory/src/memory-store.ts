@@ -18,8 +18,9 @@ import { Lru, type LruEntry } from './lru.js';
 
 export interface MemoryStoreOptions {
   /**
-   * Most (limiter, identity) pairs kept at once, across every limiter on this store. When full, the least recently
-   * used one is forgotten, which errs toward admitting it again; size this above the identities active within
+   * Most (limiter, identity) pairs kept at once, across every limiter on this store. When full, a least recently
+   * used one is forgotten (never one used more recently than 7/8 of maxKeys others), which errs toward
+   * admitting it again; size this above the identities active within
    * your longest window. Memory is bounded by it whatever the traffic: a few hundred bytes per tracked identity
    * for the counter and bucket algorithms (measured by `pnpm bench memory`), nothing reserved up front.
    * At most 10,000,000.
@@ -46,7 +47,7 @@ interface Slot extends LruEntry {
  * heap number, one per decision, hung off a long-lived slot.
  */
 function newSlot(id: string, state: State, expiresAt: number): Slot {
-  return { key: '', newer: undefined, older: undefined, id, state, expiresAt, next: undefined };
+  return { key: '', newer: undefined, older: undefined, movedAt: 0, id, state, expiresAt, next: undefined };
 }
 
 const SWEEP_EVERY = 1024;
@@ -99,7 +100,7 @@ export class MemoryStore implements SyncStore {
     return this.cache.size;
   }
 
-  /** The base keys currently held, most recently used first; for inspection and tests, not the hot path. */
+  /** The base keys currently held, most recently used first (as nearly as the Lru keeps recency); for inspection and tests, not the hot path. */
   keys(): string[] {
     const keys: string[] = [];
     for (const first of this.cache.newestFirst()) keys.push(first.key);
