@@ -1,9 +1,11 @@
-// `pnpm demo`: an HTTP server (node:http, 127.0.0.1, a free port) guarded by a sluice limiter on the memory
-// store, and about three seconds of traffic from five clients against it. Prints a live progress line, then
-// a table of what each client got, one 429 response as the client saw it, and a check of the limiter's
-// guarantee against what the server admitted. Exits by itself (exit 1 if a guarantee was broken).
-import { createServer } from 'node:http';
+// `pnpm demo`: an Express app on 127.0.0.1 (a free port) guarded by @sluice/express's `rateLimit` middleware, a
+// compound limiter on the memory store, and about three seconds of traffic from five clients against it. Prints
+// a live progress line, then a table of what each client got, one 429 response as the client saw it (its headers
+// and problem+json body come from @sluice/http), and a check of the limiter's guarantee against what the app
+// admitted. Exits by itself (exit 1 if a guarantee was broken or nothing was limited).
+import express from 'express';
 import { createLimiter, slidingWindowLog, tokenBucket } from '@sluice/core';
+import { rateLimit } from '@sluice/express';
 import { memoryStore } from '@sluice/memory';
 
 const CAPACITY = 10; // burst, requests
@@ -21,38 +23,38 @@ const limiter = createLimiter({
   ],
 });
 
-// IETF RateLimit headers (draft-ietf-httpapi-ratelimit-headers): every policy, and the deciding one's state.
-// A later version of this demo uses @sluice/http for this; seconds are rounded up so clients never retry early.
-function rateLimitHeaders(decision) {
-  const seconds = (ms) => Math.max(0, Math.ceil(ms / 1000));
-  const headers = {
-    'RateLimit-Policy': decision.rules.map((r) => `"${r.id}";q=${r.limit};w=${seconds(r.windowMs)}`).join(', '),
-    RateLimit: `"${decision.rule}";r=${decision.remaining};t=${seconds(decision.resetAt - decision.now)}`,
-  };
-  if (!decision.allowed && Number.isFinite(decision.retryAfter)) headers['Retry-After'] = String(seconds(decision.retryAfter));
-  return headers;
-}
-
-/** Server-side tally per identity, to check the guarantee against what was really admitted. */
+/** Per identity: cost admitted, and the times of its first and last decision, to check the guarantee. */
 const admitted = new Map();
-
-const server = createServer(async (req, res) => {
-  // Authenticated user first, the client address only as a fallback.
-  const user = req.headers['x-user'];
-  const identity = typeof user === 'string' && user !== '' ? `user:${user}` : `ip:${req.socket.remoteAddress}`;
-  const cost = req.method === 'POST' && req.url === '/export' ? EXPORT_COST : 1;
-  const decision = await limiter.limit(identity, { cost });
+/** The identity the middleware resolved for each x-user value ('' for none), for the table. */
+const identities = new Map();
+function record(req, identity, decision, cost) {
+  identities.set(req.get('x-user') ?? '', identity);
   const seen = admitted.get(identity) ?? { first: decision.now, last: decision.now, cost: 0 };
   seen.last = decision.now;
-  if (decision.allowed) seen.cost += cost;
+  seen.cost += cost;
   admitted.set(identity, seen);
-  const status = decision.allowed ? 200 : 429;
-  const body = decision.allowed
-    ? { ok: true, remaining: decision.remaining }
-    : { error: 'rate_limited', rule: decision.rule, retryAfterMs: decision.retryAfter };
-  res.writeHead(status, { 'content-type': 'application/json', ...rateLimitHeaders(decision) });
-  res.end(JSON.stringify(body));
+}
+
+const app = express();
+app.disable('x-powered-by');
+app.use(
+  rateLimit({
+    limiter,
+    // The signed-in user first (here the x-user header stands in for a session); without one, the socket address.
+    identify: (req) => req.get('x-user') || undefined,
+    cost: (req) => (req.method === 'POST' && req.path === '/export' ? EXPORT_COST : 1),
+    // Refusals are answered by the middleware (429, RateLimit headers, Retry-After, problem+json); note them here.
+    onLimited: ({ request, identity, decision }) => record(request, identity, decision, 0),
+  }),
+);
+// Only allowed requests get this far, with the middleware's answer on req.rateLimit.
+app.use((req, _res, next) => {
+  const { identity, decision, results } = req.rateLimit;
+  record(req, identity, decision, results[0].cost);
+  next();
 });
+app.get('/search', (req, res) => res.json({ ok: true, remaining: req.rateLimit.decision.remaining }));
+app.post('/export', (req, res) => res.json({ ok: true, exported: true, remaining: req.rateLimit.decision.remaining }));
 
 // Five clients, ~3 s: one polite, one steady but too fast, one sending weighted exports, one flooding at once,
 // and one without a user header (identified by its address).
@@ -78,7 +80,7 @@ async function send(base, client) {
   if (res.status === 200) s.allowed++;
   else if (res.status === 429) {
     s.limited++;
-    if (sample === undefined && res.headers.has('retry-after')) sample = { client: client.name, res, text };
+    if (sample === undefined) sample = { client: client.name, res, text };
   } else throw new Error(`unexpected status ${res.status}: ${text}`);
 }
 
@@ -118,9 +120,11 @@ function progress(started, final) {
 function table(rows) {
   const widths = rows[0].map((_, i) => Math.max(...rows.map((row) => String(row[i]).length)));
   return rows
-    .map((row) => row.map((cell, i) => (i === 0 ? String(cell).padEnd(widths[i]) : String(cell).padStart(widths[i]))).join('   '))
+    .map((row) => row.map((cell, i) => (i < 2 ? String(cell).padEnd(widths[i]) : String(cell).padStart(widths[i]))).join('   '))
     .join('\n');
 }
+
+let server;
 
 async function main() {
   const watchdog = setTimeout(() => {
@@ -129,10 +133,13 @@ async function main() {
   }, 15_000);
   watchdog.unref();
 
-  await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
+  server = await new Promise((resolve, reject) => {
+    const listening = app.listen(0, '127.0.0.1', (error) => (error ? reject(error) : resolve(listening)));
+  });
   const base = `http://127.0.0.1:${server.address().port}`;
-  console.log(`sluice demo: server on ${base}, limiter "demo" on the memory store`);
-  console.log(`rules: token bucket (burst ${CAPACITY}, ${REFILL_PER_SECOND}/s) AND sliding log (${PER_MINUTE}/min); POST /export costs ${EXPORT_COST}\n`);
+  console.log(`sluice demo: Express app on ${base}, rateLimit() middleware, limiter "demo" on the memory store`);
+  console.log(`rules: token bucket (burst ${CAPACITY}, ${REFILL_PER_SECOND}/s) AND sliding log (${PER_MINUTE}/min); POST /export costs ${EXPORT_COST}`);
+  console.log('identity: the x-user header (user:<name>), else the socket address (ip:<address>)\n');
 
   const started = Date.now();
   const ticker = setInterval(() => progress(started, false), 100);
@@ -145,21 +152,22 @@ async function main() {
     server.close();
   }
 
-  const rows = [['client', 'requests', 'allowed', 'limited']];
+  const rows = [['client', 'identity', 'requests', 'allowed', 'limited']];
   for (const c of CLIENTS) {
     const s = stats.get(c.name);
-    rows.push([`${c.name}${c.method === 'POST' ? ` (cost ${EXPORT_COST})` : ''}`, s.sent, s.allowed, s.limited]);
+    const identity = identities.get(c.user ?? '') ?? '?';
+    rows.push([`${c.name}${c.method === 'POST' ? ` (cost ${EXPORT_COST})` : ''}`, identity, s.sent, s.allowed, s.limited]);
   }
   console.log(`\n${table(rows)}\n`);
 
   if (sample !== undefined) {
-    console.log(`one 429, as ${sample.client} saw it:`);
+    console.log(`one 429, as ${sample.client} saw it (headers and body written by @sluice/http):`);
     console.log(`  HTTP ${sample.res.status} ${sample.res.statusText}`);
-    for (const name of ['RateLimit-Policy', 'RateLimit', 'Retry-After']) console.log(`  ${name}: ${sample.res.headers.get(name)}`);
+    for (const name of ['RateLimit-Policy', 'RateLimit', 'Retry-After', 'Content-Type']) console.log(`  ${name}: ${sample.res.headers.get(name)}`);
     console.log(`  ${sample.text}\n`);
   }
 
-  // The contract, checked on what the server admitted: cost admitted in [first, last] <= burst + rate × elapsed,
+  // The contract, checked on what the app admitted: cost admitted in [first, last] <= burst + rate × elapsed,
   // and never more than the per-minute limit (the whole run is shorter than a minute).
   let held = true;
   for (const [identity, seen] of admitted) {
@@ -177,5 +185,6 @@ async function main() {
 main().catch((error) => {
   console.error(error);
   process.exitCode = 1;
-  server.close();
+  server?.closeAllConnections();
+  server?.close();
 });
