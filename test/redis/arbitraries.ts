@@ -54,6 +54,9 @@ export function ruleOf(algorithm: AlgorithmCase, id: string): fc.Arbitrary<Resol
   }
 }
 
+/** One rule of any algorithm, as a rule set. */
+export const ruleSets: fc.Arbitrary<ResolvedRule[]> = fc.constantFrom(...ALGORITHMS).chain((algorithm) => ruleOf(algorithm, 'r').map((rule) => [rule]));
+
 /** Two or three rules of any algorithms, distinct ids: the compound (all-or-nothing) case. */
 export const compoundRules: fc.Arbitrary<ResolvedRule[]> = fc
   .array(fc.constantFrom(...ALGORITHMS), { minLength: 2, maxLength: 3 })
@@ -73,7 +76,7 @@ const delta = fc.oneof(
   { weight: 1, arbitrary: fc.integer({ min: 3_001, max: 100_000_000_000 }) },
 );
 
-export function events(maxCost: number): fc.Arbitrary<Event[]> {
+export function events(maxCost: number, minLength = 1): fc.Arbitrary<Event[]> {
   const cost = fc.oneof(
     { weight: 6, arbitrary: fc.constant(1) },
     { weight: 2, arbitrary: fc.constant(0) },
@@ -84,7 +87,7 @@ export function events(maxCost: number): fc.Arbitrary<Event[]> {
     { weight: 1, arbitrary: fc.constant<Mode>('peek') },
     { weight: 2, arbitrary: fc.constant<Mode>('refund') },
   );
-  return fc.array(fc.record({ deltaMs: delta, cost, mode }), { minLength: 1, maxLength: 40 });
+  return fc.array(fc.record({ deltaMs: delta, cost, mode }), { minLength, maxLength: Math.max(40, minLength) });
 }
 
 /** A start instant near today's epoch ms, so arithmetic runs at the magnitudes production sees. */

@@ -1,7 +1,8 @@
 /**
  * Redis Cluster: a local cluster of three masters (started and torn down by this file) runs the store
  * conformance suite, and compound rules, through an ioredis `Cluster` client. An identity's keys share its
- * `{identity}` hash tag, so each decision is one single-slot EVALSHA on the node that owns the slot.
+ * `{identity}` hash tag, so each decision is one single-slot EVALSHA on the node that owns the slot; decisions
+ * issued together share a call only when they share a hash tag.
  */
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { Cluster } from 'ioredis';
@@ -77,6 +78,25 @@ describe('compound rules on a 3-master cluster', () => {
       }
     }
     expect(owners.size).toBe(3);
+  });
+
+  test('decisions issued together share one EVALSHA per hash tag: a hot identity costs one call, the others one each', async () => {
+    const identities = ['hot', 'cold-a', 'cold-b', 'cold-c', 'cold-d'];
+    // Load the script on every node that owns one of these slots (a fresh node answers NOSCRIPT once).
+    const warm = createLimiter({ store: redisStore(client), rules, name: 'cluster-batch-warm' });
+    await Promise.all(identities.map((identity) => warm.limit(identity)));
+    const masters = client.nodes('master');
+    await Promise.all(masters.map((node) => node.config('RESETSTAT')));
+    const limiter = createLimiter({ store: redisStore(client), rules, name: 'cluster-batch' });
+    const hot = Array.from({ length: 12 }, () => limiter.limit('hot'));
+    const cold = identities.slice(1).map((identity) => limiter.limit(identity));
+    const [hotDecisions, coldDecisions] = [await Promise.all(hot), await Promise.all(cold)];
+    expect(hotDecisions.map((d) => d.allowed)).toEqual([...Array(4).fill(true), ...Array(8).fill(false)]);
+    expect(coldDecisions.every((d) => d.allowed && !d.degraded)).toBe(true);
+    const stats = await Promise.all(masters.map((node) => node.info('commandstats')));
+    const calls = (name: string) => stats.reduce((sum, text) => sum + Number(new RegExp(`cmdstat_${name}:calls=(\\d+)`).exec(text)?.[1] ?? 0), 0);
+    expect(calls('evalsha')).toBe(1 + 4);
+    expect(calls('eval')).toBe(0);
   });
 
   test('reset deletes every rule of an identity with one single-slot DEL', async () => {

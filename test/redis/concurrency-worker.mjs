@@ -1,10 +1,11 @@
 // One OS process of the concurrency test: its own ioredis connection, `inFlight` requests outstanding at once,
-// all on the one identity the parent names. Reports what it was allowed; it never decides anything itself.
+// all on the one identity the parent names (batched into shared script calls, or one call each). Reports what
+// it was allowed; it never decides anything itself.
 import { Redis } from 'ioredis';
 import { createLimiter } from '@sluice/core';
 import { redisStore } from '@sluice/redis';
 
-const [port, pipelining] = process.argv.slice(2);
+const [port, pipelining, batch] = process.argv.slice(2);
 const client = new Redis({ host: '127.0.0.1', port: Number(port), enableAutoPipelining: pipelining === '1' });
 
 process.on('message', async (message) => {
@@ -15,7 +16,7 @@ process.on('message', async (message) => {
   }
   // A generous deadline and fail-closed: a slow machine must not turn into extra allows, and errors are counted.
   const limiter = createLimiter({
-    store: redisStore(client),
+    store: redisStore(client, { batch: batch === '1' }),
     rules: message.rules,
     name: message.name,
     timeoutMs: 30_000,

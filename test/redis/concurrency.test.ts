@@ -46,8 +46,9 @@ function message(child: ChildProcess, type: string): Promise<Record<string, numb
 beforeAll(async () => {
   server = await startRedis();
   for (let i = 0; i < PROCESSES; i++) {
-    // Half the processes pipeline automatically, half do not: the store must be exact either way.
-    const child = fork(new URL('./concurrency-worker.mjs', import.meta.url), [String(server.port), String(i % 2)], { stdio: 'inherit' });
+    // Half the processes pipeline automatically, half do not; half batch the decisions they issue together into
+    // shared script calls (the default), half send one call per decision: the store must be exact every way.
+    const child = fork(new URL('./concurrency-worker.mjs', import.meta.url), [String(server.port), String(i % 2), String(i < 2 ? 1 : 0)], { stdio: 'inherit' });
     children.push(child);
   }
   await Promise.all(children.map((child) => message(child, 'ready')));

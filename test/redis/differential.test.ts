@@ -1,26 +1,28 @@
 /**
  * JS-vs-Lua differential: fast-check event sequences run through core's `evaluate()` (the reference) and through
  * the Redis store's Lua script on a real redis-server (client clock mode), and every event must agree exactly:
- * allowed, remaining, resetAt, retryAt per rule, the state written and its expiry.
+ * allowed, remaining, resetAt, retryAt per rule, the state written and its expiry. The script is called with
+ * the store's own codec (`encodeCall`, `parseCallReply`): one decision per call, as a lone decision travels,
+ * and several decisions per call, as the store's batcher sends decisions issued together.
  *
- * Each event is one MULTI/EXEC: GET the rules' states, TIME, EVALSHA, TIME, then GET and PEXPIRETIME them again. Reading the state in
- * the same atomic block as the script makes the comparison exact even when Redis expires a key in real time
- * while the logical (client) clock says it should still be there: the reference steps the state the script saw.
- * A JS model that chains its own writes checks, in addition, that the states Redis holds are the ones core
- * would hold.
+ * Each call is one MULTI/EXEC: GET the rules' states, TIME, EVALSHA, TIME, then GET and PEXPIRETIME them again.
+ * Reading the state in the same atomic block as the script makes the comparison exact even when Redis expires a
+ * key in real time while the logical (client) clock says it should still be there: the reference steps the state
+ * the script saw. A JS model that chains its own writes checks, in addition, that the states Redis holds are the
+ * ones core would hold.
  */
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import fc from 'fast-check';
 import { Redis } from 'ioredis';
 import { decodeState, encodeState, evaluate, type LimitRequest, type ResolvedRule, type State } from '@sluice/core';
-import { CLIENT_CLOCK_EXPIRY_SLACK_MS, LIMIT_SCRIPT, LIMIT_SCRIPT_SHA1, parseReply, scriptArguments, scriptKeys } from '@sluice/redis/scripts';
+import { CLIENT_CLOCK_EXPIRY_SLACK_MS, LIMIT_SCRIPT, LIMIT_SCRIPT_SHA1, encodeCall, parseCallReply } from '@sluice/redis/scripts';
 import { startRedis, type RedisServer } from '../harness/redis.js';
-import { ALGORITHMS, compoundRules, events, ruleOf, startMs, type Event } from './arbitraries.js';
+import { ALGORITHMS, compoundRules, events, ruleOf, ruleSets, startMs, type Event } from './arbitraries.js';
 
 let server: RedisServer;
 let client: Redis;
 let sequence = 0;
-const stats = { sequences: 0, events: 0, writes: 0, expiredEarly: 0 };
+const stats = { sequences: 0, events: 0, writes: 0, expiredEarly: 0, calls: 0, batchedCalls: 0, batchedDecisions: 0, repeatedKeys: 0 };
 
 beforeAll(async () => {
   server = await startRedis();
@@ -30,76 +32,120 @@ beforeAll(async () => {
 });
 
 afterAll(async () => {
-  console.log(`[differential] ${stats.sequences} sequences, ${stats.events} events, ${stats.writes} writes compared; ${stats.expiredEarly} states expired by Redis real time before the logical clock reached them`);
+  console.log(`[differential] ${stats.sequences} sequences, ${stats.events} events in ${stats.calls} script calls (${stats.batchedCalls} carrying several decisions), ${stats.writes} writes compared; ${stats.expiredEarly} states expired by Redis real time before the logical clock reached them`);
   client?.disconnect();
   await server?.stop();
 });
 
-async function runSequence(rules: readonly ResolvedRule[], start: number, list: readonly Event[]): Promise<void> {
+/** One identity of a differential run: its base key and its rules. */
+interface Identity {
+  readonly key: string;
+  readonly rules: readonly ResolvedRule[];
+}
+
+/** An event of a batched run: which identity decides, and when. */
+interface TaggedEvent extends Event {
+  readonly who: number;
+}
+
+/** Redis's clock in ms as Redis keeps it (floor of microseconds / 1000). */
+const redisMs = (time: unknown) => Number((time as string[])[0]) * 1000 + Math.floor(Number((time as string[])[1]) / 1000);
+
+/**
+ * Runs `calls` (each a list of events, in order) through the script, one EVALSHA per call, and through core's
+ * `evaluate()` one event after the other; compares every outcome, then each key's stored state and expiry after
+ * the call with the last write the reference made to it.
+ */
+async function runCalls(identities: readonly Identity[], start: number, calls: ReadonlyArray<readonly TaggedEvent[]>): Promise<void> {
   stats.sequences++;
-  const key = `diff:{s${++sequence}}`;
   let now = start;
-  let model: Array<State | undefined> = rules.map(() => undefined);
-  for (const [index, event] of list.entries()) {
-    now = Math.max(0, now + event.deltaMs);
-    const request: LimitRequest = { key, rules, cost: event.cost, mode: event.mode, now };
-    const keys = scriptKeys(request);
+  const model = new Map<string, State | undefined>();
+  const keyRules = new Map<string, ResolvedRule>();
+  for (const { key, rules } of identities) for (const rule of rules) keyRules.set(`${key}:${rule.id}`, rule);
+  for (const [index, call] of calls.entries()) {
+    const requests: LimitRequest[] = call.map((event) => {
+      now = Math.max(0, now + event.deltaMs);
+      const { key, rules } = identities[event.who]!;
+      return { key, rules, cost: event.cost, mode: event.mode, now };
+    });
+    const { keys, args } = encodeCall(requests, 'client');
+    const distinct = [...new Set(keys)];
     const multi = client.multi();
-    for (const k of keys) multi.get(k);
+    for (const k of distinct) multi.get(k);
     multi.time();
-    multi.evalsha(LIMIT_SCRIPT_SHA1, keys.length, ...keys, ...scriptArguments(request, 'client'));
+    multi.evalsha(LIMIT_SCRIPT_SHA1, keys.length, ...keys, ...args);
     multi.time();
-    for (const k of keys) multi.get(k);
-    for (const k of keys) multi.call('PEXPIRETIME', k);
+    for (const k of distinct) multi.get(k);
+    for (const k of distinct) multi.call('PEXPIRETIME', k);
     const results = (await multi.exec())!;
     for (const [error] of results) expect(error).toBeNull();
     const all = results.map(([, value]) => value);
-    // Redis's clock around the script, in ms as Redis keeps it (floor of microseconds / 1000).
-    const redisMs = (time: unknown) => Number((time as string[])[0]) * 1000 + Math.floor(Number((time as string[])[1]) / 1000);
-    const n = keys.length;
+    const n = distinct.length;
     const [timeBefore, timeAfter] = [redisMs(all[n]), redisMs(all[n + 2])];
-    const values = [...all.slice(0, n), ...all.slice(n + 1, n + 2), ...all.slice(n + 3)];
-    const before = values.slice(0, n).map((v) => decodeState(v as string | null));
-    const actual = parseReply(values[n], rules);
-    const after = values.slice(n + 1, 2 * n + 1) as Array<string | null>;
-    const expireAt = values.slice(2 * n + 1) as number[];
-    const where = `event ${index} ${JSON.stringify(event)} at ${now}, states ${JSON.stringify(before)}`;
+    const before = all.slice(0, n).map((v) => decodeState(v as string | null));
+    const reply = all[n + 1];
+    const after = all.slice(n + 3, 2 * n + 3) as Array<string | null>;
+    const expireAt = all.slice(2 * n + 3) as number[];
+    const where = (i: number) => `call ${index}, decision ${i} ${JSON.stringify(call[i])} at ${requests[i]!.now}, states before the call ${JSON.stringify(before)}`;
+    stats.calls++;
+    if (call.length > 1) {
+      stats.batchedCalls++;
+      stats.batchedDecisions += call.length;
+      stats.repeatedKeys += call.length - new Set(call.map((event) => event.who)).size;
+    }
 
     // The model chains core's own writes; Redis may only have dropped a state early (real-time expiry).
-    for (let i = 0; i < n; i++) {
-      if (before[i] !== undefined) expect(before[i], `${where}: stored state of ${rules[i]!.id}`).toEqual(model[i]);
-      else if (model[i] !== undefined) stats.expiredEarly++;
+    const current = new Map<string, State | undefined>();
+    for (const [i, k] of distinct.entries()) {
+      if (before[i] !== undefined) expect(before[i], `${where(0)}: stored state of ${k}`).toEqual(model.get(k));
+      else if (model.get(k) !== undefined) stats.expiredEarly++;
+      current.set(k, before[i]);
     }
 
-    const expected = evaluate(rules, before, now, event.cost, event.mode);
-    expect(actual.now, where).toBe(now);
-    expect(actual.outcomes, where).toEqual(expected.outcomes);
-    const allAllowed = (values[n] as number[])[1] === 1;
-    expect(allAllowed, where).toBe(expected.allowed);
-
-    if (expected.writes === undefined) {
-      for (let i = 0; i < n; i++) expect(decodeState(after[i]), `${where}: untouched ${rules[i]!.id}`).toEqual(before[i]);
-      model = before;
-    } else {
-      stats.writes++;
-      // What a reader gets back: an empty sliding log is stored as '' and read as no state, like decodeState('').
-      model = expected.writes.map((w) => (w.ttlMs > 0 ? decodeState(encodeState(w.state)) : undefined));
-      for (let i = 0; i < n; i++) {
-        const write = expected.writes[i]!;
-        if (write.ttlMs > 0) {
-          expect(after[i], `${where}: written ${rules[i]!.id}`).toBe(encodeState(write.state));
-          // Every key carries its expiry: the step's ttlMs plus the client-clock slack, from Redis's clock at the SET
-          // (which lies between the two TIME readings; under load Redis may be descheduled inside EXEC).
-          const expiry = write.ttlMs + CLIENT_CLOCK_EXPIRY_SLACK_MS;
-          expect(expireAt[i]!, `${where}: PEXPIRETIME of ${rules[i]!.id}`).toBeGreaterThanOrEqual(timeBefore + expiry);
-          expect(expireAt[i]!, `${where}: PEXPIRETIME of ${rules[i]!.id}`).toBeLessThanOrEqual(timeAfter + expiry);
-        } else {
-          expect(after[i], `${where}: ${rules[i]!.id} with ttl ${write.ttlMs} is deleted`).toBeNull();
+    // The reference: the call's decisions one after the other, each seeing the writes of the previous ones.
+    const actual = parseCallReply(reply, requests, 'client');
+    const lastWrite = new Map<string, { state: State; ttlMs: number }>();
+    for (const [i, request] of requests.entries()) {
+      const ruleKeys = request.rules.map((rule) => `${request.key}:${rule.id}`);
+      const expected = evaluate(request.rules, ruleKeys.map((k) => current.get(k)), request.now, request.cost, request.mode);
+      expect(actual[i]!.now, where(i)).toBe(request.now);
+      expect(actual[i]!.outcomes, where(i)).toEqual(expected.outcomes);
+      // The decision as a whole is every rule's allowed (the script sends no separate flag).
+      expect(actual[i]!.outcomes.every((o) => o.allowed), where(i)).toBe(expected.allowed);
+      if (expected.writes !== undefined) {
+        stats.writes++;
+        for (const [r, write] of expected.writes.entries()) {
+          // What a reader gets back: an empty sliding log is stored as '' and read as no state, like decodeState('').
+          current.set(ruleKeys[r]!, write.ttlMs > 0 ? decodeState(encodeState(write.state)) : undefined);
+          lastWrite.set(ruleKeys[r]!, write);
         }
       }
+      stats.events++;
     }
-    stats.events++;
+
+    for (const [i, k] of distinct.entries()) {
+      const write = lastWrite.get(k);
+      if (write === undefined) {
+        expect(decodeState(after[i]), `call ${index}: untouched ${k}`).toEqual(before[i]);
+      } else if (write.ttlMs > 0) {
+        expect(after[i], `call ${index}: written ${k} (${keyRules.get(k)!.algorithm})`).toBe(encodeState(write.state));
+        // Every key carries its expiry: the last step's ttlMs plus the client-clock slack, from Redis's clock at
+        // the SET (which lies between the two TIME readings; under load Redis may be descheduled inside EXEC).
+        const expiry = write.ttlMs + CLIENT_CLOCK_EXPIRY_SLACK_MS;
+        expect(expireAt[i]!, `call ${index}: PEXPIRETIME of ${k}`).toBeGreaterThanOrEqual(timeBefore + expiry);
+        expect(expireAt[i]!, `call ${index}: PEXPIRETIME of ${k}`).toBeLessThanOrEqual(timeAfter + expiry);
+      } else {
+        expect(after[i], `call ${index}: ${k} with ttl ${write.ttlMs} is deleted`).toBeNull();
+      }
+      model.set(k, current.get(k));
+    }
   }
+}
+
+/** One identity, one decision per call: the path of every decision that travels alone. */
+function runSequence(rules: readonly ResolvedRule[], start: number, list: readonly Event[]): Promise<void> {
+  const identity = { key: `diff:{s${++sequence}}`, rules };
+  return runCalls([identity], start, list.map((event) => [{ ...event, who: 0 }]));
 }
 
 const maxCostOf = (rules: readonly ResolvedRule[]) => Math.max(...rules.map((r) => r.limit));
@@ -127,6 +173,42 @@ describe('Lua script equals core evaluate(), event by event', () => {
     );
   });
 
+  test('batched calls: decisions of several identities (one or more rules each) in one call equal core, one after the other', async () => {
+    const [batchedBefore, decisionsBefore, repeatsBefore] = [stats.batchedCalls, stats.batchedDecisions, stats.repeatedKeys];
+    // Up to three identities with their own rule sets, events interleaved, cut into calls of 1 to 8 decisions:
+    // the same identity may decide several times in a call (a hot key), and rule sets alternate (several spec
+    // entries), as they do when limiters share a store.
+    const arbitrary = fc
+      .array(fc.oneof(compoundRules, ruleSets), { minLength: 1, maxLength: 3 })
+      .chain((sets) =>
+        fc.tuple(
+          fc.constant(sets),
+          startMs,
+          events(Math.max(...sets.flat().map((r) => r.limit)), 12),
+          fc.array(fc.nat(sets.length - 1), { minLength: 40, maxLength: 40 }),
+          fc.array(fc.oneof({ weight: 1, arbitrary: fc.constant(1) }, { weight: 4, arbitrary: fc.integer({ min: 2, max: 8 }) }), { minLength: 1, maxLength: 40 }),
+        ),
+      );
+    await fc.assert(
+      fc.asyncProperty(arbitrary, async ([sets, start, list, owners, sizes]) => {
+        const run = ++sequence;
+        const identities = sets.map((rules, i) => ({ key: `batch:{b${run}-${i}}`, rules }));
+        const tagged = list.map((event, i) => ({ ...event, who: owners[i % owners.length]! }));
+        const calls: TaggedEvent[][] = [];
+        for (let at = 0, s = 0; at < tagged.length; s++) {
+          const size = sizes[s % sizes.length]!;
+          calls.push(tagged.slice(at, at + size));
+          at += size;
+        }
+        await runCalls(identities, start, calls);
+      }),
+      { numRuns: 60 },
+    );
+    console.log(`[differential] batched: ${stats.batchedCalls - batchedBefore} calls carrying ${stats.batchedDecisions - decisionsBefore} decisions, ${stats.repeatedKeys - repeatsBefore} of them on an identity already decided earlier in the same call`);
+    expect(stats.batchedCalls - batchedBefore).toBeGreaterThan(50);
+    expect(stats.repeatedKeys - repeatsBefore).toBeGreaterThan(50);
+  });
+
   test('stored text that is not a clean state is read exactly as core decodeState reads it', async () => {
     const { fixedWindow, tokenBucket } = await import('@sluice/core');
     const raws = ['1,2', '1,,2', ',5', '7,', 'a,1', '1.5,2', ' 3,4', '1e3,2', '9007199254740993,1', '-4,2', '', 'x'];
@@ -134,11 +216,11 @@ describe('Lua script equals core evaluate(), event by event', () => {
       for (const raw of raws) {
         const key = `raw:{${++sequence}}`;
         const request: LimitRequest = { key, rules: [rule], cost: 1, mode: 'peek', now: 1_700_000_000_000 };
-        const keys = scriptKeys(request);
+        const { keys, args } = encodeCall([request], 'client');
         await client.set(keys[0]!, raw);
-        const reply = await client.evalsha(LIMIT_SCRIPT_SHA1, 1, keys[0]!, ...scriptArguments(request, 'client'));
+        const reply = await client.evalsha(LIMIT_SCRIPT_SHA1, 1, keys[0]!, ...args);
         const expected = evaluate([rule], [decodeState(raw)], request.now, 1, 'peek');
-        expect(parseReply(reply, [rule]).outcomes, `${rule.algorithm} over ${JSON.stringify(raw)}`).toEqual(expected.outcomes);
+        expect(parseCallReply(reply, [request], 'client')[0]!.outcomes, `${rule.algorithm} over ${JSON.stringify(raw)}`).toEqual(expected.outcomes);
       }
     }
   });

@@ -1,7 +1,7 @@
 import { SluiceError, type LimitRequest, type LimitResult, type Store, type StoreCapabilities } from '@sluice/core';
 import type { Cluster, Redis } from 'ioredis';
+import { LimitBatcher } from './scripts/batcher.js';
 import { LIMIT_SCRIPT, LIMIT_SCRIPT_SHA1 } from './scripts/limit-script.js';
-import { parseReply, ruleArguments } from './scripts/arguments.js';
 
 export interface RedisStoreOptions {
   /**
@@ -11,17 +11,30 @@ export interface RedisStoreOptions {
    * @default 'store'
    */
   clock?: 'store' | 'client';
+  /**
+   * Coalesce decisions issued together (same tick) into one script call: still one round trip per decision,
+   * each decision atomic and in order, but one EVALSHA, one TIME and one MGET for the lot. Nothing waits on a
+   * timer: a decision that is alone is sent at once. On a Cluster only decisions whose keys share a hash slot
+   * (the same identity, mostly) share a call. `false` sends one EVALSHA per decision.
+   * @default true
+   */
+  batch?: boolean;
+  /**
+   * Most decisions one script call carries (1 to 1000).
+   * @default 64
+   */
+  maxBatch?: number;
 }
 
 /** The three ioredis methods the store calls; `Redis` and `Cluster` both have them. */
 type ScriptClient = Pick<Redis, 'evalsha' | 'eval' | 'del'>;
 
-const KNOWN = ['clock'];
+const KNOWN = ['clock', 'batch', 'maxBatch'];
 
 /**
  * Store on the user's ioredis client, standalone `Redis` or `Cluster`, with or without `enableAutoPipelining`.
- * One decision = one EVALSHA of one Lua script, compound rules included. The client is the user's: the store
- * never closes it and never changes its options.
+ * One decision = one EVALSHA of one Lua script, compound rules included; decisions issued together share one.
+ * The client is the user's: the store never closes it and never changes its options.
  * @example createLimiter({ store: redisStore(new Redis()), rules: gcra({ limit: 100, period: '1m' }) })
  */
 export function redisStore(client: Redis | Cluster, options: RedisStoreOptions = {}): RedisStore {
@@ -31,7 +44,7 @@ export function redisStore(client: Redis | Cluster, options: RedisStoreOptions =
 export class RedisStore implements Store {
   readonly capabilities: StoreCapabilities;
   private readonly client: ScriptClient;
-  private readonly clock: 'store' | 'client';
+  private readonly batcher: LimitBatcher;
 
   constructor(client: Redis | Cluster, options: RedisStoreOptions = {}) {
     const candidate = client as Partial<ScriptClient> | null | undefined;
@@ -56,31 +69,27 @@ export class RedisStore implements Store {
     if (clock !== 'store' && clock !== 'client') {
       throw new SluiceError('INVALID_OPTION', `redisStore: clock must be 'store' or 'client', got ${JSON.stringify(clock)}`);
     }
+    const batch = options.batch ?? true;
+    if (typeof batch !== 'boolean') throw new SluiceError('INVALID_OPTION', `redisStore: batch must be true or false, got ${JSON.stringify(batch)}`);
+    const maxBatch = options.maxBatch ?? 64;
+    if (!Number.isSafeInteger(maxBatch) || maxBatch < 1 || maxBatch > 1000) {
+      throw new SluiceError('INVALID_OPTION', `redisStore: maxBatch must be an integer from 1 to 1000, got ${JSON.stringify(maxBatch)}`);
+    }
     this.client = client;
-    this.clock = clock;
     this.capabilities = { synchronous: false, clock, operations: ['limit', 'reset'] };
+    this.batcher = new LimitBatcher({
+      clock,
+      maxBatch: batch ? maxBatch : 1,
+      call: this.call,
+      // A script's keys must share one hash slot on a Cluster: only decisions of one hash tag (identity) share a call.
+      group: (client as { isCluster?: boolean }).isCluster === true ? hashTagOf : undefined,
+      // After every pending microtask: decisions issued in the same tick share a call, none waits for a timer.
+      defer: (flush) => process.nextTick(flush),
+    });
   }
 
-  async limit(request: LimitRequest): Promise<LimitResult> {
-    // numkeys, KEYS, ARGV in one flat list (the same values as scriptKeys and scriptArguments, built in one pass).
-    const { key, rules } = request;
-    const call: Array<string | number> = [rules.length];
-    for (let i = 0; i < rules.length; i++) call.push(`${key}:${rules[i]!.id}`);
-    call.push(request.mode, request.cost, this.clock === 'store' ? '' : request.now);
-    for (let i = 0; i < rules.length; i++) {
-      const values = ruleArguments(rules[i]!);
-      for (let j = 0; j < values.length; j++) call.push(values[j]!);
-    }
-    let reply: unknown;
-    try {
-      reply = await this.client.evalsha(LIMIT_SCRIPT_SHA1, ...(call as [number, ...Array<string | number>]));
-    } catch (error) {
-      // NOSCRIPT means the script did not run (fresh or flushed server), so one EVAL cannot double count.
-      // Any other error may have run it, or not: it is never retried, the limiter's failure policy decides.
-      if (!isNoScript(error)) throw error;
-      reply = await this.client.eval(LIMIT_SCRIPT, ...(call as [number, ...Array<string | number>]));
-    }
-    return parseReply(reply, rules);
+  limit(request: LimitRequest): Promise<LimitResult> {
+    return this.batcher.limit(request);
   }
 
   async reset(key: string, ruleIds: readonly string[]): Promise<void> {
@@ -88,6 +97,38 @@ export class RedisStore implements Store {
     // One DEL: the keys share the identity's hash tag, so this is a single-slot command on a Cluster too.
     await this.client.del(...ruleIds.map((id) => `${key}:${id}`));
   }
+
+  private readonly call = async (keys: string[], args: string[]): Promise<unknown> => {
+    try {
+      return await this.client.evalsha(LIMIT_SCRIPT_SHA1, keys.length, ...keys, ...args);
+    } catch (error) {
+      // NOSCRIPT means the script did not run (fresh or flushed server), so one EVAL cannot double count.
+      // Any other error may have run it, or not: it is never retried, the limiters' failure policies decide.
+      if (!isNoScript(error)) throw error;
+      return this.client.eval(LIMIT_SCRIPT, keys.length, ...keys, ...args);
+    }
+  };
+}
+
+/**
+ * The Redis Cluster hash tag all of a request's keys share (keys with one tag always share a slot), or undefined
+ * when they do not share one: such a request travels, and on a Cluster fails with CROSSSLOT, alone.
+ */
+function hashTagOf(request: LimitRequest): string | undefined {
+  const { key, rules } = request;
+  const tag = hashTag(`${key}:${rules[0]!.id}`);
+  if (tag === undefined) return undefined;
+  for (let i = 1; i < rules.length; i++) if (hashTag(`${key}:${rules[i]!.id}`) !== tag) return undefined;
+  return tag;
+}
+
+/** Redis's rule: the text between the first '{' and the next '}', when not empty. */
+function hashTag(key: string): string | undefined {
+  const open = key.indexOf('{');
+  if (open < 0) return undefined;
+  const close = key.indexOf('}', open + 1);
+  if (close <= open + 1) return undefined;
+  return key.slice(open + 1, close);
 }
 
 function isNoScript(error: unknown): boolean {

@@ -77,6 +77,15 @@ describe('redisStore options', () => {
     expect(() => redisStore(client, { clock: 'server' as never })).toThrow(/clock must be 'store' or 'client', got "server"/);
   });
 
+  test('batch and maxBatch are checked, naming the accepted values', () => {
+    const client = connect();
+    expect(() => redisStore(client, { batch: 'yes' as never })).toThrow(/batch must be true or false, got "yes"/);
+    for (const maxBatch of [0, 1001, 2.5, Number.NaN]) {
+      expect(() => redisStore(client, { maxBatch })).toThrow(/maxBatch must be an integer from 1 to 1000/);
+    }
+    expect(() => redisStore(client, { batch: false, maxBatch: 1 })).not.toThrow();
+  });
+
   test('capabilities announce the clock in use', () => {
     const client = connect();
     expect(redisStore(client).capabilities).toEqual({ synchronous: false, clock: 'store', operations: ['limit', 'reset'] });
@@ -95,7 +104,7 @@ describe('redisStore on a real redis-server', () => {
   });
 
   for (const enableAutoPipelining of [false, true]) {
-    test(`exactly one EVALSHA per decision, compound rules included (autopipelining ${enableAutoPipelining ? 'on' : 'off'})`, async () => {
+    test(`concurrent decisions share one EVALSHA, compound rules included, each answered in issue order (autopipelining ${enableAutoPipelining ? 'on' : 'off'})`, async () => {
       const client = connect({ enableAutoPipelining });
       const store = redisStore(client, { clock: 'client' });
       const rules = [tokenBucket({ capacity: 5, refillRate: 1 }), fixedWindow({ limit: 3, window: '1m' }), gcra({ limit: 10, period: '1s' })];
@@ -104,12 +113,68 @@ describe('redisStore on a real redis-server', () => {
       await client.config('RESETSTAT');
       const decisions = await Promise.all(Array.from({ length: 10 }, () => limiter.limit('one')));
       const calls = await commandCalls(client);
-      expect(calls.evalsha).toBe(10);
+      expect(calls.evalsha).toBe(1);
       expect(calls.eval ?? 0).toBe(0);
-      expect(decisions.filter((d) => d.allowed)).toHaveLength(3); // the fixed window's 3 bind
+      expect(calls.time ?? 0).toBe(0); // client clock
+      expect(calls.mget).toBe(1);
+      expect(calls.set).toBe(3); // each key written once, with its last state
+      // The fixed window's 3 bind, and the first three issued are the ones admitted.
+      expect(decisions.map((d) => d.allowed)).toEqual([true, true, true, false, false, false, false, false, false, false]);
+      expect(decisions.map((d) => d.remaining)).toEqual([2, 1, 0, 0, 0, 0, 0, 0, 0, 0]);
       expect(decisions.filter((d) => !d.allowed).every((d) => d.rule === 'fw:60000')).toBe(true);
     });
+
+    test(`batch: false sends exactly one EVALSHA per decision (autopipelining ${enableAutoPipelining ? 'on' : 'off'})`, async () => {
+      const client = connect({ enableAutoPipelining });
+      const rules = [tokenBucket({ capacity: 5, refillRate: 1 }), fixedWindow({ limit: 3, window: '1m' })];
+      const limiter = createLimiter({ store: redisStore(client, { batch: false }), rules, name: `single${enableAutoPipelining}` });
+      await limiter.limit('warm');
+      await client.config('RESETSTAT');
+      const decisions = await Promise.all(Array.from({ length: 10 }, () => limiter.limit('one')));
+      const calls = await commandCalls(client);
+      expect(calls.evalsha).toBe(10);
+      expect(calls.time).toBe(10);
+      expect(decisions.filter((d) => d.allowed)).toHaveLength(3);
+    });
   }
+
+  test('maxBatch bounds the decisions of one call; the store clock is read once per call', async () => {
+    const client = connect();
+    const limiter = createLimiter({ store: redisStore(client, { maxBatch: 4 }), rules: fixedWindow({ limit: 100, window: '1m' }), name: 'max' });
+    await limiter.limit('warm');
+    await client.config('RESETSTAT');
+    const decisions = await Promise.all(Array.from({ length: 10 }, (_, i) => limiter.limit(`id-${i % 3}`)));
+    const calls = await commandCalls(client);
+    expect(calls.evalsha).toBe(3); // 4 + 4 + 2
+    expect(calls.time).toBe(3);
+    expect(decisions.every((d) => d.allowed && !d.degraded)).toBe(true);
+    expect(decisions.map((d) => d.remaining)).toEqual([99, 99, 99, 98, 98, 98, 97, 97, 97, 96]);
+  });
+
+  test('peek, refund and consume of one identity in one call run in issue order', async () => {
+    const client = connect();
+    const limiter = createLimiter({ store: redisStore(client, { clock: 'client' }), rules: fixedWindow({ limit: 3, window: '1h' }), name: 'order', clock: () => 1_700_000_000_000 });
+    await limiter.limit('warm');
+    await client.config('RESETSTAT');
+    const [a, b, c, d, e, f] = await Promise.all([
+      limiter.limit('o', { cost: 3 }),
+      limiter.peek('o'),
+      limiter.limit('o'),
+      limiter.refund('o', { cost: 2 }),
+      limiter.limit('o'),
+      limiter.limit('o', { cost: 0 }),
+    ]);
+    expect((await commandCalls(client)).evalsha).toBe(1);
+    expect([a, b, c, d, e, f].map((x) => [x.allowed, x.remaining])).toEqual([
+      [true, 0],
+      [false, 0],
+      [false, 0],
+      [true, 2],
+      [true, 1],
+      [true, 1],
+    ]);
+    expect(await client.get('sluice:order:{o}:fw:3600000')).toMatch(/^\d+,2$/);
+  });
 
   test('NOSCRIPT: loaded and retried exactly once, never counted twice', async () => {
     const client = connect();
@@ -126,17 +191,58 @@ describe('redisStore on a real redis-server', () => {
     expect((await commandCalls(client)).evalsha).toBe(2); // loaded now: no EVAL again
   });
 
-  test('other script errors are not retried', async () => {
+  test('NOSCRIPT for a batch: one EVAL for the whole call, every decision counted once', async () => {
+    const client = connect();
+    const limiter = createLimiter({ store: redisStore(client, { clock: 'client' }), rules: fixedWindow({ limit: 50, window: '1h' }), name: 'noscript-batch', clock: () => 1_700_000_000_000 });
+    await client.script('FLUSH');
+    await client.config('RESETSTAT');
+    const decisions = await Promise.all(Array.from({ length: 8 }, () => limiter.limit('b')));
+    const calls = await commandCalls(client);
+    expect([calls.evalsha, calls.evalsha_failed, calls.eval]).toEqual([1, 1, 1]);
+    expect(decisions.map((d) => d.remaining)).toEqual([49, 48, 47, 46, 45, 44, 43, 42]);
+  });
+
+  test('a failing call fails each of its decisions, is never retried, writes nothing; the policy answers each', async () => {
     const client = connect();
     const store = redisStore(client, { clock: 'client' });
-    const bogus = { id: 'x', algorithm: 'nope', params: {}, limit: 1 } as unknown as ResolvedRule;
-    await store.limit({ key: 'warm:{w}', rules: [tokenBucket({ capacity: 1, refillRate: 1 })], cost: 1, mode: 'consume', now: 1 });
+    const rules = fixedWindow({ limit: 10, window: '1h' });
+    const deny = createLimiter({ store, rules, name: 'oom', onStoreError: 'deny', circuitBreaker: false, clock: () => 1_700_000_000_000 });
+    await deny.limit('warm');
     await client.config('RESETSTAT');
-    // An unknown algorithm fails in the encoder before any command; a corrupt ARGV fails inside the script.
-    await expect(store.limit({ key: 'err:{e}', rules: [bogus], cost: 1, mode: 'consume', now: 1 })).rejects.toThrow(/unknown algorithm/);
+    // With maxmemory 1 byte and noeviction, Redis refuses scripts that may write: a real error from the server.
+    await client.config('SET', 'maxmemory-policy', 'noeviction');
+    await client.config('SET', 'maxmemory', '1');
+    let decisions;
+    try {
+      decisions = await Promise.all(Array.from({ length: 5 }, (_, i) => deny.limit(`oom-${i % 2}`)));
+    } finally {
+      await client.config('SET', 'maxmemory', '0');
+    }
+    const calls = await commandCalls(client);
+    expect([calls.evalsha, calls.evalsha_failed ?? 0, calls.eval ?? 0]).toEqual([1, 1, 0]);
+    for (const decision of decisions) {
+      expect(decision).toMatchObject({ allowed: false, degraded: true, reason: 'store_unavailable' });
+      expect(isSluiceError(decision.error) && decision.error.message).toMatch(/OOM/);
+    }
+    expect(await client.exists('sluice:oom:{oom-0}:fw:3600000', 'sluice:oom:{oom-1}:fw:3600000')).toBe(0);
+  });
+
+  test('a request the script cannot run fails alone, before anything is sent; its neighbours are decided', async () => {
+    const client = connect();
+    const store = redisStore(client, { clock: 'client' });
+    const good = tokenBucket({ capacity: 1, refillRate: 1 });
+    await store.limit({ key: 'warm:{w}', rules: [good], cost: 1, mode: 'consume', now: 1 });
+    await client.config('RESETSTAT');
+    const bogus = { id: 'x', algorithm: 'nope', params: {}, limit: 1 } as unknown as ResolvedRule;
     const bad = { ...tokenBucket({ capacity: 1, refillRate: 1 }) };
     (bad as { params: unknown }).params = { capacity: 'x', refillRate: 1, intervalMs: 1000, refill: 0 };
-    await expect(store.limit({ key: 'err:{e}', rules: [bad], cost: 1, mode: 'consume', now: 1 })).rejects.toThrow();
+    const request = (rules: ResolvedRule[], cost = 1) => store.limit({ key: 'err:{e}', rules, cost, mode: 'consume', now: 1_700_000_000_000 });
+    const [first, unknown, corrupt, badCost, last] = await Promise.allSettled([request([good]), request([bogus]), request([bad]), request([good], 1.5), request([good])]);
+    expect(unknown).toMatchObject({ status: 'rejected', reason: { code: 'INVALID_OPTION', message: expect.stringMatching(/unknown algorithm "nope"/) } });
+    expect(corrupt).toMatchObject({ status: 'rejected', reason: { code: 'INVALID_OPTION', message: expect.stringMatching(/capacity must be a non-negative safe integer, got x/) } });
+    expect(badCost).toMatchObject({ status: 'rejected', reason: { code: 'INVALID_COST' } });
+    expect(first.status === 'fulfilled' && first.value.outcomes[0]!.allowed).toBe(true);
+    expect(last.status === 'fulfilled' && last.value.outcomes[0]!.allowed).toBe(false); // after `first`, in the same call
     const calls = await commandCalls(client);
     expect(calls.evalsha).toBe(1);
     expect(calls.eval ?? 0).toBe(0);

@@ -20,11 +20,17 @@ describe('upstashStore validation', () => {
   });
 
   it('names an unknown option and the accepted ones', () => {
-    expect(codeOf(() => upstashStore(client(), { clok: 'store' } as never))).toMatch(/^UNKNOWN_OPTION: .*"clok".*accepted options are clock/);
+    expect(codeOf(() => upstashStore(client(), { clok: 'store' } as never))).toMatch(/^UNKNOWN_OPTION: .*"clok".*accepted options are clock, batch, maxBatch/);
   });
 
   it('names the field and accepted values for a bad clock', () => {
     expect(codeOf(() => upstashStore(client(), { clock: 'server' as never }))).toMatch(/^INVALID_OPTION: .*clock must be 'store' or 'client', got "server"/);
+  });
+
+  it('names the field and accepted values for bad batch options', () => {
+    expect(codeOf(() => upstashStore(client(), { batch: 1 as never }))).toMatch(/^INVALID_OPTION: .*batch must be true or false, got 1/);
+    expect(codeOf(() => upstashStore(client(), { maxBatch: 0 }))).toMatch(/^INVALID_OPTION: .*maxBatch must be an integer from 1 to 1000, got 0/);
+    expect(codeOf(() => upstashStore(client(), { maxBatch: 64.5 }))).toMatch(/^INVALID_OPTION: .*maxBatch must be an integer from 1 to 1000/);
   });
 
   it('announces its capabilities', () => {

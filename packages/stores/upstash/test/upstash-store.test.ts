@@ -70,6 +70,18 @@ describe.each([
   ['one command per request', false],
   ['auto-pipelined', true],
 ])('scripts (%s)', (_name, enableAutoPipelining) => {
+  it('falls back from NOSCRIPT to EVAL once for a batch, counting each decision once', async () => {
+    const redis = client({ enableAutoPipelining });
+    const limiter = createLimiter({ store: upstashStore(redis), rules: fixedWindow({ limit: 10, window: '1m' }) });
+    const who = identity('noscript-batch');
+    expect((await limiter.limit(who)).remaining).toBe(9);
+    await redis.scriptFlush();
+    await control.reset();
+    const decisions = await Promise.all(Array.from({ length: 4 }, () => limiter.limit(who)));
+    expect(decisions.map((d) => d.remaining)).toEqual([8, 7, 6, 5]);
+    expect(await control.stats()).toMatchObject({ requests: 2, byCommand: { evalsha: 1, eval: 1 } });
+  });
+
   it('falls back from NOSCRIPT to EVAL exactly once and counts the decision once', async () => {
     const redis = client({ enableAutoPipelining });
     const limiter = createLimiter({ store: upstashStore(redis), rules: fixedWindow({ limit: 10, window: '1m' }) });
@@ -111,16 +123,41 @@ describe('clocks', () => {
 });
 
 describe('concurrency and reset', () => {
-  it('admits exactly the limit out of concurrent decisions, in at most one request each', async () => {
+  it('admits exactly the limit out of concurrent decisions, which share one script call (one request, one EVALSHA)', async () => {
     const limiter = createLimiter({ store: upstashStore(client()), rules: fixedWindow({ limit: 10, window: '1m' }) });
     const who = identity('burst');
+    await limiter.peek(who);
+    await control.reset();
+    const decisions = await Promise.all(Array.from({ length: 25 }, () => limiter.limit(who)));
+    expect(decisions.map((d) => d.allowed)).toEqual([...Array(10).fill(true), ...Array(15).fill(false)]); // in issue order
+    expect(await control.stats()).toMatchObject({ requests: 1, redisCommands: 1, byCommand: { evalsha: 1 } });
+  });
+
+  it.each([
+    ['auto-pipelining on', true],
+    ['auto-pipelining off', false],
+  ])('batch: false runs one script per decision (%s), still exact', async (_name, enableAutoPipelining) => {
+    const limiter = createLimiter({ store: upstashStore(client({ enableAutoPipelining }), { batch: false }), rules: fixedWindow({ limit: 10, window: '1m' }) });
+    const who = identity('unbatched');
     await limiter.peek(who);
     await control.reset();
     const decisions = await Promise.all(Array.from({ length: 25 }, () => limiter.limit(who)));
     expect(decisions.filter((d) => d.allowed)).toHaveLength(10);
     const stats = await control.stats();
     expect(stats.redisCommands).toBe(25); // one script run per decision
-    expect(stats.requests).toBeLessThanOrEqual(25); // auto-pipelining may carry several in one request
+    // Auto-pipelining may carry several in one request; without it, one request each.
+    if (enableAutoPipelining) expect(stats.requests).toBeLessThanOrEqual(25);
+    else expect(stats.requests).toBe(25);
+  });
+
+  it('maxBatch bounds the decisions of one call', async () => {
+    const limiter = createLimiter({ store: upstashStore(client({ enableAutoPipelining: false }), { maxBatch: 4 }), rules: fixedWindow({ limit: 100, window: '1m' }) });
+    const who = identity('max');
+    await limiter.peek(who);
+    await control.reset();
+    const decisions = await Promise.all(Array.from({ length: 10 }, () => limiter.limit(who)));
+    expect(decisions.map((d) => d.remaining)).toEqual([99, 98, 97, 96, 95, 94, 93, 92, 91, 90]);
+    expect(await control.stats()).toMatchObject({ requests: 3, byCommand: { evalsha: 3 } });
   });
 
   it('reset forgets the identity in one request', async () => {

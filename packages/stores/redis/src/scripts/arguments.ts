@@ -1,92 +1,154 @@
 import type { LimitRequest, LimitResult, ResolvedRule, RuleOutcome } from '@sluice/core';
 import { SluiceError } from '@sluice/core';
 
-/** Values per rule in ARGV: algorithm code, then four integer parameters (unused ones are 0). */
-export const RULE_STRIDE = 5;
+/** A rule's spec, `code a b c`: the algorithm (with the token bucket's refill folded in) and three integers. */
+const specs = new WeakMap<ResolvedRule, string>();
+/** A rule set's spec entry, `#` + its rules' specs joined by ' '. Limiters pass the same rules array every time. */
+const entries = new WeakMap<readonly ResolvedRule[], string>();
 
-/** ARGV values that precede the rules: mode, cost, now. */
-export const HEADER_LENGTH = 3;
-
-const CODES = {
-  'fixed-window': 'fw',
-  'sliding-window-log': 'swl',
-  'sliding-window-counter': 'swc',
-  'token-bucket': 'tb',
-  'leaky-bucket': 'lb',
-  gcra: 'gcra',
-} as const;
-
-/** A rule's five ARGV values; rules are immutable, so each is encoded once. */
-const encoded = new WeakMap<ResolvedRule, readonly (string | number)[]>();
-
-export function ruleArguments(rule: ResolvedRule): readonly (string | number)[] {
-  let args = encoded.get(rule);
-  if (args !== undefined) return args;
+export function ruleSpec(rule: ResolvedRule): string {
+  let spec = specs.get(rule);
+  if (spec !== undefined) return spec;
+  const p = rule.params as unknown as Record<string, unknown>;
   switch (rule.algorithm) {
     case 'fixed-window':
-      args = [CODES[rule.algorithm], rule.params.limit, rule.params.windowMs, rule.params.offsetMs, 0];
+      spec = encode(rule, 'fw', p, ['limit', 'windowMs', 'offsetMs']);
       break;
     case 'sliding-window-log':
+      spec = encode(rule, 'swl', p, ['limit', 'windowMs']);
+      break;
     case 'sliding-window-counter':
-      args = [CODES[rule.algorithm], rule.params.limit, rule.params.windowMs, 0, 0];
+      spec = encode(rule, 'swc', p, ['limit', 'windowMs']);
       break;
     case 'token-bucket':
-      args = [CODES[rule.algorithm], rule.params.capacity, rule.params.refillRate, rule.params.intervalMs, rule.params.refill];
+      spec = encode(rule, p.refill === 1 ? 'tbi' : 'tbs', p, ['capacity', 'refillRate', 'intervalMs']);
       break;
     case 'leaky-bucket':
-      args = [CODES[rule.algorithm], rule.params.capacity, rule.params.leakRate, rule.params.intervalMs, 0];
+      spec = encode(rule, 'lb', p, ['capacity', 'leakRate', 'intervalMs']);
       break;
     case 'gcra':
-      args = [CODES[rule.algorithm], rule.params.limit, rule.params.periodMs, rule.params.burst, 0];
+      spec = encode(rule, 'gcra', p, ['limit', 'periodMs', 'burst']);
       break;
     default:
       throw new SluiceError('INVALID_OPTION', `unknown algorithm ${JSON.stringify((rule as { algorithm: unknown }).algorithm)}`);
   }
-  encoded.set(rule, args);
-  return args;
-}
-
-/** The state key of each rule: `${key}:${rule.id}`. The base key's `{identity}` hash tag keeps them on one slot. */
-export function scriptKeys(request: LimitRequest): string[] {
-  const keys = new Array<string>(request.rules.length);
-  for (let i = 0; i < request.rules.length; i++) keys[i] = `${request.key}:${request.rules[i]!.id}`;
-  return keys;
+  specs.set(rule, spec);
+  return spec;
 }
 
 /**
- * ARGV for LIMIT_SCRIPT. With `clock: 'store'` the time slot is '' and the script reads Redis TIME, so app
- * servers with skewed clocks agree; with `clock: 'client'` it carries `request.now`.
+ * Core's rule factories validate every parameter; this re-checks what the script relies on (a rule built by hand
+ * may not have gone through them), so a bad value fails here, alone, and never inside a script call that carries
+ * other callers' decisions.
  */
-export function scriptArguments(request: LimitRequest, clock: 'store' | 'client'): Array<string | number> {
-  const args: Array<string | number> = [request.mode, request.cost, clock === 'store' ? '' : request.now];
-  for (const rule of request.rules) args.push(...ruleArguments(rule));
-  return args;
+function encode(rule: ResolvedRule, code: string, params: Record<string, unknown>, names: readonly string[]): string {
+  let spec = code;
+  for (let i = 0; i < 3; i++) {
+    const name = names[i];
+    const value = name === undefined ? 0 : params[name];
+    if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < 0) {
+      throw new SluiceError('INVALID_OPTION', `rule ${JSON.stringify(rule.id)}: ${name} must be a non-negative safe integer, got ${String(value)}`);
+    }
+    spec += ` ${value}`;
+  }
+  return spec;
 }
 
-/** Turns the script's integer reply into the store contract's result; anything malformed is a STORE_ERROR. */
-export function parseReply(reply: unknown, rules: readonly ResolvedRule[]): LimitResult {
-  if (!Array.isArray(reply) || reply.length !== 2 + 4 * rules.length) {
-    throw new SluiceError('STORE_ERROR', `the limit script answered ${describeReply(reply)}, expected ${2 + 4 * rules.length} integers`);
+/** The `#...` entry announcing a rule set. */
+export function specEntry(rules: readonly ResolvedRule[]): string {
+  let entry = entries.get(rules);
+  if (entry !== undefined) return entry;
+  if (rules.length === 0) throw new SluiceError('INVALID_OPTION', 'a limit request needs at least one rule');
+  entry = `#${ruleSpec(rules[0]!)}`;
+  for (let i = 1; i < rules.length; i++) entry += ` ${ruleSpec(rules[i]!)}`;
+  entries.set(rules, entry);
+  return entry;
+}
+
+/** One script call being written: KEYS, ARGV, and the spec and clock its last entries announced. */
+export interface ScriptCallArguments {
+  readonly clock: 'store' | 'client';
+  readonly keys: string[];
+  readonly args: string[];
+  spec: string | undefined;
+  now: number | undefined;
+}
+
+export function newCall(clock: 'store' | 'client'): ScriptCallArguments {
+  return { clock, keys: [], args: [], spec: undefined, now: undefined };
+}
+
+/**
+ * Appends one decision to a call: a spec entry when its rules differ from the previous decision's, a clock entry
+ * (client clock only) when its now differs, then its keys and its cost entry. Throws, having appended nothing, on
+ * a request the script cannot run.
+ */
+export function appendDecision(call: ScriptCallArguments, request: LimitRequest): void {
+  const { key, rules, cost } = request;
+  const spec = specEntry(rules);
+  if (!Number.isSafeInteger(cost) || cost < 0) throw new SluiceError('INVALID_COST', `cost must be a non-negative integer, got ${String(cost)}`);
+  if (call.clock === 'client') {
+    const now = request.now;
+    if (!Number.isSafeInteger(now)) throw new SluiceError('INVALID_OPTION', `the client clock must give integer epoch milliseconds, got ${String(now)}`);
+    if (now !== call.now) {
+      call.args.push(`@${now}`);
+      call.now = now;
+    }
   }
-  const outcomes = new Array<RuleOutcome>(rules.length);
-  for (let i = 0; i < rules.length; i++) {
-    const at = 2 + 4 * i;
-    const rule = rules[i]!;
-    outcomes[i] = {
-      id: rule.id,
-      allowed: integer(reply[at]) === 1,
-      limit: rule.limit,
-      remaining: integer(reply[at + 1]),
-      resetAt: integer(reply[at + 2]),
-      retryAt: integer(reply[at + 3]),
-    };
+  if (spec !== call.spec) {
+    call.args.push(spec);
+    call.spec = spec;
   }
-  return { now: integer(reply[0]), outcomes };
+  call.args.push(request.mode === 'consume' ? `${cost}` : request.mode === 'peek' ? `p${cost}` : `r${cost}`);
+  for (let i = 0; i < rules.length; i++) call.keys.push(`${key}:${rules[i]!.id}`);
+}
+
+/** KEYS and ARGV of one script call deciding `requests` in order. */
+export function encodeCall(requests: readonly LimitRequest[], clock: 'store' | 'client'): { keys: string[]; args: string[] } {
+  const call = newCall(clock);
+  for (const request of requests) appendDecision(call, request);
+  return { keys: call.keys, args: call.args };
+}
+
+/**
+ * Turns the script's flat integer reply into one result per request, in order; `now` is Redis TIME (the reply's
+ * first value) with the store clock and each request's own with the client's. A reply of the wrong shape is a
+ * STORE_ERROR for every request of the call (their outcomes cannot be told apart).
+ */
+export function parseCallReply(reply: unknown, requests: readonly LimitRequest[], clock: 'store' | 'client'): LimitResult[] {
+  let expected = 1;
+  for (const request of requests) expected += 4 * request.rules.length;
+  if (!Array.isArray(reply) || reply.length !== expected) {
+    throw new SluiceError('STORE_ERROR', `the limit script answered ${describeReply(reply)}, expected ${expected} integers`);
+  }
+  const storeNow = clock === 'store' ? integer(reply[0]) : 0;
+  const results = new Array<LimitResult>(requests.length);
+  let at = 1;
+  for (let r = 0; r < requests.length; r++) {
+    const request = requests[r]!;
+    const rules = request.rules;
+    const outcomes = new Array<RuleOutcome>(rules.length);
+    for (let i = 0; i < rules.length; i++) {
+      const rule = rules[i]!;
+      outcomes[i] = {
+        id: rule.id,
+        allowed: integer(reply[at]) === 1,
+        limit: rule.limit,
+        remaining: integer(reply[at + 1]),
+        resetAt: integer(reply[at + 2]),
+        retryAt: integer(reply[at + 3]),
+      };
+      at += 4;
+    }
+    results[r] = { now: clock === 'store' ? storeNow : request.now, outcomes };
+  }
+  return results;
 }
 
 /** Redis integers arrive as numbers (ioredis) or, through some REST clients, as decimal strings. */
 function integer(value: unknown): number {
-  const n = typeof value === 'number' ? value : typeof value === 'string' ? Number(value) : Number.NaN;
+  if (typeof value === 'number' && Number.isSafeInteger(value)) return value;
+  const n = typeof value === 'string' ? Number(value) : Number.NaN;
   if (!Number.isSafeInteger(n)) throw new SluiceError('STORE_ERROR', `the limit script answered a non-integer ${String(value)}`);
   return n;
 }

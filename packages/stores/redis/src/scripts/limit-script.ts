@@ -1,17 +1,34 @@
 /**
- * The Lua executor of one decision: every rule of one identity read, stepped and written in one script, so a
- * decision (compound rules included) is exactly one EVALSHA round trip and atomic on the server.
+ * The Lua executor: one script call runs one decision, or a batch of decisions that were issued together, each
+ * decision atomic and in order (the call as a whole is atomic on the server). Every rule of every decision is
+ * read, stepped and written inside the call, so a decision (compound rules included) costs exactly one round
+ * trip, and a batch of them still one.
  *
  * Each step below is a line-by-line transcription of the JS step in @sluice/core (packages/core/src/algorithms)
  * and the driver is `evaluate()` from core's rules.ts. Redis Lua numbers are IEEE doubles like JS numbers, and
  * every expression keeps the JS operation order, so `floor(a / b)` and friends round identically: the
- * differential tests in test/redis hold the two equal event by event. Change both or neither.
+ * differential tests in test/redis hold the two equal event by event, batched calls included. Change both or
+ * neither.
  *
- * KEYS[i]: state of rule i (`prefix:limiter:{identity}:ruleId`, one hash slot per identity).
- * ARGV: mode ('consume' | 'peek' | 'refund'), cost, now (epoch ms, or '' to read Redis TIME), then five values
- * per rule: algorithm code and four integer parameters (see RULE_STRIDE in arguments.ts).
- * Reply (integers only, no fraction ever leaves the script): now, all-allowed (1/0), then per rule
- * allowed (1/0), remaining, resetAt, retryAt (-1 = never).
+ * KEYS: the state keys of every rule of every decision, decision after decision
+ * (`prefix:limiter:{identity}:ruleId`, one hash slot per identity). A key may appear in several decisions.
+ * ARGV: a sequence of entries (see arguments.ts, which writes them):
+ *   '@ms'          the client's clock for the decisions that follow; a call whose first entry is not '@' reads
+ *                  Redis TIME once instead (the store clock) and may not carry '@' entries.
+ *   '#code a b c'  the rules of the decisions that follow, one `code a b c` per rule joined by ' ' (three
+ *                  integer parameters, unused ones 0). Decisions of one limiter share one spec entry.
+ *   'cost'         a decision that consumes; 'p' + cost peeks, 'r' + cost refunds. It takes the next KEYS, one
+ *                  per rule of the current spec.
+ * Reply, flat, integers only (no fraction ever leaves the script): the store clock's now (0 with the client's
+ * clock), then per decision and rule allowed (1/0), remaining, resetAt, retryAt (-1 = never). Whether the
+ * decision as a whole is allowed is every rule's allowed: a rule that only looked, in an all-or-nothing denial,
+ * reports allowed as the rule itself would have.
+ *
+ * Redis commands per call: one TIME (store clock only), one MGET of every key, one SET ... PX per key written
+ * (only when a decision consumes or refunds), one DEL for state that is already worthless. Later decisions of a
+ * call see earlier ones' writes through a Lua table, and each key is written once, with its last state, after
+ * every decision was stepped: a call that fails on malformed input writes nothing. Algorithm steps are built on
+ * first use and specs parsed once per call: defining every function on every call was a measurable cost.
  * State: the rule's integers joined by ',' (core's encodeState), stored with PX = the step's ttlMs, or deleted
  * when ttlMs <= 0 (state that old is equivalent to none). No key is ever written without an expiry.
  * With the client's clock, Redis still expires keys by its own clock, which need not run with the client's (a
@@ -19,8 +36,9 @@
  * never lost before the client's clock says so. Core's steps read expired state exactly as no state, so the
  * extra life never changes a decision; it only delays garbage collection.
  */
-export const LIMIT_SCRIPT: string = `local floor, min, max = math.floor, math.min, math.max
+export const LIMIT_SCRIPT: string = `local floor, min, max, tonumber, find, sub, byte, match, format = math.floor, math.min, math.max, tonumber, string.find, string.sub, string.byte, string.match, string.format
 local NEVER = -1
+local MAX_SAFE = 9007199254740991
 
 local function ceil_div(a, b)
   local q = floor(a / b)
@@ -37,264 +55,271 @@ local function approach(level, target, elapsed, rate, rising)
   return level - elapsed * rate
 end
 
--- Each step returns: allowed, next state (array), remaining, resetAt, retryAt, ttlMs.
-
-local function fixed_window(s, now, cost, mode, limit, window, offset)
-  local start = floor((now - offset) / window) * window + offset
-  local count = 0
-  if s then
-    if s[1] >= start then
-      start = s[1]
-      count = s[2]
-    end
-  end
-  local finish = start + window
-  local allowed = true
-  if mode == 'refund' then
-    count = max(0, count - cost)
-  else
-    allowed = count + cost <= limit
-    if allowed and mode == 'consume' then count = count + cost end
-  end
-  -- An empty window is already at full capacity: it resets now and needs no state.
-  local reset_at = now
-  if count > 0 then reset_at = finish end
-  local retry = finish
-  if allowed then retry = now elseif cost > limit then retry = NEVER end
-  return allowed, {start, count}, max(0, limit - count), reset_at, retry, reset_at - now
-end
-
-local function sliding_log(s, now, cost, mode, limit, window)
-  local log = s or {}
-  local n = #log
-  local t = now
-  if n > 0 then t = max(now, log[n - 1]) end
-  local first = 1
-  while first <= n and log[first] + window <= t do first = first + 2 end
-  local live = {}
-  for i = first, n do live[#live + 1] = log[i] end
-  local used = 0
-  for i = 2, #live, 2 do used = used + live[i] end
-  local allowed, retry = true, now
-  if mode == 'refund' then
-    local left = cost
-    while left > 0 and #live > 0 do
-      local last = #live
-      local take = min(left, live[last])
-      left = left - take
-      used = used - take
-      if take == live[last] then
-        live[last] = nil
-        live[last - 1] = nil
-      else
-        live[last] = live[last] - take
+-- Each step returns: allowed, next state (array), remaining, resetAt, retryAt, ttlMs. A step is built the first
+-- time a decision of the call needs it: defining every algorithm on every call was a measurable share of the cost.
+local built = {}
+local function step_for(code)
+  local f = built[code]
+  if f then return f end
+  if code == 'fw' then
+    f = function(s, now, cost, mode, limit, window, offset)
+      local start = floor((now - offset) / window) * window + offset
+      local count = 0
+      if s then
+        if s[1] >= start then
+          start = s[1]
+          count = s[2]
+        end
       end
-    end
-  else
-    allowed = used + cost <= limit
-    if allowed and mode == 'consume' and cost > 0 then
-      local m = #live
-      if m > 0 and live[m - 1] == t then
-        live[m] = live[m] + cost
+      local finish = start + window
+      local allowed = true
+      if mode == 'refund' then
+        count = max(0, count - cost)
       else
-        live[m + 1] = t
-        live[m + 2] = cost
+        allowed = count + cost <= limit
+        if allowed and mode == 'consume' then count = count + cost end
       end
-      used = used + cost
+      -- An empty window is already at full capacity: it resets now and needs no state.
+      local reset_at = now
+      if count > 0 then reset_at = finish end
+      local retry = finish
+      if allowed then retry = now elseif cost > limit then retry = NEVER end
+      return allowed, {start, count}, max(0, limit - count), reset_at, retry, reset_at - now
     end
-    if not allowed then
-      retry = NEVER
-      if cost <= limit then
-        local freed = 0
-        for i = 1, #live, 2 do
-          freed = freed + live[i + 1]
-          if used - freed + cost <= limit then
-            retry = live[i] + window
-            break
+  elseif code == 'swl' then
+    f = function(s, now, cost, mode, limit, window)
+      local log = s or {}
+      local n = #log
+      local t = now
+      if n > 0 then t = max(now, log[n - 1]) end
+      local first = 1
+      while first <= n and log[first] + window <= t do first = first + 2 end
+      local live = {}
+      for i = first, n do live[#live + 1] = log[i] end
+      local used = 0
+      for i = 2, #live, 2 do used = used + live[i] end
+      local allowed, retry = true, now
+      if mode == 'refund' then
+        local left = cost
+        while left > 0 and #live > 0 do
+          local last = #live
+          local take = min(left, live[last])
+          left = left - take
+          used = used - take
+          if take == live[last] then
+            live[last] = nil
+            live[last - 1] = nil
+          else
+            live[last] = live[last] - take
+          end
+        end
+      else
+        allowed = used + cost <= limit
+        if allowed and mode == 'consume' and cost > 0 then
+          local m = #live
+          if m > 0 and live[m - 1] == t then
+            live[m] = live[m] + cost
+          else
+            live[m + 1] = t
+            live[m + 2] = cost
+          end
+          used = used + cost
+        end
+        if not allowed then
+          retry = NEVER
+          if cost <= limit then
+            local freed = 0
+            for i = 1, #live, 2 do
+              freed = freed + live[i + 1]
+              if used - freed + cost <= limit then
+                retry = live[i] + window
+                break
+              end
+            end
           end
         end
       end
+      local reset_at = t
+      if #live > 0 then reset_at = live[#live - 1] + window end
+      return allowed, live, max(0, limit - used), reset_at, retry, reset_at - now
     end
-  end
-  local reset_at = t
-  if #live > 0 then reset_at = live[#live - 1] + window end
-  return allowed, live, max(0, limit - used), reset_at, retry, reset_at - now
-end
-
-local function decayed_by(count, room, window)
-  if count <= room then return 0 end
-  return floor((window * (count - room - 1)) / count) + 1
-end
-
-local function sliding_counter(s, now, cost, mode, limit, window)
-  local start = floor(now / window) * window
-  local previous, current, t = 0, 0, now
-  if s then
-    local stored_start = s[1]
-    if stored_start >= start then
-      if stored_start > start then t = stored_start end
-      start = stored_start
-      previous = s[2]
-      current = s[3]
-    elseif stored_start + window == start then
-      previous = s[3]
+  elseif code == 'swc' then
+    local function decayed_by(count, room, window)
+      if count <= room then return 0 end
+      return floor((window * (count - room - 1)) / count) + 1
     end
-  end
-  local elapsed = t - start
-  local weighted = floor((previous * (window - elapsed)) / window)
-  local allowed, retry = true, now
-  if mode == 'refund' then
-    current = max(0, current - cost)
-  else
-    allowed = weighted + current + cost <= limit
-    if allowed and mode == 'consume' then current = current + cost end
-    if not allowed then
-      if cost > limit then
-        retry = NEVER
-      elseif current + cost <= limit then
-        retry = start + decayed_by(previous, limit - current - cost, window)
-      else
-        retry = start + window + decayed_by(current, limit - cost, window)
+    f = function(s, now, cost, mode, limit, window)
+      local start = floor(now / window) * window
+      local previous, current, t = 0, 0, now
+      if s then
+        local stored_start = s[1]
+        if stored_start >= start then
+          if stored_start > start then t = stored_start end
+          start = stored_start
+          previous = s[2]
+          current = s[3]
+        elseif stored_start + window == start then
+          previous = s[3]
+        end
       end
+      local elapsed = t - start
+      local weighted = floor((previous * (window - elapsed)) / window)
+      local allowed, retry = true, now
+      if mode == 'refund' then
+        current = max(0, current - cost)
+      else
+        allowed = weighted + current + cost <= limit
+        if allowed and mode == 'consume' then current = current + cost end
+        if not allowed then
+          if cost > limit then
+            retry = NEVER
+          elseif current + cost <= limit then
+            retry = start + decayed_by(previous, limit - current - cost, window)
+          else
+            retry = start + window + decayed_by(current, limit - cost, window)
+          end
+        end
+      end
+      local reset_at = t
+      if current > 0 then
+        reset_at = start + window + decayed_by(current, 0, window)
+      elseif previous > 0 then
+        reset_at = max(t, start + decayed_by(previous, 0, window))
+      end
+      return allowed, {start, previous, current}, max(0, limit - weighted - current), reset_at, retry, reset_at - now
     end
-  end
-  local reset_at = t
-  if current > 0 then
-    reset_at = start + window + decayed_by(current, 0, window)
-  elseif previous > 0 then
-    reset_at = max(t, start + decayed_by(previous, 0, window))
-  end
-  return allowed, {start, previous, current}, max(0, limit - weighted - current), reset_at, retry, reset_at - now
-end
-
-local function token_smooth(s, now, cost, mode, capacity, rate, interval)
-  local full = capacity * interval
-  local level = full
-  local t = now
-  if s then
-    local last = s[2]
-    t = max(now, last)
-    level = approach(min(s[1], full), full, t - last, rate, true)
-  end
-  local need = cost * interval
-  local allowed, retry = true, now
-  if mode == 'refund' then
-    level = min(full, level + need)
+  elseif code == 'tbs' then
+    -- token bucket, smooth refill
+    f = function(s, now, cost, mode, capacity, rate, interval)
+      local full = capacity * interval
+      local level = full
+      local t = now
+      if s then
+        local last = s[2]
+        t = max(now, last)
+        level = approach(min(s[1], full), full, t - last, rate, true)
+      end
+      local need = cost * interval
+      local allowed, retry = true, now
+      if mode == 'refund' then
+        level = min(full, level + need)
+      else
+        allowed = level >= need
+        if allowed and mode == 'consume' then level = level - need end
+        if not allowed then
+          if cost > capacity then retry = NEVER else retry = t + ceil_div(need - level, rate) end
+        end
+      end
+      local reset_at = t + ceil_div(full - level, rate)
+      return allowed, {level, t}, floor(level / interval), reset_at, retry, reset_at - now
+    end
+  elseif code == 'tbi' then
+    -- token bucket, refill at interval boundaries
+    f = function(s, now, cost, mode, capacity, rate, interval)
+      local tick = floor(now / interval)
+      local tokens = capacity
+      if s then
+        local last_tick = s[2]
+        tokens = min(s[1], capacity)
+        if tick <= last_tick then
+          tick = last_tick
+        else
+          tokens = approach(tokens, capacity, tick - last_tick, rate, true)
+        end
+      end
+      local allowed, retry = true, now
+      if mode == 'refund' then
+        tokens = min(capacity, tokens + cost)
+      else
+        allowed = tokens >= cost
+        if allowed and mode == 'consume' then tokens = tokens - cost end
+        if not allowed then
+          if cost > capacity then retry = NEVER else retry = (tick + ceil_div(cost - tokens, rate)) * interval end
+        end
+      end
+      local reset_at
+      if tokens >= capacity then
+        reset_at = max(now, tick * interval)
+      else
+        reset_at = (tick + ceil_div(capacity - tokens, rate)) * interval
+      end
+      return allowed, {tokens, tick}, tokens, reset_at, retry, reset_at - now
+    end
+  elseif code == 'lb' then
+    f = function(s, now, cost, mode, capacity, rate, interval)
+      local brim = capacity * interval
+      local level = 0
+      local t = now
+      if s then
+        local last = s[2]
+        t = max(now, last)
+        level = approach(s[1], 0, t - last, rate, false)
+      end
+      local pour = cost * interval
+      local allowed, retry = true, now
+      if mode == 'refund' then
+        level = max(0, level - pour)
+      else
+        allowed = level + pour <= brim
+        if allowed and mode == 'consume' then level = level + pour end
+        if not allowed then
+          if cost > capacity then retry = NEVER else retry = t + ceil_div(level + pour - brim, rate) end
+        end
+      end
+      local reset_at = t + ceil_div(level, rate)
+      return allowed, {level, t}, floor((brim - level) / interval), reset_at, retry, reset_at - now
+    end
+  elseif code == 'gcra' then
+    f = function(s, now, cost, mode, limit, period, burst)
+      local tolerance = burst * period
+      local ahead = 0
+      if s and s[1] >= now then
+        ahead = min(s[1] - now, ceil_div(tolerance, limit) + 1) * limit + s[2]
+      end
+      local spend = cost * period
+      local allowed, retry = true, now
+      if mode == 'refund' then
+        ahead = max(0, ahead - spend)
+      else
+        allowed = ahead + spend <= tolerance
+        if allowed and mode == 'consume' then ahead = ahead + spend end
+        if not allowed then
+          if cost > burst then retry = NEVER else retry = now + ceil_div(ahead + spend - tolerance, limit) end
+        end
+      end
+      local whole = floor(ahead / limit)
+      local reset_at = now + ceil_div(ahead, limit)
+      return allowed, {now + whole, ahead - whole * limit}, floor((tolerance - min(ahead, tolerance)) / period),
+        reset_at, retry, reset_at - now
+    end
   else
-    allowed = level >= need
-    if allowed and mode == 'consume' then level = level - need end
-    if not allowed then
-      if cost > capacity then retry = NEVER else retry = t + ceil_div(need - level, rate) end
-    end
+    return nil
   end
-  local reset_at = t + ceil_div(full - level, rate)
-  return allowed, {level, t}, floor(level / interval), reset_at, retry, reset_at - now
+  built[code] = f
+  return f
 end
 
-local function token_interval(s, now, cost, mode, capacity, rate, interval)
-  local tick = floor(now / interval)
-  local tokens = capacity
-  if s then
-    local last_tick = s[2]
-    tokens = min(s[1], capacity)
-    if tick <= last_tick then
-      tick = last_tick
-    else
-      tokens = approach(tokens, capacity, tick - last_tick, rate, true)
-    end
-  end
-  local allowed, retry = true, now
-  if mode == 'refund' then
-    tokens = min(capacity, tokens + cost)
-  else
-    allowed = tokens >= cost
-    if allowed and mode == 'consume' then tokens = tokens - cost end
-    if not allowed then
-      if cost > capacity then retry = NEVER else retry = (tick + ceil_div(cost - tokens, rate)) * interval end
-    end
-  end
-  local reset_at
-  if tokens >= capacity then
-    reset_at = max(now, tick * interval)
-  else
-    reset_at = (tick + ceil_div(capacity - tokens, rate)) * interval
-  end
-  return allowed, {tokens, tick}, tokens, reset_at, retry, reset_at - now
-end
-
-local function token_bucket(s, now, cost, mode, capacity, rate, interval, refill)
-  if refill == 1 then return token_interval(s, now, cost, mode, capacity, rate, interval) end
-  return token_smooth(s, now, cost, mode, capacity, rate, interval)
-end
-
-local function leaky_bucket(s, now, cost, mode, capacity, rate, interval)
-  local brim = capacity * interval
-  local level = 0
-  local t = now
-  if s then
-    local last = s[2]
-    t = max(now, last)
-    level = approach(s[1], 0, t - last, rate, false)
-  end
-  local pour = cost * interval
-  local allowed, retry = true, now
-  if mode == 'refund' then
-    level = max(0, level - pour)
-  else
-    allowed = level + pour <= brim
-    if allowed and mode == 'consume' then level = level + pour end
-    if not allowed then
-      if cost > capacity then retry = NEVER else retry = t + ceil_div(level + pour - brim, rate) end
-    end
-  end
-  local reset_at = t + ceil_div(level, rate)
-  return allowed, {level, t}, floor((brim - level) / interval), reset_at, retry, reset_at - now
-end
-
-local function gcra(s, now, cost, mode, limit, period, burst)
-  local tolerance = burst * period
-  local ahead = 0
-  if s and s[1] >= now then
-    ahead = min(s[1] - now, ceil_div(tolerance, limit) + 1) * limit + s[2]
-  end
-  local spend = cost * period
-  local allowed, retry = true, now
-  if mode == 'refund' then
-    ahead = max(0, ahead - spend)
-  else
-    allowed = ahead + spend <= tolerance
-    if allowed and mode == 'consume' then ahead = ahead + spend end
-    if not allowed then
-      if cost > burst then retry = NEVER else retry = now + ceil_div(ahead + spend - tolerance, limit) end
-    end
-  end
-  local whole = floor(ahead / limit)
-  local reset_at = now + ceil_div(ahead, limit)
-  return allowed, {now + whole, ahead - whole * limit}, floor((tolerance - min(ahead, tolerance)) / period),
-    reset_at, retry, reset_at - now
-end
-
-local STEPS = {
-  fw = fixed_window, swl = sliding_log, swc = sliding_counter, tb = token_bucket, lb = leaky_bucket, gcra = gcra,
-}
-
--- core's decodeState: integers joined by ','; anything not a safe integer counts as no state rather than admitting NaN.
-local find, sub, format = string.find, string.sub, string.format
-local MAX_SAFE = 9007199254740991
-local function decode(text)
-  if not text or text == '' then return nil end
-  local state, n, at = {}, 0, 1
+-- '#code a b c[ code a b c...]': the rules of the decisions that follow (three integer parameters per rule, unused
+-- ones 0). A call usually carries one spec for all its decisions; each distinct text is parsed once per call.
+local specs = {}
+local function rules_of(spec)
+  local rules = specs[spec]
+  if rules then return rules end
+  rules = {}
+  local at, n, last = 2, 0, #spec
   while true do
-    local comma = find(text, ',', at, true)
-    local part = sub(text, at, (comma or 0) - 1)
-    local value = 0 -- Number('') is 0 in JS
-    if part ~= '' then value = tonumber(part) end
-    if value == nil or value ~= floor(value) or value > MAX_SAFE or value < -MAX_SAFE then return nil end
+    local _, e, code, a, b, c = find(spec, '^(%l+) (%d+) (%d+) (%d+)', at)
+    if not e then return nil end
+    local step = step_for(code)
+    if not step then return nil end
     n = n + 1
-    state[n] = value
-    if not comma then return state end
-    at = comma + 1
+    rules[n] = {step, tonumber(a), tonumber(b), tonumber(c)}
+    if e == last then break end
+    if byte(spec, e + 1) ~= 32 then return nil end
+    at = e + 2
   end
+  specs[spec] = rules
+  return rules
 end
 
 -- '%d' prints every integer below 2^53 exactly (tostring would round past 14 digits).
@@ -307,67 +332,153 @@ local function encode(state)
   return table.concat(parts, ',')
 end
 
-local mode = ARGV[1]
-local cost = tonumber(ARGV[2])
-local now
-local slack = 1000 -- CLIENT_CLOCK_EXPIRY_SLACK_MS
-if ARGV[3] == '' then
-  slack = 0
+local nkeys, nargs = #KEYS, #ARGV
+if nkeys == 0 or nargs < 2 then return redis.error_reply('sluice: a call needs KEYS and decisions') end
+-- The clock: Redis TIME, read once for the call, unless the call opens with '@ms' (the client's clock).
+local now, slack, client_clock = 0, 0, byte(ARGV[1]) == 64
+if client_clock then
+  slack = 1000 -- CLIENT_CLOCK_EXPIRY_SLACK_MS
+else
   local time = redis.call('TIME')
   now = tonumber(time[1]) * 1000 + floor(tonumber(time[2]) / 1000)
-else
-  now = tonumber(ARGV[3])
 end
 
-local n = #KEYS
-local rules, states, steps = {}, {}, {}
-local allowed = true
-for i = 1, n do
-  local base = 3 + (i - 1) * 5
-  local rule = {STEPS[ARGV[base + 1]], tonumber(ARGV[base + 2]), tonumber(ARGV[base + 3]),
-    tonumber(ARGV[base + 4]), tonumber(ARGV[base + 5])}
-  if rule[1] == nil then return redis.error_reply('sluice: unknown algorithm ' .. tostring(ARGV[base + 1])) end
-  rules[i] = rule
-  states[i] = decode(redis.call('GET', KEYS[i]))
-  local step = {rule[1](states[i], now, cost, mode, rule[2], rule[3], rule[4], rule[5])}
-  steps[i] = step
-  if not step[1] then allowed = false end
-end
-
--- All-or-nothing: when one rule denies a consume, the rules that would have consumed report their state untouched.
-if not allowed and mode == 'consume' and n > 1 then
-  for i = 1, n do
-    if steps[i][1] then
-      local rule = rules[i]
-      steps[i] = {rule[1](states[i], now, cost, 'peek', rule[2], rule[3], rule[4], rule[5])}
+-- Every key is read once, by one MGET. Later decisions of the call see earlier ones' writes through the state
+-- table, and each key is written once, at the end, with its last state. core's decodeState: integers joined by
+-- ','; anything not a safe integer is no state (false) rather than NaN.
+local stored = redis.call('MGET', unpack(KEYS))
+local state = {}
+for i = 1, nkeys do
+  local key = KEYS[i]
+  if state[key] == nil then
+    local text, s = stored[i], false
+    if text and text ~= '' then
+      local x, y = match(text, '^(%d+),(%d+)$')
+      if x then
+        x, y = tonumber(x), tonumber(y)
+        if x <= MAX_SAFE and y <= MAX_SAFE then s = {x, y} end
+      else
+        s = {}
+        local n, at = 0, 1
+        while true do
+          local comma = find(text, ',', at, true)
+          local part = sub(text, at, (comma or 0) - 1)
+          local value = 0 -- Number('') is 0 in JS
+          if part ~= '' then value = tonumber(part) end
+          if value == nil or value ~= floor(value) or value > MAX_SAFE or value < -MAX_SAFE then
+            s = false
+            break
+          end
+          n = n + 1
+          s[n] = value
+          if not comma then break end
+          at = comma + 1
+        end
+      end
     end
+    state[key] = s
   end
 end
 
-if (mode == 'consume' and allowed and cost > 0) or (mode == 'refund' and cost > 0) then
-  for i = 1, n do
-    local ttl = steps[i][6]
-    if ttl > 0 then
-      redis.call('SET', KEYS[i], encode(steps[i][2]), 'PX', ttl + slack)
+local final, final_ttl = {}, {}
+local out, o = {now, false, false, false, false}, 1 -- flat reply, sized for one one-rule decision
+local prior, ok, nxt, remaining, reset_at, retry_at, ttl -- per-rule scratch, made on the first compound decision
+local rules
+local k = 0
+for a = 1, nargs do
+  local entry = ARGV[a]
+  local cost, mode = tonumber(entry), 'consume'
+  local c = 0
+  if not cost then
+    c = byte(entry)
+    if c == 112 then mode = 'peek' elseif c == 114 then mode = 'refund' end
+    cost = tonumber(sub(entry, 2))
+  end
+  if c == 35 then -- '#': a spec
+    rules = rules_of(entry)
+    if not rules then return redis.error_reply('sluice: malformed rule spec ' .. entry) end
+  elseif c == 64 then -- '@': the client's clock
+    if not client_clock or not cost then return redis.error_reply('sluice: malformed clock ' .. entry) end
+    now = cost
+  else -- a decision: its cost, prefixed by p (peek) or r (refund)
+    if not cost or (c ~= 0 and mode == 'consume') then return redis.error_reply('sluice: malformed decision ' .. entry) end
+    if not rules then return redis.error_reply('sluice: a decision before any spec') end
+    local n = #rules
+    if k + n > nkeys then return redis.error_reply('sluice: fewer KEYS than rules') end
+    local writes = cost > 0 and mode ~= 'peek'
+
+    if n == 1 then
+      local rule, key = rules[1], KEYS[k + 1]
+      local allowed, next_state, left, reset, retry, life = rule[1](state[key], now, cost, mode, rule[2], rule[3], rule[4])
+      if writes and (allowed or mode == 'refund') then
+        final[key] = next_state
+        final_ttl[key] = life
+        -- What a later read would decode: nothing for a deleted key or an empty log (stored as '').
+        if life > 0 and #next_state > 0 then state[key] = next_state else state[key] = false end
+      end
+      out[o + 1] = allowed and 1 or 0
+      out[o + 2] = left
+      out[o + 3] = reset
+      out[o + 4] = retry
+      o = o + 4
     else
-      redis.call('DEL', KEYS[i])
+      if not prior then prior, ok, nxt, remaining, reset_at, retry_at, ttl = {}, {}, {}, {}, {}, {}, {} end
+      local allowed = true
+      for i = 1, n do
+        local rule = rules[i]
+        local s = state[KEYS[k + i]]
+        prior[i] = s
+        ok[i], nxt[i], remaining[i], reset_at[i], retry_at[i], ttl[i] = rule[1](s, now, cost, mode, rule[2], rule[3], rule[4])
+        if not ok[i] then allowed = false end
+      end
+      -- All-or-nothing: when one rule denies a consume, the rules that would have consumed report their state untouched.
+      if not allowed and mode == 'consume' then
+        for i = 1, n do
+          if ok[i] then
+            local rule = rules[i]
+            ok[i], nxt[i], remaining[i], reset_at[i], retry_at[i], ttl[i] = rule[1](prior[i], now, cost, 'peek', rule[2], rule[3], rule[4])
+          end
+        end
+      end
+      if writes and (allowed or mode == 'refund') then
+        for i = 1, n do
+          local key = KEYS[k + i]
+          final[key] = nxt[i]
+          final_ttl[key] = ttl[i]
+          if ttl[i] > 0 and #nxt[i] > 0 then state[key] = nxt[i] else state[key] = false end
+        end
+      end
+      for i = 1, n do
+        out[o + 1] = ok[i] and 1 or 0
+        out[o + 2] = remaining[i]
+        out[o + 3] = reset_at[i]
+        out[o + 4] = retry_at[i]
+        o = o + 4
+      end
     end
+    k = k + n
   end
 end
+if k ~= nkeys then return redis.error_reply('sluice: more KEYS than rules') end
 
-local reply = {now, allowed and 1 or 0}
-for i = 1, n do
-  local step = steps[i]
-  reply[#reply + 1] = step[1] and 1 or 0
-  reply[#reply + 1] = step[3]
-  reply[#reply + 1] = step[4]
-  reply[#reply + 1] = step[5]
+-- No key is ever written without an expiry; state already worthless (ttl <= 0) is deleted instead. (The order of
+-- the writes is irrelevant: the keys are distinct and the script is atomic.)
+local doomed, z
+for key, life in pairs(final_ttl) do
+  if life > 0 then
+    redis.call('SET', key, encode(final[key]), 'PX', life + slack)
+  else
+    if not doomed then doomed, z = {}, 0 end
+    z = z + 1
+    doomed[z] = key
+  end
 end
-return reply
+if doomed then redis.call('DEL', unpack(doomed)) end
+return out
 `;
 
 /** Extra key lifetime with `clock: 'client'` (see above); with Redis TIME keys live exactly ttlMs. */
 export const CLIENT_CLOCK_EXPIRY_SLACK_MS = 1000;
 
 /** SHA-1 of LIMIT_SCRIPT, for EVALSHA. A test recomputes it; update both together. */
-export const LIMIT_SCRIPT_SHA1 = '930cd72d28e26afdc6ae6b33ee51206ed349cff8';
+export const LIMIT_SCRIPT_SHA1 = 'b6dde299e1f9541c301bfdb35c276613f5903718';

@@ -1,0 +1,185 @@
+import type { LimitRequest, LimitResult } from '@sluice/core';
+import { appendDecision, newCall, parseCallReply, type ScriptCallArguments } from './arguments.js';
+
+/**
+ * Runs one call of LIMIT_SCRIPT (EVALSHA, with the store's NOSCRIPT fallback) and resolves with its raw reply.
+ * `requests` are the decisions the call carries, in order.
+ */
+export type ScriptCall = (keys: string[], args: string[], requests: readonly LimitRequest[]) => Promise<unknown>;
+
+export interface LimitBatcherOptions {
+  readonly clock: 'store' | 'client';
+  readonly call: ScriptCall;
+  /**
+   * Most decisions one call carries; 1 sends every decision on its own, at once.
+   * @default 64
+   */
+  readonly maxBatch?: number;
+  /**
+   * Requests whose keys may share one call, e.g. the Redis Cluster hash slot (a script's keys must share a slot
+   * there). `undefined` for a request that must travel alone. Without it, every request may share a call.
+   */
+  readonly group?: (request: LimitRequest) => string | number | undefined;
+  /**
+   * Calls `flush` once the decisions issued together have arrived. The default waits for the microtask queue to
+   * go quiet (no new decision during one microtask turn, at most a few turns): no timer, so a decision that is
+   * alone is sent at once. Node code may pass `process.nextTick`, which runs after every pending microtask.
+   */
+  readonly defer?: (flush: () => void) => void;
+}
+
+/** A script call's keys are unpacked onto Lua's C stack (about 8,000 slots): stay far below. */
+const MAX_KEYS_PER_CALL = 1024;
+/** Microtask turns the default `defer` waits at most for stragglers. */
+const MAX_QUIET_TURNS = 4;
+
+interface Batch {
+  readonly call: ScriptCallArguments;
+  readonly requests: LimitRequest[];
+  readonly resolves: Array<(result: LimitResult) => void>;
+  readonly rejects: Array<(error: unknown) => void>;
+}
+
+/**
+ * Coalesces decisions issued together (in the same tick) into one script call: many decisions, one round trip,
+ * one TIME, one MGET. Each decision is still executed atomically and in the order it was issued, each caller
+ * gets its own result (or, when the call fails, the call's error: its limiter's failure policy then decides),
+ * and nothing waits on a timer. Edge-safe: it only needs `queueMicrotask`.
+ */
+export class LimitBatcher {
+  private readonly clock: 'store' | 'client';
+  private readonly call: ScriptCall;
+  private readonly maxBatch: number;
+  private readonly group: ((request: LimitRequest) => string | number | undefined) | undefined;
+  private readonly defer: (flush: () => void) => void;
+  /** The open batch when there is no `group`; otherwise `open` holds one per group. */
+  private single: Batch | undefined;
+  private readonly open = new Map<string | number, Batch>();
+  private scheduled = false;
+  private arrivals = 0;
+  private seen = 0;
+  private turns = 0;
+
+  constructor(options: LimitBatcherOptions) {
+    this.clock = options.clock;
+    this.call = options.call;
+    this.maxBatch = options.maxBatch ?? 64;
+    this.group = options.group;
+    this.defer = options.defer ?? ((flush) => this.whenQuiet(flush));
+  }
+
+  /** Decides one request; the promise settles after the one call that carries it. */
+  limit(request: LimitRequest): Promise<LimitResult> {
+    if (this.maxBatch <= 1) return this.alone(request);
+    let id: string | number | undefined;
+    let batch: Batch | undefined;
+    if (this.group === undefined) {
+      batch = this.single;
+    } else {
+      id = this.group(request);
+      if (id === undefined) return this.alone(request);
+      batch = this.open.get(id);
+    }
+    if (batch === undefined || batch.call.keys.length + request.rules.length > MAX_KEYS_PER_CALL) {
+      if (batch !== undefined) this.send(this.close(batch, id));
+      batch = { call: newCall(this.clock), requests: [], resolves: [], rejects: [] };
+      if (id === undefined) this.single = batch;
+      else this.open.set(id, batch);
+    }
+    try {
+      appendDecision(batch.call, request);
+    } catch (error) {
+      // A request the script cannot run fails alone, before joining: it appended nothing to the batch.
+      if (batch.requests.length === 0) this.close(batch, id);
+      return Promise.reject(error);
+    }
+    const promise = new Promise<LimitResult>((resolve, reject) => {
+      batch.resolves.push(resolve);
+      batch.rejects.push(reject);
+    });
+    batch.requests.push(request);
+    this.arrivals++;
+    if (batch.requests.length >= this.maxBatch) {
+      this.send(this.close(batch, id));
+    } else if (!this.scheduled) {
+      this.scheduled = true;
+      this.defer(this.flush);
+    }
+    return promise;
+  }
+
+  /** Sends every open batch. */
+  private readonly flush = (): void => {
+    this.scheduled = false;
+    if (this.single !== undefined) {
+      const batch = this.single;
+      this.single = undefined;
+      this.send(batch);
+    }
+    if (this.open.size > 0) {
+      const batches = [...this.open.values()];
+      this.open.clear();
+      for (const batch of batches) this.send(batch);
+    }
+  };
+
+  private close(batch: Batch, id: string | number | undefined): Batch {
+    if (id === undefined) {
+      if (this.single === batch) this.single = undefined;
+    } else if (this.open.get(id) === batch) {
+      this.open.delete(id);
+    }
+    return batch;
+  }
+
+  private alone(request: LimitRequest): Promise<LimitResult> {
+    const call = newCall(this.clock);
+    const requests = [request];
+    try {
+      appendDecision(call, request);
+      return this.call(call.keys, call.args, requests).then((reply) => parseCallReply(reply, requests, this.clock)[0]!);
+    } catch (error) {
+      return Promise.reject(error);
+    }
+  }
+
+  private send(batch: Batch): void {
+    const { requests, resolves, rejects } = batch;
+    let pending: Promise<unknown>;
+    try {
+      pending = this.call(batch.call.keys, batch.call.args, requests);
+    } catch (error) {
+      pending = Promise.reject(error);
+    }
+    pending.then(
+      (reply) => {
+        let results: LimitResult[];
+        try {
+          results = parseCallReply(reply, requests, this.clock);
+        } catch (error) {
+          for (const reject of rejects) reject(error);
+          return;
+        }
+        for (let i = 0; i < results.length; i++) resolves[i]!(results[i]!);
+      },
+      (error: unknown) => {
+        for (const reject of rejects) reject(error);
+      },
+    );
+  }
+
+  /** Default `defer`: flush after a microtask turn in which no decision arrived (at most MAX_QUIET_TURNS turns). */
+  private whenQuiet(flush: () => void): void {
+    this.seen = this.arrivals;
+    this.turns = 0;
+    const check = (): void => {
+      if (this.arrivals !== this.seen && ++this.turns < MAX_QUIET_TURNS) {
+        this.seen = this.arrivals;
+        queueMicrotask(check);
+        return;
+      }
+      flush();
+    };
+    queueMicrotask(check);
+  }
+}
