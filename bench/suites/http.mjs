@@ -13,7 +13,8 @@ import { addRatios, formatInteger } from '../lib/table.mjs';
 export const description = 'autocannon on localhost: bare Express/Fastify vs + sluice (memory) vs + express-rate-limit / @fastify/rate-limit';
 
 const SERVER = join(dirname(fileURLToPath(import.meta.url)), 'http', 'server.mjs');
-const VARIANTS = ['express', 'express+sluice', 'express+express-rate-limit', 'fastify', 'fastify+sluice', 'fastify+@fastify/rate-limit'];
+const MAIN = ['express', 'express+sluice', 'express+express-rate-limit', 'fastify', 'fastify+sluice', 'fastify+@fastify/rate-limit'];
+const HEADERS_OFF = ['express+sluice (no headers)', 'fastify+sluice (no headers)'];
 /** What each variant must send, checked on one request before timing: a limiter that sends nothing is not running. */
 const SIGNATURE = {
   express: (h) => h.ratelimit === undefined,
@@ -22,6 +23,8 @@ const SIGNATURE = {
   fastify: (h) => h.ratelimit === undefined && h['x-ratelimit-limit'] === undefined,
   'fastify+sluice': (h) => /^"bench";r=\d+;t=\d+$/.test(h.ratelimit ?? ''),
   'fastify+@fastify/rate-limit': (h) => h['x-ratelimit-limit'] !== undefined,
+  'express+sluice (no headers)': (h) => h.ratelimit === undefined,
+  'fastify+sluice (no headers)': (h) => h.ratelimit === undefined,
 };
 
 function startServer(variant) {
@@ -98,6 +101,7 @@ export async function run({ options, log }) {
     connections: Number(options.connections ?? 10),
   };
   const rounds = Number(options.rounds ?? 1);
+  const VARIANTS = options['headers-off'] ? [...MAIN, ...HEADERS_OFF] : MAIN;
   log(`${VARIANTS.length} servers × ${rounds} round(s): ${settings.warmupS} s warmup + ${settings.durationS} s at ${settings.connections} connections each`);
   const samples = new Map(VARIANTS.map((v) => [v, []]));
   for (let r = 0; r < rounds; r++) {
@@ -162,6 +166,7 @@ export async function run({ options, log }) {
     notes: [
       'Peers are configured to send comparable headers: express-rate-limit draft-8 RateLimit fields (legacy off); @fastify/rate-limit its defaults (x-ratelimit-*).',
       'One client address, so every limiter works on a single hot key; each server process has one core, autocannon the other.',
+      '--rounds=N for a median of N interleaved rounds; --headers-off adds sluice with headers: false, to separate the decision from the two header fields.',
     ],
     data: { settings, rounds, samples: Object.fromEntries(samples) },
   };

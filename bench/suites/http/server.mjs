@@ -10,7 +10,18 @@ import express from 'express';
 import expressRateLimit from 'express-rate-limit';
 import Fastify from 'fastify';
 
-export const VARIANTS = ['express', 'express+sluice', 'express+express-rate-limit', 'fastify', 'fastify+sluice', 'fastify+@fastify/rate-limit'];
+// `… (no headers)` variants run only with --headers-off: the same limiter with `headers: false`, to show how
+// much of the cost is the two response header fields rather than the decision.
+export const VARIANTS = [
+  'express',
+  'express+sluice',
+  'express+express-rate-limit',
+  'fastify',
+  'fastify+sluice',
+  'fastify+@fastify/rate-limit',
+  'express+sluice (no headers)',
+  'fastify+sluice (no headers)',
+];
 
 // High enough that nothing is refused during a run (one client address, a few hundred thousand requests).
 const LIMIT = 1_000_000_000;
@@ -26,6 +37,7 @@ async function start(variant) {
     const app = express();
     app.disable('x-powered-by');
     if (variant === 'express+sluice') app.use(sluiceExpress({ limiter: sluiceLimiter() }));
+    if (variant === 'express+sluice (no headers)') app.use(sluiceExpress({ limiter: sluiceLimiter(), headers: false }));
     // The same header output as sluice's default: the draft RateLimit and RateLimit-Policy fields only.
     if (variant === 'express+express-rate-limit') {
       app.use(expressRateLimit({ windowMs: WINDOW_MS, limit: LIMIT, standardHeaders: 'draft-8', legacyHeaders: false }));
@@ -39,6 +51,7 @@ async function start(variant) {
   }
   const app = Fastify({ logger: false });
   if (variant === 'fastify+sluice') await app.register(sluiceFastify, { limiter: sluiceLimiter() });
+  if (variant === 'fastify+sluice (no headers)') await app.register(sluiceFastify, { limiter: sluiceLimiter(), headers: false });
   if (variant === 'fastify+@fastify/rate-limit') await app.register(fastifyRateLimit, { max: LIMIT, timeWindow: WINDOW_MS });
   app.get('/', async () => BODY);
   await app.listen({ port: 0, host: '127.0.0.1' });
