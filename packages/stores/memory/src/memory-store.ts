@@ -22,7 +22,8 @@ export interface MemoryStoreOptions {
    * used one is forgotten (never one used more recently than 7/8 of maxKeys others), which errs toward
    * admitting it again; size this above the identities active within
    * your longest window. Memory is bounded by it whatever the traffic: a few hundred bytes per tracked identity
-   * for the counter and bucket algorithms (measured by `pnpm bench memory`), nothing reserved up front.
+   * for the counter and bucket algorithms (measured by `pnpm bench memory`); lru-cache reserves about 16 bytes
+   * per slot up front.
    * At most 10,000,000.
    * @default 100_000
    */
@@ -31,8 +32,8 @@ export interface MemoryStoreOptions {
 
 /**
  * One rule's state for one identity. An identity's slots form a chain (a handful of rules at most, so walking it
- * beats a map); the cache holds the first, which also carries the recency links (unused on the others: one
- * shape for every slot). One small object per rule keeps a tracked identity to a few hundred bytes.
+ * beats a map); the cache holds the first, which also carries the lazy-recency counter (unused on the
+ * others: one shape for every slot). One small object per rule keeps a tracked identity to a few hundred bytes.
  */
 interface Slot extends LruEntry {
   readonly id: string;
@@ -47,7 +48,7 @@ interface Slot extends LruEntry {
  * heap number, one per decision, hung off a long-lived slot.
  */
 function newSlot(id: string, state: State, expiresAt: number): Slot {
-  return { key: '', newer: undefined, older: undefined, movedAt: 0, id, state, expiresAt, next: undefined };
+  return { key: '', movedAt: 0, id, state, expiresAt, next: undefined };
 }
 
 const SWEEP_EVERY = 1024;
@@ -201,9 +202,7 @@ export class MemoryStore implements SyncStore {
   }
 
   private sweep(now: number): void {
-    let seen = 0;
-    for (const first of this.cache.oldestFirst()) {
-      if (++seen > SWEEP_BATCH) break;
+    for (const first of this.cache.oldest(SWEEP_BATCH)) {
       if (isExpired(first, now)) this.cache.delete(first.key);
     }
   }

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { Lru, type LruEntry } from '../src/lru.js';
 
-const entry = (): LruEntry => ({ key: '', newer: undefined, older: undefined, movedAt: 0 });
+const entry = (): LruEntry => ({ key: '', movedAt: 0 });
 
 function filled(max: number): Lru<LruEntry> {
   const lru = new Lru<LruEntry>(max);
@@ -41,5 +41,17 @@ describe('Lru: bounded, nearly least recently used', () => {
     lru.set('a', entry());
     lru.set('b', entry());
     expect([...lru.newestFirst()].map((e) => e.key)).toEqual(['b', 'a', 'k1', 'k0']);
+  });
+});
+
+describe('Lru: built on lru-cache', () => {
+  it('evicts through lru-cache at the bound and lists oldest entries without disturbing them', () => {
+    const lru = filled(1000);
+    for (let i = 0; i < 5000; i++) lru.set(`flood-${i}`, entry());
+    expect(lru.size).toBe(1000);
+    const oldest = lru.oldest(3).map((e) => e.key);
+    expect(oldest).toEqual(['flood-4000', 'flood-4001', 'flood-4002']);
+    for (const key of oldest) lru.delete(key);
+    expect(lru.size).toBe(997);
   });
 });
