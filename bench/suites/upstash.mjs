@@ -54,6 +54,7 @@ export async function run({ options, log }) {
   const warmupRounds = Number(options.warmup ?? 1);
   const inFlight = Number(options.inflight ?? 16);
   const countOps = Number(options.count ?? (quick ? 200 : 500));
+  pipelining = options.pipelining !== 'off';
 
   log('starting redis-server and the Upstash REST fixture (child process)');
   const fixture = await startFixtureProcess({ loader: import.meta.resolve('tsx') });
@@ -94,18 +95,28 @@ export async function run({ options, log }) {
     for (const pair of PAIRS) {
       const s = rows.find((r) => r.name === `sluice ${pair.key}`);
       const u = rows.find((r) => r.name === `ratelimit ${pair.key}`);
-      // One request and one EVALSHA is the floor for a decision: a single rule can only tie there.
+      // One request and one EVALSHA is the floor for a lone decision: a single rule can only tie there.
       const op = pair.key.startsWith('compound') ? '<' : '<=';
       const per = (a, b) => `${a.toFixed(2)} vs ${b.toFixed(2)}`;
+      const perN = (a, b) => `${a.toFixed(3)} vs ${b.toFixed(3)}`;
       targets.push(
-        target(`${pair.key}: sluice HTTP requests per decision ${op} @upstash/ratelimit's`, s.requestsPerDecision / u.requestsPerDecision, op, 1, () =>
+        target(`${pair.key}: sluice HTTP requests per decision ${op} @upstash/ratelimit's (1 in flight)`, s.requestsPerDecision / u.requestsPerDecision, op, 1, () =>
           per(s.requestsPerDecision, u.requestsPerDecision),
         ),
-        target(`${pair.key}: sluice top-level Redis commands per decision ${op} @upstash/ratelimit's`, s.topCommandsPerDecision / u.topCommandsPerDecision, op, 1, () =>
+        target(`${pair.key}: sluice top-level Redis commands per decision ${op} @upstash/ratelimit's (1 in flight)`, s.topCommandsPerDecision / u.topCommandsPerDecision, op, 1, () =>
           per(s.topCommandsPerDecision, u.topCommandsPerDecision),
         ),
-        target(`${pair.key}: sluice Redis commands executed per decision (script internals included) < @upstash/ratelimit's`, s.redisCommandsPerDecision / u.redisCommandsPerDecision, '<', 1, () =>
+        target(`${pair.key}: sluice Redis commands executed per decision (script internals included) < @upstash/ratelimit's (1 in flight)`, s.redisCommandsPerDecision / u.redisCommandsPerDecision, '<', 1, () =>
           per(s.redisCommandsPerDecision, u.redisCommandsPerDecision),
+        ),
+        target(`${pair.key}: sluice HTTP requests per decision ${op} @upstash/ratelimit's (${inFlight} in flight)`, s.requestsPerDecisionConcurrent / u.requestsPerDecisionConcurrent, op, 1, () =>
+          perN(s.requestsPerDecisionConcurrent, u.requestsPerDecisionConcurrent),
+        ),
+        target(`${pair.key}: sluice top-level Redis commands per decision < @upstash/ratelimit's (${inFlight} in flight)`, s.topCommandsPerDecisionConcurrent / u.topCommandsPerDecisionConcurrent, '<', 1, () =>
+          perN(s.topCommandsPerDecisionConcurrent, u.topCommandsPerDecisionConcurrent),
+        ),
+        target(`${pair.key}: sluice Redis commands executed per decision < @upstash/ratelimit's (${inFlight} in flight)`, s.redisCommandsPerDecisionConcurrent / u.redisCommandsPerDecisionConcurrent, '<', 1, () =>
+          perN(s.redisCommandsPerDecisionConcurrent, u.redisCommandsPerDecisionConcurrent),
         ),
         target(`${pair.key}: sluice decisions/s >= @upstash/ratelimit's (${inFlight} in flight)`, s.opsPerSec / u.opsPerSec, '>=', 1, (v) =>
           `${formatInteger(s.opsPerSec)} vs ${formatInteger(u.opsPerSec)} (${formatRatio(v)})`,
@@ -114,7 +125,7 @@ export async function run({ options, log }) {
     }
 
     return {
-      title: `Upstash REST (local fixture over redis-server), ${formatInteger(IDENTITIES)} identities, all decisions allowed; timing: ${formatInteger(ops)} decisions per round, ${inFlight} in flight, median of ${rounds} rounds after ${warmupRounds} warmup`,
+      title: `Upstash REST (local fixture over redis-server), ${formatInteger(IDENTITIES)} identities, all decisions allowed; timing: ${formatInteger(ops)} decisions per round, ${inFlight} in flight, median of ${rounds} rounds after ${warmupRounds} warmup; @upstash/redis auto-pipelining ${pipelining ? 'on (its default)' : 'off'} for both`,
       rows,
       ratios: [],
       columns: [
@@ -122,7 +133,9 @@ export async function run({ options, log }) {
         { key: 'requestsPerDecision', label: 'req/dec', format: (v) => v.toFixed(2) },
         { key: 'requestsPerDecisionConcurrent', label: `req/dec @${inFlight}`, format: (v) => v.toFixed(3) },
         { key: 'topCommandsPerDecision', label: 'top cmds/dec', format: (v) => v.toFixed(2) },
+        { key: 'topCommandsPerDecisionConcurrent', label: `top @${inFlight}`, format: (v) => v.toFixed(3) },
         { key: 'redisCommandsPerDecision', label: 'redis cmds/dec', format: (v) => v.toFixed(2) },
+        { key: 'redisCommandsPerDecisionConcurrent', label: `redis @${inFlight}`, format: (v) => v.toFixed(2) },
         { key: 'redisUsecPerDecision', label: 'redis µs/dec', format: (v) => v.toFixed(1) },
         { key: 'clientCpuUsecPerDecision', label: 'client cpu µs/dec', format: (v) => v.toFixed(0) },
         { key: 'commandMix', label: 'commands executed per decision', format: (v) => v },
@@ -130,22 +143,24 @@ export async function run({ options, log }) {
       targets,
       notes: [
         '"÷ ratelimit" is time per decision divided by @upstash/ratelimit\'s on the same algorithm: below 1.00x is faster.',
-        '"req/dec": HTTP requests per decision with one decision in flight; "@N": with N in flight, where the client\'s auto-pipelining (on by default, same client settings for both) carries several decisions per request.',
-        '"top cmds/dec": commands the fixture forwarded (EVALSHA); "redis cmds/dec": every command Redis executed (INFO commandstats), script internals included, in steady state (every identity seen before); "redis µs/dec": time Redis spent in the scripts per decision (commandstats usec of EVALSHA, which includes the commands it runs); "client cpu": CPU time of this process (library + @upstash/redis + fetch) per decision at N in flight. Wall-clock columns move with the machine\'s load (see the load average below); these counts and CPU times much less.',
+        '"req/dec": HTTP requests per decision with one decision in flight; "@N": with N in flight, where the client\'s auto-pipelining (on by default, same client settings for both) carries several commands per request, and sluice\'s store batches the decisions issued together into one script call (its default, batch: true).',
+        '"top cmds/dec": commands the fixture forwarded (EVALSHA); "redis cmds/dec": every command Redis executed (INFO commandstats), script internals included, in steady state (every identity seen before); "@N": the same with N in flight; "redis µs/dec": time Redis spent in the scripts per decision at 1 in flight (commandstats usec of EVALSHA, which includes the commands it runs); "client cpu": CPU time of this process (library + @upstash/redis + fetch) per decision at N in flight. Wall-clock columns move with the machine\'s load (see the load average below); these counts and CPU times much less.',
         'sluice by default reads the store clock (one TIME inside the script); "client clock" rows send the limiter\'s clock instead, as @upstash/ratelimit always does. Targets are for the default. @upstash/ratelimit runs with ephemeralCache: false and analytics off; its cache only answers identities it saw denied, and none is here.',
         'Compound: sluice decides both rules in one all-or-nothing script; @upstash/ratelimit needs two limiters called one after the other (and the first consumes even when the second denies).',
       ],
-      data: { counts: Object.fromEntries(counts), identities: IDENTITIES, inFlight },
+      data: { counts: Object.fromEntries(counts), identities: IDENTITIES, inFlight, pipelining },
     };
   } finally {
     await fixture.stop();
   }
 }
 
+let pipelining = true;
+
 function client(fixture) {
-  // The client a user gets by default, minus telemetry headers. One client per contestant: auto-pipelining
-  // batches never mix two contestants' commands.
-  return new Redis({ url: fixture.url, token: fixture.token, enableTelemetry: false });
+  // The client a user gets by default, minus telemetry headers (and with --pipelining=off, minus auto-pipelining).
+  // One client per contestant: auto-pipelining batches never mix two contestants' commands.
+  return new Redis({ url: fixture.url, token: fixture.token, enableTelemetry: false, enableAutoPipelining: pipelining });
 }
 
 const identities = Array.from({ length: IDENTITIES }, (_, i) => `user-${i}`);
@@ -245,7 +260,9 @@ function flatten(counts) {
     requestsPerDecision: counts.single.requests,
     requestsPerDecisionConcurrent: counts.concurrent.requests,
     topCommandsPerDecision: counts.single.topCommands,
+    topCommandsPerDecisionConcurrent: counts.concurrent.topCommands,
     redisCommandsPerDecision: counts.single.redisCommands,
+    redisCommandsPerDecisionConcurrent: counts.concurrent.redisCommands,
     redisUsecPerDecision: counts.single.redisUsec,
     clientCpuUsecPerDecision: counts.concurrent.clientCpuUsec,
     commandMix: counts.single.mix,
