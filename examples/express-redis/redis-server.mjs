@@ -1,0 +1,95 @@
+// A throwaway redis-server for the example: a free loopback port, no persistence, its own temp folder, stopped by
+// its own pid. `kill()` and `restart()` (same port, empty data) are the outage the example shows.
+import { spawn, spawnSync } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { createConnection, createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+
+const HOST = '127.0.0.1';
+
+function freePort() {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once('error', reject);
+    server.listen(0, HOST, () => {
+      const { port } = server.address();
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+function ping(port) {
+  return new Promise((resolve) => {
+    const socket = createConnection({ host: HOST, port }, () => socket.write('PING\r\n'));
+    socket.setTimeout(300, () => socket.destroy());
+    socket.once('data', (reply) => {
+      socket.end();
+      resolve(reply.toString().startsWith('+PONG'));
+    });
+    socket.once('error', () => resolve(false));
+    socket.once('close', () => resolve(false));
+  });
+}
+
+function exited(child) {
+  return child.exitCode !== null || child.signalCode !== null;
+}
+
+async function untilExit(child, signal) {
+  if (exited(child)) return;
+  const done = new Promise((resolve) => child.once('exit', resolve));
+  child.kill(signal);
+  await done;
+}
+
+/** @returns {Promise<{ host: string, port: number, version: string, kill(): Promise<void>, restart(): Promise<void>, stop(): Promise<void> }>} */
+export async function startRedisServer() {
+  const probe = spawnSync('redis-server', ['--version'], { encoding: 'utf8' });
+  if (probe.error !== undefined || probe.status !== 0) {
+    throw new Error('redis-server was not found on PATH; this example starts its own: apt-get install redis-server (macOS: brew install redis)');
+  }
+  const version = /v=(\S+)/.exec(probe.stdout)?.[1] ?? 'unknown';
+  const dir = mkdtempSync(join(tmpdir(), 'sluice-express-redis-'));
+  const port = await freePort();
+  const args = ['--port', String(port), '--bind', HOST, '--save', '', '--appendonly', 'no', '--dir', dir];
+  let child;
+  let output = '';
+  const launch = async () => {
+    child = spawn('redis-server', args, { cwd: dir, stdio: ['ignore', 'pipe', 'pipe'] });
+    const keep = (chunk) => (output = (output + chunk).slice(-2000));
+    child.stdout.on('data', keep);
+    child.stderr.on('data', keep);
+    const deadline = Date.now() + 10_000;
+    while (!(await ping(port))) {
+      if (exited(child)) throw new Error(`redis-server exited with code ${child.exitCode}: ${output}`);
+      if (Date.now() > deadline) throw new Error(`redis-server on port ${port} did not answer PING within 10 s`);
+      await new Promise((resolve) => setTimeout(resolve, 25));
+    }
+  };
+  const stopOnExit = () => child !== undefined && !exited(child) && child.kill('SIGKILL');
+  process.once('exit', stopOnExit); // a crash of this script leaves no redis-server behind
+  try {
+    await launch();
+  } catch (error) {
+    await untilExit(child, 'SIGKILL');
+    rmSync(dir, { recursive: true, force: true });
+    throw error;
+  }
+  return {
+    host: HOST,
+    port,
+    version,
+    /** SIGKILL: connections drop at once and the data is gone, as in a crash. */
+    kill: () => untilExit(child, 'SIGKILL'),
+    /** A fresh, empty server on the same port. */
+    restart: async () => {
+      await untilExit(child, 'SIGKILL');
+      await launch();
+    },
+    stop: async () => {
+      await untilExit(child, 'SIGTERM');
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
