@@ -3,7 +3,8 @@
  * the Redis store's Lua script on a real redis-server (client clock mode), and every event must agree exactly:
  * allowed, remaining, resetAt, retryAt per rule, the state written and its expiry. The script is called with
  * the store's own codec (`encodeCall`, `parseCallReply`): one decision per call, as a lone decision travels,
- * and several decisions per call, as the store's batcher sends decisions issued together.
+ * and several decisions per call, as the store's batcher sends decisions issued together; and both ways the
+ * store runs it: EVALSHA of LIMIT_SCRIPT and FCALL of the Redis Function LIMIT_LIBRARY defines.
  *
  * Each call is one MULTI/EXEC: GET the rules' states, TIME, EVALSHA, TIME, then GET and PEXPIRETIME them again.
  * Reading the state in the same atomic block as the script makes the comparison exact even when Redis expires a
@@ -15,7 +16,7 @@ import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import fc from 'fast-check';
 import { Redis } from 'ioredis';
 import { decodeState, encodeState, evaluate, type LimitRequest, type ResolvedRule, type State } from '@sluice/core';
-import { CLIENT_CLOCK_EXPIRY_SLACK_MS, LIMIT_SCRIPT, LIMIT_SCRIPT_SHA1, encodeCall, parseCallReply } from '@sluice/redis/scripts';
+import { CLIENT_CLOCK_EXPIRY_SLACK_MS, LIMIT_FUNCTION, LIMIT_LIBRARY, LIMIT_SCRIPT, LIMIT_SCRIPT_SHA1, encodeCall, parseCallReply } from '@sluice/redis/scripts';
 import { startRedis, type RedisServer } from '../harness/redis.js';
 import { ALGORITHMS, compoundRules, events, ruleOf, ruleSets, startMs, type Event } from './arbitraries.js';
 
@@ -29,7 +30,12 @@ beforeAll(async () => {
   client = new Redis({ host: server.host, port: server.port, lazyConnect: true });
   await client.connect();
   expect(await client.script('LOAD', LIMIT_SCRIPT)).toBe(LIMIT_SCRIPT_SHA1);
+  await client.function('LOAD', LIMIT_LIBRARY);
 });
+
+/** How the script is run: as the store does by default (a Redis Function), or as a script (Cluster, Upstash). */
+type Via = 'fcall' | 'evalsha';
+let via: Via = 'evalsha';
 
 afterAll(async () => {
   console.log(`[differential] ${stats.sequences} sequences, ${stats.events} events in ${stats.calls} script calls (${stats.batchedCalls} carrying several decisions), ${stats.writes} writes compared; ${stats.expiredEarly} states expired by Redis real time before the logical clock reached them`);
@@ -73,7 +79,8 @@ async function runCalls(identities: readonly Identity[], start: number, calls: R
     const multi = client.multi();
     for (const k of distinct) multi.get(k);
     multi.time();
-    multi.evalsha(LIMIT_SCRIPT_SHA1, keys.length, ...keys, ...args);
+    if (via === 'fcall') multi.fcall(LIMIT_FUNCTION, keys.length, ...keys, ...args);
+    else multi.evalsha(LIMIT_SCRIPT_SHA1, keys.length, ...keys, ...args);
     multi.time();
     for (const k of distinct) multi.get(k);
     for (const k of distinct) multi.call('PEXPIRETIME', k);
@@ -150,7 +157,11 @@ function runSequence(rules: readonly ResolvedRule[], start: number, list: readon
 
 const maxCostOf = (rules: readonly ResolvedRule[]) => Math.max(...rules.map((r) => r.limit));
 
-describe('Lua script equals core evaluate(), event by event', () => {
+describe.each<Via>(['evalsha', 'fcall'])('Lua script equals core evaluate(), event by event, run by %s', (how) => {
+  beforeAll(() => {
+    via = how;
+  });
+
   for (const algorithm of ALGORITHMS) {
     test(algorithm, async () => {
       await fc.assert(
@@ -204,7 +215,7 @@ describe('Lua script equals core evaluate(), event by event', () => {
       }),
       { numRuns: 60 },
     );
-    console.log(`[differential] batched: ${stats.batchedCalls - batchedBefore} calls carrying ${stats.batchedDecisions - decisionsBefore} decisions, ${stats.repeatedKeys - repeatsBefore} of them on an identity already decided earlier in the same call`);
+    console.log(`[differential] batched (${how}): ${stats.batchedCalls - batchedBefore} calls carrying ${stats.batchedDecisions - decisionsBefore} decisions, ${stats.repeatedKeys - repeatsBefore} of them on an identity already decided earlier in the same call`);
     expect(stats.batchedCalls - batchedBefore).toBeGreaterThan(50);
     expect(stats.repeatedKeys - repeatsBefore).toBeGreaterThan(50);
   });
@@ -218,7 +229,7 @@ describe('Lua script equals core evaluate(), event by event', () => {
         const request: LimitRequest = { key, rules: [rule], cost: 1, mode: 'peek', now: 1_700_000_000_000 };
         const { keys, args } = encodeCall([request], 'client');
         await client.set(keys[0]!, raw);
-        const reply = await client.evalsha(LIMIT_SCRIPT_SHA1, 1, keys[0]!, ...args);
+        const reply = how === 'fcall' ? await client.fcall(LIMIT_FUNCTION, 1, keys[0]!, ...args) : await client.evalsha(LIMIT_SCRIPT_SHA1, 1, keys[0]!, ...args);
         const expected = evaluate([rule], [decodeState(raw)], request.now, 1, 'peek');
         expect(parseCallReply(reply, [request], 'client')[0]!.outcomes, `${rule.algorithm} over ${JSON.stringify(raw)}`).toEqual(expected.outcomes);
       }

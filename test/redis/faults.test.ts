@@ -106,7 +106,7 @@ function summarize(label: string, samples: Sample[]): Record<string, unknown> {
     const code = s.decision.degraded ? (isSluiceError(s.decision.error) ? s.decision.error.code : 'unknown') : 'ok';
     codes[code] = (codes[code] ?? 0) + 1;
   }
-  const summary = { phase: label, decisions: samples.length, p50Ms: +percentile(latencies, 50).toFixed(2), p99Ms: +percentile(latencies, 99).toFixed(2), maxMs: +Math.max(0, ...latencies).toFixed(2), codes };
+  const summary = { phase: label, decisions: samples.length, p50Ms: +percentile(latencies, 50).toFixed(2), p99Ms: +percentile(latencies, 99).toFixed(2), maxMs: +latencies.reduce((a, b) => Math.max(a, b), 0).toFixed(2), codes };
   console.log(`[faults] ${JSON.stringify(summary)}`);
   return summary;
 }

@@ -1,7 +1,7 @@
 import { SluiceError, type LimitRequest, type LimitResult, type Store, type StoreCapabilities } from '@sluice/core';
 import type { Cluster, Redis } from 'ioredis';
 import { LimitBatcher } from './scripts/batcher.js';
-import { LIMIT_SCRIPT, LIMIT_SCRIPT_SHA1 } from './scripts/limit-script.js';
+import { LIMIT_FUNCTION, LIMIT_LIBRARY, LIMIT_SCRIPT, LIMIT_SCRIPT_SHA1 } from './scripts/limit-script.js';
 
 export interface RedisStoreOptions {
   /**
@@ -24,12 +24,19 @@ export interface RedisStoreOptions {
    * @default 64
    */
   maxBatch?: number;
+  /**
+   * Run the script as a Redis 7 Function (FCALL), loaded by the store on first use (FUNCTION LOAD), where its
+   * helpers and parsed rules outlive the call. Where Functions are unavailable (Redis before 7, an ACL without
+   * FUNCTION or FCALL) the store falls back to EVALSHA by itself; on a Cluster it always uses EVALSHA.
+   * @default true
+   */
+  functions?: boolean;
 }
 
-/** The three ioredis methods the store calls; `Redis` and `Cluster` both have them. */
-type ScriptClient = Pick<Redis, 'evalsha' | 'eval' | 'del'>;
+/** The ioredis methods the store calls; `Redis` and `Cluster` both have them (`fcall` and `function` since 5.x). */
+type ScriptClient = Pick<Redis, 'evalsha' | 'eval' | 'del'> & Partial<Pick<Redis, 'fcall' | 'function'>>;
 
-const KNOWN = ['clock', 'batch', 'maxBatch'];
+const KNOWN = ['clock', 'batch', 'maxBatch', 'functions'];
 
 /**
  * Store on the user's ioredis client, standalone `Redis` or `Cluster`, with or without `enableAutoPipelining`.
@@ -45,6 +52,10 @@ export class RedisStore implements Store {
   readonly capabilities: StoreCapabilities;
   private readonly client: ScriptClient;
   private readonly batcher: LimitBatcher;
+  /** FCALL until the server shows it has no Functions for us; then EVALSHA for good. */
+  private useFunction: boolean;
+  /** The FUNCTION LOAD in flight, shared by every call that found the function missing. */
+  private loading: Promise<void> | undefined;
 
   constructor(client: Redis | Cluster, options: RedisStoreOptions = {}) {
     const candidate = client as Partial<ScriptClient> | null | undefined;
@@ -75,7 +86,11 @@ export class RedisStore implements Store {
     if (!Number.isSafeInteger(maxBatch) || maxBatch < 1 || maxBatch > 1000) {
       throw new SluiceError('INVALID_OPTION', `redisStore: maxBatch must be an integer from 1 to 1000, got ${JSON.stringify(maxBatch)}`);
     }
+    const functions = options.functions ?? true;
+    if (typeof functions !== 'boolean') throw new SluiceError('INVALID_OPTION', `redisStore: functions must be true or false, got ${JSON.stringify(functions)}`);
     this.client = client;
+    this.useFunction =
+      functions && (client as { isCluster?: boolean }).isCluster !== true && typeof candidate.fcall === 'function' && typeof candidate.function === 'function';
     this.capabilities = { synchronous: false, clock, operations: ['limit', 'reset'] };
     this.batcher = new LimitBatcher({
       clock,
@@ -99,15 +114,50 @@ export class RedisStore implements Store {
   }
 
   private readonly call = async (keys: string[], args: string[]): Promise<unknown> => {
+    if (this.useFunction) {
+      try {
+        return await this.client.fcall!(LIMIT_FUNCTION, keys.length, ...keys, ...args);
+      } catch (error) {
+        // Both answers mean the function did not run, so running the decisions once more cannot count twice.
+        // Any other error may have run it, or not: never retried, the limiters' failure policies decide.
+        if (isFunctionMissing(error)) {
+          await this.loadFunction();
+          if (this.useFunction) return await this.client.fcall!(LIMIT_FUNCTION, keys.length, ...keys, ...args);
+        } else if (isUnsupported(error)) {
+          this.useFunction = false;
+        } else {
+          throw error;
+        }
+      }
+    }
     try {
       return await this.client.evalsha(LIMIT_SCRIPT_SHA1, keys.length, ...keys, ...args);
     } catch (error) {
       // NOSCRIPT means the script did not run (fresh or flushed server), so one EVAL cannot double count.
-      // Any other error may have run it, or not: it is never retried, the limiters' failure policies decide.
       if (!isNoScript(error)) throw error;
       return this.client.eval(LIMIT_SCRIPT, keys.length, ...keys, ...args);
     }
   };
+
+  /** FUNCTION LOAD, once for every call waiting on it; a server that refuses Functions turns them off. */
+  private loadFunction(): Promise<void> {
+    this.loading ??= this.client.function!('LOAD', LIMIT_LIBRARY)
+      .then(
+        () => undefined,
+        (error: unknown) => {
+          if (error instanceof Error && /already exists/i.test(error.message)) return; // another client loaded it
+          if (isUnsupported(error)) {
+            this.useFunction = false;
+            return;
+          }
+          throw error;
+        },
+      )
+      .finally(() => {
+        this.loading = undefined;
+      });
+    return this.loading;
+  }
 }
 
 /**
@@ -133,4 +183,14 @@ function hashTag(key: string): string | undefined {
 
 function isNoScript(error: unknown): boolean {
   return error instanceof Error && error.message.startsWith('NOSCRIPT');
+}
+
+/** Redis 7 answers FCALL of an unknown function (fresh, restarted or FUNCTION FLUSHed server) this way. */
+function isFunctionMissing(error: unknown): boolean {
+  return error instanceof Error && /^ERR Function not found/i.test(error.message);
+}
+
+/** No Functions here: Redis before 7 (unknown command) or an ACL without FCALL or FUNCTION. */
+function isUnsupported(error: unknown): boolean {
+  return error instanceof Error && (/^ERR unknown (command|subcommand)/i.test(error.message) || /^NOPERM .*'(fcall|function)/i.test(error.message));
 }

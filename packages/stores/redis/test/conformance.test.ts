@@ -26,6 +26,15 @@ describeStoreConformance<RedisStore>({
   storeScope: 'suite',
 });
 
+// The script run by EVALSHA (as on a Cluster, or where Functions are unavailable) rather than as a Function.
+describeStoreConformance<RedisStore>({
+  name: 'redis (EVALSHA)',
+  createStore: () => redisStore(client, { clock: 'client', functions: false }),
+  clock: 'client',
+  storeScope: 'suite',
+  keyPrefix: 'conformance-evalsha',
+});
+
 describeStoreConformance<RedisStore>({
   name: 'redis',
   createStore: () => redisStore(client),

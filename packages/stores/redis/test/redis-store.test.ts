@@ -3,8 +3,8 @@ import { readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { Redis } from 'ioredis';
 import { createLimiter, fixedWindow, gcra, isSluiceError, slidingWindowLog, tokenBucket, type ResolvedRule } from '@sluice/core';
-import { redisStore } from '../src/index.js';
-import { CLIENT_CLOCK_EXPIRY_SLACK_MS, LIMIT_SCRIPT, LIMIT_SCRIPT_SHA1 } from '../src/scripts/index.js';
+import { redisStore, type RedisStoreOptions } from '../src/index.js';
+import { CLIENT_CLOCK_EXPIRY_SLACK_MS, LIMIT_FUNCTION, LIMIT_LIBRARY, LIMIT_SCRIPT, LIMIT_SCRIPT_SHA1 } from '../src/scripts/index.js';
 import { startRedis, type RedisServer } from '../../../../test/harness/redis.js';
 
 let server: RedisServer;
@@ -19,9 +19,10 @@ function connect(options: { enableAutoPipelining?: boolean } = {}): Redis {
 async function commandCalls(client: Redis): Promise<Record<string, number>> {
   const info = await client.info('commandstats');
   const calls: Record<string, number> = {};
-  for (const match of info.matchAll(/cmdstat_(\w+):calls=(\d+),.*?failed_calls=(\d+)/g)) {
+  for (const match of info.matchAll(/cmdstat_([\w|]+):calls=(\d+),.*?rejected_calls=(\d+),failed_calls=(\d+)/g)) {
     calls[match[1]!] = Number(match[2]);
-    calls[`${match[1]}_failed`] = Number(match[3]);
+    calls[`${match[1]}_rejected`] = Number(match[3]);
+    calls[`${match[1]}_failed`] = Number(match[4]);
   }
   return calls;
 }
@@ -84,6 +85,7 @@ describe('redisStore options', () => {
       expect(() => redisStore(client, { maxBatch })).toThrow(/maxBatch must be an integer from 1 to 1000/);
     }
     expect(() => redisStore(client, { batch: false, maxBatch: 1 })).not.toThrow();
+    expect(() => redisStore(client, { functions: 'no' as never })).toThrow(/functions must be true or false, got "no"/);
   });
 
   test('capabilities announce the clock in use', () => {
@@ -102,19 +104,26 @@ describe('redisStore on a real redis-server', () => {
     expect(decision.now).toBeGreaterThanOrEqual(before - 5);
     expect(decision.now).toBeLessThanOrEqual(Date.now() + 5);
   });
+});
+
+// Every behaviour below holds for both ways of running the script; `call` is the command that carries decisions.
+describe.each([
+  { how: 'as a Redis Function (FCALL, the default)', functions: true, call: 'fcall' },
+  { how: 'as a script (EVALSHA)', functions: false, call: 'evalsha' },
+])('redisStore $how', ({ functions, call }) => {
+  const store = (client: Redis, options: RedisStoreOptions = {}) => redisStore(client, { functions, ...options });
 
   for (const enableAutoPipelining of [false, true]) {
-    test(`concurrent decisions share one EVALSHA, compound rules included, each answered in issue order (autopipelining ${enableAutoPipelining ? 'on' : 'off'})`, async () => {
+    test(`concurrent decisions share one call, compound rules included, each answered in issue order (autopipelining ${enableAutoPipelining ? 'on' : 'off'})`, async () => {
       const client = connect({ enableAutoPipelining });
-      const store = redisStore(client, { clock: 'client' });
       const rules = [tokenBucket({ capacity: 5, refillRate: 1 }), fixedWindow({ limit: 3, window: '1m' }), gcra({ limit: 10, period: '1s' })];
-      const limiter = createLimiter({ store, rules, name: `pipe${enableAutoPipelining}`, clock: () => 1_700_000_000_000 });
-      await limiter.limit('warm'); // loads the script if needed
+      const limiter = createLimiter({ store: store(client, { clock: 'client' }), rules, name: `pipe-${call}-${enableAutoPipelining}`, clock: () => 1_700_000_000_000 });
+      await limiter.limit('warm'); // loads the script or function if needed
       await client.config('RESETSTAT');
       const decisions = await Promise.all(Array.from({ length: 10 }, () => limiter.limit('one')));
       const calls = await commandCalls(client);
-      expect(calls.evalsha).toBe(1);
-      expect(calls.eval ?? 0).toBe(0);
+      expect(calls[call]).toBe(1);
+      expect((calls.eval ?? 0) + (calls['function|load'] ?? 0)).toBe(0);
       expect(calls.time ?? 0).toBe(0); // client clock
       expect(calls.mget).toBe(1);
       expect(calls.set).toBe(3); // each key written once, with its last state
@@ -124,15 +133,15 @@ describe('redisStore on a real redis-server', () => {
       expect(decisions.filter((d) => !d.allowed).every((d) => d.rule === 'fw:60000')).toBe(true);
     });
 
-    test(`batch: false sends exactly one EVALSHA per decision (autopipelining ${enableAutoPipelining ? 'on' : 'off'})`, async () => {
+    test(`batch: false sends exactly one call per decision (autopipelining ${enableAutoPipelining ? 'on' : 'off'})`, async () => {
       const client = connect({ enableAutoPipelining });
       const rules = [tokenBucket({ capacity: 5, refillRate: 1 }), fixedWindow({ limit: 3, window: '1m' })];
-      const limiter = createLimiter({ store: redisStore(client, { batch: false }), rules, name: `single${enableAutoPipelining}` });
+      const limiter = createLimiter({ store: store(client, { batch: false }), rules, name: `single-${call}-${enableAutoPipelining}` });
       await limiter.limit('warm');
       await client.config('RESETSTAT');
       const decisions = await Promise.all(Array.from({ length: 10 }, () => limiter.limit('one')));
       const calls = await commandCalls(client);
-      expect(calls.evalsha).toBe(10);
+      expect(calls[call]).toBe(10);
       expect(calls.time).toBe(10);
       expect(decisions.filter((d) => d.allowed)).toHaveLength(3);
     });
@@ -140,12 +149,12 @@ describe('redisStore on a real redis-server', () => {
 
   test('maxBatch bounds the decisions of one call; the store clock is read once per call', async () => {
     const client = connect();
-    const limiter = createLimiter({ store: redisStore(client, { maxBatch: 4 }), rules: fixedWindow({ limit: 100, window: '1m' }), name: 'max' });
+    const limiter = createLimiter({ store: store(client, { maxBatch: 4 }), rules: fixedWindow({ limit: 100, window: '1m' }), name: `max-${call}` });
     await limiter.limit('warm');
     await client.config('RESETSTAT');
     const decisions = await Promise.all(Array.from({ length: 10 }, (_, i) => limiter.limit(`id-${i % 3}`)));
     const calls = await commandCalls(client);
-    expect(calls.evalsha).toBe(3); // 4 + 4 + 2
+    expect(calls[call]).toBe(3); // 4 + 4 + 2
     expect(calls.time).toBe(3);
     expect(decisions.every((d) => d.allowed && !d.degraded)).toBe(true);
     expect(decisions.map((d) => d.remaining)).toEqual([99, 99, 99, 98, 98, 98, 97, 97, 97, 96]);
@@ -153,7 +162,7 @@ describe('redisStore on a real redis-server', () => {
 
   test('peek, refund and consume of one identity in one call run in issue order', async () => {
     const client = connect();
-    const limiter = createLimiter({ store: redisStore(client, { clock: 'client' }), rules: fixedWindow({ limit: 3, window: '1h' }), name: 'order', clock: () => 1_700_000_000_000 });
+    const limiter = createLimiter({ store: store(client, { clock: 'client' }), rules: fixedWindow({ limit: 3, window: '1h' }), name: `order-${call}`, clock: () => 1_700_000_000_000 });
     await limiter.limit('warm');
     await client.config('RESETSTAT');
     const [a, b, c, d, e, f] = await Promise.all([
@@ -164,7 +173,7 @@ describe('redisStore on a real redis-server', () => {
       limiter.limit('o'),
       limiter.limit('o', { cost: 0 }),
     ]);
-    expect((await commandCalls(client)).evalsha).toBe(1);
+    expect((await commandCalls(client))[call]).toBe(1);
     expect([a, b, c, d, e, f].map((x) => [x.allowed, x.remaining])).toEqual([
       [true, 0],
       [false, 0],
@@ -173,12 +182,60 @@ describe('redisStore on a real redis-server', () => {
       [true, 1],
       [true, 1],
     ]);
-    expect(await client.get('sluice:order:{o}:fw:3600000')).toMatch(/^\d+,2$/);
+    expect(await client.get(`sluice:order-${call}:{o}:fw:3600000`)).toMatch(/^\d+,2$/);
   });
 
+  test('a failing call fails each of its decisions, is never retried, writes nothing; the policy answers each', async () => {
+    const client = connect();
+    const rules = fixedWindow({ limit: 10, window: '1h' });
+    const deny = createLimiter({ store: store(client, { clock: 'client' }), rules, name: `oom-${call}`, onStoreError: 'deny', circuitBreaker: false, clock: () => 1_700_000_000_000 });
+    await deny.limit('warm');
+    await client.config('RESETSTAT');
+    // With maxmemory 1 byte and noeviction, Redis refuses scripts that may write: a real error from the server.
+    await client.config('SET', 'maxmemory-policy', 'noeviction');
+    await client.config('SET', 'maxmemory', '1');
+    let decisions;
+    try {
+      decisions = await Promise.all(Array.from({ length: 5 }, (_, i) => deny.limit(`oom-${i % 2}`)));
+    } finally {
+      await client.config('SET', 'maxmemory', '0');
+    }
+    const calls = await commandCalls(client);
+    expect(calls[call]! + calls[`${call}_rejected`]!).toBe(1);
+    expect((calls.eval ?? 0) + (calls.evalsha ?? 0) + (calls.fcall ?? 0) + (calls['function|load'] ?? 0)).toBe(calls[call]);
+    for (const decision of decisions) {
+      expect(decision).toMatchObject({ allowed: false, degraded: true, reason: 'store_unavailable' });
+      expect(isSluiceError(decision.error) && decision.error.message).toMatch(/OOM/);
+    }
+    expect(await client.exists(`sluice:oom-${call}:{oom-0}:fw:3600000`, `sluice:oom-${call}:{oom-1}:fw:3600000`)).toBe(0);
+  });
+
+  test('a request the script cannot run fails alone, before anything is sent; its neighbours are decided', async () => {
+    const client = connect();
+    const s = store(client, { clock: 'client' });
+    const good = tokenBucket({ capacity: 1, refillRate: 1 });
+    await s.limit({ key: 'warm:{w}', rules: [good], cost: 1, mode: 'consume', now: 1 });
+    await client.config('RESETSTAT');
+    const bogus = { id: 'x', algorithm: 'nope', params: {}, limit: 1 } as unknown as ResolvedRule;
+    const bad = { ...tokenBucket({ capacity: 1, refillRate: 1 }) };
+    (bad as { params: unknown }).params = { capacity: 'x', refillRate: 1, intervalMs: 1000, refill: 0 };
+    const request = (rules: ResolvedRule[], cost = 1) => s.limit({ key: `err:{${call}}`, rules, cost, mode: 'consume', now: 1_700_000_000_000 });
+    const [first, unknown, corrupt, badCost, last] = await Promise.allSettled([request([good]), request([bogus]), request([bad]), request([good], 1.5), request([good])]);
+    expect(unknown).toMatchObject({ status: 'rejected', reason: { code: 'INVALID_OPTION', message: expect.stringMatching(/unknown algorithm "nope"/) } });
+    expect(corrupt).toMatchObject({ status: 'rejected', reason: { code: 'INVALID_OPTION', message: expect.stringMatching(/capacity must be a non-negative safe integer, got x/) } });
+    expect(badCost).toMatchObject({ status: 'rejected', reason: { code: 'INVALID_COST' } });
+    expect(first.status === 'fulfilled' && first.value.outcomes[0]!.allowed).toBe(true);
+    expect(last.status === 'fulfilled' && last.value.outcomes[0]!.allowed).toBe(false); // after `first`, in the same call
+    const calls = await commandCalls(client);
+    expect(calls[call]).toBe(1);
+    expect(calls.eval ?? 0).toBe(0);
+  });
+});
+
+describe('redisStore as a script (EVALSHA)', () => {
   test('NOSCRIPT: loaded and retried exactly once, never counted twice', async () => {
     const client = connect();
-    const limiter = createLimiter({ store: redisStore(client, { clock: 'client' }), rules: fixedWindow({ limit: 5, window: '1h' }), name: 'noscript', clock: () => 1_700_000_000_000 });
+    const limiter = createLimiter({ store: redisStore(client, { clock: 'client', functions: false }), rules: fixedWindow({ limit: 5, window: '1h' }), name: 'noscript', clock: () => 1_700_000_000_000 });
     await client.script('FLUSH');
     await client.config('RESETSTAT');
     const decision = await limiter.limit('a');
@@ -193,7 +250,7 @@ describe('redisStore on a real redis-server', () => {
 
   test('NOSCRIPT for a batch: one EVAL for the whole call, every decision counted once', async () => {
     const client = connect();
-    const limiter = createLimiter({ store: redisStore(client, { clock: 'client' }), rules: fixedWindow({ limit: 50, window: '1h' }), name: 'noscript-batch', clock: () => 1_700_000_000_000 });
+    const limiter = createLimiter({ store: redisStore(client, { clock: 'client', functions: false }), rules: fixedWindow({ limit: 50, window: '1h' }), name: 'noscript-batch', clock: () => 1_700_000_000_000 });
     await client.script('FLUSH');
     await client.config('RESETSTAT');
     const decisions = await Promise.all(Array.from({ length: 8 }, () => limiter.limit('b')));
@@ -201,53 +258,60 @@ describe('redisStore on a real redis-server', () => {
     expect([calls.evalsha, calls.evalsha_failed, calls.eval]).toEqual([1, 1, 1]);
     expect(decisions.map((d) => d.remaining)).toEqual([49, 48, 47, 46, 45, 44, 43, 42]);
   });
+});
 
-  test('a failing call fails each of its decisions, is never retried, writes nothing; the policy answers each', async () => {
-    const client = connect();
-    const store = redisStore(client, { clock: 'client' });
-    const rules = fixedWindow({ limit: 10, window: '1h' });
-    const deny = createLimiter({ store, rules, name: 'oom', onStoreError: 'deny', circuitBreaker: false, clock: () => 1_700_000_000_000 });
-    await deny.limit('warm');
-    await client.config('RESETSTAT');
-    // With maxmemory 1 byte and noeviction, Redis refuses scripts that may write: a real error from the server.
-    await client.config('SET', 'maxmemory-policy', 'noeviction');
-    await client.config('SET', 'maxmemory', '1');
-    let decisions;
-    try {
-      decisions = await Promise.all(Array.from({ length: 5 }, (_, i) => deny.limit(`oom-${i % 2}`)));
-    } finally {
-      await client.config('SET', 'maxmemory', '0');
-    }
-    const calls = await commandCalls(client);
-    expect([calls.evalsha, calls.evalsha_failed ?? 0, calls.eval ?? 0]).toEqual([1, 1, 0]);
-    for (const decision of decisions) {
-      expect(decision).toMatchObject({ allowed: false, degraded: true, reason: 'store_unavailable' });
-      expect(isSluiceError(decision.error) && decision.error.message).toMatch(/OOM/);
-    }
-    expect(await client.exists('sluice:oom:{oom-0}:fw:3600000', 'sluice:oom:{oom-1}:fw:3600000')).toBe(0);
+describe('redisStore as a Redis Function (FCALL)', () => {
+  test('LIMIT_LIBRARY defines LIMIT_FUNCTION, versioned by the script digest', () => {
+    expect(LIMIT_LIBRARY.startsWith(`#!lua name=sluice_${LIMIT_SCRIPT_SHA1.slice(0, 12)}\n`)).toBe(true);
+    expect(LIMIT_FUNCTION).toBe(`sluice_limit_${LIMIT_SCRIPT_SHA1.slice(0, 12)}`);
+    expect(LIMIT_LIBRARY).toContain(`redis.register_function('${LIMIT_FUNCTION}', limit)`);
   });
 
-  test('a request the script cannot run fails alone, before anything is sent; its neighbours are decided', async () => {
+  test('a missing function (fresh, restarted or flushed server) is loaded once and the call retried once, never counted twice', async () => {
     const client = connect();
-    const store = redisStore(client, { clock: 'client' });
-    const good = tokenBucket({ capacity: 1, refillRate: 1 });
-    await store.limit({ key: 'warm:{w}', rules: [good], cost: 1, mode: 'consume', now: 1 });
+    const limiter = createLimiter({ store: redisStore(client, { clock: 'client', maxBatch: 3 }), rules: fixedWindow({ limit: 50, window: '1h' }), name: 'fn-missing', clock: () => 1_700_000_000_000 });
+    await limiter.limit('warm');
+    await client.function('FLUSH');
     await client.config('RESETSTAT');
-    const bogus = { id: 'x', algorithm: 'nope', params: {}, limit: 1 } as unknown as ResolvedRule;
-    const bad = { ...tokenBucket({ capacity: 1, refillRate: 1 }) };
-    (bad as { params: unknown }).params = { capacity: 'x', refillRate: 1, intervalMs: 1000, refill: 0 };
-    const request = (rules: ResolvedRule[], cost = 1) => store.limit({ key: 'err:{e}', rules, cost, mode: 'consume', now: 1_700_000_000_000 });
-    const [first, unknown, corrupt, badCost, last] = await Promise.allSettled([request([good]), request([bogus]), request([bad]), request([good], 1.5), request([good])]);
-    expect(unknown).toMatchObject({ status: 'rejected', reason: { code: 'INVALID_OPTION', message: expect.stringMatching(/unknown algorithm "nope"/) } });
-    expect(corrupt).toMatchObject({ status: 'rejected', reason: { code: 'INVALID_OPTION', message: expect.stringMatching(/capacity must be a non-negative safe integer, got x/) } });
-    expect(badCost).toMatchObject({ status: 'rejected', reason: { code: 'INVALID_COST' } });
-    expect(first.status === 'fulfilled' && first.value.outcomes[0]!.allowed).toBe(true);
-    expect(last.status === 'fulfilled' && last.value.outcomes[0]!.allowed).toBe(false); // after `first`, in the same call
+    // Three calls of three decisions find the function missing together: one FUNCTION LOAD serves them all.
+    const decisions = await Promise.all(Array.from({ length: 9 }, () => limiter.limit('m')));
     const calls = await commandCalls(client);
-    expect(calls.evalsha).toBe(1);
-    expect(calls.eval ?? 0).toBe(0);
+    expect([calls.fcall, calls.fcall_failed, calls['function|load']]).toEqual([6, 3, 1]);
+    expect(calls.evalsha ?? 0).toBe(0);
+    expect(decisions.map((d) => d.remaining)).toEqual([49, 48, 47, 46, 45, 44, 43, 42, 41]);
+    await limiter.limit('m');
+    expect((await commandCalls(client)).fcall).toBe(7);
   });
 
+  test('an ACL without FCALL and FUNCTION: the store falls back to EVALSHA for good, without losing a decision', async () => {
+    const admin = connect();
+    await admin.acl('SETUSER', 'nofunctions', 'on', 'nopass', '~*', '+@all', '-fcall', '-function');
+    const client = new Redis({ host: server.host, port: server.port, username: 'nofunctions' });
+    clients.push(client);
+    const limiter = createLimiter({ store: redisStore(client, { clock: 'client' }), rules: fixedWindow({ limit: 5, window: '1h' }), name: 'acl', clock: () => 1_700_000_000_000 });
+    await admin.config('RESETSTAT');
+    expect((await limiter.limit('a')).remaining).toBe(4);
+    expect((await limiter.limit('a')).remaining).toBe(3);
+    const calls = await commandCalls(admin);
+    expect(calls.fcall_rejected).toBe(1); // tried once, refused, never again
+    expect(calls.evalsha).toBe(2);
+  });
+
+  test('on a server without Functions (unknown command), EVALSHA for good', async () => {
+    const client = connect();
+    // Redis before 7 answers FCALL with "unknown command"; a renamed-away command answers the same.
+    const fake = Object.assign(Object.create(client) as Redis, {
+      fcall: () => Promise.reject(new Error("ERR unknown command 'fcall', with args beginning with: ")),
+    });
+    const limiter = createLimiter({ store: redisStore(fake, { clock: 'client' }), rules: fixedWindow({ limit: 5, window: '1h' }), name: 'old-redis', clock: () => 1_700_000_000_000 });
+    await client.config('RESETSTAT');
+    expect((await limiter.limit('a')).remaining).toBe(4);
+    expect((await limiter.limit('a')).remaining).toBe(3);
+    expect((await commandCalls(client)).evalsha).toBe(2);
+  });
+});
+
+describe('redisStore, either way', () => {
   test('every key gets an expiry in the same script; state that is already spent is deleted', async () => {
     const client = connect();
     const rules = [slidingWindowLog({ limit: 3, window: '10s' }), fixedWindow({ limit: 3, window: '1m' }), tokenBucket({ capacity: 3, refillRate: 1 })];
