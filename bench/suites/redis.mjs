@@ -1,7 +1,8 @@
 // Redis suite: one Node process, one local redis-server started here, one ioredis connection shared by every
 // contestant (same server, same client options). Side by side in one run: sluice (Redis store) token bucket and
-// GCRA (batching decisions issued together, the default) and token bucket with batch: false, rate-limiter-flexible's
-// RateLimiterRedis consume, and the floor, a bare INCR on the same connection.
+// GCRA (its defaults: a Redis Function, decisions issued together batched into one call), token bucket with
+// batch: false and with functions: false (EVALSHA), rate-limiter-flexible's RateLimiterRedis consume, and the
+// floor, a bare INCR on the same connection.
 // Throughput with 64 decisions in flight, latency with one in flight, and commands per decision, counted both
 // as the client sent them and as Redis executed them (INFO commandstats, script internals included).
 import { spawn } from 'node:child_process';
@@ -23,6 +24,7 @@ const IDENTITIES = 1_000;
 const LIMIT = 1_000_000_000; // per identity: every decision of the run is allowed, so all contestants do the same work
 const SLUICE_TB = 'sluice token bucket';
 const SLUICE_TB_UNBATCHED = 'sluice token bucket, batch: false';
+const SLUICE_TB_EVALSHA = 'sluice token bucket, functions: false';
 const SLUICE_GCRA = 'sluice GCRA';
 const RLF = 'rate-limiter-flexible consume';
 const FLOOR = 'floor: ioredis INCR';
@@ -98,7 +100,7 @@ export async function run({ options, log }) {
       notes: [
         '"÷ RLF" and "÷ INCR" are time per decision divided by the other row\'s: below 1.00x is faster.',
         '"sent/dec": commands the client sent per decision; "executed": INFO commandstats, calls made inside scripts included; "@1" one decision in flight, "@N" N in flight.',
-        'Every decision is answered after one round trip. sluice batches the decisions issued in the same tick into one EVALSHA (its default, batch: true: one TIME, one MGET and one SET per key for the lot), so under concurrency it sends well under one command per decision; the "batch: false" row sends one EVALSHA per decision.',
+        'Every decision is answered after one round trip. sluice runs its Lua as a Redis Function (FCALL; the "functions: false" row uses EVALSHA) and batches the decisions issued in the same tick into one call (batch: true, the default: one TIME, one MGET and one SET per key for the lot), so under concurrency it sends well under one command per decision; the "batch: false" row sends one call per decision.',
         'sluice reads Redis TIME inside its script (store clock, the default); rate-limiter-flexible and INCR use no server clock.',
         `Failed decisions (errors or degraded) across the run: ${failures}.`,
       ],
@@ -147,6 +149,7 @@ function makeContestants(client) {
     sluice(SLUICE_TB, tokenBucket({ capacity: LIMIT, refillRate: LIMIT, interval: '1m' })),
     sluice(SLUICE_GCRA, gcra({ limit: LIMIT, period: '1m' })),
     sluice(SLUICE_TB_UNBATCHED, tokenBucket({ capacity: LIMIT, refillRate: LIMIT, interval: '1m' }), { batch: false }),
+    sluice(SLUICE_TB_EVALSHA, tokenBucket({ capacity: LIMIT, refillRate: LIMIT, interval: '1m' }), { functions: false }),
     rlfContestant,
     floor,
   ];

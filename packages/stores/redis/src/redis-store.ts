@@ -116,13 +116,13 @@ export class RedisStore implements Store {
   private readonly call = async (keys: string[], args: string[]): Promise<unknown> => {
     if (this.useFunction) {
       try {
-        return await this.client.fcall!(LIMIT_FUNCTION, keys.length, ...keys, ...args);
+        return await this.client.fcall!(LIMIT_FUNCTION, keys.length, ...flat(keys, args));
       } catch (error) {
         // Both answers mean the function did not run, so running the decisions once more cannot count twice.
         // Any other error may have run it, or not: never retried, the limiters' failure policies decide.
         if (isFunctionMissing(error)) {
           await this.loadFunction();
-          if (this.useFunction) return await this.client.fcall!(LIMIT_FUNCTION, keys.length, ...keys, ...args);
+          if (this.useFunction) return await this.client.fcall!(LIMIT_FUNCTION, keys.length, ...flat(keys, args));
         } else if (isUnsupported(error)) {
           this.useFunction = false;
         } else {
@@ -131,11 +131,11 @@ export class RedisStore implements Store {
       }
     }
     try {
-      return await this.client.evalsha(LIMIT_SCRIPT_SHA1, keys.length, ...keys, ...args);
+      return await this.client.evalsha(LIMIT_SCRIPT_SHA1, keys.length, ...flat(keys, args));
     } catch (error) {
       // NOSCRIPT means the script did not run (fresh or flushed server), so one EVAL cannot double count.
       if (!isNoScript(error)) throw error;
-      return this.client.eval(LIMIT_SCRIPT, keys.length, ...keys, ...args);
+      return this.client.eval(LIMIT_SCRIPT, keys.length, ...flat(keys, args));
     }
   };
 
@@ -179,6 +179,14 @@ function hashTag(key: string): string | undefined {
   const close = key.indexOf('}', open + 1);
   if (close <= open + 1) return undefined;
   return key.slice(open + 1, close);
+}
+
+/**
+ * KEYS and ARGV as two array arguments: ioredis flattens array arguments one level (and copies them once, in
+ * Command), so a call of hundreds of values is not spread through the stack twice.
+ */
+function flat(keys: string[], args: string[]): string[] {
+  return [keys, args] as unknown as string[];
 }
 
 function isNoScript(error: unknown): boolean {
