@@ -130,9 +130,13 @@ describe('files the store cannot use fail at construction with a clear SluiceErr
       // root writes any file whatever its mode: open it as an unprivileged user instead.
       const runtime = tempFolder('runtime');
       cleanups.push(runtime.remove);
+      // No inherited execArgv or NODE_OPTIONS: vitest preloads files from the checkout, which that user may not read.
+      const { NODE_OPTIONS: _inherited, ...env } = process.env;
       const child = fork(unprivilegedRuntime(runtime.path), [file], {
         uid: 65534,
         gid: 65534,
+        execArgv: [],
+        env,
         stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
       });
       report = await new Promise((resolve, reject) => {
