@@ -380,9 +380,11 @@ function refusal<R>(
   const retryAfterSeconds =
     status === 429 || status === 503 ? Math.max(1, ceilSeconds(Number.isFinite(decision?.retryAfter) ? decision!.retryAfter : 1000)) : undefined;
   const rule = decision?.rules.find((r) => r.id === decision.rule);
+  // Name the violated policy exactly as its RateLimit item is named: `policy/ruleId` for a compound limiter.
+  const compound = decision !== undefined && decision.rules.length > 1;
   const problem = problemFor({
     kind,
-    policy: about?.policy,
+    policy: about === undefined ? undefined : compound ? `${about.policy}/${decision.rule}` : about.policy,
     limit: decision?.limit,
     windowMs: rule?.windowMs,
     cost: about?.cost,

@@ -56,6 +56,20 @@ describe('createHandler: N allowed, then 429', () => {
     expect(headers['ratelimit-policy']).toBe('"tb";q=2;w=6');
   });
 
+  it('names the violated policy in the problem body exactly as its RateLimit item (policy/ruleId for compound limiters)', () => {
+    const clock = fakeClock();
+    const limiter = memoryLimiter({
+      name: 'demo',
+      rules: [fixedWindow({ limit: 5, window: '10s', id: 'burst' }), fixedWindow({ limit: 1, window: '1m', id: 'minute' })],
+      clock: clock.read,
+    });
+    const handler = createHandler({ limiter });
+    expect(sync(handler.run(request())).allowed).toBe(true);
+    const refused = sync(handler.run(request()));
+    expect(written(refused.headers)['ratelimit-policy']).toContain('"demo/minute";q=1;w=60');
+    expect(JSON.parse(refused.body!)['violated-policies']).toEqual(['demo/minute']);
+  });
+
   it('names each rule of a compound limiter, and one item per limiter is appended in order', () => {
     const clock = fakeClock();
     const perSecond = fixedWindow({ limit: 5, window: '1s', id: 'second' });
