@@ -83,7 +83,7 @@ async function burst(headers: Record<string, string>): Promise<void> {
   expect(refused.body).toMatchObject({
     type: 'https://iana.org/assignments/http-problem-types#quota-exceeded',
     status: 429,
-    'violated-policies': ['api'],
+    'violated-policies': ['api/burst'], // named like its RateLimit item
     retryAfterSeconds: retryAfter,
   });
 }
