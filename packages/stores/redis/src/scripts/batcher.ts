@@ -22,16 +22,17 @@ export interface LimitBatcherOptions {
   readonly group?: (request: LimitRequest) => string | number | undefined;
   /**
    * Calls `flush` once the decisions issued together have arrived. The default waits for the microtask queue to
-   * go quiet (no new decision during one microtask turn, at most a few turns): no timer, so a decision that is
-   * alone is sent at once. Node code may pass `process.nextTick`, which runs after every pending microtask.
+   * go quiet (a turn without a new decision, after 2 turns and at most 8): no timer, so a decision that is alone
+   * is sent at once. Node code may pass `process.nextTick`, which runs after every pending microtask.
    */
   readonly defer?: (flush: () => void) => void;
 }
 
 /** A script call's keys are unpacked onto Lua's C stack (about 8,000 slots): stay far below. */
 const MAX_KEYS_PER_CALL = 1024;
-/** Microtask turns the default `defer` waits at most for stragglers. */
-const MAX_QUIET_TURNS = 4;
+/** Microtask turns the default `defer` waits: at least, and at most while decisions keep arriving. */
+const MIN_QUIET_TURNS = 2;
+const MAX_QUIET_TURNS = 8;
 
 interface Batch {
   readonly call: ScriptCallArguments;
@@ -80,8 +81,11 @@ export class LimitBatcher {
       if (id === undefined) return this.alone(request);
       batch = this.open.get(id);
     }
-    if (batch === undefined || batch.call.keys.length + request.rules.length > MAX_KEYS_PER_CALL) {
-      if (batch !== undefined) this.send(this.close(batch, id));
+    if (batch !== undefined && batch.requests.length > 0 && batch.call.keys.length + request.rules.length > MAX_KEYS_PER_CALL) {
+      this.send(this.close(batch, id));
+      batch = undefined;
+    }
+    if (batch === undefined) {
       batch = { call: newCall(this.clock), requests: [], resolves: [], rejects: [] };
       if (id === undefined) this.single = batch;
       else this.open.set(id, batch);
@@ -93,14 +97,15 @@ export class LimitBatcher {
       if (batch.requests.length === 0) this.close(batch, id);
       return Promise.reject(error);
     }
+    const joined = batch;
     const promise = new Promise<LimitResult>((resolve, reject) => {
-      batch.resolves.push(resolve);
-      batch.rejects.push(reject);
+      joined.resolves.push(resolve);
+      joined.rejects.push(reject);
     });
-    batch.requests.push(request);
+    joined.requests.push(request);
     this.arrivals++;
-    if (batch.requests.length >= this.maxBatch) {
-      this.send(this.close(batch, id));
+    if (joined.requests.length >= this.maxBatch) {
+      this.send(this.close(joined, id));
     } else if (!this.scheduled) {
       this.scheduled = true;
       this.defer(this.flush);
@@ -168,13 +173,18 @@ export class LimitBatcher {
     );
   }
 
-  /** Default `defer`: flush after a microtask turn in which no decision arrived (at most MAX_QUIET_TURNS turns). */
+  /**
+   * Default `defer`: flush once a microtask turn brought no new decision, after at least MIN_QUIET_TURNS turns and
+   * at most MAX_QUIET_TURNS (callers whose promise chains run a few hops apart still share the call).
+   */
   private whenQuiet(flush: () => void): void {
     this.seen = this.arrivals;
     this.turns = 0;
     const check = (): void => {
-      if (this.arrivals !== this.seen && ++this.turns < MAX_QUIET_TURNS) {
-        this.seen = this.arrivals;
+      this.turns++;
+      const grew = this.arrivals !== this.seen;
+      this.seen = this.arrivals;
+      if (this.turns < MAX_QUIET_TURNS && (this.turns < MIN_QUIET_TURNS || grew)) {
         queueMicrotask(check);
         return;
       }

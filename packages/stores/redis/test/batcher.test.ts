@@ -1,0 +1,110 @@
+/**
+ * The batcher that both the Redis and the Upstash stores use, on a real redis-server: which decisions share a
+ * script call, how a call's failure reaches each of its decisions, and the bounds on one call. Every call is a
+ * real EVALSHA; the test only records what was sent.
+ */
+import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { Redis } from 'ioredis';
+import { fixedWindow, isSluiceError, tokenBucket, type LimitRequest, type LimitResult } from '@sluice/core';
+import { LIMIT_SCRIPT, LIMIT_SCRIPT_SHA1, LimitBatcher, type ScriptCall } from '../src/scripts/index.js';
+import { startRedis, type RedisServer } from '../../../../test/harness/redis.js';
+
+let server: RedisServer;
+let client: Redis;
+let sequence = 0;
+
+beforeAll(async () => {
+  server = await startRedis();
+  client = new Redis({ host: server.host, port: server.port });
+  await client.script('LOAD', LIMIT_SCRIPT);
+});
+
+afterAll(async () => {
+  client?.disconnect();
+  await server?.stop();
+});
+
+/** A real script call that records the decisions each call carried. */
+function recorder(): { call: ScriptCall; calls: Array<{ keys: number; decisions: number }> } {
+  const calls: Array<{ keys: number; decisions: number }> = [];
+  const call: ScriptCall = (keys, args, requests) => {
+    calls.push({ keys: keys.length, decisions: requests.length });
+    return client.evalsha(LIMIT_SCRIPT_SHA1, keys.length, ...keys, ...args);
+  };
+  return { call, calls };
+}
+
+const rule = fixedWindow({ limit: 1_000, window: '1h' });
+const request = (identity: string, rules = [rule]): LimitRequest => ({ key: `batcher:{${identity}}`, rules, cost: 1, mode: 'consume', now: 1_700_000_000_000 });
+
+describe('LimitBatcher', () => {
+  test('decisions issued on consecutive microtask turns share one call (default wait: until a turn brings none)', async () => {
+    const { call, calls } = recorder();
+    const batcher = new LimitBatcher({ clock: 'client', call });
+    const id = `m${++sequence}`;
+    const pending: Array<Promise<LimitResult>> = [];
+    for (let i = 0; i < 5; i++) {
+      pending.push(batcher.limit(request(id)));
+      await Promise.resolve();
+    }
+    const results = await Promise.all(pending);
+    expect(calls).toEqual([{ keys: 5, decisions: 5 }]);
+    expect(results.map((r) => r.outcomes[0]!.remaining)).toEqual([999, 998, 997, 996, 995]);
+    // A decision alone is sent after one quiet microtask turn, never on a timer.
+    await batcher.limit(request(id));
+    expect(calls).toHaveLength(2);
+  });
+
+  test('a call stays under 1,024 keys however many decisions wait: compound decisions are split into several calls', async () => {
+    const { call, calls } = recorder();
+    const batcher = new LimitBatcher({ clock: 'client', call, maxBatch: 1_000 });
+    const rules = [fixedWindow({ id: 'a', limit: 5, window: '1h' }), tokenBucket({ id: 'b', capacity: 5, refillRate: 1 }), fixedWindow({ id: 'c', limit: 5, window: '1m' })];
+    const results = await Promise.all(Array.from({ length: 700 }, (_, i) => batcher.limit(request(`k${++sequence}-${i}`, rules))));
+    expect(results.every((r) => r.outcomes.every((o) => o.allowed))).toBe(true);
+    expect(calls.map((c) => c.keys)).toEqual([1_023, 1_023, 54]);
+    expect(calls.reduce((n, c) => n + c.decisions, 0)).toBe(700);
+  });
+
+  test('groups: one call per group; a request without a group travels alone at once', async () => {
+    const { call, calls } = recorder();
+    const batcher = new LimitBatcher({ clock: 'client', call, group: (r) => (r.key.includes('{solo') ? undefined : r.key) });
+    const a = `ga${++sequence}`;
+    const b = `gb${sequence}`;
+    const solo = batcher.limit(request(`solo${sequence}`));
+    expect(calls).toEqual([{ keys: 1, decisions: 1 }]); // sent before limit() returned
+    await Promise.all([batcher.limit(request(a)), batcher.limit(request(b)), batcher.limit(request(a)), solo]);
+    expect(calls.slice(1).sort((x, y) => y.decisions - x.decisions)).toEqual([
+      { keys: 2, decisions: 2 },
+      { keys: 1, decisions: 1 },
+    ]);
+  });
+
+  test('a call that fails rejects each of its decisions with the error; a malformed reply is a STORE_ERROR for each', async () => {
+    const failing = new LimitBatcher({ clock: 'client', call: () => Promise.reject(new Error('ECONNRESET')) });
+    const failed = await Promise.allSettled([failing.limit(request('f1')), failing.limit(request('f2'))]);
+    expect(failed.map((r) => r.status === 'rejected' && (r.reason as Error).message)).toEqual(['ECONNRESET', 'ECONNRESET']);
+
+    const throwing = new LimitBatcher({ clock: 'client', call: () => { throw new Error('thrown, not rejected'); } });
+    await expect(throwing.limit(request('t1'))).rejects.toThrow('thrown, not rejected');
+
+    const garbled = new LimitBatcher({ clock: 'client', call: () => Promise.resolve([1, 2, 3]) });
+    const bad = await Promise.allSettled([garbled.limit(request('g1')), garbled.limit(request('g2'))]);
+    for (const result of bad) {
+      expect(result.status).toBe('rejected');
+      const reason = (result as PromiseRejectedResult).reason as unknown;
+      expect(isSluiceError(reason) && reason.code).toBe('STORE_ERROR');
+      expect((reason as Error).message).toMatch(/answered 3 values, expected 9 integers/);
+    }
+  });
+
+  test('store clock: the call reads Redis TIME once and every decision of it carries that instant', async () => {
+    const { call, calls } = recorder();
+    const batcher = new LimitBatcher({ clock: 'store', call });
+    const before = Date.now();
+    const results = await Promise.all(Array.from({ length: 5 }, (_, i) => batcher.limit({ ...request(`s${++sequence}-${i}`), now: 0 })));
+    expect(calls).toHaveLength(1);
+    expect(new Set(results.map((r) => r.now)).size).toBe(1);
+    expect(results[0]!.now).toBeGreaterThanOrEqual(before - 5);
+    expect(results[0]!.now).toBeLessThanOrEqual(Date.now() + 5);
+  });
+});
