@@ -283,6 +283,17 @@ describe('redisStore as a Redis Function (FCALL)', () => {
     expect((await commandCalls(client)).fcall).toBe(7);
   });
 
+  test('regression: a call that fails half-way leaves nothing behind for the next call (the Function reuses its tables)', async () => {
+    const client = connect();
+    await client.function('LOAD', 'REPLACE', LIMIT_LIBRARY);
+    const key = 'dirty:{d}:fw';
+    // The second decision is malformed: the call answers an error after the first was stepped, and writes nothing.
+    await expect(client.fcall(LIMIT_FUNCTION, 2, key, key, '@1700000000000', '#fw 5 1000000 0', '1', 'x1')).rejects.toThrow(/malformed decision x1/);
+    expect(await client.get(key)).toBeNull();
+    const reply = (await client.fcall(LIMIT_FUNCTION, 1, key, '@1700000000000', '#fw 5 1000000 0', 'p1')) as number[];
+    expect(reply.slice(1, 3)).toEqual([1, 5]); // allowed, 5 remaining: the failed call's step is forgotten
+  });
+
   test('an ACL without FCALL and FUNCTION: the store falls back to EVALSHA for good, without losing a decision', async () => {
     const admin = connect();
     await admin.acl('SETUSER', 'nofunctions', 'on', 'nopass', '~*', '+@all', '-fcall', '-function');
