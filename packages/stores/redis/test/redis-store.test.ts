@@ -10,7 +10,7 @@ import { startRedis, type RedisServer } from '../../../../test/harness/redis.js'
 let server: RedisServer;
 const clients: Redis[] = [];
 
-function connect(options: { enableAutoPipelining?: boolean } = {}): Redis {
+function connect(options: { enableAutoPipelining?: boolean; keyPrefix?: string } = {}): Redis {
   const client = new Redis({ host: server.host, port: server.port, ...options });
   clients.push(client);
   return client;
@@ -310,9 +310,10 @@ describe('redisStore as a Redis Function (FCALL)', () => {
 
   test('on a server without Functions (unknown command), EVALSHA for good', async () => {
     const client = connect();
-    // Redis before 7 answers FCALL with "unknown command"; a renamed-away command answers the same.
+    // Redis before 7 answers FCALL with "unknown command"; so does a server that renamed the command away.
     const fake = Object.assign(Object.create(client) as Redis, {
-      fcall: () => Promise.reject(new Error("ERR unknown command 'fcall', with args beginning with: ")),
+      sendCommand: (command: { name: string }) =>
+        command.name === 'fcall' ? Promise.reject(new Error("ERR unknown command 'fcall', with args beginning with: ")) : client.sendCommand(command as never),
     });
     const limiter = createLimiter({ store: redisStore(fake, { clock: 'client' }), rules: fixedWindow({ limit: 5, window: '1h' }), name: 'old-redis', clock: () => 1_700_000_000_000 });
     await client.config('RESETSTAT');
@@ -363,6 +364,25 @@ describe('redisStore, either way', () => {
     await new Promise((r) => setTimeout(r, 5));
     expect((await limiter.limit('a')).allowed).toBe(false);
   });
+
+  for (const enableAutoPipelining of [false, true]) {
+    test(`the client's keyPrefix applies to every key, reset included (autopipelining ${enableAutoPipelining ? 'on' : 'off'})`, async () => {
+      const client = connect({ enableAutoPipelining, keyPrefix: `app${enableAutoPipelining}:` });
+      const plain = connect();
+      for (const functions of [true, false]) {
+        const limiter = createLimiter({ store: redisStore(client, { functions }), rules: [fixedWindow({ limit: 2, window: '1m' }), gcra({ limit: 2, period: '1m' })], name: `prefix-${functions}` });
+        await Promise.all([limiter.limit('p'), limiter.limit('p')]);
+        expect((await limiter.limit('p')).allowed).toBe(false);
+        expect((await plain.keys(`app${enableAutoPipelining}:sluice:prefix-${functions}:{p}:*`)).sort()).toEqual([
+          `app${enableAutoPipelining}:sluice:prefix-${functions}:{p}:fw:60000`,
+          `app${enableAutoPipelining}:sluice:prefix-${functions}:{p}:gcra:60000`,
+        ]);
+        expect(await plain.keys(`sluice:prefix-${functions}:*`)).toEqual([]);
+        await limiter.reset('p');
+        expect(await plain.keys(`app${enableAutoPipelining}:sluice:prefix-${functions}:*`)).toEqual([]);
+      }
+    });
+  }
 
   test('reset deletes the identity’s keys in one command', async () => {
     const client = connect();
