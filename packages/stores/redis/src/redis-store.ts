@@ -95,6 +95,7 @@ export class RedisStore implements Store {
     this.batcher = new LimitBatcher({
       clock,
       maxBatch: batch ? maxBatch : 1,
+      splitWaves: true,
       call: this.call,
       // A script's keys must share one hash slot on a Cluster: only decisions of one hash tag (identity) share a call.
       group: (client as { isCluster?: boolean }).isCluster === true ? hashTagOf : undefined,

@@ -5,7 +5,7 @@
  */
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { Redis } from 'ioredis';
-import { fixedWindow, isSluiceError, tokenBucket, type LimitRequest, type LimitResult } from '@sluice/core';
+import { fixedWindow, isSluiceError, type LimitRequest, type LimitResult } from '@sluice/core';
 import { LIMIT_SCRIPT, LIMIT_SCRIPT_SHA1, LimitBatcher, type ScriptCall } from '../src/scripts/index.js';
 import { startRedis, type RedisServer } from '../../../../test/harness/redis.js';
 
@@ -57,12 +57,36 @@ describe('LimitBatcher', () => {
 
   test('a call stays under 1,024 keys however many decisions wait: compound decisions are split into several calls', async () => {
     const { call, calls } = recorder();
-    const batcher = new LimitBatcher({ clock: 'client', call, maxBatch: 1_000 });
-    const rules = [fixedWindow({ id: 'a', limit: 5, window: '1h' }), tokenBucket({ id: 'b', capacity: 5, refillRate: 1 }), fixedWindow({ id: 'c', limit: 5, window: '1m' })];
-    const results = await Promise.all(Array.from({ length: 700 }, (_, i) => batcher.limit(request(`k${++sequence}-${i}`, rules))));
-    expect(results.every((r) => r.outcomes.every((o) => o.allowed))).toBe(true);
-    expect(calls.map((c) => c.keys)).toEqual([1_023, 1_023, 54]);
-    expect(calls.reduce((n, c) => n + c.decisions, 0)).toBe(700);
+    const batcher = new LimitBatcher({ clock: 'client', call });
+    const rules = Array.from({ length: 300 }, (_, i) => fixedWindow({ id: `r${i}`, limit: 5, window: '1h' }));
+    const results = await Promise.all(Array.from({ length: 7 }, (_, i) => batcher.limit(request(`k${++sequence}-${i}`, rules))));
+    expect(results.every((r) => r.outcomes.length === 300 && r.outcomes.every((o) => o.allowed))).toBe(true);
+    expect(calls).toEqual([
+      { keys: 900, decisions: 3 },
+      { keys: 900, decisions: 3 },
+      { keys: 300, decisions: 1 },
+    ]);
+  });
+
+  test("a tick's decisions leave in calls sent as they fill: a quarter of the previous tick's wave, 8 to maxBatch", async () => {
+    const { call, calls } = recorder();
+    const batcher = new LimitBatcher({ clock: 'client', call, maxBatch: 40, splitWaves: true });
+    const wave = async (size: number) => {
+      calls.length = 0;
+      await Promise.all(Array.from({ length: size }, (_, i) => batcher.limit(request(`w${++sequence}-${i}`))));
+      return calls.map((c) => c.decisions);
+    };
+    expect(await wave(20)).toEqual([8, 8, 4]); // after a quiet start: calls of 8
+    expect(await wave(64)).toEqual([8, 8, 8, 8, 8, 8, 8, 8]); // a quarter of 20, at least 8
+    expect(await wave(64)).toEqual([16, 16, 16, 16]); // a quarter of 64
+    expect(await wave(300)).toEqual([...Array(18).fill(16), 12]);
+    expect(await wave(100)).toEqual([40, 40, 20]); // a quarter of 300, at most maxBatch
+    expect(await wave(1)).toEqual([1]); // alone: sent when the tick is over, never waiting for company
+    // Without splitWaves (the Upstash store: every call is a request), a tick leaves in as few calls as maxBatch allows.
+    const whole = new LimitBatcher({ clock: 'client', call, maxBatch: 40 });
+    calls.length = 0;
+    await Promise.all(Array.from({ length: 100 }, (_, i) => whole.limit(request(`x${++sequence}-${i}`))));
+    expect(calls.map((c) => c.decisions)).toEqual([40, 40, 20]);
   });
 
   test('groups: one call per group; a request without a group travels alone at once', async () => {

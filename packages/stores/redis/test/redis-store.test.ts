@@ -120,7 +120,8 @@ describe.each([
       const limiter = createLimiter({ store: store(client, { clock: 'client' }), rules, name: `pipe-${call}-${enableAutoPipelining}`, clock: () => 1_700_000_000_000 });
       await limiter.limit('warm'); // loads the script or function if needed
       await client.config('RESETSTAT');
-      const decisions = await Promise.all(Array.from({ length: 10 }, () => limiter.limit('one')));
+      // Eight: the most a tick's first call carries after a quiet tick (calls grow with the waves; batcher.test.ts).
+      const decisions = await Promise.all(Array.from({ length: 8 }, () => limiter.limit('one')));
       const calls = await commandCalls(client);
       expect(calls[call]).toBe(1);
       expect((calls.eval ?? 0) + (calls['function|load'] ?? 0)).toBe(0);
@@ -128,8 +129,8 @@ describe.each([
       expect(calls.mget).toBe(1);
       expect(calls.set).toBe(3); // each key written once, with its last state
       // The fixed window's 3 bind, and the first three issued are the ones admitted.
-      expect(decisions.map((d) => d.allowed)).toEqual([true, true, true, false, false, false, false, false, false, false]);
-      expect(decisions.map((d) => d.remaining)).toEqual([2, 1, 0, 0, 0, 0, 0, 0, 0, 0]);
+      expect(decisions.map((d) => d.allowed)).toEqual([true, true, true, false, false, false, false, false]);
+      expect(decisions.map((d) => d.remaining)).toEqual([2, 1, 0, 0, 0, 0, 0, 0]);
       expect(decisions.filter((d) => !d.allowed).every((d) => d.rule === 'fw:60000')).toBe(true);
     });
 

@@ -16,6 +16,14 @@ export interface LimitBatcherOptions {
    */
   readonly maxBatch?: number;
   /**
+   * Send a tick's decisions in several calls, each as soon as it fills: a quarter of the previous tick's wave of
+   * decisions (at least 8, at most `maxBatch`), so the server runs the first call while the client still
+   * prepares the next. Worth it where a call's server time is comparable to the client's (Redis); without it a
+   * tick's decisions leave in as few calls as `maxBatch` allows (where every call costs a request: Upstash).
+   * @default false
+   */
+  readonly splitWaves?: boolean;
+  /**
    * Requests whose keys may share one call, e.g. the Redis Cluster hash slot (a script's keys must share a slot
    * there). `undefined` for a request that must travel alone. Without it, every request may share a call.
    */
@@ -30,6 +38,8 @@ export interface LimitBatcherOptions {
 
 /** A script call's keys are unpacked onto Lua's C stack (about 8,000 slots): stay far below. */
 const MAX_KEYS_PER_CALL = 1024;
+/** The smallest call the batcher sends early, while more decisions of the tick may follow. */
+const MIN_CHUNK = 8;
 /** Microtask turns the default `defer` waits: at least, and at most while decisions keep arriving. */
 const MIN_QUIET_TURNS = 2;
 const MAX_QUIET_TURNS = 8;
@@ -51,6 +61,7 @@ export class LimitBatcher {
   private readonly clock: 'store' | 'client';
   private readonly call: ScriptCall;
   private readonly maxBatch: number;
+  private readonly splitWaves: boolean;
   private readonly group: ((request: LimitRequest) => string | number | undefined) | undefined;
   private readonly defer: (flush: () => void) => void;
   /** The open batch when there is no `group`; otherwise `open` holds one per group. */
@@ -58,6 +69,10 @@ export class LimitBatcher {
   private readonly open = new Map<string | number, Batch>();
   private scheduled = false;
   private arrivals = 0;
+  /** Decisions that arrived since the last flush: the size of this tick's wave of decisions. */
+  private wave = 0;
+  /** A call is sent as soon as it holds this many decisions (see `chunk`). */
+  private chunkSize: number;
   private seen = 0;
   private turns = 0;
 
@@ -65,6 +80,8 @@ export class LimitBatcher {
     this.clock = options.clock;
     this.call = options.call;
     this.maxBatch = options.maxBatch ?? 64;
+    this.splitWaves = options.splitWaves ?? false;
+    this.chunkSize = this.splitWaves ? Math.min(this.maxBatch, MIN_CHUNK) : this.maxBatch;
     this.group = options.group;
     this.defer = options.defer ?? ((flush) => this.whenQuiet(flush));
   }
@@ -104,7 +121,8 @@ export class LimitBatcher {
     });
     joined.requests.push(request);
     this.arrivals++;
-    if (joined.requests.length >= this.maxBatch) {
+    this.wave++;
+    if (joined.requests.length >= this.chunkSize) {
       this.send(this.close(joined, id));
     } else if (!this.scheduled) {
       this.scheduled = true;
@@ -113,9 +131,16 @@ export class LimitBatcher {
     return promise;
   }
 
-  /** Sends every open batch. */
+  /**
+   * Sends every open batch. With `splitWaves`, then sizes the next tick's calls from this tick's wave: a quarter
+   * of it (at least MIN_CHUNK, at most maxBatch), so that a wave of decisions leaves in a few calls sent as they
+   * fill, and Redis runs the first while the client still prepares the next (one call per wave made the two wait
+   * on each other: with 16 and 64 decisions in flight, quarter waves made 1.2x and 1.5x the decisions per second).
+   */
   private readonly flush = (): void => {
     this.scheduled = false;
+    if (this.splitWaves) this.chunkSize = Math.max(Math.min(MIN_CHUNK, this.maxBatch), Math.min(this.maxBatch, Math.ceil(this.wave / 4)));
+    this.wave = 0;
     if (this.single !== undefined) {
       const batch = this.single;
       this.single = undefined;
