@@ -12,15 +12,17 @@ export interface RedisStoreOptions {
    */
   clock?: 'store' | 'client';
   /**
-   * Coalesce decisions issued together (same tick) into one script call: still one round trip per decision,
-   * each decision atomic and in order, but one EVALSHA, one TIME and one MGET for the lot. Nothing waits on a
-   * timer: a decision that is alone is sent at once. On a Cluster only decisions whose keys share a hash slot
-   * (the same identity, mostly) share a call. `false` sends one EVALSHA per decision.
+   * Coalesce decisions issued together (same tick) into script calls: still one round trip per decision, each
+   * decision atomic and in order, but one command, one TIME and one MGET for many. Nothing waits on a timer: a
+   * decision that is alone is sent at the end of its tick. On a Cluster only decisions whose keys share a hash
+   * tag (one identity) share a call. `false` sends one call per decision.
    * @default true
    */
   batch?: boolean;
   /**
-   * Most decisions one script call carries (1 to 1000).
+   * Most decisions one script call carries (1 to 1000). A tick's decisions leave in calls sent as they fill, a
+   * quarter of the previous tick's decisions each (at least 8, at most this), so Redis runs the first call while
+   * the client prepares the next.
    * @default 64
    */
   maxBatch?: number;
@@ -40,7 +42,8 @@ const KNOWN = ['clock', 'batch', 'maxBatch', 'functions'];
 
 /**
  * Store on the user's ioredis client, standalone `Redis` or `Cluster`, with or without `enableAutoPipelining`.
- * One decision = one EVALSHA of one Lua script, compound rules included; decisions issued together share one.
+ * One decision = one call (FCALL of a Redis Function, or EVALSHA) of one Lua executor, compound rules included;
+ * decisions issued together share calls.
  * The client is the user's: the store never closes it and never changes its options.
  * @example createLimiter({ store: redisStore(new Redis()), rules: gcra({ limit: 100, period: '1m' }) })
  */

@@ -39,8 +39,9 @@ const KNOWN = ['clock', 'batch', 'maxBatch'];
 
 /**
  * Store on the user's Upstash Redis REST client, for edge and serverless code. It runs the Redis store's Lua
- * script (flagged `allow-key-locking` for Upstash), so a decision is one HTTP request, compound rules included,
- * and the Redis and Upstash stores agree to the unit. The client is the user's: the store never changes its
+ * script (flagged `allow-key-locking` for Upstash), so a decision costs at most one HTTP request, compound rules
+ * included (decisions issued in the same tick share one request and one EVALSHA), and the Redis and Upstash
+ * stores agree to the unit. The client is the user's: the store never changes its
  * options. Edge-safe: no Node built-in, only `fetch` through the client and WebCrypto for the script digest.
  *
  * Every value read back is an integer, so the client's automatic JSON deserialization and base64 response
