@@ -28,3 +28,4 @@ export type { ProblemDetails, ProblemInput, RefusalKind } from './problem.js';
 export { readHeader } from './request.js';
 export type { HeaderBag, HttpRequest } from './request.js';
 export { applyHeaders, headersTarget, toResponse } from './web.js';
+export { throttledWarning } from './report.js';

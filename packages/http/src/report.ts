@@ -23,11 +23,14 @@ export function limited<R>(
 
 export type Warner = (error: unknown, event: ErrorEvent<unknown>) => void;
 
-/** Without onError, a failing store still shows: one console warning a minute, naming the error. */
-export function warner(): Warner {
+/**
+ * At most one console warning a minute, counting the ones held back, so a recurring failure is seen but a
+ * broken store or hook cannot flood the log. Shared by the adapters for their own warnings.
+ */
+export function throttledWarning(): (text: string) => void {
   let last = Number.NEGATIVE_INFINITY;
   let suppressed = 0;
-  return (error, event) => {
+  return (text) => {
     const now = Date.now();
     if (now - last < 60_000) {
       suppressed++;
@@ -36,8 +39,16 @@ export function warner(): Warner {
     last = now;
     const more = suppressed > 0 ? ` (${suppressed} more since the last warning)` : '';
     suppressed = 0;
+    console.warn(`${text}${more}`);
+  };
+}
+
+/** Without onError, a failing store still shows: one console warning a minute, naming the error. */
+export function warner(): Warner {
+  const warn = throttledWarning();
+  return (error, event) => {
     const message = error instanceof Error ? error.message : String(error);
-    console.warn(`[sluice] ${event.source} failure in policy "${event.policy ?? '?'}": ${message}${more}. Pass onError to handle it.`);
+    warn(`[sluice] ${event.source} failure in policy "${event.policy ?? '?'}": ${message}. Pass onError to handle it.`);
   };
 }
 

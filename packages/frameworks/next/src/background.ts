@@ -1,4 +1,4 @@
-import type { ErrorEvent } from './http.js';
+import { throttledWarning, type ErrorEvent } from './http.js';
 import type { NextRequest } from 'next/server';
 
 type Sink = (promise: Promise<unknown>) => void;
@@ -70,20 +70,11 @@ export class Background {
   }
 }
 
-/** At most one console warning a minute, counting the ones held back, so a failing hook is seen but not spammed. */
+/** At most one console warning a minute (see @sluice/http's throttledWarning), so a failing hook is seen but not spammed. */
 function warner(): (what: string, error: unknown) => void {
-  let last = Number.NEGATIVE_INFINITY;
-  let suppressed = 0;
+  const warn = throttledWarning();
   return (what, error) => {
-    const now = Date.now();
-    if (now - last < 60_000) {
-      suppressed++;
-      return;
-    }
-    last = now;
-    const more = suppressed > 0 ? ` (${suppressed} more since the last warning)` : '';
-    suppressed = 0;
     const message = error instanceof Error ? error.message : String(error);
-    console.warn(`[sluice] @sluice/next: ${what}: ${message}${more}`);
+    warn(`[sluice] @sluice/next: ${what}: ${message}`);
   };
 }
