@@ -6,7 +6,7 @@ import { MemoryStore as ExpressMemoryStore } from 'express-rate-limit';
 import { TokenBucket } from 'limiter';
 import { RateLimiterMemory, RateLimiterRes } from 'rate-limiter-flexible';
 import { createFloor } from './floor.mjs';
-import { CAPACITY, MASK, REFILL_PER_SECOND, WINDOW_MS, ids, order as defaultOrder } from './workload.mjs';
+import { CAPACITY, MASK, REFILL_PER_SECOND, WINDOW_MS, consumeRlf, ids, order as defaultOrder } from './workload.mjs';
 
 function counted(name, body) {
   const tally = { allowed: 0, total: 0, cursor: 0 };
@@ -67,22 +67,7 @@ export function contestants(order = defaultOrder) {
       return {
         // Fixed window of 100 points per 2 s per key: no token bucket in RateLimiterMemory; same rate and burst.
         setup: () => void (limiter = new RateLimiterMemory({ points: CAPACITY, duration: WINDOW_MS / 1000 })),
-        async run(n) {
-          let allowed = 0;
-          let c = tally.cursor;
-          for (let i = 0; i < n; i++) {
-            try {
-              await limiter.consume(ids[order[c++ & MASK]]);
-              allowed++;
-            } catch (error) {
-              // A RateLimiterRes rejection means "limited"; anything else is a real failure.
-              if (!(error instanceof RateLimiterRes)) throw error;
-            }
-          }
-          tally.cursor = c;
-          tally.allowed += allowed;
-          tally.total += n;
-        },
+        run: (n) => consumeRlf(limiter, RateLimiterRes, order, tally, n),
       };
     }),
     counted(ERL, (tally) => {

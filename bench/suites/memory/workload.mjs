@@ -19,3 +19,24 @@ export function makeOrder(identities = IDENTITIES) {
   return Uint16Array.from({ length: MASK + 1 }, () => Math.floor(random() * identities));
 }
 export const order = makeOrder();
+
+/**
+ * Runs `n` rate-limiter-flexible consume() calls over the workload's identity order and tallies them. A
+ * RateLimiterRes rejection means "limited"; anything else is a real failure and is rethrown. Shared by every suite
+ * that measures an RLF limiter, so they all drive it the same way.
+ */
+export async function consumeRlf(limiter, RateLimiterRes, order, tally, n) {
+  let allowed = 0;
+  let c = tally.cursor;
+  for (let i = 0; i < n; i++) {
+    try {
+      await limiter.consume(ids[order[c++ & MASK]]);
+      allowed++;
+    } catch (error) {
+      if (!(error instanceof RateLimiterRes)) throw error;
+    }
+  }
+  tally.cursor = c;
+  tally.allowed += allowed;
+  tally.total += n;
+}

@@ -9,7 +9,7 @@ import { createLimiter, tokenBucket } from '@sluice/core';
 import { sqliteStore } from '@sluice/sqlite';
 import { RateLimiterRes, RateLimiterSQLite } from 'rate-limiter-flexible';
 import { median } from '../../lib/stats.mjs';
-import { CAPACITY, MASK, REFILL_PER_SECOND, WINDOW_MS, ids, order } from '../memory/workload.mjs';
+import { CAPACITY, MASK, REFILL_PER_SECOND, WINDOW_MS, consumeRlf, ids, order } from '../memory/workload.mjs';
 
 export const SLUICE_SYNC = 'sluice limitSync()';
 export const SLUICE_LIMIT = 'sluice limit()';
@@ -120,22 +120,7 @@ export function contestants(folder, rounds) {
       let limiter;
       return {
         setup: async () => void (limiter = await rlfLimiter(open('rlf'))),
-        async run(n) {
-          let allowed = 0;
-          let c = tally.cursor;
-          for (let i = 0; i < n; i++) {
-            try {
-              await limiter.consume(ids[order[c++ & MASK]]);
-              allowed++;
-            } catch (error) {
-              // A RateLimiterRes rejection means "limited"; anything else is a real failure.
-              if (!(error instanceof RateLimiterRes)) throw error;
-            }
-          }
-          tally.cursor = c;
-          tally.allowed += allowed;
-          tally.total += n;
-        },
+        run: (n) => consumeRlf(limiter, RateLimiterRes, order, tally, n),
       };
     }),
     counted(FLOOR, rounds, (tally) => {
