@@ -82,11 +82,19 @@ function timeoutError(timeoutMs: number): SluiceError {
 }
 
 interface Waiter {
-  readonly expiresAt: number;
+  expiresAt: number;
   readonly reject: (error: unknown) => void;
   settled: boolean;
+  /** Its deadline has passed once; it is refused only if it is still pending one turn of the event loop later. */
+  due: boolean;
   next: Waiter | undefined;
 }
+
+/**
+ * A timer that fires this much later than it was due found the process stalled (a synchronous handler, a long
+ * GC): the stall is the application's, not the store's, and is not charged to the calls in flight.
+ */
+export const STALL_TOLERANCE_MS = 20;
 
 /**
  * `withDeadline` for the hot path: one timer per limiter instead of one per call. Every call of a limiter has the
@@ -95,20 +103,28 @@ interface Waiter {
  * in flight. The timer is not cleared when the last call settles (a set and a clear per call is what this class
  * saves); it fires once more, finds nothing in flight and stops, so an idle limiter holds no timer after at most
  * timeoutMs. The timer is unref'd where the runtime allows, so it never keeps a process alive by itself.
- * Same guarantees as `withDeadline`: the decision never waits past the deadline (plus timer latency), a late
- * outcome is consumed, nothing rejects unhandled.
+ *
+ * The deadline measures the store, not the application (issue 8, item 8):
+ * - a timer that fires late (by more than STALL_TOLERANCE_MS) means the event loop was stalled; every deadline
+ *   in flight moves by the stall, so a stall never times out a healthy store nor opens the breaker;
+ * - a call past its deadline is refused one turn of the event loop later, not at once: timers run before I/O, so
+ *   a reply that arrived while the process was busy is read, and used, before the call is given up.
+ * Same guarantees as `withDeadline` otherwise: the decision never waits past the deadline plus the process's own
+ * stalls and one loop turn; a late outcome is consumed; nothing rejects unhandled.
  */
 export class Deadlines {
   private first: Waiter | undefined;
   private last: Waiter | undefined;
   private inFlight = 0;
   private timer: unknown = undefined;
+  /** When the armed timer should fire (Date.now() ms). */
+  private dueAt = 0;
 
   constructor(private readonly timeoutMs: number) {}
 
   race<T>(pending: Promise<T>): Promise<T> {
     return new Promise<T>((resolve, reject) => {
-      const waiter: Waiter = { expiresAt: Date.now() + this.timeoutMs, reject, settled: false, next: undefined };
+      const waiter: Waiter = { expiresAt: Date.now() + this.timeoutMs, reject, settled: false, due: false, next: undefined };
       if (this.last === undefined) this.first = waiter;
       else this.last.next = waiter;
       this.last = waiter;
@@ -140,21 +156,37 @@ export class Deadlines {
   private readonly expire = (): void => {
     this.timer = undefined;
     const now = Date.now();
+    const stalled = now - this.dueAt;
+    if (stalled > STALL_TOLERANCE_MS) {
+      // The process was stalled: the time it spent is not the store's. Waiters already due keep their turn.
+      for (let w = this.first; w !== undefined; w = w.next) if (!w.settled && !w.due) w.expiresAt += stalled;
+    }
     let waiter = this.first;
+    let again = false;
     while (waiter !== undefined && (waiter.settled || waiter.expiresAt <= now)) {
       if (!waiter.settled) {
-        waiter.settled = true;
-        this.inFlight--;
-        waiter.reject(timeoutError(this.timeoutMs));
+        if (waiter.due) {
+          waiter.settled = true;
+          this.inFlight--;
+          waiter.reject(timeoutError(this.timeoutMs));
+        } else {
+          waiter.due = true; // refused next turn unless its reply is read first
+          again = true;
+        }
       }
       waiter = waiter.next;
     }
-    this.first = waiter;
-    if (waiter === undefined) this.last = undefined;
-    else this.arm(Math.max(1, waiter.expiresAt - now));
+    // Skip the settled front; due waiters stay listed until the next turn refuses or their reply settles them.
+    let front = this.first;
+    while (front !== undefined && front.settled) front = front.next;
+    this.first = front;
+    if (front === undefined) this.last = undefined;
+    if (again) this.arm(0);
+    else if (front !== undefined) this.arm(Math.max(1, front.expiresAt - now));
   };
 
   private arm(ms: number): void {
+    this.dueAt = Date.now() + ms;
     const timer = timers.setTimeout(this.expire, ms) as { unref?: () => void } | undefined;
     if (typeof timer === 'object' && timer !== null && typeof timer.unref === 'function') timer.unref();
     this.timer = timer;

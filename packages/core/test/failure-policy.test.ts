@@ -47,8 +47,10 @@ const ASYNC: StoreCapabilities = { synchronous: false, clock: 'client', operatio
 class FaultyStore implements Store {
   readonly capabilities = ASYNC;
   readonly healthy = new MapStore();
-  behaviour: 'ok' | 'hang' | 'reject' | 'throw' | 'late-reject' | 'late-resolve' = 'ok';
+  behaviour: 'ok' | 'hang' | 'reject' | 'throw' | 'late-reject' | 'late-resolve' | 'manual' = 'ok';
   calls = 0;
+  /** 'manual': answers the test releases, as a socket read would. */
+  readonly held: Array<() => void> = [];
 
   limit(request: LimitRequest): Promise<LimitResult> {
     this.calls++;
@@ -65,6 +67,8 @@ class FaultyStore implements Store {
         return new Promise((_, reject) => timers.setTimeout(() => reject(new Error('Connection is closed.')), 500));
       case 'late-resolve':
         return new Promise((resolve) => timers.setTimeout(() => resolve(this.healthy.limit(request)), 500));
+      case 'manual':
+        return new Promise((resolve) => this.held.push(() => resolve(this.healthy.limit(request))));
     }
   }
 
@@ -117,7 +121,7 @@ describe('deadline', () => {
     store.behaviour = 'hang';
     const limiter = createLimiter({ store, rules, timeoutMs: 100, circuitBreaker: false });
     const { value, elapsedMs } = await timed(() => limiter.limit('u'));
-    expect(elapsedMs).toBe(100);
+    expect(elapsedMs).toBe(101); // the deadline, plus one turn of the event loop for a reply already read from the socket;
     expect(value).toMatchObject({ allowed: true, reason: 'store_unavailable', degraded: true, rule: 'tb' });
     expect(isSluiceError(value.error) && value.error.code).toBe('STORE_TIMEOUT');
     expect(value.rules.map((r) => [r.id, r.allowed, r.remaining])).toEqual([['tb', true, 3], ['fw:60000', true, 10]]);
@@ -147,7 +151,7 @@ describe('deadline', () => {
     store.behaviour = 'late-reject';
     const limiter = createLimiter({ store, rules, timeoutMs: 100, circuitBreaker: false });
     const { value, elapsedMs } = await timed(() => limiter.limit('u'));
-    expect(elapsedMs).toBe(100);
+    expect(elapsedMs).toBe(101);
     expect(value.degraded).toBe(true);
     await vi.advanceTimersByTimeAsync(1000); // the late rejection fires now; afterEach asserts it was handled
   });
@@ -172,9 +176,9 @@ describe('deadline', () => {
       expect(vi.getTimerCount()).toBe(1);
       await vi.advanceTimersByTimeAsync(40);
     }
-    await vi.advanceTimersByTimeAsync(100);
+    await vi.advanceTimersByTimeAsync(101);
     await Promise.all(calls);
-    expect(settledAt).toEqual([100, 140, 180]);
+    expect(settledAt).toEqual([101, 141, 181]);
     expect(vi.getTimerCount()).toBe(0); // the last deadline fired and nothing was left in flight
   });
 
@@ -194,7 +198,7 @@ describe('deadline', () => {
       const pending = Array.from({ length: 10 }, (_, i) => limiter.limit(`u${i}`));
       await vi.advanceTimersByTimeAsync(0);
       expect(vi.getTimerCount()).toBe(1);
-      await vi.advanceTimersByTimeAsync(100);
+      await vi.advanceTimersByTimeAsync(101);
       return Promise.all(pending);
     })();
     expect(decisions.map((d) => d.degraded)).toEqual([false, true, false, true, false, true, false, true, false, true]);
@@ -207,6 +211,56 @@ describe('deadline', () => {
     expect(() => createLimiter({ store, rules, timeoutMs: 0 })).toThrow(/timeoutMs must be a whole number of milliseconds of at least 1/);
     expect(() => createLimiter({ store, rules, timeoutMs: 2 ** 31 })).toThrow(/timeoutMs must be at most 2147483647 ms/);
     expect(() => createLimiter({ store, rules, onStoreError: 'maybe' as never })).toThrow(/onStoreError must be 'allow', 'deny' or a store/);
+  });
+});
+
+describe('the deadline measures the store, not the application (issue 8 item 8)', () => {
+  /** A synchronous stall of the process: the wall clock moves, no timer runs. */
+  const stall = (ms: number) => vi.setSystemTime(Date.now() + ms);
+
+  test('regression: a reply that arrived while the loop was stalled is used, not timed out, and the breaker stays closed', async () => {
+    const store = new FaultyStore();
+    store.behaviour = 'manual';
+    const limiter = createLimiter({ store, rules, timeoutMs: 100, circuitBreaker: { failureThreshold: 1, cooldownMs: 2000 } });
+    const decisions = Array.from({ length: 20 }, (_, i) => limiter.limit(`u${i}`));
+    await vi.advanceTimersByTimeAsync(10);
+    stall(400); // a 400 ms synchronous handler
+    await vi.advanceTimersByTimeAsync(1); // timers run first after the stall: the deadline fires, late
+    for (const answer of store.held) answer(); // then the poll phase reads the replies waiting on the socket
+    await vi.advanceTimersByTimeAsync(1);
+    const answered = await Promise.all(decisions);
+    expect(answered.filter((d) => d.degraded)).toEqual([]);
+    expect(limiter.circuit).toBe('closed');
+  });
+
+  test('a stall moves the deadline of every call in flight by its length', async () => {
+    const store = new FaultyStore();
+    store.behaviour = 'manual';
+    const limiter = createLimiter({ store, rules, timeoutMs: 100, circuitBreaker: false });
+    const start = Date.now();
+    const first = limiter.limit('a');
+    await vi.advanceTimersByTimeAsync(90);
+    const second = limiter.limit('b'); // due at start + 190
+    stall(300); // the loop is stuck from start + 90 to start + 390
+    await vi.advanceTimersByTimeAsync(1); // fires 291 ms late: first is due now, second moves to start + 481
+    expect(Date.now() - start).toBe(391);
+    store.held[1]!(); // second's reply comes 80 ms after the stall: inside its moved deadline
+    await vi.advanceTimersByTimeAsync(80);
+    expect(await second).toMatchObject({ degraded: false });
+    expect(await first).toMatchObject({ degraded: true, error: { code: 'STORE_TIMEOUT' } }); // never answered
+  });
+
+  test('a store that does not answer is still refused: a stall buys no extra time beyond its own length', async () => {
+    const store = new FaultyStore();
+    store.behaviour = 'hang';
+    const limiter = createLimiter({ store, rules, timeoutMs: 100, circuitBreaker: false });
+    const start = Date.now();
+    const pending = limiter.limit('u');
+    stall(1000);
+    const { value, elapsedMs } = await timed(() => pending);
+    expect(value).toMatchObject({ degraded: true, error: { code: 'STORE_TIMEOUT' } });
+    expect(Date.now() - start).toBeLessThanOrEqual(1000 + 102);
+    expect(elapsedMs).toBeLessThanOrEqual(102);
   });
 });
 
@@ -261,7 +315,7 @@ describe('fallback store', () => {
     fallback.behaviour = 'hang';
     const limiter = createLimiter({ store, rules, timeoutMs: 100, onStoreError: fallback, circuitBreaker: false });
     const { value, elapsedMs } = await timed(() => limiter.limit('u'));
-    expect(elapsedMs).toBe(200);
+    expect(elapsedMs).toBe(201); // the store's deadline (one loop turn of grace) then the fallback's;
     expect(value).toMatchObject({ allowed: true, reason: 'store_unavailable', degraded: true });
     expect(vi.getTimerCount()).toBe(0);
   });
@@ -303,7 +357,7 @@ describe('circuit breaker', () => {
     const other = await limiter.limit('u');
     expect(other.error).toMatchObject({ code: 'CIRCUIT_OPEN' });
     expect(store.calls).toBe(2);
-    await vi.advanceTimersByTimeAsync(100);
+    await vi.advanceTimersByTimeAsync(101);
     expect((await probe).error).toMatchObject({ code: 'STORE_TIMEOUT' });
     expect(limiter.circuit).toBe('open');
   });
