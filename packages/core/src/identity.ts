@@ -44,9 +44,18 @@ export function identityKey(identity: unknown): string {
   // The hashed form is always longer than MAX_VERBATIM_IDENTITY, so it can never equal a verbatim identity's key.
   // It is used for long identities, for lone surrogates (UTF-8 would turn different ones into the same bytes in
   // Redis and SQLite) and for a leading '}' (an empty Redis Cluster hash tag would scatter the identity's keys).
-  const readable = identity.slice(0, MAX_VERBATIM_IDENTITY).replace(/[{}]|[\uD800-\uDFFF]/g, '_').padEnd(MAX_VERBATIM_IDENTITY, '_');
-  return `${readable}#${hash53(identity, 1).toString(36)}${hash53(identity, 2).toString(36)}`;
+  // Built code unit by code unit: a `slice` would be a view that keeps the whole identity alive for as long as
+  // the key lives (a 15,000-unit identity held 15 KB in the memory store instead of about 0.8 KB).
+  const codes = new Array<number>(MAX_VERBATIM_IDENTITY);
+  for (let i = 0; i < MAX_VERBATIM_IDENTITY; i++) {
+    const code = i < identity.length ? identity.charCodeAt(i) : UNDERSCORE;
+    codes[i] = code === OPEN_BRACE || code === CLOSE_BRACE || (code >= 0xd800 && code <= 0xdfff) ? UNDERSCORE : code;
+  }
+  return `${String.fromCharCode(...codes)}#${hash53(identity, 1).toString(36)}${hash53(identity, 2).toString(36)}`;
 }
+
+const UNDERSCORE = 0x5f;
+const OPEN_BRACE = 0x7b;
 
 const CLOSE_BRACE = 0x7d;
 const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
