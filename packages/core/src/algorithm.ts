@@ -16,7 +16,10 @@ export type State = readonly number[];
 export const NEVER = -1;
 
 export interface StepOutcome {
-  /** Whether the cost fits (consume, peek); always true for refund. */
+  /**
+   * Whether the cost fits (consume, peek). Always true for refund and for cost 0 (a read), even when the state
+   * holds more than the limit (a limit lowered at run time, a clock that stepped back).
+   */
   readonly allowed: boolean;
   /** State to persist if the request commits. For a denial or a peek it equals the state read, refreshed. */
   readonly next: State;
@@ -26,7 +29,10 @@ export interface StepOutcome {
   readonly resetAt: number;
   /** Earliest time the same cost would be allowed: `now` when allowed, `NEVER` when it can never fit. */
   readonly retryAt: number;
-  /** How long `next` stays meaningful; at or below 0 it is equivalent to no state and may be dropped. */
+  /**
+   * How long `next` stays meaningful. At or below 0 it is equivalent to no state, and every executor deletes the
+   * record instead of writing it (so all executors read "no state" afterwards, even at an earlier clock).
+   */
   readonly ttlMs: number;
 }
 
@@ -53,6 +59,28 @@ export function setPair(next: number[], a: number, b: number): void {
   if (next.length !== 2) next.length = 2;
   next[0] = a;
   next[1] = b;
+}
+
+/** Makes `next` the three-element state [a, b, c], in place. */
+export function setTriple(next: number[], a: number, b: number, c: number): void {
+  if (next.length !== 3) next.length = 3;
+  next[0] = a;
+  next[1] = b;
+  next[2] = c;
+}
+
+/**
+ * A non-negative amount kept in units of 1/`from` re-expressed in units of 1/`to`, rounded down (`up`: rounded
+ * up). States scaled by a rule parameter record that parameter, so a rule changed at run time carries its state
+ * over instead of misreading it. Exact while `remainder × to` stays below 2^53 (beyond, the same IEEE operations
+ * as in the Lua executor, so every executor still agrees).
+ */
+export function rescale(value: number, from: number, to: number, up = false): number {
+  if (from === to) return value;
+  const whole = Math.floor(value / from);
+  const product = (value - whole * from) * to;
+  const part = up ? ceilDiv(product, from) : Math.floor(product / from);
+  return whole * to + part;
 }
 
 export function newStepScratch(): StepScratch {

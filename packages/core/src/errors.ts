@@ -14,6 +14,7 @@ export type SluiceErrorCode =
   | 'UNKNOWN_OPTION'
   | 'INVALID_IDENTITY'
   | 'INVALID_COST'
+  | 'INVALID_CLOCK'
   | 'UNSUPPORTED_OPERATION'
   | 'STORE_ERROR'
   | 'STORE_TIMEOUT'

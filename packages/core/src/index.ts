@@ -22,7 +22,7 @@ export { STEPS, evaluate, stepRule, stepRuleInto } from './rules.js';
 export type { AlgorithmName, Evaluation, ParamsByAlgorithm, ResolvedRule, Rule, RuleOutcome } from './rules.js';
 export type { RuleBaseOptions } from './rule-options.js';
 
-export { decodeState, encodeState } from './store.js';
+export { EXPIRY_GRACE_MS, decodeState, encodeState } from './store.js';
 export type {
   LeaseRequest,
   LeaseResult,

@@ -86,6 +86,8 @@ export interface SyncLimiter extends Limiter {
 
 const KNOWN = ['store', 'rules', 'name', 'prefix', 'clock', 'mode', 'quota', 'timeoutMs', 'onStoreError', 'circuitBreaker'];
 const NAME_PATTERN = /^[A-Za-z0-9_.-]{1,64}$/;
+/** Latest time a clock may return: 2^47 ms, about the year 6429; keeps every time sum of the steps below 2^53. */
+const MAX_CLOCK_MS = 2 ** 47;
 /** Identities per generation of the key cache: two generations hold at most twice this many keys. */
 const KEY_CACHE_SIZE = 32768;
 
@@ -109,6 +111,8 @@ class LimiterImpl implements SyncLimiter {
   private readonly deadlines: Deadlines;
   private readonly policy: StoreErrorPolicy;
   private readonly breaker: CircuitBreaker | undefined;
+  /** `onStoreError` is a store that answers with promises: the *Sync methods are refused up front. */
+  private readonly asyncFallback: boolean;
   private readonly quotaCache = new WeakMap<object, readonly Rule[]>();
   private readonly cacheKeys: boolean;
   /** The store answers single-rule decisions through `limitOne` (see store.ts), into `answer`. */
@@ -140,8 +144,24 @@ class LimiterImpl implements SyncLimiter {
     this.deadlines = new Deadlines(this.timeoutMs);
     this.policy = checkPolicy(options.onStoreError ?? 'allow', (value) => checkStore(value, 'createLimiter: onStoreError'));
     this.breaker = makeBreaker(options.circuitBreaker);
+    this.asyncFallback = typeof this.policy === 'object' && this.policy.capabilities.synchronous !== true;
     // Checked here too: configure() reads a missing `rules` as "keep the current ones", and there are none yet.
     this.configure({ rules: checkRules(options.rules, 'rules'), mode: options.mode ?? 'enforce' });
+  }
+
+  /**
+   * The limiter's clock, checked on every read: every algorithm and executor works in whole milliseconds below
+   * 2^53, and a fractional, negative, NaN, infinite or far-future time would otherwise be stored as a state no
+   * executor can read back, which restarts every identity from a full bucket (limiting silently off).
+   * Fractions are floored (`performance.timeOrigin + performance.now()` is a fine clock); anything else throws.
+   */
+  private now(): number {
+    const t = this.clock();
+    if (typeof t === 'number' && t >= 0 && t <= MAX_CLOCK_MS) return Math.floor(t);
+    throw new SluiceError(
+      'INVALID_CLOCK',
+      `createLimiter: clock must return epoch milliseconds, a finite number from 0 to ${MAX_CLOCK_MS} (fractions are floored), got ${describe(t)}`,
+    );
   }
 
   get rules(): readonly Rule[] {
@@ -181,15 +201,15 @@ class LimiterImpl implements SyncLimiter {
   }
 
   limitSync(identity: string, options?: LimitOptions): Decision {
-    return this.runSync(identity, options, 'consume');
+    return this.runSync(identity, options, 'consume', 'limitSync');
   }
 
   peekSync(identity: string, options?: LimitOptions): Decision {
-    return this.runSync(identity, options, 'peek');
+    return this.runSync(identity, options, 'peek', 'peekSync');
   }
 
   refundSync(identity: string, options?: LimitOptions): Decision {
-    return this.runSync(identity, options, 'refund');
+    return this.runSync(identity, options, 'refund', 'refundSync');
   }
 
   async reset(identity: string): Promise<void> {
@@ -241,7 +261,7 @@ class LimiterImpl implements SyncLimiter {
   private request(identity: string, options: LimitOptions | undefined, mode: Mode, rules: readonly Rule[]): LimitRequest {
     const key = this.keyFor(identity);
     const cost = options === undefined ? 1 : readCost(options);
-    return { key, rules: hasStagger(rules) ? stagger(rules, identity) : rules, cost, mode: cost === 0 ? 'peek' : mode, now: this.clock() };
+    return { key, rules: hasStagger(rules) ? stagger(rules, identity) : rules, cost, mode: cost === 0 ? 'peek' : mode, now: this.now() };
   }
 
   /**
@@ -286,7 +306,7 @@ class LimiterImpl implements SyncLimiter {
   }
 
   private failed(request: LimitRequest, rules: readonly Rule[], error: unknown): Decision | Promise<Decision> {
-    this.breaker?.onFailure(this.clock());
+    this.breaker?.onFailure(this.now());
     return this.fallback(request, rules, asStoreError(error));
   }
 
@@ -295,9 +315,18 @@ class LimiterImpl implements SyncLimiter {
     return this.shaped(decide(rules, result.outcomes, result.now));
   }
 
-  private runSync(identity: string, options: LimitOptions | undefined, mode: Mode): Decision {
+  private runSync(identity: string, options: LimitOptions | undefined, mode: Mode, method: string): Decision {
+    const async = method.slice(0, -4);
     if (!this.store.capabilities.synchronous) {
-      throw new SluiceError('UNSUPPORTED_OPERATION', 'limitSync needs a synchronous store (memory, SQLite); use limit()');
+      throw new SluiceError('UNSUPPORTED_OPERATION', `${method} needs a synchronous store (memory, SQLite); use ${async}()`);
+    }
+    if (this.asyncFallback) {
+      // Refused before anything is consumed: falling back would need a promise, and answering then retrying
+      // through limit() would consume twice and count the store's failure twice.
+      throw new SluiceError(
+        'UNSUPPORTED_OPERATION',
+        `${method} cannot be used when onStoreError is an asynchronous store (it could only answer a failure with a promise); use ${async}()`,
+      );
     }
     const rules = this.rulesFor(identity);
     if (this.fastPath && rules.length === 1 && !rules[0]!.stagger) return this.one(identity, options, mode, rules, true) as Decision;
@@ -318,7 +347,7 @@ class LimiterImpl implements SyncLimiter {
 
   private failedSync(request: LimitRequest, rules: readonly Rule[], error: unknown): Decision {
     const failure = asStoreError(error);
-    if (failure.code !== 'CIRCUIT_OPEN') this.breaker?.onFailure(this.clock());
+    if (failure.code !== 'CIRCUIT_OPEN') this.breaker?.onFailure(this.now());
     const fallback = this.fallback(request, rules, failure);
     if (isPromise(fallback)) {
       throw new SluiceError('UNSUPPORTED_OPERATION', 'limitSync cannot fall back to an asynchronous store', { cause: error });
@@ -334,7 +363,7 @@ class LimiterImpl implements SyncLimiter {
   private one(identity: string, options: LimitOptions | undefined, mode: Mode, rules: readonly Rule[], sync: boolean): Decision | Promise<Decision> {
     const key = this.keyFor(identity);
     const cost = options === undefined ? 1 : readCost(options);
-    const now = this.clock();
+    const now = this.now();
     if (this.currentMode === 'off') return disabled(rules, now);
     const effective: Mode = cost === 0 ? 'peek' : mode;
     const rule = rules[0]!;
@@ -380,7 +409,8 @@ class LimiterImpl implements SyncLimiter {
         return failOpenOrClosed('allow', rules, request.now, error);
       }
     }
-    return failOpenOrClosed(policy, rules, request.now, error);
+    // Shadow mode never refuses, not even when the store is down and the policy fails closed.
+    return this.shaped(failOpenOrClosed(policy, rules, request.now, error));
   }
 }
 

@@ -122,6 +122,14 @@ export interface SyncStore extends Store {
   reset(key: string, ruleIds: readonly string[]): void;
 }
 
+/**
+ * How long, on its own clock, an executor keeps a record past its expiry before a background sweep may remove it.
+ * Reads ignore a record from its expiry on (core's steps answer an expired state exactly like no state), so the
+ * grace only matters to a clock that steps back: by up to this much, every executor still finds the same state.
+ * A record is always deleted at once when a write leaves it worth nothing (ttl <= 0).
+ */
+export const EXPIRY_GRACE_MS = 60_000;
+
 /** A raw persisted record, for stores that keep states as text (SQLite, debugging). */
 export function encodeState(state: State): string {
   return state.join(',');

@@ -43,7 +43,7 @@ export function fixedWindowStep(
   if (mode === 'refund') {
     count = Math.max(0, count - cost);
   } else {
-    allowed = count + cost <= limit;
+    allowed = cost === 0 || count + cost <= limit; // cost 0 only reads: always allowed
     if (allowed && mode === 'consume') count += cost;
   }
   // An empty window is already at full capacity: it resets now, like every other algorithm, and needs no state.

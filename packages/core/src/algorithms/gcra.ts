@@ -6,9 +6,10 @@
  * Guarantee: admitted cost in any [t1, t2] <= burst + limit × (t2 − t1) / periodMs; decisions equal a smooth
  * token bucket with capacity = burst and refillRate/interval = limit/period. Worst-case burst: `burst` at once.
  * Sub-millisecond exact: the TAT is kept as whole milliseconds plus a remainder in 1/limit ms, so rates above
- * one per millisecond lose nothing. Memory: two integers per identity. State: [tatMs, tatRemainder].
+ * one per millisecond lose nothing. Memory: three integers per identity. State: [tatMs, tatRemainder, limit]; a
+ * rule changed at run time (same id) keeps its TAT, the remainder rescaled to the new limit (rounded up).
  */
-import { NEVER, ceilDiv, type Mode, type State, type StepOutcome } from '../algorithm.js';
+import { NEVER, ceilDiv, rescale, type Mode, type State, type StepOutcome } from '../algorithm.js';
 import type { Duration } from '../duration.js';
 import { readRuleOptions, type RuleBaseOptions } from '../rule-options.js';
 import type { Rule } from '../rules.js';
@@ -27,7 +28,9 @@ export function gcraStep(state: State | undefined, now: number, cost: number, mo
   let ahead = 0; // max(TAT, now) − now
   if (state !== undefined && state[0]! >= now) {
     // Only a clock that ran backwards puts the TAT further ahead than the tolerance; capping keeps it in 2^53.
-    ahead = Math.min(state[0]! - now, ceilDiv(tolerance, limit) + 1) * limit + state[1]!;
+    const stored = state[2] ?? limit;
+    const remainder = Math.min(limit - 1, rescale(state[1]!, stored, limit, true));
+    ahead = Math.min(state[0]! - now, ceilDiv(tolerance, limit) + 1) * limit + remainder;
   }
   const spend = cost * periodMs;
   let allowed = true;
@@ -35,7 +38,7 @@ export function gcraStep(state: State | undefined, now: number, cost: number, mo
   if (mode === 'refund') {
     ahead = Math.max(0, ahead - spend);
   } else {
-    allowed = ahead + spend <= tolerance;
+    allowed = cost === 0 || ahead + spend <= tolerance;
     if (allowed && mode === 'consume') ahead += spend;
     if (!allowed) retryAt = cost > burst ? NEVER : now + ceilDiv(ahead + spend - tolerance, limit);
   }
@@ -43,7 +46,7 @@ export function gcraStep(state: State | undefined, now: number, cost: number, mo
   const resetAt = now + ceilDiv(ahead, limit);
   return {
     allowed,
-    next: [now + whole, ahead - whole * limit],
+    next: [now + whole, ahead - whole * limit, limit],
     remaining: Math.floor((tolerance - Math.min(ahead, tolerance)) / periodMs),
     resetAt,
     retryAt,

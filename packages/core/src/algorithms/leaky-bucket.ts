@@ -5,9 +5,10 @@
  * admitted cost in any [t1, t2] <= capacity + leakRate × (t2 − t1) / intervalMs. Pick it when you think in
  * terms of queue depth and outflow; `resetAt` is when the queue would be empty.
  * Worst-case burst: `capacity` at once. Memory: two integers per identity.
- * State: [level × intervalMs, lastMs].
+ * State: [level × intervalMs, lastMs, intervalMs]. A rule changed at run time (same id) keeps its level in units,
+ * rescaled to a new interval (rounded up: never less queued than there was).
  */
-import { NEVER, approach, ceilDiv, type Mode, type State, type StepOutcome } from '../algorithm.js';
+import { NEVER, approach, ceilDiv, rescale, type Mode, type State, type StepOutcome } from '../algorithm.js';
 import type { Duration } from '../duration.js';
 import { readRuleOptions, type RuleBaseOptions } from '../rule-options.js';
 import type { Rule } from '../rules.js';
@@ -33,7 +34,7 @@ export function leakyBucketStep(
   if (state !== undefined) {
     const last = state[1]!;
     t = Math.max(now, last);
-    level = approach(state[0]!, 0, t - last, leakRate, false);
+    level = approach(rescale(state[0]!, state[2] ?? intervalMs, intervalMs, true), 0, t - last, leakRate, false);
   }
   const pour = cost * intervalMs;
   let allowed = true;
@@ -41,14 +42,14 @@ export function leakyBucketStep(
   if (mode === 'refund') {
     level = Math.max(0, level - pour);
   } else {
-    allowed = level + pour <= brim;
+    allowed = cost === 0 || level + pour <= brim;
     if (allowed && mode === 'consume') level += pour;
     if (!allowed) retryAt = cost > capacity ? NEVER : t + ceilDiv(level + pour - brim, leakRate);
   }
   const resetAt = t + ceilDiv(level, leakRate);
   return {
     allowed,
-    next: [level, t],
+    next: [level, t, intervalMs],
     remaining: Math.floor((brim - level) / intervalMs),
     resetAt,
     retryAt,

@@ -49,13 +49,16 @@ export function slidingWindowCounterStep(
   }
   const elapsed = t - start;
   const weighted = Math.floor((previous * (windowMs - elapsed)) / windowMs);
+  // A previous window that no longer weighs anything is forgotten, so that a state read after its expiry is
+  // exactly no state (every executor relies on it: see store.ts), whatever the clock does next.
+  if (weighted === 0) previous = 0;
 
   let allowed = true;
   let retryAt = now;
   if (mode === 'refund') {
     current = Math.max(0, current - cost);
   } else {
-    allowed = weighted + current + cost <= limit;
+    allowed = cost === 0 || weighted + current + cost <= limit;
     if (allowed && mode === 'consume') current += cost;
     if (!allowed) {
       if (cost > limit) retryAt = NEVER;

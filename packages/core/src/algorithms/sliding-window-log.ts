@@ -46,7 +46,7 @@ export function slidingWindowLogStep(
       else live[last] = live[last]! - take;
     }
   } else {
-    allowed = used + cost <= limit;
+    allowed = cost === 0 || used + cost <= limit;
     if (allowed && mode === 'consume' && cost > 0) {
       if (live.length > 0 && live[live.length - 2] === t) live[live.length - 1] = live[live.length - 1]! + cost;
       else live.push(t, cost);

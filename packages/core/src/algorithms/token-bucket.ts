@@ -7,9 +7,12 @@
  *   "refilled at the top of the minute" bucket). Guarantee: admitted cost in any [t1, t2] <=
  *   capacity + refillRate × (number of refill instants in (t1, t2]).
  * Worst-case burst: `capacity` at once. Memory: two integers per identity.
- * State (smooth): [level × intervalMs, lastMs]. State (interval): [tokens, lastTick].
+ * State (smooth): [level × intervalMs, lastMs, intervalMs]. State (interval): [tokens, lastMs].
+ * Carry-over when the rule is changed at run time (same id): the level is kept in tokens (rescaled to a new
+ * interval, rounded down; clamped to a new capacity); the interval refill counts the new interval's refill
+ * instants after the last decision.
  */
-import { NEVER, approach, ceilDiv, newStepScratch, setPair, type Mode, type State, type StepOutcome, type StepScratch } from '../algorithm.js';
+import { NEVER, approach, ceilDiv, newStepScratch, rescale, setPair, setTriple, type Mode, type State, type StepOutcome, type StepScratch } from '../algorithm.js';
 import type { Duration } from '../duration.js';
 import { SluiceError, describe } from '../errors.js';
 import { readRuleOptions, type RuleBaseOptions } from '../rule-options.js';
@@ -57,7 +60,8 @@ function smoothStep(state: State | undefined, now: number, cost: number, mode: M
   if (state !== undefined) {
     const last = state[1]!;
     t = Math.max(now, last);
-    level = approach(Math.min(state[0]!, full), full, t - last, p.refillRate, true);
+    const stored = rescale(state[0]!, state[2] ?? p.intervalMs, p.intervalMs);
+    level = approach(Math.min(stored, full), full, t - last, p.refillRate, true);
   }
   const need = cost * p.intervalMs;
   let allowed = true;
@@ -65,13 +69,13 @@ function smoothStep(state: State | undefined, now: number, cost: number, mode: M
   if (mode === 'refund') {
     level = Math.min(full, level + need);
   } else {
-    allowed = level >= need;
+    allowed = cost === 0 || level >= need;
     if (allowed && mode === 'consume') level -= need;
     if (!allowed) retryAt = cost > p.capacity ? NEVER : t + ceilDiv(need - level, p.refillRate);
   }
   const resetAt = t + ceilDiv(full - level, p.refillRate);
   out.allowed = allowed;
-  setPair(out.next, level, t);
+  setTriple(out.next, level, t, p.intervalMs);
   out.remaining = Math.floor(level / p.intervalMs);
   out.resetAt = resetAt;
   out.retryAt = retryAt;
@@ -81,8 +85,10 @@ function smoothStep(state: State | undefined, now: number, cost: number, mode: M
 function intervalStep(state: State | undefined, now: number, cost: number, mode: Mode, p: TokenBucketParams, out: StepScratch): void {
   let tick = Math.floor(now / p.intervalMs);
   let tokens = p.capacity;
+  let last = now;
   if (state !== undefined) {
-    const lastTick = state[1]!;
+    last = Math.max(now, state[1]!);
+    const lastTick = Math.floor(state[1]! / p.intervalMs);
     tokens = Math.min(state[0]!, p.capacity);
     if (tick <= lastTick) tick = lastTick;
     else tokens = approach(tokens, p.capacity, tick - lastTick, p.refillRate, true);
@@ -92,17 +98,18 @@ function intervalStep(state: State | undefined, now: number, cost: number, mode:
   if (mode === 'refund') {
     tokens = Math.min(p.capacity, tokens + cost);
   } else {
-    allowed = tokens >= cost;
+    allowed = cost === 0 || tokens >= cost;
     if (allowed && mode === 'consume') tokens -= cost;
     if (!allowed) retryAt = cost > p.capacity ? NEVER : (tick + ceilDiv(cost - tokens, p.refillRate)) * p.intervalMs;
   }
   const resetAt = tokens >= p.capacity ? Math.max(now, tick * p.intervalMs) : (tick + ceilDiv(p.capacity - tokens, p.refillRate)) * p.intervalMs;
   out.allowed = allowed;
-  setPair(out.next, tokens, tick);
+  setPair(out.next, tokens, last);
   out.remaining = tokens;
   out.resetAt = resetAt;
   out.retryAt = retryAt;
-  out.ttlMs = resetAt - now;
+  // Kept until the last decision's time too (a clock that stepped back), so an expired state is exactly none.
+  out.ttlMs = Math.max(resetAt, last) - now;
 }
 
 export interface TokenBucketOptions extends RuleBaseOptions {

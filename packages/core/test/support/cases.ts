@@ -120,3 +120,14 @@ export const gcraCase: AlgorithmCase<GcraCaseParams> = {
   capacity: (p) => p.burst,
   bound: (p, t1, t2) => smoothBound(p.burst, p.limit, p.periodMs, t1, t2),
 };
+
+/** Runs `define` once per algorithm case, for properties that hold for all of them. */
+export function forEachCase(define: <P>(c: AlgorithmCase<P>) => void): void {
+  define(fixedWindowCase);
+  define(slidingWindowLogCase);
+  define(slidingWindowCounterCase);
+  define(smoothTokenBucketCase);
+  define(intervalTokenBucketCase);
+  define(leakyBucketCase);
+  define(gcraCase);
+}

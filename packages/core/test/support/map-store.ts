@@ -29,7 +29,9 @@ export class MapStore implements SyncStore {
     if (evaluation.writes !== undefined) {
       evaluation.writes.forEach((write, i) => {
         this.writes++;
-        this.records.set(`${key}:${rules[i]!.id}`, { state: write.state, expiresAt: now + write.ttlMs });
+        // A state worth nothing (ttl <= 0) is deleted, as every executor does.
+        if (write.ttlMs > 0) this.records.set(`${key}:${rules[i]!.id}`, { state: write.state, expiresAt: now + write.ttlMs });
+        else this.records.delete(`${key}:${rules[i]!.id}`);
       });
     }
     return { now, outcomes: evaluation.outcomes };

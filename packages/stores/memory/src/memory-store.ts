@@ -1,4 +1,5 @@
 import {
+  EXPIRY_GRACE_MS,
   SluiceError,
   describeValue as describe,
   evaluate,
@@ -131,8 +132,14 @@ export class MemoryStore implements SyncStore {
     const writes = evaluation.writes;
     if (writes !== undefined) {
       let head = first;
-      for (let i = 0; i < rules.length; i++) head = put(head, rules[i]!.id, writes[i]!.state, now + writes[i]!.ttlMs);
-      this.wrote(key, first, head!, now);
+      const dropped: string[] = [];
+      for (let i = 0; i < rules.length; i++) {
+        // A state worth nothing (ttl <= 0) is deleted, as every executor does.
+        if (writes[i]!.ttlMs > 0) head = put(head, rules[i]!.id, writes[i]!.state, now + writes[i]!.ttlMs);
+        else dropped.push(rules[i]!.id);
+      }
+      if (head !== undefined) this.wrote(key, first, head, now);
+      if (dropped.length > 0) this.reset(key, dropped);
     }
     return { now, outcomes: evaluation.outcomes };
   }
@@ -150,7 +157,10 @@ export class MemoryStore implements SyncStore {
     stepRuleInto(rule, slot !== undefined && slot.expiresAt > now ? slot.state : undefined, now, cost, mode, step);
     if (cost > 0 && (mode === 'refund' || (mode === 'consume' && step.allowed))) {
       const expiresAt = now + step.ttlMs;
-      if (slot !== undefined) {
+      if (step.ttlMs <= 0) {
+        // Worth nothing (a refund back to full): deleted, as every executor does, not kept for a backward clock.
+        if (slot !== undefined) this.reset(key, [rule.id]);
+      } else if (slot !== undefined) {
         overwrite(slot, step.next);
         slot.expiresAt = expiresAt;
         if (++this.writes % SWEEP_EVERY === 0) this.sweep(now);
@@ -202,8 +212,10 @@ export class MemoryStore implements SyncStore {
   }
 
   private sweep(now: number): void {
+    // Kept EXPIRY_GRACE_MS past expiry (see core), so that a clock stepping back finds what other executors find.
+    const before = now - EXPIRY_GRACE_MS;
     for (const first of this.cache.oldest(SWEEP_BATCH)) {
-      if (isExpired(first, now)) this.cache.delete(first.key);
+      if (isExpired(first, before)) this.cache.delete(first.key);
     }
   }
 }

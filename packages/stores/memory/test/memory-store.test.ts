@@ -1,4 +1,4 @@
-import { createLimiter, fixedWindow, isSluiceError, tokenBucket, type SyncLimiter } from '@sluice/core';
+import { EXPIRY_GRACE_MS, createLimiter, fixedWindow, isSluiceError, slidingWindowCounter, tokenBucket, type SyncLimiter } from '@sluice/core';
 import { describe, expect, expectTypeOf, it } from 'vitest';
 import { memoryStore, type MemoryStore } from '../src/index.js';
 import { heldKeys } from './support/held-keys.js';
@@ -107,7 +107,7 @@ describe('memoryStore: expired state is dropped', () => {
     const store = memoryStore();
     const { clock, limiter } = clocked(store);
     for (let i = 0; i < 100; i++) limiter.limitSync(`old-${i}`);
-    clock.now = T0 + 2_000; // every old-* state has expired
+    clock.now = T0 + 2_000 + EXPIRY_GRACE_MS; // every old-* state has expired, and its grace has passed
     let fresh = 0;
     // Write new identities until the sweep has run (documented: every 1,024 writes), with a generous cap.
     while (store.size === 100 + fresh && fresh < 4_096) {
@@ -201,5 +201,45 @@ describe('memoryStore: maxKeys upper bound', () => {
   it('refuses a cap above 10,000,000 before lru-cache reserves memory for it', () => {
     expect(() => memoryStore({ maxKeys: 10_000_001 })).toThrow(/maxKeys must be an integer from 1 to 10000000/);
     expect(memoryStore({ maxKeys: 10_000 }).size).toBe(0);
+  });
+});
+
+describe('memoryStore: a clock that steps back (issue 8 item 2)', () => {
+  it('regression: a refund back to full deletes the state, as SQLite and Redis do (was A A A D, now A A A A)', () => {
+    let now = 1500;
+    const store = memoryStore();
+    const limiter = createLimiter({ store, rules: fixedWindow({ limit: 1, window: 1000 }), clock: () => now });
+    const seen: boolean[] = [];
+    seen.push(limiter.limitSync('k').allowed);
+    now = 2100;
+    seen.push(limiter.refundSync('k').allowed);
+    expect(store.size, 'the refunded-to-full state is gone').toBe(0);
+    now = 1900;
+    seen.push(limiter.limitSync('k').allowed);
+    now = 2200;
+    seen.push(limiter.limitSync('k').allowed);
+    expect(seen).toEqual([true, true, true, true]);
+  });
+
+  it('regression: cost 0 after a backward step is allowed (a sliding window counter denied it)', () => {
+    let now = 996;
+    const limiter = createLimiter({ store: memoryStore(), rules: slidingWindowCounter({ limit: 1, window: 10 }), clock: () => now });
+    limiter.limitSync('k');
+    now = 1002;
+    expect(limiter.limitSync('k').allowed).toBe(true);
+    now = 999;
+    expect(limiter.limitSync('k', { cost: 0 }).allowed).toBe(true);
+  });
+
+  it('the sweep keeps an expired state for EXPIRY_GRACE_MS, so a clock stepping back within it finds the state', () => {
+    let now = T0;
+    const store = memoryStore();
+    const limiter = createLimiter({ store, rules: fixedWindow({ limit: 1, window: '1s' }), clock: () => now });
+    limiter.limitSync('old');
+    now = T0 + EXPIRY_GRACE_MS; // expired 59 s ago: inside the grace
+    for (let i = 0; i < 2048; i++) limiter.limitSync(`filler-${i}`); // two sweeps
+    expect(heldKeys(store).some((key) => key.includes('{old}'))).toBe(true);
+    now = T0 + 10; // back in old's window
+    expect(limiter.limitSync('old').allowed).toBe(false);
   });
 });

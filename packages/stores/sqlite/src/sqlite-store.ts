@@ -1,4 +1,5 @@
 import {
+  EXPIRY_GRACE_MS,
   SluiceError,
   decodeState,
   encodeState,
@@ -143,7 +144,7 @@ export class SqliteStore implements SyncStore {
       }
       if (++this.writes >= this.sweepEvery) {
         this.writes = 0;
-        this.sweeper.sweep(now);
+        this.sweeper.sweep(now - EXPIRY_GRACE_MS); // kept a grace past expiry, see core's EXPIRY_GRACE_MS
       }
     }
     return { now, outcomes: evaluation.outcomes };

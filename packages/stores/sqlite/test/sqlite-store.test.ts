@@ -1,5 +1,5 @@
 import Database from 'better-sqlite3';
-import { createLimiter, fixedWindow, isSluiceError, tokenBucket } from '@sluice/core';
+import { createLimiter, fixedWindow, isSluiceError, slidingWindowCounter, tokenBucket } from '@sluice/core';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { SCHEMA_VERSION, sqliteStore, type SqliteDatabase } from '../src/index.js';
 import { tempFolder } from './helpers.js';
@@ -212,7 +212,7 @@ describe('expiry', () => {
     });
     const keys = () => (db.prepare('SELECT key FROM sluice_state ORDER BY key').pluck().all() as string[]).map((k) => k.slice(16, -1));
     for (let i = 0; i < 9; i++) limiter.limitSync(`a${i}`);
-    now += 60_000; // a0..a8 have expired
+    now += 61_000; // a0..a8 have expired, and their grace (EXPIRY_GRACE_MS) has passed
     limiter.limitSync('z00'); // 10th write: examines a0..a3
     expect(keys()).toEqual(['a4', 'a5', 'a6', 'a7', 'a8', 'z00']);
     for (let i = 1; i <= 10; i++) limiter.limitSync(`z${String(i).padStart(2, '0')}`); // 20th write: a4..a7
@@ -220,7 +220,7 @@ describe('expiry', () => {
     for (let i = 11; i <= 20; i++) limiter.limitSync(`z${i}`); // 30th write: a8 and three live rows
     expect(keys()).toHaveLength(21);
     expect(keys()[0]).toBe('z00');
-    now += 60_000; // every z row has expired; the sweep goes on from z02 to the end, then starts over
+    now += 61_000; // every z row has expired (grace included); the sweep goes on from z02 to the end, then starts over
     for (let i = 0; i < 10; i++) limiter.limitSync(`b${i}`); // 40th write: z03..z06
     expect(keys()).toHaveLength(21 - 4 + 10);
     expect(keys()).not.toContain('z03');
@@ -277,5 +277,28 @@ describe('expiry', () => {
       expect(plan, sql).toMatch(/^SEARCH sluice_state USING PRIMARY KEY \(/);
       expect(plan, sql).not.toMatch(/SCAN/);
     }
+  });
+});
+
+describe('a clock that steps back (issue 8 item 2)', () => {
+  it('regression: cost 0 after a backward step is allowed (a sliding window counter denied it)', () => {
+    let now = 996;
+    const limiter = createLimiter({ store: sqliteStore(database()), rules: slidingWindowCounter({ limit: 1, window: 10 }), clock: () => now });
+    limiter.limitSync('k');
+    now = 1002;
+    expect(limiter.limitSync('k').allowed).toBe(true);
+    now = 999;
+    expect(limiter.limitSync('k', { cost: 0 }).allowed).toBe(true);
+  });
+
+  it('the sweep keeps an expired row for EXPIRY_GRACE_MS, so a clock stepping back within it finds the state', () => {
+    const db = database();
+    let now = T0;
+    const limiter = createLimiter({ store: sqliteStore(db, { sweepEvery: 2, sweepBatch: 64 }), rules: fixedWindow({ limit: 1, window: '1s' }), clock: () => now });
+    limiter.limitSync('old');
+    now = T0 + 59_000;
+    for (let i = 0; i < 8; i++) limiter.limitSync(`filler-${i}`);
+    now = T0 + 10;
+    expect(limiter.limitSync('old').allowed).toBe(false);
   });
 });

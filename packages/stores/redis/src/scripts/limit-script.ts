@@ -55,6 +55,15 @@ local function ceil_div(a, b)
   return q
 end
 
+-- core's rescale(): an amount in units of 1/from re-expressed in units of 1/to, rounded down (or up).
+local function rescale(value, from, to, up)
+  if from == to then return value end
+  local whole = floor(value / from)
+  local product = (value - whole * from) * to
+  if up then return whole * to + ceil_div(product, from) end
+  return whole * to + floor(product / from)
+end
+
 local function approach(level, target, elapsed, rate, rising)
   local gap
   if rising then gap = target - level else gap = level - target end
@@ -85,7 +94,7 @@ local function step_for(code)
       if mode == 'refund' then
         count = max(0, count - cost)
       else
-        allowed = count + cost <= limit
+        allowed = cost == 0 or count + cost <= limit
         if allowed and mode == 'consume' then count = count + cost end
       end
       -- An empty window is already at full capacity: it resets now and needs no state.
@@ -123,7 +132,7 @@ local function step_for(code)
           end
         end
       else
-        allowed = used + cost <= limit
+        allowed = cost == 0 or used + cost <= limit
         if allowed and mode == 'consume' and cost > 0 then
           local m = #live
           if m > 0 and live[m - 1] == t then
@@ -173,11 +182,12 @@ local function step_for(code)
       end
       local elapsed = t - start
       local weighted = floor((previous * (window - elapsed)) / window)
+      if weighted == 0 then previous = 0 end
       local allowed, retry = true, now
       if mode == 'refund' then
         current = max(0, current - cost)
       else
-        allowed = weighted + current + cost <= limit
+        allowed = cost == 0 or weighted + current + cost <= limit
         if allowed and mode == 'consume' then current = current + cost end
         if not allowed then
           if cost > limit then
@@ -206,29 +216,31 @@ local function step_for(code)
       if s then
         local last = s[2]
         t = max(now, last)
-        level = approach(min(s[1], full), full, t - last, rate, true)
+        level = approach(min(rescale(s[1], s[3] or interval, interval), full), full, t - last, rate, true)
       end
       local need = cost * interval
       local allowed, retry = true, now
       if mode == 'refund' then
         level = min(full, level + need)
       else
-        allowed = level >= need
+        allowed = cost == 0 or level >= need
         if allowed and mode == 'consume' then level = level - need end
         if not allowed then
           if cost > capacity then retry = NEVER else retry = t + ceil_div(need - level, rate) end
         end
       end
       local reset_at = t + ceil_div(full - level, rate)
-      return allowed, {level, t}, floor(level / interval), reset_at, retry, reset_at - now
+      return allowed, {level, t, interval}, floor(level / interval), reset_at, retry, reset_at - now
     end
   elseif code == 'tbi' then
     -- token bucket, refill at interval boundaries
     f = function(s, now, cost, mode, capacity, rate, interval)
       local tick = floor(now / interval)
       local tokens = capacity
+      local last = now
       if s then
-        local last_tick = s[2]
+        last = max(now, s[2])
+        local last_tick = floor(s[2] / interval)
         tokens = min(s[1], capacity)
         if tick <= last_tick then
           tick = last_tick
@@ -240,7 +252,7 @@ local function step_for(code)
       if mode == 'refund' then
         tokens = min(capacity, tokens + cost)
       else
-        allowed = tokens >= cost
+        allowed = cost == 0 or tokens >= cost
         if allowed and mode == 'consume' then tokens = tokens - cost end
         if not allowed then
           if cost > capacity then retry = NEVER else retry = (tick + ceil_div(cost - tokens, rate)) * interval end
@@ -252,7 +264,7 @@ local function step_for(code)
       else
         reset_at = (tick + ceil_div(capacity - tokens, rate)) * interval
       end
-      return allowed, {tokens, tick}, tokens, reset_at, retry, reset_at - now
+      return allowed, {tokens, last}, tokens, reset_at, retry, max(reset_at, last) - now
     end
   elseif code == 'lb' then
     f = function(s, now, cost, mode, capacity, rate, interval)
@@ -262,35 +274,36 @@ local function step_for(code)
       if s then
         local last = s[2]
         t = max(now, last)
-        level = approach(s[1], 0, t - last, rate, false)
+        level = approach(rescale(s[1], s[3] or interval, interval, true), 0, t - last, rate, false)
       end
       local pour = cost * interval
       local allowed, retry = true, now
       if mode == 'refund' then
         level = max(0, level - pour)
       else
-        allowed = level + pour <= brim
+        allowed = cost == 0 or level + pour <= brim
         if allowed and mode == 'consume' then level = level + pour end
         if not allowed then
           if cost > capacity then retry = NEVER else retry = t + ceil_div(level + pour - brim, rate) end
         end
       end
       local reset_at = t + ceil_div(level, rate)
-      return allowed, {level, t}, floor((brim - level) / interval), reset_at, retry, reset_at - now
+      return allowed, {level, t, interval}, floor((brim - level) / interval), reset_at, retry, reset_at - now
     end
   elseif code == 'gcra' then
     f = function(s, now, cost, mode, limit, period, burst)
       local tolerance = burst * period
       local ahead = 0
       if s and s[1] >= now then
-        ahead = min(s[1] - now, ceil_div(tolerance, limit) + 1) * limit + s[2]
+        local remainder = min(limit - 1, rescale(s[2], s[3] or limit, limit, true))
+        ahead = min(s[1] - now, ceil_div(tolerance, limit) + 1) * limit + remainder
       end
       local spend = cost * period
       local allowed, retry = true, now
       if mode == 'refund' then
         ahead = max(0, ahead - spend)
       else
-        allowed = ahead + spend <= tolerance
+        allowed = cost == 0 or ahead + spend <= tolerance
         if allowed and mode == 'consume' then ahead = ahead + spend end
         if not allowed then
           if cost > burst then retry = NEVER else retry = now + ceil_div(ahead + spend - tolerance, limit) end
@@ -298,7 +311,7 @@ local function step_for(code)
       end
       local whole = floor(ahead / limit)
       local reset_at = now + ceil_div(ahead, limit)
-      return allowed, {now + whole, ahead - whole * limit}, floor((tolerance - min(ahead, tolerance)) / period),
+      return allowed, {now + whole, ahead - whole * limit, limit}, floor((tolerance - min(ahead, tolerance)) / period),
         reset_at, retry, reset_at - now
     end
   else
@@ -511,7 +524,7 @@ ${BODY}`;
 export const CLIENT_CLOCK_EXPIRY_SLACK_MS = 1000;
 
 /** SHA-1 of LIMIT_SCRIPT, for EVALSHA. A test recomputes it; update both together. */
-export const LIMIT_SCRIPT_SHA1 = '1cdafeca0413cf633cf0909e2da80b1feb940c6f';
+export const LIMIT_SCRIPT_SHA1 = 'e448f30fc8139bba18869ddb6c988c034424930b';
 
 /** The Function library's version: the script's digest, so app servers running different versions never collide. */
 const VERSION = LIMIT_SCRIPT_SHA1.slice(0, 12);

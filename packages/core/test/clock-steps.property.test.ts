@@ -1,0 +1,109 @@
+/**
+ * Issue 8, item 2: executors disagreed when the clock stepped back. Every executor (memory, SQLite, the Lua on
+ * Redis and Upstash) must give the same answers for any clock sequence, and they differ in only one way: how long a
+ * record outlives its expiry (memory and SQLite ignore it from `now >= expiresAt`; Redis with the client's clock
+ * keeps it for its own time to live plus a slack). So the steps themselves must make that difference invisible:
+ * - a state read at or after its expiry (`writtenAt + ttlMs`) answers exactly like no state, backwards steps
+ *   before the read included (the state and every field of the outcome);
+ * - a write whose ttl is at or below 0 is a deletion (every executor deletes instead of writing);
+ * - cost 0 (a read) and refunds are always allowed, whatever the state holds.
+ * The generators step the clock backwards (a little, a window, before the first event), as several app servers
+ * with skewed clocks do.
+ */
+import fc from 'fast-check';
+import { describe, expect, test } from 'vitest';
+import { stepRule, type Mode, type ResolvedRule, type State } from '../src/index.js';
+import { PLAIN, forEachCase, slidingWindowCounterCase, type AlgorithmCase } from './support/cases.js';
+import { RUNS, T0, costArb, modeArb } from './support/scenario.js';
+
+/** Clock moves with backward steps: small, about a window, and back past the first event. */
+function moveArb(scaleMs: number): fc.Arbitrary<number> {
+  return fc.oneof(
+    { arbitrary: fc.constant(0), weight: 2 },
+    { arbitrary: fc.integer({ min: 1, max: scaleMs + 1 }), weight: 6 },
+    { arbitrary: fc.integer({ min: -scaleMs - 1, max: -1 }), weight: 4 },
+    { arbitrary: fc.integer({ min: -3 * scaleMs, max: 3 * scaleMs }), weight: 2 },
+    { arbitrary: fc.integer({ min: -1e9, max: 1e9 }), weight: 1 },
+  );
+}
+
+interface Record {
+  state: State;
+  expiresAt: number;
+}
+
+function scenario<P>(c: AlgorithmCase<P>) {
+  return c.params.chain((params) => {
+    const event = fc.record({ move: moveArb(c.scaleMs(params)), cost: costArb(c.capacity(params)), mode: modeArb(true) }, PLAIN);
+    return fc.record(
+      {
+        params: fc.constant(params),
+        events: fc.array(event, { minLength: 1, maxLength: 40 }),
+        probeGap: fc.oneof(fc.constant(0), fc.integer({ min: 0, max: 3 * c.scaleMs(params) }), fc.integer({ min: 0, max: 1e10 })),
+        probeCost: costArb(c.capacity(params)),
+        probeMode: modeArb(true),
+      },
+      PLAIN,
+    );
+  });
+}
+
+/** Plays events the way an executor does (expired records read as none; ttl <= 0 deletes), yielding each record kept. */
+function* records(rule: ResolvedRule, events: ReadonlyArray<{ move: number; cost: number; mode: Mode }>): Generator<Record> {
+  let now = T0;
+  let record: Record | undefined;
+  for (const event of events) {
+    now = Math.max(0, now + event.move);
+    const state = record !== undefined && record.expiresAt > now ? record.state : undefined;
+    const step = stepRule(rule, state, now, event.cost, event.mode);
+    const writes = event.cost > 0 && (event.mode === 'refund' || (event.mode === 'consume' && step.allowed));
+    if (writes) record = step.ttlMs > 0 ? { state: step.next, expiresAt: now + step.ttlMs } : undefined;
+    if (record !== undefined) yield record;
+  }
+}
+
+function clockStepProperties<P>(c: AlgorithmCase<P>): void {
+  describe(c.name, () => {
+    test('a state read at or after its expiry answers exactly like no state, after backward steps too', () => {
+      fc.assert(
+        fc.property(scenario(c), ({ params, events, probeGap, probeCost, probeMode }) => {
+          const rule = c.rule(params);
+          for (const record of records(rule, events)) {
+            const at = record.expiresAt + probeGap;
+            const kept = stepRule(rule, record.state, at, probeCost, probeMode);
+            const none = stepRule(rule, undefined, at, probeCost, probeMode);
+            expect({ ...kept, next: [...kept.next] }).toEqual({ ...none, next: [...none.next] });
+          }
+        }),
+        RUNS,
+      );
+    });
+
+    test('cost 0 and refunds are allowed whatever the state and the clock', () => {
+      fc.assert(
+        fc.property(scenario(c), fc.integer({ min: -1e6, max: 1e6 }), ({ params, events, probeCost }, back) => {
+          const rule = c.rule(params);
+          for (const record of records(rule, events)) {
+            const at = Math.max(0, record.expiresAt + back);
+            expect(stepRule(rule, record.state, at, 0, 'peek').allowed).toBe(true);
+            expect(stepRule(rule, record.state, at, 0, 'consume').allowed).toBe(true);
+            expect(stepRule(rule, record.state, at, probeCost, 'refund').allowed).toBe(true);
+          }
+        }),
+        RUNS,
+      );
+    });
+  });
+}
+
+describe('clock steps (issue 8 item 2): what every executor relies on', () => {
+  forEachCase(clockStepProperties);
+
+  test('regression: a sliding window counter after a backward step allows cost 0 (was denied on every executor)', () => {
+    const rule = slidingWindowCounterCase.rule({ limit: 1, windowMs: 10 });
+    const first = stepRule(rule, undefined, 996, 1, 'consume');
+    const second = stepRule(rule, first.next, 1002, 1, 'consume');
+    expect(second.allowed).toBe(true);
+    expect(stepRule(rule, second.next, 999, 0, 'peek').allowed).toBe(true);
+  });
+});
