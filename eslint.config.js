@@ -1,11 +1,12 @@
 // Lint config. Besides style, it enforces edge safety by machine: the packages that must run on edge runtimes
-// (core, http, upstash, tiered, next) may not import Node built-ins nor touch Buffer or a bare `process`.
+// (core, http, memory, upstash, tiered, next) may not import Node built-ins nor touch Buffer or a bare `process`.
 import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 
 const EDGE_SAFE = [
   'packages/core/src/**/*.ts',
   'packages/http/src/**/*.ts',
+  'packages/stores/memory/src/**/*.ts',
   'packages/stores/upstash/src/**/*.ts',
   'packages/tiered/src/**/*.ts',
   'packages/frameworks/next/src/**/*.ts',

@@ -1,18 +1,21 @@
 // Proves the edge-safety lint rules in eslint.config.js fire: the same offending source is linted, through
 // ESLint's Node API and the repository's own config, as if it lived in each edge-safe package (errors expected)
 // and in a Node-only package (no edge errors expected). Also checks core's built output imports nothing.
+import { spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
-import { dirname, join, resolve } from 'node:path';
+import { dirname, join, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { ESLint } from 'eslint';
 import { describe, expect, it } from 'vitest';
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
 const eslint = new ESLint({ cwd: root });
+const vitestBin = join(root, 'node_modules/vitest/vitest.mjs');
 
 const EDGE_SAFE_FILES = [
   'packages/core/src/edge-probe.ts',
   'packages/http/src/edge-probe.ts',
+  'packages/stores/memory/src/edge-probe.ts',
   'packages/stores/upstash/src/edge-probe.ts',
   'packages/tiered/src/edge-probe.ts',
   'packages/frameworks/next/src/edge-probe.ts',
@@ -61,12 +64,34 @@ describe('edge-safety lint', () => {
     expect(await ruleHits("import { request } from 'http';\nexport const r = request;\n", 'packages/frameworks/next/src/edge-probe.ts')).toHaveLength(1);
   });
 
-  it('does not apply edge rules to Node-only packages (memory store, tests)', async () => {
-    for (const file of ['packages/stores/memory/src/edge-probe.ts', 'packages/core/test/edge-probe.test.ts']) {
+  it('does not apply edge rules to Node-only packages (SQLite and Redis stores, tests)', async () => {
+    const nodeOnly = ['packages/stores/sqlite/src/edge-probe.ts', 'packages/stores/redis/src/edge-probe.ts', 'packages/core/test/edge-probe.test.ts'];
+    for (const file of nodeOnly) {
       const code = OFFENDERS.nodeImport + OFFENDERS.buffer + OFFENDERS.process;
       expect(await ruleHits(code, file)).toEqual([]);
     }
   });
+
+  // The memory store is recommended for edge functions: its source is held to the edge rules and, like core's,
+  // its tests run under vitest's edge-runtime environment as well as under Node.
+  for (const dir of ['packages/core', 'packages/stores/memory']) {
+    it(`issue 8 item 20: ${dir}'s tests run under edge-runtime too, every file but *.node.test.ts`, () => {
+      const list = (project: string) => {
+        const result = spawnSync(process.execPath, [vitestBin, 'list', '--filesOnly', '--json', '--project', project], {
+          cwd: join(root, dir),
+          encoding: 'utf8',
+          timeout: 60_000,
+        });
+        expect(result.status, result.stderr).toBe(0);
+        const files = (JSON.parse(result.stdout) as { file: string }[]).map((entry) => relative(join(root, dir), entry.file));
+        return [...new Set(files)].sort();
+      };
+      const onNode = list('node');
+      const onEdge = list('edge-runtime');
+      expect(onNode.length).toBeGreaterThan(3);
+      expect(onEdge).toEqual(onNode.filter((file) => !file.endsWith('.node.test.ts')));
+    });
+  }
 
   it("core's built ESM and CJS import nothing at all (zero dependencies, no Node built-ins)", () => {
     const esm = readFileSync(join(root, 'packages/core/dist/index.js'), 'utf8');
