@@ -3,7 +3,7 @@
 // @sluice/upstash against the Upstash REST fixture over a real redis-server. Real HTTP all the way; nothing mocked.
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { startFrontProxy, type FrontProxy } from '../../examples/next-edge-upstash/front-proxy.mjs';
 import { rawCommand, startRedis, type RedisServer } from '../harness/redis.js';
 import { startUpstashFixture, type UpstashFixture } from '../harness/upstash-fixture.js';
@@ -29,6 +29,14 @@ beforeAll(async () => {
   front = await startFrontProxy({ target: new URL(app.url) });
 }, 240_000);
 
+// Each test starts from an empty database and zeroed fixture counters, so none counts what another did and each
+// passes alone (`-t <name>`) or in any order (issue 8 item 19). A test that makes refusals waits for their
+// background work (onLimited's ZINCRBY) to land before it ends, so none is still in flight when the next starts.
+beforeEach(async () => {
+  expect(await rawCommand(redis!.port, 'FLUSHDB')).toBe('+OK\r\n');
+  fixture!.resetStats();
+});
+
 afterAll(async () => {
   await front?.close();
   await app?.stop();
@@ -46,6 +54,28 @@ async function get(headers: Record<string, string> = {}, path = '/api/hello'): P
   const response = await fetch(`${front!.url}${path}`, { headers });
   const text = await response.text();
   return { status: response.status, headers: response.headers, body: text.startsWith('{') ? (JSON.parse(text) as Record<string, unknown>) : { text } };
+}
+
+/** Waits for onLimited's background work: the ZINCRBY counts of `sluice:limited` must reach `expected` exactly. */
+async function expectLimitedCounts(expected: Record<string, string>): Promise<void> {
+  // The work runs after the response is sent, so give it a moment.
+  const deadline = Date.now() + 5_000;
+  let scores: Record<string, string> = {};
+  while (Date.now() < deadline) {
+    scores = {};
+    for (const member of Object.keys(expected)) {
+      const reply = await rawCommand(redis!.port, `ZSCORE sluice:limited ${member}`);
+      scores[member] = reply.split('\r\n')[1] ?? '';
+    }
+    if (JSON.stringify(scores) === JSON.stringify(expected)) break;
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+  expect(scores).toEqual(expected);
+}
+
+/** Spends a client's whole bucket: `CAPACITY` requests, each allowed. */
+async function drain(headers: Record<string, string>): Promise<void> {
+  for (let k = 1; k <= CAPACITY; k++) expect((await get(headers)).status).toBe(200);
 }
 
 /** Sends a burst for one client and checks every answer's headers exactly (t within the burst's own duration). */
@@ -80,7 +110,7 @@ async function burst(headers: Record<string, string>, identity: string): Promise
   });
 }
 
-describe('Next.js edge middleware on Upstash (examples/next-edge-upstash), production build', () => {
+describe('Next.js edge middleware on Upstash (examples/next-edge-upstash), production build; each test passes alone (issue 8 item 19)', () => {
   it('built the middleware for the edge runtime, with @sluice/next inside its edge bundle', () => {
     const manifest = JSON.parse(readFileSync(join(APP, '.next/server/middleware-manifest.json'), 'utf8')) as {
       middleware: Record<string, { files: string[]; matchers: { originalSource: string }[] }>;
@@ -95,9 +125,11 @@ describe('Next.js edge middleware on Upstash (examples/next-edge-upstash), produ
 
   it('anonymous clients: 5 allowed, then 429 with exact RateLimit, Retry-After and problem+json', async () => {
     await burst({}, 'ip:127.0.0.1');
+    await expectLimitedCounts({ 'ip:127.0.0.1': '1' });
   });
 
   it('a client rotating X-Forwarded-For, x-vercel-forwarded-for, x-real-ip or made-up API keys stays in its bucket', async () => {
+    await drain({});
     const attempts: Record<string, string>[] = [];
     for (let i = 1; i <= 4; i++) {
       const fake = `198.51.100.${i}`;
@@ -106,13 +138,20 @@ describe('Next.js edge middleware on Upstash (examples/next-edge-upstash), produ
     const statuses = [];
     for (const headers of attempts) statuses.push((await get(headers)).status);
     expect(statuses).toEqual(attempts.map(() => 429));
+    // Every refusal was counted against the one real client, none against a made-up identity.
+    await expectLimitedCounts({ 'ip:127.0.0.1': String(attempts.length) });
   });
 
   it('a verified API key is its own bucket, and the route learns whom the limit counted', async () => {
+    await drain({});
     await burst({ authorization: 'Bearer demo-key-alice' }, 'user:alice');
+    await expectLimitedCounts({ 'user:alice': '1' });
   });
 
   it('one Upstash REST request per decision, made from the edge runtime', async () => {
+    // A fresh edge instance's first decision also loads the script (EVALSHA, NOSCRIPT, then the script): warm it
+    // with another client first, so this test counts steady-state decisions whether it runs alone or after others.
+    expect((await get({ authorization: 'Bearer demo-key-alice' })).status).toBe(200);
     fixture!.resetStats();
     for (let i = 0; i < 3; i++) expect((await get({ authorization: 'Bearer demo-key-bob' })).status).toBe(200);
     expect(fixture!.stats.byCommand.evalsha).toBe(3);
@@ -120,21 +159,11 @@ describe('Next.js edge middleware on Upstash (examples/next-edge-upstash), produ
   });
 
   it("onLimited's background work (ZINCRBY on waitUntil) ran for every refusal", async () => {
-    // 1 refusal in the anonymous burst + 12 rotation attempts; 1 in alice's burst. The work runs after the
-    // response, so give it a moment.
-    const expected = { 'ip:127.0.0.1': '13', 'user:alice': '1' };
-    const deadline = Date.now() + 5_000;
-    let scores: Record<string, string> = {};
-    while (Date.now() < deadline) {
-      scores = {};
-      for (const member of Object.keys(expected)) {
-        const reply = await rawCommand(redis!.port, `ZSCORE sluice:limited ${member}`);
-        scores[member] = reply.split('\r\n')[1] ?? '';
-      }
-      if (JSON.stringify(scores) === JSON.stringify(expected)) break;
-      await new Promise((resolve) => setTimeout(resolve, 100));
-    }
-    expect(scores).toEqual(expected);
+    await drain({});
+    for (let i = 0; i < 3; i++) expect((await get({})).status).toBe(429);
+    await drain({ authorization: 'Bearer demo-key-bob' });
+    expect((await get({ authorization: 'Bearer demo-key-bob' })).status).toBe(429);
+    await expectLimitedCounts({ 'ip:127.0.0.1': '3', 'user:bob': '1' });
   });
 
   it('pages outside the matcher are not limited and carry no RateLimit headers', async () => {
