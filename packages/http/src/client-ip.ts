@@ -112,11 +112,15 @@ export function clientIpResolver(options: ClientIpOptions = {}): (request: HttpR
     }
     // The socket is a trusted proxy (or absent and implied, hop counting only): walk the chain from the right.
     const value = readHeader(request.headers, header);
+    // Only the entries up to the first untrusted one are read: what lies left of it (a client's own additions,
+    // however broken) changes nothing.
     const hops = value === undefined ? [] : header === 'forwarded' ? parseForwarded(value) : parseXForwardedFor(value);
-    if (hops === undefined) return { ok: false, problem: `the Forwarded header ${describe(value)} is malformed` };
     let client = socket;
     for (let k = hops.length - 1, hop = 1; k >= 0; k--, hop++) {
       const text = hops[k];
+      if (typeof text === 'object' && text !== null) {
+        return { ok: false, problem: `the Forwarded header's element ${describe(text.malformed)} (hop ${hop}) is malformed` };
+      }
       const address = text === null || text === undefined ? undefined : parseAddressText(text, HOP);
       if (address === undefined) {
         return { ok: false, problem: `hop ${hop} of the ${header} header (${describe(text ?? 'unknown')}) is not an IP address` };

@@ -20,6 +20,7 @@ export type { AddressTextOptions, IpAddress } from './ip-address.js';
 export { compileRanges, NAMED_RANGES, parseRange } from './ip-range.js';
 export type { IpRange } from './ip-range.js';
 export { parseForwarded, parseXForwardedFor } from './forwarded.js';
+export type { MalformedHop } from './forwarded.js';
 
 export { ceilSeconds, HEADER_STYLES, rateLimitFields, sfString, writeHeaders } from './header-fields.js';
 export type { HeaderField, HeaderStyle, HeaderTarget, LegacyReset, PolicyReport } from './header-fields.js';

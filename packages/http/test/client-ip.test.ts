@@ -21,10 +21,19 @@ describe('parseForwarded (RFC 7239)', () => {
     expect(parseForwarded('proto=https, for=1.2.3.4')).toEqual([null, '1.2.3.4']);
   });
 
-  it('rejects a broken header as a whole', () => {
+  it('marks a broken element as malformed, on its own', () => {
     for (const text of ['for="1.2.3.4', 'for=1.2.3.4;for=5.6.7.8', 'for', 'for=[::1]', 'for=1.2.3.4 junk', '=1.2.3.4', 'for ="1.2.3.4"']) {
-      expect(parseForwarded(text), text).toBeUndefined();
+      expect(parseForwarded(text), text).toEqual([{ malformed: text }]);
+      expect(parseForwarded(`${text}, for=198.51.100.17`), text).toEqual([{ malformed: text }, '198.51.100.17']);
     }
+  });
+
+  it('delimits elements from the right, past quoted commas and escaped quotes', () => {
+    expect(parseForwarded('for="a,b";by=x, for=1.2.3.4')).toEqual(['a,b', '1.2.3.4']);
+    expect(parseForwarded('for="\\\\", for=1.2.3.4')).toEqual(['\\', '1.2.3.4']);
+    expect(parseForwarded('for=1.1.1.1, , ;, for=2.2.2.2')).toEqual(['1.1.1.1', '2.2.2.2']);
+    // An unterminated quote swallows everything left of it into one broken element; the right stays readable.
+    expect(parseForwarded('for=9.9.9.9, for="x, for=1.2.3.4')).toEqual([{ malformed: 'for=9.9.9.9, for="x' }, '1.2.3.4']);
   });
 
   it('handles escapes inside quoted strings', () => {
@@ -80,6 +89,32 @@ describe('client IP', () => {
     const headers = { forwarded: 'for=6.6.6.6, for="[2001:db8:cafe::17]:4711"', 'x-forwarded-for': '9.9.9.9' };
     expect(keyOf({ trustProxy: 1, header: 'forwarded' }, '10.0.0.1', headers)).toBe('2001:db8:cafe::/56');
     expect(keyOf({ trustProxy: 1 }, '10.0.0.1', headers)).toBe('9.9.9.9');
+  });
+
+  describe('issue 8 item 7: a malformed Forwarded element prepended by the client changes nothing', () => {
+    const MALFORMED = ['for=x y', 'for="6.6.6.6', 'for=6.6.6.6;for=7.7.7.7', 'for=[2001:db8::6]', 'for='];
+    const proxy = { trustProxy: ['10.0.0.1'], header: 'forwarded' } as const;
+
+    for (const garbage of MALFORMED) {
+      it(`left of the read entries: ${garbage}`, () => {
+        // The proxy (the socket, 10.0.0.1) appended the client it saw; the client's own element is never read.
+        expect(keyOf(proxy, '10.0.0.1', { forwarded: `${garbage}, for=203.0.113.7` })).toBe('203.0.113.7');
+        expect(keyOf(proxy, '10.0.0.1', { forwarded: `${garbage},for="203.0.113.7:5555";proto=https` })).toBe('203.0.113.7');
+        // Two trusted hops (10.0.0.2 then the socket 10.0.0.1): still only the elements right of the garbage are read.
+        expect(keyOf({ trustProxy: ['10.0.0.0/8'], header: 'forwarded' }, '10.0.0.1', { forwarded: `${garbage}, for=203.0.113.7, for=10.0.0.2` })).toBe(
+          '203.0.113.7',
+        );
+        expect(keyOf({ trustProxy: 2, header: 'forwarded' }, '10.0.0.1', { forwarded: `${garbage}, for=203.0.113.7, for=10.0.0.2` })).toBe('203.0.113.7');
+      });
+
+      it(`in the read position it is still rejected: ${garbage}`, () => {
+        expect(keyOf(proxy, '10.0.0.1', { forwarded: garbage })).toMatch(/^problem: the Forwarded header's element .* \(hop 1\) is malformed$/);
+        // Every hop right of it trusted: the walk reaches it and gives no identity rather than a guess.
+        expect(keyOf({ trustProxy: ['10.0.0.0/8'], header: 'forwarded' }, '10.0.0.1', { forwarded: `${garbage}, for=10.0.0.2` })).toMatch(
+          /^problem: the Forwarded header's element .* \(hop 2\) is malformed$/,
+        );
+      });
+    }
   });
 
   it('refuses to guess when the entry it needs is malformed or hidden', () => {
@@ -157,6 +192,17 @@ describe('attack: rotating the header a client controls', () => {
         expect(keyOf({ trustProxy: 1 }, '10.0.0.1', { 'x-forwarded-for': chain })).toBe('203.0.113.7');
       }),
       { numRuns: 200 },
+    );
+  });
+
+  it('issue 8 item 7: behind one declared proxy, whatever Forwarded text the client prepends, the proxy\'s element decides', () => {
+    fc.assert(
+      fc.property(fc.string({ maxLength: 40 }), spoofed, (text, header) => {
+        const forwarded = `${text}${header}, for=203.0.113.7`;
+        expect(keyOf({ trustProxy: ['10.0.0.1'], header: 'forwarded' }, '10.0.0.1', { forwarded })).toBe('203.0.113.7');
+        expect(keyOf({ trustProxy: 1, header: 'forwarded' }, '10.0.0.1', { forwarded })).toBe('203.0.113.7');
+      }),
+      { numRuns: 300 },
     );
   });
 
