@@ -232,7 +232,7 @@ function note<R>(o: CompiledOptions<R>, warn: Warner, raw: R, entry: CompiledEnt
 function allowedResult<R>(o: CompiledOptions<R>, results: readonly LimiterResult[], identity: string | undefined, degraded: boolean, shadowed: boolean): HandleResult {
   if (results.length === 0) return passThrough('skipped', [], identity, false);
   const decider = leastRoom(results);
-  const headers = rateLimitFields(counted(results), decider, o.styles, o.legacyReset);
+  const headers = rateLimitFields(counted(results), decider, o);
   return passThrough(shadowed ? 'shadow' : 'allowed', headers, identity, degraded, results, results[decider]!.decision);
 }
 
@@ -257,11 +257,14 @@ function refusedResult<R>(
   const ban = o.shadowBan;
   if (kind === 'limited' && ban !== undefined && (ban.when === undefined || ban.when(raw, decision))) {
     limited(o, warn, raw, results[refused]!.identity, policy, decision, false, true);
+    // The same fields an allowed response carries (and no Retry-After): a ban the client can tell apart by its
+    // header names is no shadow ban.
+    const headers = rateLimitFields(counted(results), refused, o);
     return {
       allowed: false,
       outcome: 'shadow_banned',
       status: ban.status,
-      headers: [{ name: 'Content-Type', value: ban.contentType, merge: 'set' }],
+      headers: [...headers, { name: 'Content-Type', value: ban.contentType, merge: 'set' }],
       body: ban.body,
       decision,
       results,
@@ -270,8 +273,18 @@ function refusedResult<R>(
     };
   }
   limited(o, warn, raw, results[refused]!.identity, policy, decision, false, false);
-  const headers = rateLimitFields(counted(results), refused, o.styles, o.legacyReset);
+  const headers = rateLimitFields(counted(results), refused, {
+    styles: o.styles,
+    legacyReset: o.legacyReset,
+    maxWindowSeconds: retryAfterSeconds(REFUSAL_STATUS[kind], decision),
+  });
   return refusal(o, raw, kind, decision, { policy, cost }, headers, identity, degraded, undefined, results);
+}
+
+/** Whole seconds for Retry-After on a 429 or 503 (at least 1), none on other refusals. */
+function retryAfterSeconds(status: number, decision: Decision | undefined): number | undefined {
+  if (status !== 429 && status !== 503) return undefined;
+  return Math.max(1, ceilSeconds(decision !== undefined && Number.isFinite(decision.retryAfter) ? decision.retryAfter : 1000));
 }
 
 type SharedIdentity = string | { problem: string };
@@ -377,8 +390,7 @@ function refusal<R>(
   results: readonly LimiterResult[] = [],
 ): HandleResult {
   const status = REFUSAL_STATUS[kind];
-  const retryAfterSeconds =
-    status === 429 || status === 503 ? Math.max(1, ceilSeconds(Number.isFinite(decision?.retryAfter) ? decision!.retryAfter : 1000)) : undefined;
+  const retryAfter = retryAfterSeconds(status, decision);
   const rule = decision?.rules.find((r) => r.id === decision.rule);
   // Name the violated policy exactly as its RateLimit item is named: `policy/ruleId` for a compound limiter.
   const compound = decision !== undefined && decision.rules.length > 1;
@@ -388,16 +400,16 @@ function refusal<R>(
     limit: decision?.limit,
     windowMs: rule?.windowMs,
     cost: about?.cost,
-    retryAfterSeconds,
+    retryAfterSeconds: retryAfter,
     reason,
   });
   let body = JSON.stringify(problem);
   let contentType = PROBLEM_CONTENT_TYPE;
   let finalStatus = status;
   const headers: HeaderField[] = [...rateHeaders];
-  if (retryAfterSeconds !== undefined) headers.push({ name: 'Retry-After', value: String(retryAfterSeconds), merge: 'max' });
+  if (retryAfter !== undefined) headers.push({ name: 'Retry-After', value: String(retryAfter), merge: 'max' });
   if (o.denyResponse !== undefined) {
-    const context: DenyContext<R> = { request: raw, kind, status, problem, retryAfterSeconds, decision };
+    const context: DenyContext<R> = { request: raw, kind, status, problem, retryAfterSeconds: retryAfter, decision };
     const custom = o.denyResponse(context);
     if (custom !== undefined) {
       if (custom.status !== undefined) finalStatus = custom.status;

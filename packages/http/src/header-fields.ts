@@ -85,13 +85,23 @@ function policyItem(policy: string, rule: RuleReport, single: boolean): PolicyIt
   return item;
 }
 
+/** How `rateLimitFields` writes. */
+export interface RateLimitFieldsOptions {
+  readonly styles: readonly HeaderStyle[];
+  readonly legacyReset: LegacyReset;
+  /**
+   * The response's Retry-After in seconds, on a refusal. Every time value is capped at it: the draft says
+   * Retry-After SHOULD NOT reference a point earlier than the end of any effective window, and a rule that still
+   * has room (a day quota next to a refusing burst rule) would otherwise report its whole window. Within the
+   * shorter time the client still can use no more than `r`, so the item stays true.
+   */
+  readonly maxWindowSeconds?: number;
+}
+
 /** Header fields for the evaluated limiters; `decider` is the index of the one that speaks for the request. */
-export function rateLimitFields(
-  reports: readonly PolicyReport[],
-  decider: number,
-  styles: readonly HeaderStyle[],
-  legacyReset: LegacyReset,
-): HeaderField[] {
+export function rateLimitFields(reports: readonly PolicyReport[], decider: number, options: RateLimitFieldsOptions): HeaderField[] {
+  const { styles, legacyReset, maxWindowSeconds = Number.POSITIVE_INFINITY } = options;
+  const seconds = (ms: number) => Math.min(ceilSeconds(ms), maxWindowSeconds);
   const fields: HeaderField[] = [];
   for (const style of styles) {
     if (style === 'draft-11') {
@@ -103,7 +113,7 @@ export function rateLimitFields(
         for (const rule of report.decision.rules) {
           const item = policyItem(report.policy, rule, single);
           policies = policies === '' ? item.policy : `${policies}, ${item.policy}`;
-          const limit = `${item.name};r=${rule.remaining};t=${ceilSeconds(effectiveWindowMs(rule, now))}`;
+          const limit = `${item.name};r=${rule.remaining};t=${seconds(effectiveWindowMs(rule, now))}`;
           limits = limits === '' ? limit : `${limits}, ${limit}`;
         }
       }
@@ -117,21 +127,21 @@ export function rateLimitFields(
     if (report === undefined || report.decision.rules.length === 0) continue;
     const { decision } = report;
     const rule = decision.rules.find((r) => r.id === decision.rule) ?? decision.rules[0]!;
-    const waitMs = effectiveWindowMs(rule, decision.now);
+    const waitMs = Math.min(effectiveWindowMs(rule, decision.now), maxWindowSeconds * 1000);
     const policy = decision.rules.map((r) => `${r.limit};w=${Math.max(1, ceilSeconds(r.windowMs))}`).join(', ');
     const rank = rule.remaining;
     if (style === 'draft-7') {
-      fields.push({ name: 'RateLimit', value: `limit=${rule.limit}, remaining=${rule.remaining}, reset=${ceilSeconds(waitMs)}`, merge: 'stricter', group: 'RateLimit', rank });
+      fields.push({ name: 'RateLimit', value: `limit=${rule.limit}, remaining=${rule.remaining}, reset=${seconds(waitMs)}`, merge: 'stricter', group: 'RateLimit', rank });
       fields.push({ name: 'RateLimit-Policy', value: policy, merge: 'stricter', group: 'RateLimit', rank });
     } else if (style === 'draft-6') {
       const group = 'RateLimit-Remaining';
       fields.push({ name: 'RateLimit-Limit', value: String(rule.limit), merge: 'stricter', group, rank });
       fields.push({ name: 'RateLimit-Remaining', value: String(rule.remaining), merge: 'stricter', group, rank });
-      fields.push({ name: 'RateLimit-Reset', value: String(ceilSeconds(waitMs)), merge: 'stricter', group, rank });
+      fields.push({ name: 'RateLimit-Reset', value: String(seconds(waitMs)), merge: 'stricter', group, rank });
       fields.push({ name: 'RateLimit-Policy', value: policy, merge: 'stricter', group, rank });
     } else {
       const group = 'X-RateLimit-Remaining';
-      const reset = legacyReset === 'delta-seconds' ? ceilSeconds(waitMs) : Math.ceil((decision.now + Math.max(0, waitMs)) / 1000);
+      const reset = legacyReset === 'delta-seconds' ? seconds(waitMs) : Math.ceil((decision.now + Math.max(0, waitMs)) / 1000);
       fields.push({ name: 'X-RateLimit-Limit', value: String(rule.limit), merge: 'stricter', group, rank });
       fields.push({ name: 'X-RateLimit-Remaining', value: String(rule.remaining), merge: 'stricter', group, rank });
       fields.push({ name: 'X-RateLimit-Used', value: String(rule.limit - rule.remaining), merge: 'stricter', group, rank });

@@ -70,6 +70,29 @@ describe('createHandler: N allowed, then 429', () => {
     expect(JSON.parse(refused.body!)['violated-policies']).toEqual(['demo/minute']);
   });
 
+  it('issue 8 item 11: on a 429 from a compound limiter no t exceeds Retry-After (the day rule\'s t is capped at it)', () => {
+    const clock = fakeClock();
+    const burst = fixedWindow({ limit: 4, window: '1m', id: 'burst' });
+    const day = fixedWindow({ limit: 1000, window: '1d', id: 'day' });
+    const limiter = memoryLimiter({ name: 'api', rules: [burst, day], clock: clock.read });
+    const handler = createHandler({ limiter, headers: ['draft-11', 'legacy'], legacyReset: 'delta-seconds' });
+    for (let i = 0; i < 4; i++) sync(handler.run(request()));
+    const secondsToMidnight = Math.ceil((86_400_000 - (clock.now % 86_400_000)) / 1000);
+    const secondsToMinute = Math.ceil((60_000 - (clock.now % 60_000)) / 1000);
+    expect(secondsToMidnight).toBeGreaterThan(secondsToMinute);
+    const refused = sync(handler.run(request()));
+    const headers = written(refused.headers);
+    expect(headers['retry-after']).toBe(String(secondsToMinute));
+    expect(headers.ratelimit).toBe(`"api/burst";r=0;t=${secondsToMinute}, "api/day";r=996;t=${secondsToMinute}`);
+    expect(headers['x-ratelimit-reset']).toBe(String(secondsToMinute));
+    // What the README claims, item by item: on a 429 every t is at most Retry-After.
+    for (const item of headers.ratelimit!.split(', ')) expect(Number(/;t=(\d+)/.exec(item)![1])).toBeLessThanOrEqual(Number(headers['retry-after']));
+    // An allowed response still reports each rule's own effective window.
+    expect(written(sync(handler.run(request('198.51.100.1'))).headers).ratelimit).toBe(
+      `"api/burst";r=3;t=${secondsToMinute}, "api/day";r=999;t=${secondsToMidnight}`,
+    );
+  });
+
   it('names each rule of a compound limiter, and one item per limiter is appended in order', () => {
     const clock = fakeClock();
     const perSecond = fixedWindow({ limit: 5, window: '1s', id: 'second' });
@@ -241,7 +264,7 @@ describe('shadow mode, shadow-ban, skip, cost', () => {
     expect(sync(handler.run(request()))).toMatchObject({ allowed: true, outcome: 'shadow' });
   });
 
-  it('shadow-ban answers 200 with the configured body and no rate-limit headers, only when `when` says so', () => {
+  it('shadow-ban answers 200 with the configured body, only when `when` says so', () => {
     const events: LimitedEvent<{ flagged: boolean }>[] = [];
     const limiter = memoryLimiter({ name: 'api', rules: fixedWindow({ limit: 1, window: '10s' }), clock: fakeClock().read });
     const handler = createHandler<{ flagged: boolean }>({
@@ -252,9 +275,27 @@ describe('shadow mode, shadow-ban, skip, cost', () => {
     sync(handler.run(request(), { flagged: true }));
     const banned = sync(handler.run(request(), { flagged: true }));
     expect(banned).toMatchObject({ allowed: false, outcome: 'shadow_banned', status: 200, body: '{"items":[]}' });
-    expect(written(banned.headers)).toEqual({ 'content-type': 'application/json; charset=utf-8' });
+    expect(written(banned.headers)).toEqual({
+      'ratelimit-policy': '"api";q=1;w=10',
+      ratelimit: '"api";r=0;t=7',
+      'content-type': 'application/json; charset=utf-8',
+    });
     expect(events[0]).toMatchObject({ shadowBanned: true, shadow: false });
     expect(sync(handler.run(request(), { flagged: false })).status).toBe(429);
+  });
+
+  it('issue 8 item 12: a shadow-banned response carries the same header names as an allowed one, in every header style', () => {
+    for (const headers of [undefined, 'draft-7', 'draft-6', 'legacy', ['draft-11', 'legacy']] as const) {
+      const limiter = memoryLimiter({ name: 'api', rules: [fixedWindow({ limit: 1, window: '10s', id: 's' }), fixedWindow({ limit: 50, window: '1d', id: 'd' })], clock: fakeClock().read });
+      const handler = createHandler({ limiter, shadowBan: true, ...(headers === undefined ? {} : { headers }) });
+      const allowed = sync(handler.run(request()));
+      const banned = sync(handler.run(request()));
+      expect(banned.outcome).toBe('shadow_banned');
+      // The route's response brings its own Content-Type; sluice adds the rest, the same names either way.
+      const names = (result: HandleResult) => Object.keys(written(result.headers)).filter((name) => name !== 'content-type').sort();
+      expect(names(banned), String(headers)).toEqual(names(allowed));
+      expect(names(banned).length).toBeGreaterThan(0);
+    }
   });
 
   it('skipped requests are not counted and get no headers', () => {
