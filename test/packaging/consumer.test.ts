@@ -239,8 +239,12 @@ const packages = ${JSON.stringify(loadable.map((p) => ({ name: p.manifest.name, 
     const report = JSON.parse(readFileSync(join(app, 'conformance.json'), 'utf8')) as {
       numTotalTests: number;
       numPassedTests: number;
+      numPendingTests: number;
+      testResults: { assertionResults: { title: string; status: string }[] }[];
     };
-    expect(report.numTotalTests).toBeGreaterThan(20);
-    expect(report.numPassedTests).toBe(report.numTotalTests);
+    // The README's totals: 114 tests, of which the 12 that read keys are skipped without inspectKeys (issue 8 item 18).
+    expect([report.numTotalTests, report.numPassedTests, report.numPendingTests]).toEqual([114, 102, 12]);
+    const skipped = report.testResults.flatMap((file) => file.assertionResults).filter((a) => a.status !== 'passed');
+    expect(skipped.every((a) => a.status === 'skipped' && a.title.endsWith('(needs inspectKeys)'))).toBe(true);
   }, 180_000);
 });

@@ -1,5 +1,5 @@
 import { createLimiter, type Limiter, type Rule, type Store, type SyncLimiter } from '@sluice/core';
-import { afterAll, afterEach, beforeAll, beforeEach, expect } from 'vitest';
+import { afterAll, afterEach, beforeAll, beforeEach, expect, it } from 'vitest';
 import type { ResolvedOptions } from './options.js';
 import { ReferenceStore } from './reference-store.js';
 import { T0, clockOffset } from './time.js';
@@ -77,10 +77,13 @@ export class TestContext<S extends Store = Store> {
     });
   }
 
-  /** Keys the store holds under this test's prefix, or undefined when the adopter gave no `inspectKeys`. */
-  async keys(): Promise<readonly string[] | undefined> {
+  /**
+   * Keys the store holds under this test's prefix. Only tests registered with `itWithKeys` call it: they are
+   * skipped, and reported as skipped, when the adopter gave no `inspectKeys`.
+   */
+  async keys(): Promise<readonly string[]> {
     const inspect = this.options.inspectKeys;
-    if (inspect === undefined) return undefined;
+    if (inspect === undefined) throw new Error('conformance: keys() needs the inspectKeys option; register the test with itWithKeys');
     const keys = await inspect({ store: this.store, prefix: this.prefix, now: this.now });
     for (const key of keys) {
       expect(key.startsWith(`${this.prefix}:`), `inspectKeys returned ${JSON.stringify(key)}, outside the prefix ${this.prefix}:`).toBe(true);
@@ -89,10 +92,10 @@ export class TestContext<S extends Store = Store> {
   }
 
   /** Keys that belong to one identity of one limiter (`prefix:name:{identityKey}` and anything below it). */
-  async keysOf(identityKey: string, name = 'default'): Promise<readonly string[] | undefined> {
+  async keysOf(identityKey: string, name = 'default'): Promise<readonly string[]> {
     const base = `${this.prefix}:${name}:{${identityKey}}`;
     const keys = await this.keys();
-    return keys?.filter((key) => key === base || key.startsWith(`${base}:`));
+    return keys.filter((key) => key === base || key.startsWith(`${base}:`));
   }
 
   /**
@@ -157,4 +160,15 @@ export function useTestContext<S extends Store>(options: ResolvedOptions<S>): ()
     if (current === undefined) throw new Error('conformance: the test context is only available inside a test');
     return current;
   };
+}
+
+/** What a test that reads the store's keys gets: the adopter's `inspectKeys` turns them on. */
+export const NEEDS_KEYS = '(needs inspectKeys)';
+
+/**
+ * Registers a test that inspects the store's keys. Without `inspectKeys` it is skipped, and reported as skipped
+ * with the reason in its title, rather than passing having checked nothing.
+ */
+export function itWithKeys(inspect: boolean, title: string, test: () => Promise<void>): void {
+  it.skipIf(!inspect)(`${title} ${NEEDS_KEYS}`, test);
 }

@@ -29,16 +29,18 @@ import { resolveOptions, type StoreConformanceOptions } from './options.js';
 export function describeStoreConformance<S extends Store>(options: StoreConformanceOptions<S>): void {
   const resolved = resolveOptions(options);
   const clientClock = resolved.clock === 'client';
+  // Tests that read the store's keys run only with inspectKeys; without it they are reported as skipped.
+  const inspect = resolved.inspectKeys !== undefined;
   describe(`store conformance: ${resolved.name} (${resolved.clock} clock)`, () => {
     const get = useTestContext(resolved) as unknown as () => TestContext<Store>;
     capabilityTests(get);
     syncCapabilityTest(get, resolved.synchronous);
     vectorTests(get, clientClock, 'async');
-    edgeTests(get);
-    expiryTests(get, clientClock);
-    isolationTests(get);
-    resetTests(get);
-    identityTests(get);
+    edgeTests(get, inspect);
+    expiryTests(get, clientClock, inspect);
+    isolationTests(get, inspect);
+    resetTests(get, inspect);
+    identityTests(get, inspect);
     concurrencyTests(get);
     if (resolved.synchronous) {
       describe('the same vectors through limitSync, peekSync and refundSync', () => {

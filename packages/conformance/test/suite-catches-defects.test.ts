@@ -22,7 +22,7 @@ interface Assertion {
 /** Defect → titles (substrings) of tests that must fail because of it. */
 const MUST_FAIL: Record<string, string[]> = {
   'not-all-or-nothing': ['compound: 2 per second and 3 per minute', 'answers a raw request atomically', 'resets every rule of a compound limiter'],
-  'peek-writes': ['peeks and cost 0 report the room without taking it or creating state'],
+  'peek-writes': ['peeks, cost 0 and costs that can never fit create no state'],
   'never-expires': ['state lives exactly until resetAt', 'kept until its longest-lived rule expires'],
   'expires-early': ['state lives exactly until resetAt', 'GCRA: 3 per millisecond'],
   'ignores-prefix': ['the same limiter name under different prefixes keeps separate state'],
@@ -69,8 +69,10 @@ function suite(name: string): Assertion[] {
   return results.filter((a) => a.ancestorTitles[0]?.startsWith(`store conformance: ${name} (`));
 }
 
+const path = (a: Assertion): string => [...a.ancestorTitles.slice(1), a.title].join(' > ');
+
 function failed(assertions: Assertion[]): string[] {
-  return assertions.filter((a) => a.status !== 'passed').map((a) => [...a.ancestorTitles.slice(1), a.title].join(' > '));
+  return assertions.filter((a) => a.status !== 'passed').map(path);
 }
 
 describe('the conformance suite catches broken stores', () => {
@@ -81,6 +83,29 @@ describe('the conformance suite catches broken stores', () => {
     expect(store.length).toBeGreaterThan(50);
     expect(failed(client)).toEqual([]);
     expect(failed(store)).toEqual([]);
+  });
+
+  describe('issue 8 item 18: checks that need key inspection are skipped and reported, never passed unchecked', () => {
+    for (const [withKeys, without] of [
+      ['mutant none', 'mutant none, no inspectKeys'],
+      ['mutant none, async', 'mutant none, async, no inspectKeys'],
+    ] as const) {
+      it(`${without}: exactly the tests that read keys are skipped, and they ran and passed with inspectKeys`, () => {
+        const skipped = suite(without).filter((a) => a.status !== 'passed');
+        expect(skipped.length).toBeGreaterThanOrEqual(5);
+        for (const a of skipped) expect([path(a), a.status]).toEqual([expect.stringMatching(/\(needs inspectKeys\)$/), 'skipped']);
+        const ranWithKeys = suite(withKeys).filter((a) => a.title.endsWith('(needs inspectKeys)'));
+        expect(ranWithKeys.map(path).sort()).toEqual(skipped.map(path).sort());
+        expect(ranWithKeys.every((a) => a.status === 'passed')).toBe(true);
+        expect(suite(without).length).toBe(suite(withKeys).length);
+      });
+    }
+
+    it('store-clock expiry fails a key listing that is slow and finds nothing (no assertion skipped for a slow machine)', () => {
+      const expiry = suite('mutant slow blind listing, async').filter((a) => a.ancestorTitles.includes('expiry'));
+      expect(expiry.length).toBeGreaterThan(0);
+      expect(failed(expiry).length, 'a listing that never sees the state must fail the expiry group').toBeGreaterThan(0);
+    });
   });
 
   for (const [defect, titles] of Object.entries(MUST_FAIL)) {
