@@ -1,5 +1,6 @@
 import { SluiceError, type LimitRequest, type LimitResult, type Store, type StoreCapabilities } from '@sluice/core';
 import { Command, type Cluster, type Redis } from 'ioredis';
+import { ConnectionGate, type GatedClient } from './connection-gate.js';
 import { LimitBatcher } from './scripts/batcher.js';
 import { LIMIT_FUNCTION, LIMIT_LIBRARY, LIMIT_SCRIPT, LIMIT_SCRIPT_SHA1 } from './scripts/limit-script.js';
 
@@ -33,12 +34,25 @@ export interface RedisStoreOptions {
    * @default true
    */
   functions?: boolean;
+  /**
+   * How long a decision issued while the client is not connected (starting, reconnecting) waits for it, in ms.
+   * The store holds such a decision itself, never in ioredis's offline queue, and sends it only if the client
+   * becomes ready within this time; otherwise it fails with a STORE_ERROR (the limiter's failure policy answers)
+   * and is never sent, so a decision that was already answered can never spend budget later. Keep it at most
+   * the limiters' `timeoutMs` (250 ms by default). 0 fails at once whenever the client is not ready.
+   * @default 200
+   */
+  offlineWaitMs?: number;
 }
 
 /** The ioredis members the store uses; `Redis` and `Cluster` both have them. */
-type ScriptClient = Pick<Redis, 'evalsha' | 'eval' | 'del' | 'sendCommand'> & { options?: { keyPrefix?: string; showFriendlyErrorStack?: boolean } };
+type ScriptClient = Pick<Redis, 'evalsha' | 'eval' | 'del' | 'sendCommand'> &
+  GatedClient & { readonly options?: { keyPrefix?: string; showFriendlyErrorStack?: boolean; enableOfflineQueue?: boolean } };
 
-const KNOWN = ['clock', 'batch', 'maxBatch', 'functions'];
+/** Most offlineWaitMs: what a timer can wait. */
+const MAX_OFFLINE_WAIT_MS = 2 ** 31 - 1;
+
+const KNOWN = ['clock', 'batch', 'maxBatch', 'functions', 'offlineWaitMs'];
 
 /**
  * Store on the user's ioredis client, standalone `Redis` or `Cluster`, with or without `enableAutoPipelining`.
@@ -55,6 +69,7 @@ export class RedisStore implements Store {
   readonly capabilities: StoreCapabilities;
   private readonly client: ScriptClient;
   private readonly batcher: LimitBatcher;
+  private readonly gate: ConnectionGate;
   /** FCALL until the server shows it has no Functions for us; then EVALSHA for good. */
   private useFunction: boolean;
   /** The FUNCTION LOAD in flight, shared by every call that found the function missing. */
@@ -92,7 +107,12 @@ export class RedisStore implements Store {
     }
     const functions = options.functions ?? true;
     if (typeof functions !== 'boolean') throw new SluiceError('INVALID_OPTION', `redisStore: functions must be true or false, got ${JSON.stringify(functions)}`);
-    this.client = client;
+    const offlineWaitMs = options.offlineWaitMs ?? 200;
+    if (!Number.isSafeInteger(offlineWaitMs) || offlineWaitMs < 0 || offlineWaitMs > MAX_OFFLINE_WAIT_MS) {
+      throw new SluiceError('INVALID_OPTION', `redisStore: offlineWaitMs must be an integer number of ms from 0 to ${MAX_OFFLINE_WAIT_MS}, got ${JSON.stringify(offlineWaitMs)}`);
+    }
+    this.client = client as ScriptClient;
+    this.gate = new ConnectionGate(this.client, offlineWaitMs);
     this.useFunction = functions && (client as { isCluster?: boolean }).isCluster !== true;
     this.capabilities = { synchronous: false, clock, operations: ['limit', 'reset'] };
     this.batcher = new LimitBatcher({
@@ -147,16 +167,19 @@ export class RedisStore implements Store {
    * Sends one command the way ioredis's own methods do (the client's key prefix, its friendly error stacks,
    * UTF-8 replies), but never through its auto-pipelining: a script call already carries every decision of the
    * tick, and wrapping it in an automatic pipeline cost about 1.4 µs of CPU per decision (measured with 64 in
-   * flight). Arrays in `args` are flattened one level by ioredis's Command.
+   * flight). Arrays in `args` are flattened one level by ioredis's Command. Sent through the connection gate:
+   * never into the offline queue (see connection-gate.ts).
    */
   private send(name: string, args: Array<string | number | string[]>): Promise<unknown> {
-    const options = this.client.options;
-    const command = new Command(name, args as Array<string | number>, {
-      replyEncoding: 'utf8',
-      keyPrefix: options?.keyPrefix,
-      errorStack: options?.showFriendlyErrorStack === true ? new Error() : undefined,
+    return this.gate.run(() => {
+      const options = this.client.options;
+      const command = new Command(name, args as Array<string | number>, {
+        replyEncoding: 'utf8',
+        keyPrefix: options?.keyPrefix,
+        errorStack: options?.showFriendlyErrorStack === true ? new Error() : undefined,
+      });
+      return this.client.sendCommand(command) as Promise<unknown>;
     });
-    return this.client.sendCommand(command) as Promise<unknown>;
   }
 
   /** FUNCTION LOAD, once for every call waiting on it; a server that refuses Functions turns them off. */
