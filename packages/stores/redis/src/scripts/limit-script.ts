@@ -37,9 +37,10 @@
  * State: the rule's integers joined by ',' (core's encodeState), stored with PX = the step's ttlMs, or deleted
  * when ttlMs <= 0 (state that old is equivalent to none). No key is ever written without an expiry.
  * With the client's clock, Redis still expires keys by its own clock, which need not run with the client's (a
- * slower or frozen client clock, as in tests): keys then live CLIENT_CLOCK_EXPIRY_SLACK_MS longer, so state is
- * never lost before the client's clock says so. Core's steps read expired state exactly as no state, so the
- * extra life never changes a decision; it only delays garbage collection.
+ * slower or frozen client clock, as in tests): keys then live CLIENT_CLOCK_EXPIRY_SLACK_MS longer, so a client
+ * clock that falls behind Redis's by less than that never loses state early. A clock that stands still (a frozen
+ * test clock) does lose it once ttl + slack has passed in Redis real time (issue 8 item 5; the Redis README states
+ * the rule). Core's steps read expired state exactly as no state, so the extra life never changes a decision.
  */
 /** The standard functions the executor uses, bound to locals (faster than global lookups on every call). */
 const LOCALS = 'floor, min, max, to_number, find, sub, byte, match, format, concat';
@@ -520,7 +521,7 @@ export const LIMIT_SCRIPT: string = `local ${LOCALS} = ${GLOBALS}
 ${PRELUDE}
 ${BODY}`;
 
-/** Extra key lifetime with `clock: 'client'` (see above); with Redis TIME keys live exactly ttlMs. */
+/** Extra key lifetime, in Redis real time, with `clock: 'client'` (see above); with Redis TIME keys live exactly ttlMs. */
 export const CLIENT_CLOCK_EXPIRY_SLACK_MS = 1000;
 
 /** SHA-1 of LIMIT_SCRIPT, for EVALSHA. A test recomputes it; update both together. */
