@@ -4,7 +4,7 @@ import { createLimiter, fixedWindow, type Limiter } from '@sluice/core';
 import type { ClientIpOptions } from '@sluice/http';
 import { memoryStore } from '@sluice/memory';
 import { afterEach, describe, expect, it } from 'vitest';
-import { client, FRAMEWORKS, reverseProxy, serve, type Reply } from './servers.js';
+import { client, FRAMEWORKS, reverseProxy, sendAndReset, serve, type Reply } from './servers.js';
 
 const LIMIT = 5;
 const ATTEMPTS = 20;
@@ -90,6 +90,63 @@ for (const framework of FRAMEWORKS) {
       const neighbour = await proxy.get(app.url, { 'x-forwarded-for': '2001:db8:abcd:100::1' });
       expect(neighbour.status).toBe(200);
       expect(JSON.parse(neighbour.body).identity).toBe('ip:2001:db8:abcd:100::/56');
+    });
+  });
+
+  describe(`${framework}: issue 8 item 7, a malformed Forwarded element prepended by the client`, () => {
+    const MALFORMED = ['for=x y', 'for="6.6.6.6', 'for=6.6.6.6;for=7.7.7.7', 'for=[2001:db8::6]', 'for='];
+    const clientIp: ClientIpOptions = { trustProxy: ['127.0.0.1'], header: 'forwarded' };
+
+    it("under 'skip', the client is still limited by the address the proxy appended", async () => {
+      const app = await track(serve(framework, { limiter: limiter(), clientIp, onMissingIdentity: 'skip' }, [{ path: '/' }]));
+      const proxy = await track(reverseProxy(app, 'forwarded'));
+      const attacker = await track(client('127.0.0.2'));
+      const replies: Reply[] = [];
+      for (let i = 0; i < ATTEMPTS; i++) replies.push(await attacker.get(proxy.url, { forwarded: MALFORMED[i % MALFORMED.length]! }));
+      expect(tally(replies)).toEqual({ allowed: LIMIT, refused: ATTEMPTS - LIMIT, identities: ['ip:127.0.0.2'] });
+    });
+
+    it('under { bucket }, the client cannot drain the shared bucket of the truly unidentified', async () => {
+      const app = await track(serve(framework, { limiter: limiter(), clientIp, onMissingIdentity: { bucket: 'anonymous' } }, [{ path: '/' }]));
+      const proxy = await track(reverseProxy(app, 'forwarded'));
+      const attacker = await track(client('127.0.0.2'));
+      const replies: Reply[] = [];
+      for (let i = 0; i < ATTEMPTS; i++) replies.push(await attacker.get(proxy.url, { forwarded: MALFORMED[i % MALFORMED.length]! }));
+      expect(tally(replies)).toEqual({ allowed: LIMIT, refused: ATTEMPTS - LIMIT, identities: ['ip:127.0.0.2'] });
+      // A trusted proxy (a direct connection from 127.0.0.1) forwarding a client it could not name: the bucket is whole.
+      const proxied = await track(client());
+      const unknown: Reply[] = [];
+      for (let i = 0; i < LIMIT; i++) unknown.push(await proxied.get(app.url, { forwarded: 'for=unknown' }));
+      expect(tally(unknown)).toEqual({ allowed: LIMIT, refused: 0, identities: ['bucket:anonymous'] });
+    });
+  });
+
+  describe(`${framework}: issue 8 item 6, a client that resets its connection`, () => {
+    it("under 'skip', requests on connections reset at once do not run the route unlimited (limit 5)", async () => {
+      const app = await track(serve(framework, { limiter: limiter(), onMissingIdentity: 'skip' }, [{ path: '/' }, { path: '/probe' }]));
+      // 40 connections from 127.0.0.2, each with 10 pipelined requests and a TCP RST right after them.
+      for (let i = 0; i < 40; i++) await sendAndReset(app.port, '/', 10, '127.0.0.2');
+      // A request on an ordinary connection, answered after the server has read everything the attacker sent.
+      const probe = await track(client());
+      expect((await probe.get(`${app.url}/probe`)).status).toBe(200);
+      await new Promise((resolve) => setImmediate(resolve));
+      expect(app.ran('/')).toBeLessThanOrEqual(LIMIT);
+    });
+  });
+
+  describe(`${framework}: issue 8 item 12, shadow-banned responses`, () => {
+    it('carry the same header names as allowed ones', async () => {
+      const app = await track(serve(framework, { limiter: limiter(), shadowBan: true }, [{ path: '/' }]));
+      const user = await track(client());
+      const replies: Reply[] = [];
+      for (let i = 0; i <= LIMIT; i++) replies.push(await user.get(app.url));
+      const allowed = replies[0]!;
+      const banned = replies[LIMIT]!;
+      expect([allowed.status, banned.status, banned.body]).toEqual([200, 200, '{}']);
+      expect(allowed.headers.ratelimit).toMatch(/^"api";r=4;t=\d+$/);
+      // Express's res.json adds an ETag of the route's own body; the ban's body is the middleware's.
+      const names = (reply: Reply) => Object.keys(reply.headers).filter((name) => name !== 'etag').sort();
+      expect(names(banned)).toEqual(names(allowed));
     });
   });
 }

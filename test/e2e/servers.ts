@@ -8,7 +8,7 @@ import express5 from 'express';
 import express4 from 'express4';
 import Fastify from 'fastify';
 import { createServer, request as httpRequest, type IncomingMessage, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { connect, type AddressInfo } from 'node:net';
 import { Agent, fetch } from 'undici';
 
 export type Framework = 'express5' | 'express4' | 'fastify';
@@ -23,26 +23,35 @@ export interface Route {
 export interface App {
   readonly url: string;
   readonly port: number;
+  /** How many times the route at `path` ran (the middleware let the request through). */
+  ran(path: string): number;
   close(): Promise<void>;
 }
 
 /** Each route answers `{ route, identity, outcome }` from what sluice left on the request. */
 export async function serve(framework: Framework, appWide: HttpLimitOptions<never> | undefined, routes: readonly Route[], host = '127.0.0.1'): Promise<App> {
+  const runs = new Map<string, number>();
+  const count = (path: string) => void runs.set(path, (runs.get(path) ?? 0) + 1);
+  const ran = (path: string) => runs.get(path) ?? 0;
   if (framework === 'fastify') {
     const app = Fastify();
     await app.register(rateLimitPlugin, (appWide ?? {}) as never);
     for (const route of routes) {
-      app.get(route.path, { config: { rateLimit: route.limit as RouteRateLimitOptions | undefined } }, async (request) => ({ route: route.path, identity: request.rateLimit?.identity, outcome: request.rateLimit?.outcome }));
+      app.get(route.path, { config: { rateLimit: route.limit as RouteRateLimitOptions | undefined } }, async (request) => {
+        count(route.path);
+        return { route: route.path, identity: request.rateLimit?.identity, outcome: request.rateLimit?.outcome };
+      });
     }
     await app.listen({ port: 0, host });
     const port = (app.server.address() as AddressInfo).port;
-    return { url: base(host, port), port, close: () => app.close() };
+    return { url: base(host, port), port, ran, close: () => app.close() };
   }
   const app = (framework === 'express5' ? express5 : express4)();
   if (appWide !== undefined) app.use(rateLimit(appWide as never));
   for (const route of routes) {
     const own = route.limit === undefined ? [] : [rateLimit(route.limit as never)];
     app.get(route.path, ...own, (req: { rateLimit?: { identity?: string; outcome: string } }, res: { json(body: unknown): void }) => {
+      count(route.path);
       res.json({ route: route.path, identity: req.rateLimit?.identity, outcome: req.rateLimit?.outcome });
     });
   }
@@ -50,7 +59,7 @@ export async function serve(framework: Framework, appWide: HttpLimitOptions<neve
     const s: Server = app.listen(0, host, () => resolve(s));
   });
   const port = (server.address() as AddressInfo).port;
-  return { url: base(host, port), port, close: () => closeServer(server) };
+  return { url: base(host, port), port, ran, close: () => closeServer(server) };
 }
 
 function base(host: string, port: number): string {
@@ -64,13 +73,15 @@ function closeServer(server: Server): Promise<void> {
 
 /**
  * A reverse proxy on 127.0.0.1 in front of `target`, doing what nginx's `$proxy_add_x_forwarded_for` does: it
- * keeps whatever X-Forwarded-For the client sent and appends the address the client connected from.
+ * keeps whatever X-Forwarded-For (or Forwarded) the client sent and appends the address the client connected from.
  */
-export async function reverseProxy(target: App): Promise<App> {
+export async function reverseProxy(target: App, header: 'x-forwarded-for' | 'forwarded' = 'x-forwarded-for'): Promise<App> {
   const server = createServer((req: IncomingMessage, res) => {
     const peer = (req.socket.remoteAddress ?? '').replace(/^::ffff:/, '');
-    const sent = req.headers['x-forwarded-for'];
-    const headers = { ...req.headers, 'x-forwarded-for': sent === undefined ? peer : `${sent}, ${peer}` };
+    // With `forwarded`, what nginx's `$proxy_add_forwarded` recipes do: the client's header, then `for=<peer>`.
+    const own = header === 'forwarded' ? (peer.includes(':') ? `for="[${peer}]"` : `for=${peer}`) : peer;
+    const sent = req.headers[header];
+    const headers = { ...req.headers, [header]: sent === undefined ? own : `${sent}, ${own}` };
     const upstream = httpRequest({ host: '127.0.0.1', port: target.port, method: req.method, path: req.url, headers }, (answer) => {
       res.writeHead(answer.statusCode ?? 502, answer.headers);
       answer.pipe(res);
@@ -80,7 +91,7 @@ export async function reverseProxy(target: App): Promise<App> {
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const port = (server.address() as AddressInfo).port;
-  return { url: base('127.0.0.1', port), port, close: () => closeServer(server) };
+  return { url: base('127.0.0.1', port), port, ran: () => 0, close: () => closeServer(server) };
 }
 
 export interface Reply {
@@ -110,4 +121,19 @@ export function limitHeaders(reply: Reply): Record<string, string> {
 
 export function sleep(ms: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, ms));
+}
+
+/**
+ * Opens a connection from `localAddress`, writes `requests` pipelined GETs of `path` and resets the connection (TCP
+ * RST) at once, reading no answer: what a client does that wants the route's side effects and not its response.
+ */
+export function sendAndReset(port: number, path: string, requests: number, localAddress: string): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const socket = connect({ port, host: '127.0.0.1', localAddress }, () => {
+      socket.write(`GET ${path} HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n`.repeat(requests));
+      socket.resetAndDestroy();
+      resolve();
+    });
+    socket.on('error', reject);
+  });
 }

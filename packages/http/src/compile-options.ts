@@ -16,6 +16,8 @@ export interface CompiledEntry<R> {
   readonly cost: number | ((request: R) => MaybePromise<number>) | undefined;
   /** Whether `limitSync` works for this limiter: learnt on first use (undefined until then). */
   sync: boolean | undefined;
+  /** The store's class name, for the console warning about a failing store (undefined when unknown). */
+  readonly store: string | undefined;
 }
 
 export interface CompiledOptions<R> {
@@ -87,12 +89,36 @@ function compileEntry<R>(value: unknown, index: number): CompiledEntry<R> {
     identify: optionalFunction(entry.identify, `${field}.identify`, '(request) => id | undefined'),
     cost: checkCost<R>(entry.cost, `${field}.cost`),
     sync: undefined,
+    store: storeName(entry.limiter),
   };
+}
+
+/**
+ * The class name of the store behind a limiter (`RedisStore`, `SqliteStore`), for messages only. The Limiter
+ * interface does not expose its store; createLimiter's limiters keep it in a `store` field, read here defensively.
+ */
+function storeName(limiter: Limiter): string | undefined {
+  const store = (limiter as { store?: unknown }).store;
+  if (typeof store !== 'object' || store === null) return undefined;
+  const name = (store as { constructor?: { name?: unknown } }).constructor?.name;
+  return typeof name === 'string' && name !== '' && name !== 'Object' ? name : undefined;
+}
+
+/**
+ * Options must be an object, and not a limiter: `rateLimit(limiter)` is an easy slip, and the limiter's own
+ * fields (`name`, `rules`) would otherwise be reported as unknown options. `what` names the argument.
+ */
+export function checkOptionsObject(value: unknown, what: string, example = 'rateLimit({ limiter })'): void {
+  if (typeof value !== 'object' || value === null) fail(`${what} must be an object, got ${describe(value)}`);
+  const candidate = value as { limit?: unknown; peek?: unknown };
+  if (typeof candidate.limit === 'function' && typeof candidate.peek === 'function') {
+    fail(`${what}: got a limiter where the options object goes; pass { limiter } instead, e.g. ${example}`);
+  }
 }
 
 /** Validates every option once, at construction, with messages that name the field and what it accepts. */
 export function compileOptions<R>(options: HttpLimitOptions<R>): CompiledOptions<R> {
-  if (typeof options !== 'object' || options === null) fail(`rate limit options must be an object, got ${describe(options)}`);
+  checkOptionsObject(options, 'rate limit options');
   for (const key of Object.keys(options)) {
     if (!HTTP_OPTION_NAMES.includes(key)) {
       throw new SluiceError('UNKNOWN_OPTION', `unknown option ${JSON.stringify(key)}; accepted options are ${HTTP_OPTION_NAMES.join(', ')}`);

@@ -100,7 +100,7 @@ function* flow<R>(o: CompiledOptions<R>, request: HttpRequest, raw: R, warn: War
     let shared = resolveShared(o, request, raw);
     if (isPromiseLike(shared)) shared = (yield shared) as SharedIdentity;
     if (typeof shared !== 'string') {
-      if (o.missing === 'deny') return refusal(o, raw, 'unidentified', undefined, undefined, [], undefined, false, shared.problem);
+      if (o.missing === 'deny' || shared.lost === true) return refusal(o, raw, 'unidentified', undefined, undefined, [], undefined, false, shared.problem);
     } else {
       identity = shared;
     }
@@ -160,7 +160,7 @@ function* flow<R>(o: CompiledOptions<R>, request: HttpRequest, raw: R, warn: War
       if (isPromiseLike(back)) back = (yield back) as Decision;
       if (!back.degraded) results[i] = { ...earlier, decision: { ...back, rule: earlier.decision.rule } };
     } catch (error) {
-      report(o, warn, error, { request: raw, source: 'store', policy: earlier.policy });
+      report(o, warn, error, { request: raw, source: 'store', policy: earlier.policy }, consulted[i]!.store);
     }
   }
 
@@ -189,7 +189,7 @@ function fast<R>(
   let identity: string;
   if (typeof shared === 'string') {
     identity = shared;
-  } else if (o.missing === 'deny') {
+  } else if (o.missing === 'deny' || shared.lost === true) {
     return refusal(o, raw, 'unidentified', undefined, undefined, [], undefined, false, shared.problem);
   } else {
     return passThrough('skipped', [], undefined, false);
@@ -217,7 +217,7 @@ function note<R>(o: CompiledOptions<R>, warn: Warner, raw: R, entry: CompiledEnt
   let verdict = 0;
   if (decision.degraded) {
     verdict |= DEGRADED;
-    report(o, warn, decision.error, { request: raw, source: 'store', policy: entry.policy, decision });
+    report(o, warn, decision.error, { request: raw, source: 'store', policy: entry.policy, decision }, entry.store);
   }
   if (!decision.allowed || decision.reason === 'shadow') {
     if (decision.allowed || o.shadow) {
@@ -287,7 +287,13 @@ function retryAfterSeconds(status: number, decision: Decision | undefined): numb
   return Math.max(1, ceilSeconds(decision !== undefined && Number.isFinite(decision.retryAfter) ? decision.retryAfter : 1000));
 }
 
-type SharedIdentity = string | { problem: string };
+/** `lost`: the client's address was lost with its connection; refused whatever onMissingIdentity says. */
+type SharedIdentity = string | { problem: string; lost?: true };
+
+const CONNECTION_LOST: SharedIdentity = {
+  problem: 'there is no authenticated id and the connection was reset before its address could be read',
+  lost: true,
+};
 
 /** The shared identity: the authenticated id, else the client IP, else the named bucket, else a problem. */
 function resolveShared<R>(o: CompiledOptions<R>, request: HttpRequest, raw: R): SharedIdentity | PromiseLike<SharedIdentity> {
@@ -300,6 +306,8 @@ function afterIdentify<R>(o: CompiledOptions<R>, request: HttpRequest, raw: R, v
   const id = identityText(value, 'identify');
   if (id !== undefined) return `user:${id}`;
   if (o.clientIp === undefined) return fromAddress(o, undefined);
+  // Not "no identity": counting it in a shared bucket, or letting it through, would reward resetting.
+  if (request.connectionLost === true) return CONNECTION_LOST;
   const ip = o.clientIp(request, raw);
   return isPromiseLike(ip) ? ip.then((r) => fromAddress(o, r)) : fromAddress(o, ip);
 }

@@ -1,4 +1,5 @@
 export { createHandler } from './handler.js';
+export { checkOptionsObject } from './compile-options.js';
 export type { Handler, HandleResult, LimiterResult, Outcome } from './handler.js';
 export type {
   DenyContext,
@@ -26,7 +27,7 @@ export { ceilSeconds, HEADER_STYLES, rateLimitFields, sfString, writeHeaders } f
 export type { HeaderField, HeaderStyle, HeaderTarget, LegacyReset, PolicyReport, RateLimitFieldsOptions } from './header-fields.js';
 export { PROBLEM_CONTENT_TYPE, PROBLEM_TYPES, REFUSAL_STATUS, problemFor } from './problem.js';
 export type { ProblemDetails, ProblemInput, RefusalKind } from './problem.js';
-export { readHeader } from './request.js';
-export type { HeaderBag, HttpRequest } from './request.js';
+export { addressLost, readHeader } from './request.js';
+export type { HeaderBag, HttpRequest, SocketLike } from './request.js';
 export { applyHeaders, headersTarget, toResponse } from './web.js';
 export { throttledWarning } from './report.js';

@@ -21,7 +21,8 @@ export function limited<R>(
   }
 }
 
-export type Warner = (error: unknown, event: ErrorEvent<unknown>) => void;
+/** `store` names the store behind a degraded decision (its class), when known. */
+export type Warner = (error: unknown, event: ErrorEvent<unknown>, store?: string) => void;
 
 /**
  * At most one console warning a minute, counting the ones held back, so a recurring failure is seen but a
@@ -43,24 +44,48 @@ export function throttledWarning(): (text: string) => void {
   };
 }
 
-/** Without onError, a failing store still shows: one console warning a minute, naming the error. */
+/**
+ * Without onError, a failing store still shows: one console warning a minute, with one `[sluice]` prefix, the
+ * store's name and the error with its causes (a refused connection's `ECONNREFUSED`, say).
+ */
 export function warner(): Warner {
   const warn = throttledWarning();
-  return (error, event) => {
-    const message = error instanceof Error ? error.message : String(error);
-    warn(`[sluice] ${event.source} failure in policy "${event.policy ?? '?'}": ${message}. Pass onError to handle it.`);
+  return (error, event, store) => {
+    const where = store === undefined ? '' : ` (${store})`;
+    warn(`[sluice] ${event.source} failure in policy "${event.policy ?? '?'}"${where}: ${explain(error)}. Pass onError to handle it.`);
   };
 }
 
-export function report<R>(o: CompiledOptions<R>, warn: Warner, error: unknown, event: ErrorEvent<R>): void {
+const PREFIX = '[sluice] ';
+
+/** The error's message without sluice's prefix, followed by each cause that adds something (up to three deep). */
+export function explain(error: unknown): string {
+  let text = messageOf(error);
+  let cause = (error as { cause?: unknown } | null)?.cause;
+  for (let depth = 0; depth < 3 && cause !== undefined && cause !== null; depth++) {
+    const message = messageOf(cause);
+    const code = (cause as { code?: unknown }).code;
+    if (message !== '' && !text.includes(message)) text += `; cause: ${message}`;
+    if (typeof code === 'string' && !text.includes(code)) text += ` (${code})`;
+    cause = (cause as { cause?: unknown }).cause;
+  }
+  return text;
+}
+
+function messageOf(error: unknown): string {
+  const message = error instanceof Error ? error.message : String(error);
+  return message.startsWith(PREFIX) ? message.slice(PREFIX.length) : message;
+}
+
+export function report<R>(o: CompiledOptions<R>, warn: Warner, error: unknown, event: ErrorEvent<R>, store?: string): void {
   if (o.onError === undefined) {
-    warn(error, event as ErrorEvent<unknown>);
+    warn(error, event as ErrorEvent<unknown>, store);
     return;
   }
   try {
     o.onError(error, event);
   } catch {
     // onError is the last stop: an exception thrown by it has nowhere better to go than the warning.
-    warn(error, event as ErrorEvent<unknown>);
+    warn(error, event as ErrorEvent<unknown>, store);
   }
 }

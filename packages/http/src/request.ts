@@ -16,6 +16,13 @@ export interface HttpRequest {
    * by the client, which makes it the only address trusted by default. Undefined where the runtime hides it.
    */
   readonly remoteAddress?: string | undefined;
+  /**
+   * The connection was reset or closed before its peer address could be read (`remoteAddress` is then
+   * undefined): the address is lost, not absent. Unless `identify` names the client, such a request is refused as
+   * `unidentified` whatever `onMissingIdentity` says, and counted nowhere, so a client cannot reach an unlimited
+   * route by resetting its connection. Node adapters set it with `addressLost(socket)`.
+   */
+  readonly connectionLost?: boolean | undefined;
   readonly method?: string | undefined;
   readonly url?: string | undefined;
 }
@@ -30,4 +37,21 @@ export function readHeader(headers: HeaderBag, name: string): string | undefined
   const value = (headers as { readonly [name: string]: string | readonly string[] | undefined })[name];
   if (value === undefined || typeof value === 'string') return value;
   return Array.isArray(value) ? value.join(', ') : undefined;
+}
+
+/** The little of a Node `net.Socket` that `addressLost` reads (structural: this package imports no Node module). */
+export interface SocketLike {
+  readonly remoteAddress?: string | undefined;
+  readonly localPort?: number | undefined;
+  readonly destroyed?: boolean | undefined;
+}
+
+/**
+ * Whether a socket whose `remoteAddress` is undefined lost it: it was destroyed, or it is a TCP socket (it has a
+ * local port) whose peer already reset, so the kernel no longer reports the peer. A Unix-socket connection has
+ * neither and no peer address to lose.
+ */
+export function addressLost(socket: SocketLike | null | undefined): boolean {
+  if (socket === undefined || socket === null || socket.remoteAddress !== undefined) return false;
+  return socket.destroyed === true || socket.localPort !== undefined;
 }

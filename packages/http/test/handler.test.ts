@@ -1,6 +1,6 @@
 import { createLimiter, fixedWindow, tokenBucket } from '@sluice/core';
 import { describe, expect, it, vi } from 'vitest';
-import { createHandler, type ErrorEvent, type HandleResult, type LimitedEvent } from '../src/index.js';
+import { addressLost, createHandler, type ErrorEvent, type HandleResult, type LimitedEvent } from '../src/index.js';
 import { asyncMemoryStore, brokenStore, fakeClock, memoryLimiter, request, written } from './support.js';
 
 function sync(result: HandleResult | Promise<HandleResult>): HandleResult {
@@ -196,7 +196,7 @@ describe('refusals other than 429', () => {
       await handler.handle(request());
       await handler.handle(request());
       expect(warn).toHaveBeenCalledOnce();
-      expect(warn.mock.calls[0]![0]).toMatch(/\[sluice\] store failure in policy "api": \[sluice\] the store failed: connection refused/);
+      expect(warn.mock.calls[0]![0]).toBe('[sluice] store failure in policy "api": the store failed: connection refused. Pass onError to handle it.');
     } finally {
       warn.mockRestore();
     }
@@ -358,6 +358,38 @@ describe('asynchronous stores and hooks', () => {
   });
 });
 
+describe('issue 8 item 6: a request whose connection was reset before its address could be read', () => {
+  const lost = { headers: {}, remoteAddress: undefined, connectionLost: true, method: 'GET', url: '/' };
+
+  it("is refused under 'skip' and { bucket } too, and counted nowhere", async () => {
+    for (const onMissingIdentity of ['deny', 'skip', { bucket: 'anonymous' }] as const) {
+      const limiter = memoryLimiter({ name: 'api', rules: fixedWindow({ limit: 1, window: '10s' }), clock: fakeClock().read });
+      const handler = createHandler({ limiter, onMissingIdentity });
+      const result = sync(handler.run(lost));
+      expect(result, JSON.stringify(onMissingIdentity)).toMatchObject({ allowed: false, outcome: 'unidentified', status: 400 });
+      expect(JSON.parse(result.body!).detail).toContain('the connection was reset before its address could be read');
+      // Through the general path (an async hook) as well.
+      const general = await createHandler({ limiter, onMissingIdentity, identify: () => Promise.resolve(undefined) }).handle(lost);
+      expect(general.outcome).toBe('unidentified');
+      expect((await limiter.peek('bucket:anonymous')).remaining).toBe(1);
+    }
+  });
+
+  it('addressLost tells a lost peer address from a transport that has none', () => {
+    expect(addressLost({ remoteAddress: undefined, localPort: 8080 })).toBe(true); // TCP, peer already reset
+    expect(addressLost({ remoteAddress: undefined, destroyed: true })).toBe(true);
+    expect(addressLost({ remoteAddress: undefined })).toBe(false); // a Unix socket: no peer address to lose
+    expect(addressLost({ remoteAddress: '203.0.113.7', destroyed: true, localPort: 8080 })).toBe(false);
+    expect(addressLost(undefined)).toBe(false);
+  });
+
+  it('is decided as usual when identify names the client, or when IP fallback is off', () => {
+    const limiter = memoryLimiter({ name: 'api', rules: fixedWindow({ limit: 1, window: '10s' }), clock: fakeClock().read });
+    expect(sync(createHandler({ limiter, identify: () => 'alice' }).run(lost))).toMatchObject({ allowed: true, identity: 'user:alice' });
+    expect(sync(createHandler({ limiter, clientIp: false, onMissingIdentity: { bucket: 'anonymous' } }).run(lost))).toMatchObject({ allowed: true, identity: 'bucket:anonymous' });
+  });
+});
+
 describe('options are validated once, with messages that say what to change', () => {
   const limiter = memoryLimiter({ name: 'api', rules: fixedWindow({ limit: 1, window: '10s' }) });
   it.each([
@@ -375,5 +407,12 @@ describe('options are validated once, with messages that say what to change', ()
     [{ limiter, clientIp: { trustProxy: 'everyone' } }, /clientIp.trustProxy: "everyone" is not an address or CIDR block/],
   ])('%#', (options, message) => {
     expect(() => createHandler(options as never)).toThrow(message);
+  });
+
+  it('issue 8 item 16: a limiter passed where the options go is named as such, not as unknown option "name"', () => {
+    expect(() => createHandler(limiter as never)).toThrow(
+      '[sluice] rate limit options: got a limiter where the options object goes; pass { limiter } instead, e.g. rateLimit({ limiter })',
+    );
+    expect(() => createHandler(limiter as never)).not.toThrow(/unknown option/);
   });
 });

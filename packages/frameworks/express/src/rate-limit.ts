@@ -1,5 +1,5 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { createHandler, writeHeaders, type HandleResult, type HeaderTarget, type HttpLimitOptions } from '@sluice/http';
+import { addressLost, createHandler, writeHeaders, type HandleResult, type HeaderTarget, type HttpLimitOptions } from '@sluice/http';
 
 /** What the middleware leaves on `req.rateLimit`: the handler's whole answer (decision, identity, headers). */
 export type RateLimitInfo = HandleResult;
@@ -35,7 +35,11 @@ export function rateLimit<Req extends IncomingMessage = ExpressRequest>(options:
   return function sluiceRateLimit(req, res, next) {
     let pending: HandleResult | Promise<HandleResult>;
     try {
-      pending = handler.run({ headers: req.headers, remoteAddress: req.socket?.remoteAddress, method: req.method, url: req.url }, req as Req);
+      const socket = req.socket;
+      const remoteAddress = socket?.remoteAddress;
+      // A client that reset its connection has no address any more: refused, never "unidentified" and let through.
+      const connectionLost = remoteAddress === undefined && addressLost(socket);
+      pending = handler.run({ headers: req.headers, remoteAddress, connectionLost, method: req.method, url: req.url }, req as Req);
     } catch (error) {
       next(error);
       return;

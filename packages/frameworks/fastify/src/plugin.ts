@@ -1,5 +1,5 @@
 import { SluiceError, type Store } from '@sluice/core';
-import { HTTP_OPTION_NAMES, writeHeaders, type HandleResult, type HeaderTarget, type HttpLimitOptions, type ProblemDetails } from '@sluice/http';
+import { addressLost, checkOptionsObject, HTTP_OPTION_NAMES, writeHeaders, type HandleResult, type HeaderTarget, type HttpLimitOptions, type ProblemDetails } from '@sluice/http';
 import type { FastifyInstance, FastifyReply, FastifyRequest, HookHandlerDoneFunction } from 'fastify';
 import fp from 'fastify-plugin';
 import { checkHook, PlanBuilder, type HookStage, type Plan, type RouteRateLimitOptions } from './route-plans.js';
@@ -64,6 +64,7 @@ function sluiceFastify(fastify: FastifyInstance, options: FastifyRateLimitOption
 }
 
 function register(fastify: FastifyInstance, options: FastifyRateLimitOptions): void {
+  checkOptionsObject(options, '@sluice/fastify options', 'app.register(rateLimitPlugin, { limiter })');
   for (const key of Object.keys(options)) {
     if (!HTTP_OPTION_NAMES.includes(key) && !PLUGIN_ONLY.includes(key)) {
       throw new SluiceError('UNKNOWN_OPTION', `@sluice/fastify: unknown option ${JSON.stringify(key)}; accepted options are ${[...HTTP_OPTION_NAMES, ...PLUGIN_ONLY].join(', ')}`);
@@ -147,7 +148,10 @@ function register(fastify: FastifyInstance, options: FastifyRateLimitOptions): v
     let pending: HandleResult | Promise<HandleResult>;
     try {
       const raw = request.raw;
-      pending = plan.handler.run({ headers: raw.headers, remoteAddress: raw.socket?.remoteAddress, method: raw.method, url: raw.url }, request);
+      const remoteAddress = raw.socket?.remoteAddress;
+      // A client that reset its connection has no address any more: refused, never "unidentified" and let through.
+      const connectionLost = remoteAddress === undefined && addressLost(raw.socket);
+      pending = plan.handler.run({ headers: raw.headers, remoteAddress, connectionLost, method: raw.method, url: raw.url }, request);
     } catch (error) {
       next(error as Error);
       return;

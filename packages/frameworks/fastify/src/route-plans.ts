@@ -1,5 +1,5 @@
 import { SluiceError, createLimiter, type Limiter, type Rule, type Store } from '@sluice/core';
-import { createHandler, HTTP_OPTION_NAMES, type Handler, type HttpLimitOptions } from '@sluice/http';
+import { checkOptionsObject, createHandler, HTTP_OPTION_NAMES, type Handler, type HttpLimitOptions } from '@sluice/http';
 import type { FastifyRequest } from 'fastify';
 
 export type HookStage = 'onRequest' | 'preHandler';
@@ -46,6 +46,7 @@ export class PlanBuilder {
     if (typeof options !== 'object' || options === null) {
       throw new SluiceError('INVALID_OPTION', `${where}: rateLimit must be false, a group name, or an options object`);
     }
+    checkOptionsObject(options, `${where}: rateLimit`, 'config: { rateLimit: { limiter } }');
     for (const key of Object.keys(options)) {
       if (!HTTP_OPTION_NAMES.includes(key) && !ROUTE_ONLY.includes(key)) {
         throw new SluiceError(

@@ -153,4 +153,15 @@ describe('@sluice/fastify', () => {
     await expect(Fastify().register(rateLimitPlugin, { limiter: limiter('x', 1), hook: 'onSend' as 'onRequest' }).ready()).rejects.toThrow(/hook must be 'onRequest' or 'preHandler'/);
     await expect(Fastify().register(rateLimitPlugin, { limiter: limiter('x', 1), max: 5 } as never).ready()).rejects.toThrow(/unknown option "max"/);
   });
+
+  it('issue 8 item 16: a limiter passed where the options go says to pass { limiter }', async () => {
+    await expect(Fastify().register(rateLimitPlugin, limiter('x', 1) as never).ready()).rejects.toThrow(
+      '[sluice] @sluice/fastify options: got a limiter where the options object goes; pass { limiter } instead, e.g. app.register(rateLimitPlugin, { limiter })',
+    );
+    const app = Fastify();
+    await app.register(rateLimitPlugin, {});
+    expect(() => app.get('/x', { config: { rateLimit: limiter('y', 1) as never } }, async () => 'x')).toThrow(
+      '[sluice] route /x: rateLimit: got a limiter where the options object goes; pass { limiter } instead, e.g. config: { rateLimit: { limiter } }',
+    );
+  });
 });

@@ -1,2 +1,2 @@
 // Everything this package takes from @sluice/http comes in through this one file.
-export { applyHeaders, createHandler, throttledWarning, type ErrorEvent, type HandleResult, type HttpLimitOptions, type HttpRequest, type LimitedEvent, type LimiterEntry, type Outcome } from '@sluice/http';
+export { applyHeaders, checkOptionsObject, createHandler, throttledWarning, type ErrorEvent, type HandleResult, type HttpLimitOptions, type HttpRequest, type LimitedEvent, type LimiterEntry, type Outcome } from '@sluice/http';

@@ -1,5 +1,5 @@
 import { SluiceError } from '@sluice/core';
-import { createHandler, type HandleResult, type HttpLimitOptions, type HttpRequest } from './http.js';
+import { checkOptionsObject, createHandler, type HandleResult, type HttpLimitOptions, type HttpRequest } from './http.js';
 import { NextResponse, type NextRequest } from 'next/server';
 import { Background } from './background.js';
 import { describe } from './describe.js';
@@ -31,9 +31,7 @@ export interface NextRateLimit {
  * export const config = { matcher: '/api/:path*' };
  */
 export function rateLimit(options: NextRateLimitOptions): NextRateLimit {
-  if (typeof options !== 'object' || options === null) {
-    throw new SluiceError('INVALID_OPTION', `rateLimit options must be an object, got ${describe(options)}`);
-  }
+  checkOptionsObject(options, 'rateLimit options');
   const { onDecision, waitUntil, onLimited, onError, ...shared } = options;
   optionalFunction(onDecision, 'onDecision', '({ request, result }) => void | Promise');
   optionalFunction(waitUntil, 'waitUntil', '(promise) => void, such as after from next/server');

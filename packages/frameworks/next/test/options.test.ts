@@ -65,6 +65,13 @@ describe('options are checked when the limiter is built', () => {
     expect(failure(null).message).toBe('[sluice] rateLimit options must be an object, got null');
   });
 
+  it('issue 8 item 16: a limiter passed where the options go says to pass { limiter }', () => {
+    expect(failure(limiter)).toEqual({
+      code: 'INVALID_OPTION',
+      message: '[sluice] rateLimit options: got a limiter where the options object goes; pass { limiter } instead, e.g. rateLimit({ limiter })',
+    });
+  });
+
   it('the second argument must be the NextFetchEvent', async () => {
     const limit = rateLimit({ limiter, clientIp: { platform: 'vercel' } });
     await expect(limit(nextRequest(), {} as ReturnType<typeof fetchEvent>)).rejects.toThrow('the second argument must be the NextFetchEvent');

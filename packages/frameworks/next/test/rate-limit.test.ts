@@ -6,6 +6,26 @@ import { brokenStore, fakeClock, fetchEvent, memoryLimiter, nextRequest } from '
 
 const VERCEL = { platform: 'vercel' } as const;
 
+describe('issue 8 item 12: shadow-banned responses', () => {
+  it('carry the rate-limit header names an allowed response gets (no Retry-After)', async () => {
+    const limiter = memoryLimiter({ name: 'api', clock: fakeClock().read, rules: fixedWindow({ limit: 1, window: '10s' }) });
+    const limit = rateLimit({ limiter, clientIp: VERCEL, shadowBan: true });
+    const from = () => nextRequest({ 'x-vercel-forwarded-for': '203.0.113.7' });
+    const allowed = await limit(from(), fetchEvent());
+    const banned = await limit(from(), fetchEvent());
+    expect([allowed.status, banned.status, await banned.text()]).toEqual([200, 200, '{}']);
+    // x-middleware-next tells Next.js to run the route (whose response brings its own Content-Type); the ban is
+    // answered here. Everything else sluice writes is the same set of names.
+    const names = (response: Response) => {
+      const found: string[] = [];
+      response.headers.forEach((_value, name) => found.push(name));
+      return found.filter((name) => name !== 'x-middleware-next' && name !== 'content-type').sort();
+    };
+    expect(names(banned)).toEqual(names(allowed));
+    expect(names(allowed)).toEqual(['ratelimit', 'ratelimit-policy']);
+  });
+});
+
 describe('rateLimit() as middleware / proxy', () => {
   it('lets N through with NextResponse.next() carrying RateLimit headers, then answers 429 with exact headers', async () => {
     const clock = fakeClock();
