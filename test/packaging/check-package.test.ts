@@ -21,6 +21,9 @@ function goodManifest(): Manifest {
     name: 'sluice-fixture',
     version: '1.0.0',
     license: 'MIT',
+    repository: { type: 'git', url: 'git+https://github.com/sluice-dev/sluice.git', directory: 'packages/fixture' },
+    homepage: 'https://github.com/sluice-dev/sluice/tree/main/packages/fixture#readme',
+    bugs: { url: 'https://github.com/sluice-dev/sluice/issues' },
     engines: { node: '>=20' },
     type: 'module',
     sideEffects: false,
@@ -38,7 +41,7 @@ function goodManifest(): Manifest {
   };
 }
 
-function check(manifest: Manifest, options: { readme?: boolean } = {}): { status: number | null; output: string } {
+function check(manifest: Manifest, options: { readme?: boolean; license?: boolean } = {}): { status: number | null; output: string } {
   const dir = mkdtempSync(join(tmpdir(), 'sluice-fixture-'));
   made.push(dir);
   mkdirSync(join(dir, 'dist'));
@@ -48,6 +51,7 @@ function check(manifest: Manifest, options: { readme?: boolean } = {}): { status
   writeFileSync(join(dir, 'dist/index.d.ts'), 'export declare const answer: number;\n');
   writeFileSync(join(dir, 'dist/index.d.cts'), 'export declare const answer: number;\n');
   if (options.readme !== false) writeFileSync(join(dir, 'README.md'), '# fixture\n');
+  if (options.license !== false) writeFileSync(join(dir, 'LICENSE'), 'MIT License\n');
   const result = spawnSync(process.execPath, [script], { cwd: dir, encoding: 'utf8', timeout: 60_000 });
   return { status: result.status, output: `${result.stdout}\n${result.stderr}` };
 }
@@ -78,6 +82,17 @@ describe('check-package.mjs', () => {
     expect(status).toBe(1);
     expect(output).toContain('Masquerading as ESM');
     expect(output).toContain('@arethetypeswrong/cli found type resolution problems');
+  });
+
+  it('issue 8 item 17: fails a tarball without LICENSE, and a manifest without repository.directory, homepage or bugs', () => {
+    const { homepage: _h, bugs: _b, ...manifest } = goodManifest();
+    manifest.repository = { type: 'git', url: 'git+https://github.com/sluice-dev/sluice.git' };
+    const { status, output } = check(manifest, { license: false });
+    expect(status).toBe(1);
+    expect(output).toContain('LICENSE is missing from the tarball');
+    expect(output).toContain('"repository.directory" is missing');
+    expect(output).toContain('"homepage" must be an https URL');
+    expect(output).toContain('"bugs.url" must be an https URL');
   });
 
   it('fails on a publint warning (strict mode), here an invalid repository value', () => {

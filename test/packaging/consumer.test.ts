@@ -6,34 +6,21 @@
 import { spawnSync, type SpawnSyncOptions } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { dirname, join, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { fencedBlockAfter, fencedBlockAfterLine, toCommonJs } from './readme.js';
+import { publishedPackages, readJson, root, type Manifest } from './workspace.js';
 
-const root = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
 const REQUIRED = ['@sluice/core', '@sluice/memory', '@sluice/conformance'];
 /** Peers small enough to install for the export-parity check; packages needing others are only resolved. */
 const INSTALLABLE_PEERS = ['vitest', 'ioredis', '@upstash/redis'];
 const INSTALL_TIMEOUT_MS = 150_000;
-
-interface Manifest {
-  name: string;
-  exports?: Record<string, unknown>;
-  version: string;
-  private?: boolean;
-  peerDependencies?: Record<string, string>;
-  peerDependenciesMeta?: Record<string, { optional?: boolean }>;
-  devDependencies?: Record<string, string>;
-}
 
 /** Declared ESM only: the "." export is a plain { types, default } (see test/scripts/check-package.mjs). */
 function isEsmOnly(manifest: Manifest): boolean {
   const root = manifest.exports?.['.'];
   return typeof root === 'object' && root !== null && !('require' in root) && !('import' in root);
 }
-
-const readJson = (file: string): Manifest => JSON.parse(readFileSync(file, 'utf8')) as Manifest;
 
 /** A clean environment for npm and node: nothing inherited from the pnpm/turbo/vitest process that runs us. */
 function cleanEnv(): NodeJS.ProcessEnv {
@@ -53,29 +40,35 @@ function run(command: string, args: string[], options: SpawnSyncOptions & { time
   return { status: result.status, stdout, stderr, output: `${stdout}\n${stderr}` };
 }
 
-/** Every publishable (not private) package under packages/, and whether @sluice/suites depends on it. */
+/** Every publishable package, and whether @sluice/suites depends on it. */
 function publishablePackages(): { dir: string; manifest: Manifest; covered: boolean }[] {
-  const suites = readJson(join(root, 'test/package.json'));
-  const wanted = new Set(Object.keys(suites.devDependencies ?? {}));
-  const found: { dir: string; manifest: Manifest; covered: boolean }[] = [];
-  for (const group of ['packages', 'packages/stores', 'packages/frameworks']) {
-    const base = join(root, group);
-    if (!existsSync(base)) continue;
-    for (const name of readdirSync(base)) {
-      const dir = join(base, name);
-      const file = join(dir, 'package.json');
-      if (!existsSync(file)) continue;
-      const manifest = readJson(file);
-      if (manifest.private !== true) found.push({ dir, manifest, covered: wanted.has(manifest.name) });
-    }
-  }
-  return found;
+  const wanted = new Set(Object.keys(readJson(join(root, 'test/package.json')).devDependencies ?? {}));
+  return publishedPackages().map((p) => ({ ...p, covered: wanted.has(p.manifest.name) }));
 }
 
 const readme = readFileSync(join(root, 'README.md'), 'utf8');
 const quickstart = fencedBlockAfter(readme, 'quickstart');
 const quickstartCjs = fencedBlockAfter(readme, 'quickstart-cjs');
 const expectedOutput = fencedBlockAfter(readme, 'quickstart-output');
+
+/**
+ * The README's "install from this repository" block (issue 8 item 17): the packages it builds and packs, and the
+ * tarball files it installs. Its lines must keep the shape this test runs.
+ */
+function installFromRepository(): { lines: string[]; filters: string[]; tarballs: string[] } {
+  const block = fencedBlockAfter(readme, 'install-from-repository');
+  if (block === undefined) throw new Error('README.md needs a ```sh block after <!-- install-from-repository -->');
+  const lines = block.trim().split('\n');
+  const filtersOf = (line: string | undefined, command: string): string[] => {
+    const match = new RegExp(`^(?:pnpm install && )?pnpm((?: --filter @sluice/[a-z]+)+) ${command}$`).exec(line ?? '');
+    if (match === null) throw new Error(`README install-from-repository: unexpected line ${JSON.stringify(line)}`);
+    return match[1]!.trim().split(/\s+/).filter((word) => word !== '--filter');
+  };
+  const filters = filtersOf(lines[2], 'pack --pack-destination \\./tarballs');
+  expect(filtersOf(lines[1], 'build'), 'README: build the packages it packs').toEqual(filters);
+  const tarballs = [...(lines[3] ?? '').matchAll(/\S+\/tarballs\/(\S+\.tgz)/g)].map((match) => match[1]!);
+  return { lines, filters, tarballs };
+}
 
 let scratch = '';
 let app = '';
@@ -89,13 +82,19 @@ beforeAll(() => {
   app = join(scratch, 'app');
   mkdirSync(tarballs);
   mkdirSync(app);
-  const files: string[] = [];
   for (const { dir, manifest } of packages) {
     if (!existsSync(join(dir, 'dist'))) throw new Error(`${manifest.name} has no dist/; build it first (pnpm build)`);
-    const packed = run('pnpm', ['pack', '--pack-destination', tarballs, '--json'], { cwd: dir, timeout: 60_000 });
-    if (packed.status !== 0) throw new Error(`pnpm pack failed for ${manifest.name}:\n${packed.output}`);
-    files.push((JSON.parse(packed.stdout.slice(packed.stdout.indexOf('{'))) as { filename: string }).filename);
   }
+  // The README's pack command as written, from the repository root (its ./tarballs here a temp dir), then the same
+  // command for every other package this suite installs (issue 8 item 17).
+  const readmeFilters = installFromRepository().filters;
+  const others = packages.map((p) => p.manifest.name).filter((name) => !readmeFilters.includes(name));
+  for (const names of [readmeFilters, others]) {
+    const args = [...names.flatMap((name) => ['--filter', name]), 'pack', '--pack-destination', tarballs];
+    const packed = run('pnpm', args, { cwd: root, timeout: 120_000 });
+    if (packed.status !== 0) throw new Error(`pnpm ${args.join(' ')} failed:\n${packed.output}`);
+  }
+  const files = readdirSync(tarballs).map((file) => join(tarballs, file));
   const peers = new Set<string>();
   for (const { manifest } of packages) {
     for (const [peer, range] of Object.entries(manifest.peerDependencies ?? {})) {
@@ -136,6 +135,21 @@ describe('consumer install from packed tarballs', () => {
     expect(nested.stdout.split('\n').filter((line) => line.split('node_modules').length > 2)).toEqual([]);
     const lock = readFileSync(join(app, 'package-lock.json'), 'utf8');
     expect(lock).toContain('"node_modules/lru-cache"');
+  });
+
+  it('issue 8 item 17: the README says how to install from this repository, and its commands are the ones run here', () => {
+    const { lines, filters, tarballs } = installFromRepository();
+    const repository = readJson(join(root, 'packages/core/package.json')).repository?.url?.replace(/^git\+/, '');
+    expect(lines[0]).toBe(`git clone ${repository} && cd sluice`);
+    expect(filters.sort()).toEqual(['@sluice/core', '@sluice/memory']);
+    // The tarballs the README installs are the ones its pack command made, by name and version.
+    const made = readdirSync(join(scratch, 'tarballs'));
+    const expected = packages.filter((p) => filters.includes(p.manifest.name)).map((p) => `${p.manifest.name.replace('@', '').replace('/', '-')}-${p.manifest.version}.tgz`);
+    expect(tarballs.sort()).toEqual(expected.sort());
+    for (const file of tarballs) expect(made).toContain(file);
+    // Every tarball follows the naming the README gives: sluice-<package>-<version>.tgz.
+    expect(made.sort()).toEqual(packages.map((p) => `sluice-${p.manifest.name.split('/')[1]}-${p.manifest.version}.tgz`).sort());
+    expect(lines).toHaveLength(4);
   });
 
   it('has a quickstart and its expected output in the README', () => {

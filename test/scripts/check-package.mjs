@@ -3,14 +3,15 @@
 // `pnpm pack` (which rewrites workspace:^ to real ranges, as publishing does), then lints the tarball with
 // publint (strict: warnings fail) and @arethetypeswrong/cli (profile "strict": node10, node16 from CJS,
 // node16 from ESM and bundler resolution must all find correct types), plus the layout every sluice package
-// promises (ESM + CJS, types first, sideEffects false, only dist/ shipped). Exits 1 on any problem.
+// promises (ESM + CJS, types first, sideEffects false, only dist/ shipped besides README and LICENSE; repository,
+// homepage and bugs set). Exits 1 on any problem.
 // A package whose "." export is a plain { types, default } with no import/require conditions is ESM only and is
 // checked with attw's "esm-only" profile instead (node16 from CJS and node10 are then not expected to resolve).
 // Usage: from a package directory, `node <root>/test/scripts/check-package.mjs` (its `check:package` script).
 import { spawnSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, existsSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { dirname, join, resolve } from 'node:path';
+import { dirname, join, relative, resolve, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
@@ -110,4 +111,20 @@ function checkLayout(pkg, shippedFiles) {
   const allowed = /^(dist\/.+|package\.json|README\.md|LICENSE(\.md)?|CHANGELOG\.md)$/;
   for (const file of shippedFiles) if (!allowed.test(file)) problems.push(`unexpected file in tarball: ${file}`);
   if (!shippedFiles.includes('README.md')) problems.push('README.md is missing from the tarball (each package documents itself)');
+  if (!shippedFiles.includes('LICENSE')) problems.push('LICENSE is missing from the tarball (copy the root LICENSE into the package directory)');
+  checkLinks(pkg);
+}
+
+/** Where the package came from, for the npm website's sidebar: repository (with its directory), homepage, bugs. */
+function checkLinks(pkg) {
+  const repository = pkg.repository;
+  if (typeof repository !== 'object' || repository === null || typeof repository.url !== 'string') {
+    problems.push('"repository" must be an object { type, url, directory }');
+  } else {
+    const inRepo = relative(root, pkgDir).split(sep).join('/');
+    if (typeof repository.directory !== 'string') problems.push('"repository.directory" is missing (the package\'s folder in the repository)');
+    else if (!inRepo.startsWith('..') && repository.directory !== inRepo) problems.push(`"repository.directory" is "${repository.directory}", expected "${inRepo}"`);
+  }
+  if (typeof pkg.homepage !== 'string' || !pkg.homepage.startsWith('https://')) problems.push('"homepage" must be an https URL');
+  if (typeof pkg.bugs?.url !== 'string' || !pkg.bugs.url.startsWith('https://')) problems.push('"bugs.url" must be an https URL');
 }
