@@ -130,8 +130,9 @@ function exactRetry<P>(c: AlgorithmCase<P>): void {
       }),
       RUNS,
     );
-    // The property is vacuous unless the generator actually produces denials.
-    expect(denials).toBeGreaterThan(RUNS.numRuns);
+    // The property is vacuous unless the generator actually produces denials. With 120 cases, 8 runs gave 137 to 263
+    // denials per algorithm and one full-suite run 113; half a denial per case leaves room for an unlucky seed.
+    expect(denials).toBeGreaterThan(RUNS.numRuns / 2);
   }, 60_000);
 }
 
