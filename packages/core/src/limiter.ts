@@ -63,6 +63,8 @@ export interface Limiter {
   readonly name: string;
   readonly rules: readonly Rule[];
   readonly mode: LimiterMode;
+  /** The store this limiter decides on (adapters name it in their warnings). */
+  readonly store: Store;
   /** State of the circuit breaker in front of the store. */
   readonly circuit: CircuitState;
   /** Takes `cost` from every rule if all have room; otherwise takes nothing. */
@@ -103,7 +105,7 @@ export function createLimiter<S extends Store>(options: LimiterOptions<S>): S ex
 
 class LimiterImpl implements SyncLimiter {
   readonly name: string;
-  private readonly store: Store;
+  readonly store: Store;
   private readonly keyPrefix: string;
   private readonly clock: () => number;
   private readonly quota: LimiterOptions['quota'];

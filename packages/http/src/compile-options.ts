@@ -93,12 +93,9 @@ function compileEntry<R>(value: unknown, index: number): CompiledEntry<R> {
   };
 }
 
-/**
- * The class name of the store behind a limiter (`RedisStore`, `SqliteStore`), for messages only. The Limiter
- * interface does not expose its store; createLimiter's limiters keep it in a `store` field, read here defensively.
- */
+/** The class name of the store behind a limiter (`RedisStore`, `SqliteStore`), for messages only. */
 function storeName(limiter: Limiter): string | undefined {
-  const store = (limiter as { store?: unknown }).store;
+  const store: unknown = limiter.store;
   if (typeof store !== 'object' || store === null) return undefined;
   const name = (store as { constructor?: { name?: unknown } }).constructor?.name;
   return typeof name === 'string' && name !== '' && name !== 'Object' ? name : undefined;
