@@ -11,7 +11,7 @@ import {
   slidingWindowCounter,
   slidingWindowLog,
   tokenBucket,
-  type Mode,
+  type StepMode,
   type ResolvedRule,
   type Rule,
 } from '@sluice/core';
@@ -66,7 +66,7 @@ export interface Event {
   /** Milliseconds since the previous event; negative when the client clock went backwards. */
   readonly deltaMs: number;
   readonly cost: number;
-  readonly mode: Mode;
+  readonly mode: StepMode;
 }
 
 const delta = fc.oneof(
@@ -83,9 +83,9 @@ export function events(maxCost: number, minLength = 1): fc.Arbitrary<Event[]> {
     { weight: 3, arbitrary: fc.integer({ min: 1, max: maxCost + 3 }) },
   );
   const mode = fc.oneof(
-    { weight: 6, arbitrary: fc.constant<Mode>('consume') },
-    { weight: 1, arbitrary: fc.constant<Mode>('peek') },
-    { weight: 2, arbitrary: fc.constant<Mode>('refund') },
+    { weight: 6, arbitrary: fc.constant<StepMode>('consume') },
+    { weight: 1, arbitrary: fc.constant<StepMode>('peek') },
+    { weight: 2, arbitrary: fc.constant<StepMode>('refund') },
   );
   return fc.array(fc.record({ deltaMs: delta, cost, mode }), { minLength, maxLength: Math.max(40, minLength) });
 }

@@ -7,6 +7,7 @@ import { edgeTests } from './groups/edges.js';
 import { expiryTests } from './groups/expiry.js';
 import { identityTests } from './groups/identities.js';
 import { isolationTests } from './groups/isolation.js';
+import { modeTests } from './groups/modes.js';
 import { resetTests } from './groups/reset.js';
 import { vectorTests } from './groups/vectors.js';
 import { resolveOptions, type StoreConformanceOptions } from './options.js';
@@ -42,6 +43,7 @@ export function describeStoreConformance<S extends Store>(options: StoreConforma
     resetTests(get, inspect);
     identityTests(get, inspect);
     concurrencyTests(get);
+    modeTests(get, resolved.modes, clientClock);
     if (resolved.synchronous) {
       describe('the same vectors through limitSync, peekSync and refundSync', () => {
         vectorTests(get, clientClock, 'sync');

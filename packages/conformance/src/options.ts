@@ -28,6 +28,12 @@ export interface StoreConformanceOptions<S extends Store = Store> {
   capabilities?: {
     /** Every method answers without a promise, so limiters over it get `limitSync`. @default false */
     synchronous?: boolean;
+    /**
+     * The optional modes `limit` runs (`take`, `reserve`), as announced in `store.capabilities.operations`. Their
+     * vectors run for each one listed and are reported as skipped for the others, which must refuse them.
+     * @default []
+     */
+    modes?: ReadonlyArray<'take' | 'reserve'>;
   };
   /** Releases a store after use. @default store => store.close?.() */
   teardown?: (store: S) => void | Promise<void>;
@@ -55,6 +61,7 @@ export interface ResolvedOptions<S extends Store> {
   readonly createStore: () => S | Promise<S>;
   readonly clock: 'client' | 'store';
   readonly synchronous: boolean;
+  readonly modes: ReadonlyArray<'take' | 'reserve'>;
   readonly teardown: (store: S) => void | Promise<void>;
   readonly storeScope: 'test' | 'suite';
   readonly inspectKeys: StoreConformanceOptions<S>['inspectKeys'];
@@ -82,6 +89,10 @@ export function resolveOptions<S extends Store>(options: StoreConformanceOptions
   if (options.clock !== 'client' && options.clock !== 'store') fail(`clock must be 'client' or 'store', got ${show(options.clock)}`);
   const synchronous = options.capabilities?.synchronous ?? false;
   if (typeof synchronous !== 'boolean') fail(`capabilities.synchronous must be true or false, got ${show(synchronous)}`);
+  const modes = options.capabilities?.modes ?? [];
+  if (!Array.isArray(modes) || modes.some((m) => m !== 'take' && m !== 'reserve')) {
+    fail(`capabilities.modes must be an array of 'take' and 'reserve', got ${show(modes)}`);
+  }
   if (options.teardown !== undefined && typeof options.teardown !== 'function') fail(`teardown must be a function, got ${show(options.teardown)}`);
   const storeScope = options.storeScope ?? 'test';
   if (storeScope !== 'test' && storeScope !== 'suite') fail(`storeScope must be 'test' or 'suite', got ${show(storeScope)}`);
@@ -97,6 +108,7 @@ export function resolveOptions<S extends Store>(options: StoreConformanceOptions
     createStore: options.createStore,
     clock: options.clock,
     synchronous,
+    modes,
     teardown: options.teardown ?? ((store: S) => store.close?.()),
     storeScope,
     inspectKeys: options.inspectKeys,

@@ -15,7 +15,7 @@ export class ReferenceStore implements SyncStore {
   readonly capabilities: StoreCapabilities & { readonly synchronous: true } = {
     synchronous: true,
     clock: 'client',
-    operations: ['limit', 'reset'],
+    operations: ['limit', 'reset', 'take', 'reserve'],
   };
   private readonly data = new Map<string, Map<string, Slot>>();
 
@@ -26,11 +26,16 @@ export class ReferenceStore implements SyncStore {
       const slot = slots?.get(rule.id);
       return slot !== undefined && slot.expiresAt > now ? slot.state : undefined;
     });
-    const evaluation = evaluate(rules, states, now, request.cost, request.mode);
+    const evaluation = evaluate(rules, states, now, request.cost, request.mode, request.maxWaitMs);
     if (evaluation.writes !== undefined) {
       const target = slots ?? new Map<string, Slot>();
-      evaluation.writes.forEach((write, i) => target.set(rules[i]!.id, { state: write.state, expiresAt: now + write.ttlMs }));
-      this.data.set(key, target);
+      evaluation.writes.forEach((write, i) => {
+        // A state worth nothing (ttl <= 0) is deleted, as every executor does (see core's store.ts).
+        if (write.ttlMs > 0) target.set(rules[i]!.id, { state: write.state, expiresAt: now + write.ttlMs });
+        else target.delete(rules[i]!.id);
+      });
+      if (target.size > 0) this.data.set(key, target);
+      else this.data.delete(key);
     }
     return { now, outcomes: evaluation.outcomes };
   }

@@ -5,6 +5,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { NEEDS_MODE } from '../src/groups/modes.js';
 
 /**
  * A conformance suite that passes everything proves nothing. This runs the suite (through a nested vitest) against
@@ -32,6 +33,8 @@ const MUST_FAIL: Record<string, string[]> = {
   'ascii-keys': ['any Unicode identity gets its own state'],
   'not-atomic': ['in flight admit exactly 5 each'],
   'reports-wrong-time': ['seed: sliding window log', 'answers a raw request atomically'],
+  'take-all-or-nothing': ['take: a fixed window of 5 per minute grants what is left', 'take: compound rules grant the same number'],
+  'reserve-ignores-queue': ['reserve: a token bucket of 2 (1 per second) books 1 s apart'],
 };
 
 const here = dirname(fileURLToPath(import.meta.url));
@@ -100,6 +103,18 @@ describe('the conformance suite catches broken stores', () => {
         expect(suite(without).length).toBe(suite(withKeys).length);
       });
     }
+
+    it('issue 9: a store without take and reserve has exactly the mode vectors skipped (reported), and its refusal checked', () => {
+      const without = suite('mutant none, without modes');
+      const skipped = without.filter((a) => a.status !== 'passed');
+      expect(skipped.length).toBeGreaterThanOrEqual(6);
+      for (const a of skipped) expect([path(a), a.status]).toEqual([expect.stringMatching(/\(skipped: the store does not support (take|reserve)\)$/), 'skipped']);
+      const refusals = without.filter((a) => a.title.includes('refuses it with UNSUPPORTED_OPERATION'));
+      expect(refusals.map((a) => a.status)).toEqual(['passed', 'passed']);
+      const ran = suite('mutant none').filter((a) => a.ancestorTitles.some((t) => /^the (take|reserve) mode$/.test(t)));
+      expect(ran.map((a) => `${path(a)} ${NEEDS_MODE(a.ancestorTitles.includes('the take mode') ? 'take' : 'reserve')}`).sort()).toEqual(skipped.map(path).sort());
+      expect(ran.every((a) => a.status === 'passed')).toBe(true);
+    });
 
     it('store-clock expiry fails a key listing that is slow and finds nothing (no assertion skipped for a slow machine)', () => {
       const expiry = suite('mutant slow blind listing, async').filter((a) => a.ancestorTitles.includes('expiry'));

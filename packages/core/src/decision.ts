@@ -39,6 +39,13 @@ export interface Decision {
   readonly now: number;
   /** The store error behind a degraded decision. */
   readonly error?: unknown;
+  /** `take` only: units granted now, from 0 to the cost asked for (the same on every rule). */
+  readonly granted?: number;
+  /**
+   * `reserve` only: when the booked cost may start, epoch ms (wait `startAt − now`). On a denial, the start it
+   * would have had beyond `maxWaitMs`, or -1 when the cost can never fit.
+   */
+  readonly startAt?: number;
 }
 
 /** Folds per-rule outcomes into one decision: the strictest rule speaks for the request. */
@@ -57,7 +64,7 @@ export function decide(rules: readonly Rule[], outcomes: readonly RuleOutcome[],
   const chosen = outcomes[decider]!;
   const never = chosen.retryAt === NEVER && !allowed;
   const reports = outcomes.length === 1 ? [report(chosen, rules[0]!.windowMs)] : outcomes.map((o, i) => report(o, rules[i]!.windowMs));
-  return {
+  const decision: Decision = {
     allowed,
     reason: allowed ? 'ok' : never ? 'cost_exceeds_limit' : 'rate_limited',
     limit: chosen.limit,
@@ -69,6 +76,10 @@ export function decide(rules: readonly Rule[], outcomes: readonly RuleOutcome[],
     rules: reports,
     now,
   };
+  // take and reserve answers carry one value for the whole request, the same on every rule's outcome.
+  if (chosen.granted !== undefined) return { ...decision, granted: chosen.granted };
+  if (chosen.startAt !== undefined) return { ...decision, startAt: chosen.startAt };
+  return decision;
 }
 
 /** `decide` for one rule answered through a store's fast path: the same decision, field for field. */

@@ -1,5 +1,5 @@
 export { createLimiter } from './limiter.js';
-export type { Limiter, LimiterMode, LimiterOptions, LimitOptions, StoreErrorPolicy, SyncLimiter } from './limiter.js';
+export type { Limiter, LimiterMode, LimiterOptions, LimitOptions, ReserveOptions, StoreErrorPolicy, SyncLimiter, TakeOptions } from './limiter.js';
 export type { Decision, DecisionReason, RuleReport } from './decision.js';
 export { decide } from './decision.js';
 
@@ -16,27 +16,21 @@ export type { LeakyBucketOptions, LeakyBucketParams } from './algorithms/leaky-b
 export { gcra, gcraStep } from './algorithms/gcra.js';
 export type { GcraOptions, GcraParams } from './algorithms/gcra.js';
 
-export { NEVER, ceilDiv, newStepScratch } from './algorithm.js';
-export type { Mode, State, Step, StepInto, StepOutcome, StepScratch } from './algorithm.js';
+export { NEVER, ceilDiv, isStepMode, newStepScratch } from './algorithm.js';
+export type { Mode, State, Step, StepInto, StepMode, StepOutcome, StepScratch } from './algorithm.js';
 export { STEPS, evaluate, stepRule, stepRuleInto } from './rules.js';
 export type { AlgorithmName, Evaluation, ParamsByAlgorithm, ResolvedRule, Rule, RuleOutcome } from './rules.js';
 export type { RuleBaseOptions } from './rule-options.js';
 
 export { EXPIRY_GRACE_MS, decodeState, encodeState } from './store.js';
 export type {
-  LeaseRequest,
-  LeaseResult,
   LimitRequest,
   LimitResult,
-  ReserveRequest,
-  ReserveResult,
   RuleAnswer,
   Store,
   StoreCapabilities,
   StoreOperation,
   SyncStore,
-  TransferRequest,
-  TransferResult,
 } from './store.js';
 
 export { CircuitBreaker } from './circuit-breaker.js';

@@ -13,7 +13,7 @@ import {
   type StoreErrorPolicy,
 } from './failure-policy.js';
 import { MAX_VERBATIM_IDENTITY, hash32, identityKey } from './identity.js';
-import type { Mode } from './algorithm.js';
+import { NEVER, isStepMode, type Mode, type StepMode } from './algorithm.js';
 import type { ResolvedRule, Rule } from './rules.js';
 import type { LimitRequest, LimitResult, RuleAnswer, Store, SyncStore } from './store.js';
 import { rejectUnknownOptions, requireObject } from './validate.js';
@@ -59,6 +59,18 @@ export interface LimitOptions {
   cost?: number;
 }
 
+export interface TakeOptions {
+  /** Most units to take, a non-negative integer. @default 1 */
+  cost?: number;
+}
+
+export interface ReserveOptions {
+  /** Units to book, a non-negative integer. @default 1 */
+  cost?: number;
+  /** Longest wait accepted, ms, a non-negative integer: a booking that would start later is refused. */
+  maxWaitMs: number;
+}
+
 export interface Limiter {
   readonly name: string;
   readonly rules: readonly Rule[];
@@ -77,6 +89,20 @@ export interface Limiter {
   reset(identity: string): Promise<void>;
   /** Changes rules or mode at run time, validated like the constructor; counters are kept per rule id. */
   configure(changes: { rules?: Rule | readonly Rule[]; mode?: LimiterMode }): void;
+  /**
+   * Takes as many units as fit now, up to `cost`, from every rule alike; `granted` says how many (0 is an
+   * answer, not an error: `allowed` is false and `retryAfter` says when one unit fits). Needs a store that
+   * announces `take` (memory, SQLite); others reject with UNSUPPORTED_OPERATION.
+   * @example const { granted } = await limiter.take('tier:a', { cost: 50 });
+   */
+  take(identity: string, options?: TakeOptions): Promise<Decision>;
+  /**
+   * Books `cost` at the earliest time it fits on every rule, if that is within `maxWaitMs`; `startAt` says when
+   * to start (wait `startAt − now`). Later requests queue behind the booking. Denied (nothing booked) when the
+   * start is further away. Needs a store that announces `reserve` (memory, SQLite).
+   * @example const d = await limiter.reserve('api.example.com', { maxWaitMs: 5000 }); if (d.allowed) await sleep(d.startAt - d.now);
+   */
+  reserve(identity: string, options: ReserveOptions): Promise<Decision>;
 }
 
 /** A limiter over a synchronous store also answers without a promise. */
@@ -84,6 +110,8 @@ export interface SyncLimiter extends Limiter {
   limitSync(identity: string, options?: LimitOptions): Decision;
   peekSync(identity: string, options?: LimitOptions): Decision;
   refundSync(identity: string, options?: LimitOptions): Decision;
+  takeSync(identity: string, options?: TakeOptions): Decision;
+  reserveSync(identity: string, options: ReserveOptions): Decision;
 }
 
 const KNOWN = ['store', 'rules', 'name', 'prefix', 'clock', 'mode', 'quota', 'timeoutMs', 'onStoreError', 'circuitBreaker'];
@@ -262,8 +290,9 @@ class LimiterImpl implements SyncLimiter {
 
   private request(identity: string, options: LimitOptions | undefined, mode: Mode, rules: readonly Rule[]): LimitRequest {
     const key = this.keyFor(identity);
-    const cost = options === undefined ? 1 : readCost(options);
-    return { key, rules: hasStagger(rules) ? stagger(rules, identity) : rules, cost, mode: cost === 0 ? 'peek' : mode, now: this.now() };
+    const cost = options === undefined ? 1 : readCost(options, mode);
+    const request: LimitRequest = { key, rules: hasStagger(rules) ? stagger(rules, identity) : rules, cost, mode: cost === 0 && isStepMode(mode) ? 'peek' : mode, now: this.now() };
+    return mode === 'reserve' ? { ...request, maxWaitMs: (options as ReserveOptions).maxWaitMs } : request;
   }
 
   /**
@@ -282,7 +311,7 @@ class LimiterImpl implements SyncLimiter {
 
   private attempt(identity: string, options: LimitOptions | undefined, mode: Mode): Decision | Promise<Decision> {
     const rules = this.rulesFor(identity);
-    if (this.fastPath && rules.length === 1 && !rules[0]!.stagger) return this.one(identity, options, mode, rules, false);
+    if (this.fastPath && rules.length === 1 && !rules[0]!.stagger && isStepMode(mode)) return this.one(identity, options, mode, rules, false);
     const request = this.request(identity, options, mode, rules);
     if (this.currentMode === 'off') return disabled(rules, request.now);
     if (this.breaker !== undefined && !this.breaker.allowRequest(request.now)) {
@@ -331,7 +360,7 @@ class LimiterImpl implements SyncLimiter {
       );
     }
     const rules = this.rulesFor(identity);
-    if (this.fastPath && rules.length === 1 && !rules[0]!.stagger) return this.one(identity, options, mode, rules, true) as Decision;
+    if (this.fastPath && rules.length === 1 && !rules[0]!.stagger && isStepMode(mode)) return this.one(identity, options, mode, rules, true) as Decision;
     const request = this.request(identity, options, mode, rules);
     if (this.currentMode === 'off') return disabled(rules, request.now);
     let result: LimitResult;
@@ -362,12 +391,12 @@ class LimiterImpl implements SyncLimiter {
    * and the same failure handling as the general path, without the request, result and outcome objects (it
    * builds the request only if the store fails). Synchronous unless an asynchronous fallback store answers.
    */
-  private one(identity: string, options: LimitOptions | undefined, mode: Mode, rules: readonly Rule[], sync: boolean): Decision | Promise<Decision> {
+  private one(identity: string, options: LimitOptions | undefined, mode: StepMode, rules: readonly Rule[], sync: boolean): Decision | Promise<Decision> {
     const key = this.keyFor(identity);
-    const cost = options === undefined ? 1 : readCost(options);
+    const cost = options === undefined ? 1 : readCost(options, mode);
     const now = this.now();
     if (this.currentMode === 'off') return disabled(rules, now);
-    const effective: Mode = cost === 0 ? 'peek' : mode;
+    const effective: StepMode = cost === 0 ? 'peek' : mode;
     const rule = rules[0]!;
     const breaker = this.breaker;
     if (breaker !== undefined && !breaker.allowRequest(now)) {
@@ -414,6 +443,63 @@ class LimiterImpl implements SyncLimiter {
     // Shadow mode never refuses, not even when the store is down and the policy fails closed.
     return this.shaped(failOpenOrClosed(policy, rules, request.now, error));
   }
+
+  take(identity: string, options?: TakeOptions): Promise<Decision> {
+    try {
+      const cost = this.modeCost(options, 'take');
+      return this.run(identity, options, 'take').then((d) => withModeFields(d, 'take', cost));
+    } catch (error) {
+      return Promise.reject(error);
+    }
+  }
+
+  reserve(identity: string, options: ReserveOptions): Promise<Decision> {
+    try {
+      const cost = this.modeCost(options, 'reserve');
+      return this.run(identity, options, 'reserve').then((d) => withModeFields(d, 'reserve', cost));
+    } catch (error) {
+      return Promise.reject(error);
+    }
+  }
+
+  takeSync(identity: string, options?: TakeOptions): Decision {
+    const cost = this.modeCost(options, 'take');
+    return withModeFields(this.runSync(identity, options, 'take', 'takeSync'), 'take', cost);
+  }
+
+  reserveSync(identity: string, options: ReserveOptions): Decision {
+    const cost = this.modeCost(options, 'reserve');
+    return withModeFields(this.runSync(identity, options, 'reserve', 'reserveSync'), 'reserve', cost);
+  }
+
+  /** Refuses a mode the store does not announce (before anything is counted) and returns the validated cost. */
+  private modeCost(options: TakeOptions | ReserveOptions | undefined, mode: 'take' | 'reserve'): number {
+    if (!this.store.capabilities.operations.includes(mode)) {
+      throw new SluiceError(
+        'UNSUPPORTED_OPERATION',
+        `${mode}: the store does not support the ${mode} mode (its capabilities.operations lack '${mode}'); memoryStore() and sqliteStore() do`,
+      );
+    }
+    if (mode === 'reserve' && (typeof options !== 'object' || options === null)) {
+      throw new SluiceError('INVALID_OPTION', `reserve options must be an object such as { maxWaitMs: 1000 }, got ${describe(options)}`);
+    }
+    return options === undefined ? 1 : readCost(options, mode);
+  }
+}
+
+/**
+ * Fills `granted` / `startAt` on answers that did not come from the store's evaluation (limiter off, failure
+ * policy): an allowed answer grants the whole cost and starts now; a denied one grants nothing and starts when
+ * `retryAfter` says (-1 when never).
+ */
+function withModeFields(decision: Decision, mode: 'take' | 'reserve', cost: number): Decision {
+  if (mode === 'take') {
+    if (decision.granted !== undefined) return decision;
+    return { ...decision, granted: decision.allowed ? cost : 0 };
+  }
+  if (decision.startAt !== undefined) return decision;
+  const wait = decision.allowed ? 0 : decision.retryAfter;
+  return { ...decision, startAt: Number.isFinite(wait) ? decision.now + wait : NEVER };
 }
 
 function disabled(rules: readonly Rule[], now: number): Decision {
@@ -489,8 +575,9 @@ function checkRules(value: unknown, field: string): readonly Rule[] {
   return Object.freeze([...(list as Rule[])]);
 }
 
-function readCost(options: LimitOptions): number {
-  checkLimitOptions(options);
+function readCost(options: LimitOptions, mode: Mode): number {
+  checkLimitOptions(options, mode);
+  if (mode === 'reserve') checkMaxWait((options as ReserveOptions).maxWaitMs);
   const cost = options.cost;
   if (cost === undefined) return 1;
   if (!Number.isSafeInteger(cost) || cost < 0) {
@@ -500,13 +587,24 @@ function readCost(options: LimitOptions): number {
 }
 
 /** Per-call options: `limit(id, 5)` or `{ weight: 5 }` would otherwise silently cost 1. A for-in is cheap here. */
-function checkLimitOptions(options: LimitOptions): void {
+function checkLimitOptions(options: LimitOptions, mode: Mode): void {
   if (typeof options !== 'object' || options === null) {
     throw new SluiceError('INVALID_OPTION', `limit options must be an object such as { cost: 2 }, got ${describe(options)}`);
   }
   for (const key in options) {
-    if (key !== 'cost') {
-      throw new SluiceError('UNKNOWN_OPTION', `limit options: unknown option ${JSON.stringify(key)}; the accepted option is cost`);
+    if (key !== 'cost' && (key !== 'maxWaitMs' || mode !== 'reserve')) {
+      const accepted = mode === 'reserve' ? 'the accepted options are cost and maxWaitMs' : 'the accepted option is cost';
+      throw new SluiceError('UNKNOWN_OPTION', `${mode === 'consume' ? 'limit' : mode} options: unknown option ${JSON.stringify(key)}; ${accepted}`);
     }
+  }
+}
+
+/** reserve's maxWaitMs: required, whole milliseconds, at most 2^47 (the clock's own range). */
+function checkMaxWait(value: unknown): void {
+  if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < 0 || value > MAX_CLOCK_MS) {
+    throw new SluiceError(
+      'INVALID_OPTION',
+      `reserve options: maxWaitMs must be a whole number of milliseconds from 0 to ${MAX_CLOCK_MS}, got ${describe(value)}`,
+    );
   }
 }

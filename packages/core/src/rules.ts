@@ -1,10 +1,11 @@
-import type { Mode, State, Step, StepInto, StepOutcome, StepScratch } from './algorithm.js';
+import { isStepMode, type Mode, type State, type Step, type StepInto, type StepMode, type StepOutcome, type StepScratch } from './algorithm.js';
 import { fixedWindowStep, type FixedWindowParams } from './algorithms/fixed-window.js';
 import { gcraStep, type GcraParams } from './algorithms/gcra.js';
 import { leakyBucketStep, type LeakyBucketParams } from './algorithms/leaky-bucket.js';
 import { slidingWindowCounterStep, type SlidingWindowCounterParams } from './algorithms/sliding-window-counter.js';
 import { slidingWindowLogStep, type SlidingWindowLogParams } from './algorithms/sliding-window-log.js';
 import { tokenBucketInto, tokenBucketStep, type TokenBucketParams } from './algorithms/token-bucket.js';
+import { reserveEvaluation, takeEvaluation } from './modes.js';
 
 export interface ParamsByAlgorithm {
   'fixed-window': FixedWindowParams;
@@ -45,7 +46,7 @@ export const STEPS: { readonly [A in AlgorithmName]: Step<ParamsByAlgorithm[A]> 
   gcra: gcraStep,
 };
 
-export function stepRule(rule: ResolvedRule, state: State | undefined, now: number, cost: number, mode: Mode): StepOutcome {
+export function stepRule(rule: ResolvedRule, state: State | undefined, now: number, cost: number, mode: StepMode): StepOutcome {
   return (STEPS[rule.algorithm] as Step<ResolvedRule['params']>)(state, now, cost, mode, rule.params);
 }
 
@@ -58,7 +59,7 @@ const STEPS_INTO: { readonly [A in AlgorithmName]?: StepInto<ParamsByAlgorithm[A
  * `stepRule` writing its outcome into `out` (same values), for in-process executors that decide per call
  * without allocating. `out.next` is overwritten: copy it before the next call if it must be kept.
  */
-export function stepRuleInto(rule: ResolvedRule, state: State | undefined, now: number, cost: number, mode: Mode, out: StepScratch): void {
+export function stepRuleInto(rule: ResolvedRule, state: State | undefined, now: number, cost: number, mode: StepMode, out: StepScratch): void {
   const into = STEPS_INTO[rule.algorithm] as StepInto<ResolvedRule['params']> | undefined;
   if (into !== undefined) {
     into(state, now, cost, mode, rule.params, out);
@@ -84,6 +85,13 @@ export interface RuleOutcome {
   readonly resetAt: number;
   /** Earliest time the same cost passes this rule; `now` when allowed, -1 when never. */
   readonly retryAt: number;
+  /** `take` only: units granted, the same on every rule of the request (0 when none fit). */
+  readonly granted?: number;
+  /**
+   * `reserve` only: when the booked cost starts, epoch ms, the same on every rule. When the request is denied,
+   * the start it would have had (beyond `maxWaitMs`), or -1 when the cost can never fit.
+   */
+  readonly startAt?: number;
 }
 
 /** The result of running every rule of a request against the states read for it. */
@@ -97,7 +105,8 @@ export interface Evaluation {
 /**
  * Runs a compound request all-or-nothing: every rule is stepped; if any denies, nothing is consumed from any
  * rule and the outcomes report the state as it was. This is the reference that every store executor
- * (memory, SQLite, the Lua scripts) must match.
+ * (memory, SQLite, the Lua scripts) must match. `take` and `reserve` are defined here, on top of the steps
+ * (see modes.ts); `maxWaitMs` is read by `reserve` only.
  */
 export function evaluate(
   rules: readonly ResolvedRule[],
@@ -105,7 +114,11 @@ export function evaluate(
   now: number,
   cost: number,
   mode: Mode,
+  maxWaitMs = 0,
 ): Evaluation {
+  if (!isStepMode(mode)) {
+    return mode === 'take' ? takeEvaluation(rules, states, now, cost) : reserveEvaluation(rules, states, now, cost, maxWaitMs);
+  }
   if (rules.length === 1) return evaluateOne(rules[0]!, states[0], now, cost, mode);
   const steps: StepOutcome[] = [];
   let allowed = true;
@@ -133,7 +146,7 @@ export function evaluate(
 }
 
 /** `evaluate` for a single rule (the common case), without the intermediate arrays: same answers, same writes. */
-function evaluateOne(rule: ResolvedRule, state: State | undefined, now: number, cost: number, mode: Mode): Evaluation {
+function evaluateOne(rule: ResolvedRule, state: State | undefined, now: number, cost: number, mode: StepMode): Evaluation {
   const step = stepRule(rule, state, now, cost, mode);
   const outcome: RuleOutcome = {
     id: rule.id,

@@ -8,21 +8,22 @@
  * Keys: the limiter passes a base key `prefix:limiter:{identity}`; the store adds `:ruleId` per rule (or keeps
  * one record per base key). The braces are a Redis Cluster hash tag: all keys of one identity share one slot.
  *
- * Growth without breaking changes: operations beyond `limit` and `reset` are optional methods, announced in
- * `capabilities.operations`. Core checks the announcement before calling and raises UNSUPPORTED_OPERATION
- * otherwise, so a store written today keeps working when new operations arrive.
+ * Modes: every request carries a `mode`. `consume`, `peek` and `refund` are required of every store; `take` and
+ * `reserve` (defined in core's `evaluate()`) are announced in `capabilities.operations`, and the limiter refuses
+ * them with UNSUPPORTED_OPERATION before calling a store that does not announce them.
  */
-import type { Mode, State } from './algorithm.js';
+import type { Mode, StepMode, State } from './algorithm.js';
 import type { ResolvedRule, RuleOutcome } from './rules.js';
 
-export type StoreOperation = 'limit' | 'reset' | 'lease' | 'reserve' | 'transfer';
+/** `limit` and `reset` are required; `take` and `reserve` name the optional modes of `limit`. */
+export type StoreOperation = 'limit' | 'reset' | 'take' | 'reserve';
 
 export interface StoreCapabilities {
   /** True when every method returns its result directly, never a promise. Enables `limitSync`. */
   readonly synchronous: boolean;
   /** `client`: the store uses `request.now`. `store`: it reads its own clock (Redis `TIME`) and ignores it. */
   readonly clock: 'client' | 'store';
-  /** The operations implemented. `limit` and `reset` are required. */
+  /** The operations implemented. `limit` and `reset` are required; `take` and `reserve` when `limit` runs those modes. */
   readonly operations: readonly StoreOperation[];
 }
 
@@ -36,12 +37,14 @@ export interface LimitRequest {
   readonly mode: Mode;
   /** The limiter's clock, epoch ms. Used by `clock: 'client'` stores. */
   readonly now: number;
+  /** `reserve` only: the longest wait, ms, a booking may start after `now`; a non-negative integer. */
+  readonly maxWaitMs?: number;
 }
 
 export interface LimitResult {
   /** The time the decision was made at (the store's own for `clock: 'store'`), epoch ms. */
   readonly now: number;
-  /** One outcome per rule, in request order. */
+  /** One outcome per rule, in request order (for `take` and `reserve`, each carries `granted` or `startAt`). */
   readonly outcomes: readonly RuleOutcome[];
 }
 
@@ -52,47 +55,6 @@ export interface RuleAnswer {
   resetAt: number;
   /** Earliest time the same cost passes; `now` when allowed, -1 (NEVER) when never. */
   retryAt: number;
-}
-
-/** Future: a concurrency lease, held until released or until `ttlMs` passes (a crashed holder frees its slot). */
-export interface LeaseRequest {
-  readonly key: string;
-  readonly action: 'acquire' | 'release';
-  readonly leaseId: string;
-  readonly limit: number;
-  readonly ttlMs: number;
-  readonly now: number;
-}
-
-export interface LeaseResult {
-  readonly acquired: boolean;
-  readonly active: number;
-  readonly now: number;
-}
-
-/** Future: book capacity ahead and learn when the caller may proceed (shaping instead of rejecting). */
-export interface ReserveRequest extends LimitRequest {
-  /** Refuse rather than book a slot further away than this. */
-  readonly maxWaitMs: number;
-}
-
-export interface ReserveResult extends LimitResult {
-  readonly reserved: boolean;
-  /** When the caller may proceed, epoch ms. */
-  readonly startAt: number;
-}
-
-/** Future: the local tier takes up to `take` units (or returns `give` units) in one call and learns what it got. */
-export interface TransferRequest {
-  readonly key: string;
-  readonly rules: readonly ResolvedRule[];
-  readonly take: number;
-  readonly give: number;
-  readonly now: number;
-}
-
-export interface TransferResult extends LimitResult {
-  readonly granted: number;
 }
 
 export interface Store {
@@ -107,12 +69,9 @@ export interface Store {
    * included. The limiter calls it for single-rule decisions when present (and `limit` otherwise); a failure
    * throws as `limit` would. Not an announced operation: it is an optimisation of `limit`, not a new ability.
    */
-  limitOne?(key: string, rule: ResolvedRule, cost: number, mode: Mode, now: number, out: RuleAnswer): void;
+  limitOne?(key: string, rule: ResolvedRule, cost: number, mode: StepMode, now: number, out: RuleAnswer): void;
   /** Releases what the store opened itself (never the client the user passed in). */
   close?(): void | Promise<void>;
-  lease?(request: LeaseRequest): LeaseResult | Promise<LeaseResult>;
-  reserve?(request: ReserveRequest): ReserveResult | Promise<ReserveResult>;
-  transfer?(request: TransferRequest): TransferResult | Promise<TransferResult>;
 }
 
 /** A store that answers synchronously (memory, SQLite). Limiters over it get `limitSync`. */

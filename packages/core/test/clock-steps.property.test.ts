@@ -12,7 +12,7 @@
  */
 import fc from 'fast-check';
 import { describe, expect, test } from 'vitest';
-import { stepRule, type Mode, type ResolvedRule, type State } from '../src/index.js';
+import { stepRule, type ResolvedRule, type State, type StepMode } from '../src/index.js';
 import { PLAIN, forEachCase, slidingWindowCounterCase, type AlgorithmCase } from './support/cases.js';
 import { RUNS, T0, costArb, modeArb } from './support/scenario.js';
 
@@ -49,7 +49,7 @@ function scenario<P>(c: AlgorithmCase<P>) {
 }
 
 /** Plays events the way an executor does (expired records read as none; ttl <= 0 deletes), yielding each record kept. */
-function* records(rule: ResolvedRule, events: ReadonlyArray<{ move: number; cost: number; mode: Mode }>): Generator<Record> {
+function* records(rule: ResolvedRule, events: ReadonlyArray<{ move: number; cost: number; mode: StepMode }>): Generator<Record> {
   let now = T0;
   let record: Record | undefined;
   for (const event of events) {

@@ -2,7 +2,6 @@ import { fixedWindow, isSluiceError, tokenBucket, type LimitRequest, type Sluice
 import { describe, expect, it } from 'vitest';
 import type { TestContext } from '../context.js';
 
-const OPTIONAL = ['lease', 'reserve', 'transfer'] as const;
 
 export function capabilityTests(get: () => TestContext<Store>): void {
   describe('capabilities and the raw contract', () => {
@@ -15,10 +14,10 @@ export function capabilityTests(get: () => TestContext<Store>): void {
       expect(capabilities.operations).toContain('reset');
       expect(typeof store.limit).toBe('function');
       expect(typeof store.reset).toBe('function');
-      for (const operation of OPTIONAL) {
-        if (capabilities.operations.includes(operation)) {
-          expect(typeof store[operation], `capabilities announce ${operation}, so store.${operation} must be a method`).toBe('function');
-        }
+      for (const mode of ['take', 'reserve'] as const) {
+        expect(capabilities.operations.includes(mode), `store.capabilities.operations must list '${mode}' exactly when the suite option capabilities.modes does`).toBe(
+          options.modes.includes(mode),
+        );
       }
     });
 

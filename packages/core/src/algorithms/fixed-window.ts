@@ -5,7 +5,7 @@
  * identity so a whole fleet of clients does not reset at the same instant.
  * State: [windowStart, count].
  */
-import { NEVER, type Mode, type State, type StepOutcome } from '../algorithm.js';
+import { NEVER, type StepMode, type State, type StepOutcome } from '../algorithm.js';
 import type { Duration } from '../duration.js';
 import { SluiceError, describe } from '../errors.js';
 import { readRuleOptions, type RuleBaseOptions } from '../rule-options.js';
@@ -23,7 +23,7 @@ export function fixedWindowStep(
   state: State | undefined,
   now: number,
   cost: number,
-  mode: Mode,
+  mode: StepMode,
   params: FixedWindowParams,
 ): StepOutcome {
   const { limit, windowMs, offsetMs } = params;

@@ -9,7 +9,7 @@
  * one per millisecond lose nothing. Memory: three integers per identity. State: [tatMs, tatRemainder, limit]; a
  * rule changed at run time (same id) keeps its TAT, the remainder rescaled to the new limit (rounded up).
  */
-import { NEVER, ceilDiv, rescale, type Mode, type State, type StepOutcome } from '../algorithm.js';
+import { NEVER, ceilDiv, rescale, type StepMode, type State, type StepOutcome } from '../algorithm.js';
 import type { Duration } from '../duration.js';
 import { readRuleOptions, type RuleBaseOptions } from '../rule-options.js';
 import type { Rule } from '../rules.js';
@@ -21,7 +21,7 @@ export interface GcraParams {
   readonly burst: number;
 }
 
-export function gcraStep(state: State | undefined, now: number, cost: number, mode: Mode, params: GcraParams): StepOutcome {
+export function gcraStep(state: State | undefined, now: number, cost: number, mode: StepMode, params: GcraParams): StepOutcome {
   const { limit, periodMs, burst } = params;
   // Everything below is in units of 1/limit ms, where one unit of cost is exactly periodMs long.
   const tolerance = burst * periodMs;

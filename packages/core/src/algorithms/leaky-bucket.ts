@@ -8,7 +8,7 @@
  * State: [level × intervalMs, lastMs, intervalMs]. A rule changed at run time (same id) keeps its level in units,
  * rescaled to a new interval (rounded up: never less queued than there was).
  */
-import { NEVER, approach, ceilDiv, rescale, type Mode, type State, type StepOutcome } from '../algorithm.js';
+import { NEVER, approach, ceilDiv, rescale, type StepMode, type State, type StepOutcome } from '../algorithm.js';
 import type { Duration } from '../duration.js';
 import { readRuleOptions, type RuleBaseOptions } from '../rule-options.js';
 import type { Rule } from '../rules.js';
@@ -24,7 +24,7 @@ export function leakyBucketStep(
   state: State | undefined,
   now: number,
   cost: number,
-  mode: Mode,
+  mode: StepMode,
   params: LeakyBucketParams,
 ): StepOutcome {
   const { capacity, leakRate, intervalMs } = params;

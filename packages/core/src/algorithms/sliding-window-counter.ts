@@ -6,7 +6,7 @@
  * worst case admits up to 2 × limit in one sliding window (everything at the very end of the previous window).
  * Memory: three integers per identity. State: [windowStart, previous, current].
  */
-import { NEVER, type Mode, type State, type StepOutcome } from '../algorithm.js';
+import { NEVER, type StepMode, type State, type StepOutcome } from '../algorithm.js';
 import type { Duration } from '../duration.js';
 import { readRuleOptions, type RuleBaseOptions } from '../rule-options.js';
 import type { Rule } from '../rules.js';
@@ -27,7 +27,7 @@ export function slidingWindowCounterStep(
   state: State | undefined,
   now: number,
   cost: number,
-  mode: Mode,
+  mode: StepMode,
   params: SlidingWindowCounterParams,
 ): StepOutcome {
   const { limit, windowMs } = params;

@@ -5,7 +5,7 @@
  * Denied requests are not logged, so a client that keeps hammering is admitted again as soon as its old
  * requests leave the window. State: [t1, c1, t2, c2, ...], ascending by time, one entry per millisecond.
  */
-import { NEVER, type Mode, type State, type StepOutcome } from '../algorithm.js';
+import { NEVER, type StepMode, type State, type StepOutcome } from '../algorithm.js';
 import type { Duration } from '../duration.js';
 import { readRuleOptions, type RuleBaseOptions } from '../rule-options.js';
 import type { Rule } from '../rules.js';
@@ -20,7 +20,7 @@ export function slidingWindowLogStep(
   state: State | undefined,
   now: number,
   cost: number,
-  mode: Mode,
+  mode: StepMode,
   params: SlidingWindowLogParams,
 ): StepOutcome {
   const { limit, windowMs } = params;

@@ -12,7 +12,7 @@
  * interval, rounded down; clamped to a new capacity); the interval refill counts the new interval's refill
  * instants after the last decision.
  */
-import { NEVER, approach, ceilDiv, newStepScratch, rescale, setPair, setTriple, type Mode, type State, type StepOutcome, type StepScratch } from '../algorithm.js';
+import { NEVER, approach, ceilDiv, newStepScratch, rescale, setPair, setTriple, type StepMode, type State, type StepOutcome, type StepScratch } from '../algorithm.js';
 import type { Duration } from '../duration.js';
 import { SluiceError, describe } from '../errors.js';
 import { readRuleOptions, type RuleBaseOptions } from '../rule-options.js';
@@ -31,7 +31,7 @@ export function tokenBucketStep(
   state: State | undefined,
   now: number,
   cost: number,
-  mode: Mode,
+  mode: StepMode,
   params: TokenBucketParams,
 ): StepOutcome {
   const out = newStepScratch();
@@ -44,7 +44,7 @@ export function tokenBucketInto(
   state: State | undefined,
   now: number,
   cost: number,
-  mode: Mode,
+  mode: StepMode,
   params: TokenBucketParams,
   out: StepScratch,
 ): void {
@@ -52,7 +52,7 @@ export function tokenBucketInto(
   else smoothStep(state, now, cost, mode, params, out);
 }
 
-function smoothStep(state: State | undefined, now: number, cost: number, mode: Mode, p: TokenBucketParams, out: StepScratch): void {
+function smoothStep(state: State | undefined, now: number, cost: number, mode: StepMode, p: TokenBucketParams, out: StepScratch): void {
   // Levels are kept in scaled units (tokens × intervalMs) so that refill per millisecond is the integer refillRate.
   const full = p.capacity * p.intervalMs;
   let level = full;
@@ -82,7 +82,7 @@ function smoothStep(state: State | undefined, now: number, cost: number, mode: M
   out.ttlMs = resetAt - now;
 }
 
-function intervalStep(state: State | undefined, now: number, cost: number, mode: Mode, p: TokenBucketParams, out: StepScratch): void {
+function intervalStep(state: State | undefined, now: number, cost: number, mode: StepMode, p: TokenBucketParams, out: StepScratch): void {
   let tick = Math.floor(now / p.intervalMs);
   let tokens = p.capacity;
   let last = now;

@@ -7,7 +7,7 @@ import {
   stepRuleInto,
   type LimitRequest,
   type LimitResult,
-  type Mode,
+  type StepMode,
   type ResolvedRule,
   type RuleAnswer,
   type RuleOutcome,
@@ -70,7 +70,7 @@ export class MemoryStore implements SyncStore {
   readonly capabilities: StoreCapabilities & { readonly synchronous: true } = {
     synchronous: true,
     clock: 'client',
-    operations: ['limit', 'reset'],
+    operations: ['limit', 'reset', 'take', 'reserve'],
   };
   private readonly cache: Lru<Slot>;
   private writes = 0;
@@ -110,11 +110,12 @@ export class MemoryStore implements SyncStore {
   }
 
   limit(request: LimitRequest): LimitResult {
-    const { key, rules, now } = request;
-    if (rules.length === 1) {
+    const { key, rules, now, mode } = request;
+    // take and reserve go through evaluate() below; the single-rule fast path serves the step modes.
+    if (rules.length === 1 && (mode === 'consume' || mode === 'peek' || mode === 'refund')) {
       const rule = rules[0]!;
       const answer = this.answer;
-      this.limitOne(key, rule, request.cost, request.mode, now, answer);
+      this.limitOne(key, rule, request.cost, mode, now, answer);
       const outcome: RuleOutcome = {
         id: rule.id,
         allowed: answer.allowed,
@@ -128,7 +129,7 @@ export class MemoryStore implements SyncStore {
     const first = this.cache.get(key);
     const states: Array<State | undefined> = new Array(rules.length);
     for (let i = 0; i < rules.length; i++) states[i] = first === undefined ? undefined : read(first, rules[i]!.id, now);
-    const evaluation = evaluate(rules, states, now, request.cost, request.mode);
+    const evaluation = evaluate(rules, states, now, request.cost, mode, request.maxWaitMs);
     const writes = evaluation.writes;
     if (writes !== undefined) {
       let head = first;
@@ -149,7 +150,7 @@ export class MemoryStore implements SyncStore {
    * write when consume was allowed or on refund, never for cost 0), with the step written into a reused scratch
    * and the state copied into the slot's own array: no allocation once an identity is tracked.
    */
-  limitOne(key: string, rule: ResolvedRule, cost: number, mode: Mode, now: number, out: RuleAnswer): void {
+  limitOne(key: string, rule: ResolvedRule, cost: number, mode: StepMode, now: number, out: RuleAnswer): void {
     const first = this.cache.get(key);
     let slot = first;
     while (slot !== undefined && slot.id !== rule.id) slot = slot.next;

@@ -188,7 +188,7 @@ describe('memoryStore: option validation', () => {
   });
 
   it('accepts no options, and the smallest bound', () => {
-    expect(memoryStore().capabilities).toEqual({ synchronous: true, clock: 'client', operations: ['limit', 'reset'] });
+    expect(memoryStore().capabilities).toEqual({ synchronous: true, clock: 'client', operations: ['limit', 'reset', 'take', 'reserve'] });
     const tiny = memoryStore({ maxKeys: 1 });
     const limiter = createLimiter({ store: tiny, rules: fixedWindow({ limit: 1, window: '1h' }), clock: () => T0 });
     limiter.limitSync('a');

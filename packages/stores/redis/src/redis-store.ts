@@ -1,8 +1,7 @@
 import { SluiceError, type LimitRequest, type LimitResult, type Store, type StoreCapabilities } from '@sluice/core';
 import { Command, type Cluster, type Redis } from 'ioredis';
 import { ConnectionGate, type GatedClient } from './connection-gate.js';
-import { LimitBatcher } from './scripts/batcher.js';
-import { LIMIT_FUNCTION, LIMIT_LIBRARY, LIMIT_SCRIPT, LIMIT_SCRIPT_SHA1 } from './scripts/limit-script.js';
+import { LIMIT_FUNCTION, LIMIT_LIBRARY, LIMIT_SCRIPT, LIMIT_SCRIPT_SHA1, LimitBatcher } from '@sluice/redis-script';
 
 export interface RedisStoreOptions {
   /**
@@ -128,6 +127,12 @@ export class RedisStore implements Store {
   }
 
   limit(request: LimitRequest): Promise<LimitResult> {
+    if (request.mode === 'take' || request.mode === 'reserve') {
+      // Until the script carries these modes (capabilities.operations lacks them, so limiters refuse them first).
+      return Promise.reject(
+        new SluiceError('UNSUPPORTED_OPERATION', `redisStore: the ${request.mode} mode is not supported by this store yet; use memoryStore() or sqliteStore() for take and reserve`),
+      );
+    }
     return this.batcher.limit(request);
   }
 

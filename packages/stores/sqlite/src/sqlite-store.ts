@@ -37,7 +37,7 @@ export class SqliteStore implements SyncStore {
   readonly capabilities: StoreCapabilities & { readonly synchronous: true } = {
     synchronous: true,
     clock: 'client',
-    operations: ['limit', 'reset'],
+    operations: ['limit', 'reset', 'take', 'reserve'],
   };
   /** The state table's name. */
   readonly table: string;
@@ -134,7 +134,7 @@ export class SqliteStore implements SyncStore {
   /** Reads, evaluates and (in a write transaction) writes one request. */
   private run(request: LimitRequest): LimitResult {
     const { key, rules, now } = request;
-    const evaluation = evaluate(rules, this.read(key, rules, now), now, request.cost, request.mode);
+    const evaluation = evaluate(rules, this.read(key, rules, now), now, request.cost, request.mode, request.maxWaitMs);
     if (evaluation.writes !== undefined) {
       for (let i = 0; i < rules.length; i++) {
         const { state, ttlMs } = evaluation.writes[i]!;

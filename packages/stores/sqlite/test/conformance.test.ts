@@ -22,7 +22,7 @@ describeStoreConformance<SqliteStore>({
     databases.get(store)?.close();
   },
   clock: 'client',
-  capabilities: { synchronous: true },
+  capabilities: { synchronous: true, modes: ['take', 'reserve'] },
   inspectKeys: ({ store, prefix, now }) =>
     (databases
       .get(store)!

@@ -1,5 +1,5 @@
 import { SluiceError, type LimitRequest, type LimitResult, type Store, type StoreCapabilities } from '@sluice/core';
-import { LimitBatcher } from '@sluice/redis/scripts';
+import { LimitBatcher } from '@sluice/redis-script';
 import { UPSTASH_LIMIT_SCRIPT, upstashLimitScriptSha1 } from './upstash-script.js';
 
 export interface UpstashStoreOptions {
@@ -98,6 +98,12 @@ export class UpstashStore implements Store {
   }
 
   limit(request: LimitRequest): Promise<LimitResult> {
+    if (request.mode === 'take' || request.mode === 'reserve') {
+      // Until the script carries these modes (capabilities.operations lacks them, so limiters refuse them first).
+      return Promise.reject(
+        new SluiceError('UNSUPPORTED_OPERATION', `upstashStore: the ${request.mode} mode is not supported by this store yet; use memoryStore() or sqliteStore() for take and reserve`),
+      );
+    }
     return this.batcher.limit(request);
   }
 

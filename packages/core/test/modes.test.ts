@@ -1,0 +1,85 @@
+/**
+ * The limiter's take and reserve methods (issue 9): what they return, how they validate, and that a store which
+ * does not announce a mode is refused before anything is counted.
+ */
+import { describe, expect, test } from 'vitest';
+import { createLimiter, fixedWindow, tokenBucket, type StoreCapabilities, type SyncLimiter } from '../src/index.js';
+import { AsyncMapStore, MapStore } from './support/map-store.js';
+import { T0 } from './support/scenario.js';
+
+/** The map store announcing both modes (it runs core's evaluate, which defines them). */
+class ModeStore extends MapStore {
+  override readonly capabilities: StoreCapabilities & { readonly synchronous: true } = {
+    synchronous: true,
+    clock: 'client',
+    operations: ['limit', 'reset', 'take', 'reserve'],
+  };
+}
+
+function limiterOn(store: MapStore, now: { t: number }): SyncLimiter {
+  return createLimiter({ store, rules: tokenBucket({ id: 'tb', capacity: 3, refillRate: 1, interval: '1s' }), clock: () => now.t });
+}
+
+describe('limiter.take and limiter.reserve', () => {
+  test('take grants up to the cost and says how many; 0 granted is a denial with the wait for one unit', async () => {
+    const now = { t: T0 };
+    const limiter = limiterOn(new ModeStore(), now);
+    expect(await limiter.take('a', { cost: 2 })).toMatchObject({ allowed: true, granted: 2, remaining: 1 });
+    expect(limiter.takeSync('a', { cost: 5 })).toMatchObject({ allowed: true, granted: 1, remaining: 0 });
+    expect(limiter.takeSync('a', { cost: 5 })).toMatchObject({ allowed: false, granted: 0, reason: 'rate_limited', retryAfter: 1_000 });
+    expect(limiter.takeSync('a', { cost: 0 })).toMatchObject({ allowed: true, granted: 0 });
+    expect(limiter.takeSync('a')).toMatchObject({ allowed: false, granted: 0 });
+  });
+
+  test('reserve returns startAt, queues later requests behind the booking, and refuses beyond maxWaitMs', async () => {
+    const now = { t: T0 };
+    const limiter = limiterOn(new ModeStore(), now);
+    for (let i = 0; i < 3; i++) expect(limiter.reserveSync('a', { maxWaitMs: 0 })).toMatchObject({ allowed: true, startAt: T0 });
+    expect(await limiter.reserve('a', { maxWaitMs: 2_000 })).toMatchObject({ allowed: true, startAt: T0 + 1_000 });
+    expect(limiter.reserveSync('a', { cost: 2, maxWaitMs: 2_000 })).toMatchObject({ allowed: false, startAt: T0 + 3_000, retryAfter: 3_000 });
+    expect(limiter.limitSync('a')).toMatchObject({ allowed: false, retryAfter: 2_000 });
+    expect(limiter.reserveSync('a', { cost: 4, maxWaitMs: 1e9 })).toMatchObject({ allowed: false, reason: 'cost_exceeds_limit', startAt: -1 });
+  });
+
+  test('a store that does not announce a mode is refused with UNSUPPORTED_OPERATION naming the mode, and nothing is counted', async () => {
+    const store = new MapStore();
+    const limiter = limiterOn(store, { t: T0 });
+    await expect(limiter.take('a', { cost: 1 })).rejects.toMatchObject({ code: 'UNSUPPORTED_OPERATION', message: expect.stringContaining('take') });
+    expect(() => limiter.reserveSync('a', { maxWaitMs: 10 })).toThrow(expect.objectContaining({ code: 'UNSUPPORTED_OPERATION', message: expect.stringContaining('reserve') }));
+    expect(store.calls).toBe(0);
+    const remote = createLimiter({ store: new AsyncMapStore(), rules: fixedWindow({ limit: 1, window: '1s' }) });
+    await expect(remote.reserve('a', { maxWaitMs: 10 })).rejects.toMatchObject({ code: 'UNSUPPORTED_OPERATION' });
+  });
+
+  test('options are validated with errors naming the field', async () => {
+    const limiter = limiterOn(new ModeStore(), { t: T0 });
+    await expect(limiter.reserve('a', undefined as never)).rejects.toMatchObject({ code: 'INVALID_OPTION', message: expect.stringContaining('maxWaitMs') });
+    await expect(limiter.reserve('a', {} as never)).rejects.toMatchObject({ code: 'INVALID_OPTION', message: expect.stringContaining('maxWaitMs') });
+    for (const bad of [-1, 1.5, Number.NaN, Number.POSITIVE_INFINITY, '1s', 2 ** 48]) {
+      expect(() => limiter.reserveSync('a', { maxWaitMs: bad as number })).toThrow(/reserve options: maxWaitMs must be a whole number of milliseconds/);
+    }
+    expect(() => limiter.takeSync('a', { cost: -1 })).toThrow(expect.objectContaining({ code: 'INVALID_COST' }));
+    expect(() => limiter.takeSync('a', { cost: 1, maxWaitMs: 5 } as never)).toThrow(/take options: unknown option "maxWaitMs"; the accepted option is cost/);
+    expect(() => limiter.reserveSync('a', { maxWaitMs: 5, wait: 1 } as never)).toThrow(/accepted options are cost and maxWaitMs/);
+    // maxWaitMs belongs to reserve only: limit() still refuses it rather than ignore it.
+    expect(() => limiter.limitSync('a', { maxWaitMs: 5 } as never)).toThrow(/limit options: unknown option "maxWaitMs"/);
+  });
+
+  test('answers given without the store (limiter off, failure policy) still say granted and startAt', async () => {
+    const off = createLimiter({ store: new ModeStore(), rules: tokenBucket({ capacity: 2, refillRate: 1 }), mode: 'off', clock: () => T0 });
+    expect(off.takeSync('a', { cost: 5 })).toMatchObject({ allowed: true, reason: 'disabled', granted: 5 });
+    expect(off.reserveSync('a', { maxWaitMs: 0 })).toMatchObject({ allowed: true, startAt: T0 });
+    class Broken extends ModeStore {
+      override limit(): never {
+        throw new Error('down');
+      }
+    }
+    const denying = createLimiter({ store: new Broken(), rules: tokenBucket({ capacity: 2, refillRate: 1 }), onStoreError: 'deny', clock: () => T0 });
+    expect(denying.takeSync('a', { cost: 2 })).toMatchObject({ allowed: false, degraded: true, granted: 0 });
+    const refused = denying.reserveSync('a', { maxWaitMs: 0 });
+    expect(refused).toMatchObject({ allowed: false, degraded: true });
+    expect(refused.startAt).toBe(T0 + refused.retryAfter);
+    const allowing = createLimiter({ store: new Broken(), rules: tokenBucket({ capacity: 2, refillRate: 1 }), clock: () => T0 });
+    expect(allowing.reserveSync('a', { maxWaitMs: 0 })).toMatchObject({ allowed: true, degraded: true, startAt: T0 });
+  });
+});
