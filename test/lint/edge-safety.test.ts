@@ -16,6 +16,7 @@ const EDGE_SAFE_FILES = [
   'packages/core/src/edge-probe.ts',
   'packages/http/src/edge-probe.ts',
   'packages/stores/memory/src/edge-probe.ts',
+  'packages/stores/redis-script/src/edge-probe.ts',
   'packages/stores/upstash/src/edge-probe.ts',
   'packages/tiered/src/edge-probe.ts',
   'packages/frameworks/next/src/edge-probe.ts',

@@ -1,7 +1,7 @@
 import { defineConfig } from 'tsup';
 
 export default defineConfig({
-  // `scripts` is its own entry so that edge code (the Upstash store) can import the Lua without ioredis or Node.
+  // `scripts` re-exports @sluice/redis-script, which owns the Lua, for code that imported it from here.
   entry: { index: 'src/index.ts', scripts: 'src/scripts/index.ts' },
   format: ['esm', 'cjs'],
   dts: true,

@@ -7,7 +7,4 @@ export default defineConfig({
   clean: true,
   sourcemap: true,
   target: 'es2022',
-  // The Lua executor comes from @sluice/redis/scripts and is bundled in at build time, so installing this
-  // package never pulls @sluice/redis (and its ioredis peer) into an edge bundle or a serverless install.
-  noExternal: [/^@sluice\/redis(\/|$)/],
 });

@@ -4,7 +4,7 @@
  * so decisions for different identities run in parallel. The script touches no key outside KEYS, which is that
  * flag's rule. Its digest is computed once with WebCrypto (present in Node 20+, Deno, Bun and every edge runtime).
  */
-import { LIMIT_SCRIPT } from '@sluice/redis/scripts';
+import { LIMIT_SCRIPT } from '@sluice/redis-script';
 
 export const UPSTASH_FLAGS = ['allow-key-locking'] as const;
 

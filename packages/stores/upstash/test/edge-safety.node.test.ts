@@ -1,6 +1,7 @@
 /**
- * Edge safety of what a user's bundler sees: the built entry points import nothing but @sluice/core and use no
- * Node global. (ESLint bans the same in src; this checks the output, @sluice/redis/scripts bundled in.)
+ * Edge safety of what a user's bundler sees: the built entry points import nothing but @sluice/core and
+ * @sluice/redis-script (whose own tests check its build the same way) and use no Node global. (ESLint bans the
+ * same in src; this checks the output.)
  */
 import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
@@ -14,10 +15,10 @@ const built = (file: string) => readFileSync(fileURLToPath(new URL(`../dist/${fi
 describe.each(['index.js', 'index.cjs'])('dist/%s', (file) => {
   const code = built(file);
 
-  it('imports only @sluice/core', () => {
+  it('imports only @sluice/core and @sluice/redis-script', () => {
     const specifiers = [...code.matchAll(/(?:from\s+|require\()\s*["']([^"']+)["']/g)].map((m) => m[1]);
     expect(specifiers.length).toBeGreaterThan(0);
-    expect(new Set(specifiers)).toEqual(new Set(['@sluice/core']));
+    expect(new Set(specifiers)).toEqual(new Set(['@sluice/core', '@sluice/redis-script']));
   });
 
   it('touches no Node global (Buffer, process, __dirname)', () => {

@@ -6,7 +6,7 @@
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { Redis } from 'ioredis';
 import { fixedWindow, isSluiceError, type LimitRequest, type LimitResult } from '@sluice/core';
-import { LIMIT_SCRIPT, LIMIT_SCRIPT_SHA1, LimitBatcher, type ScriptCall } from '../src/scripts/index.js';
+import { LIMIT_SCRIPT, LIMIT_SCRIPT_SHA1, LimitBatcher, type ScriptCall } from '../src/index.js';
 import { startRedis, type RedisServer } from '../../../../test/harness/redis.js';
 
 let server: RedisServer;

@@ -1,0 +1,21 @@
+// Types of build/lua.mjs, for the tests that import it.
+export interface LineOrigin {
+  /** The .lua file, relative to the Lua directory (`steps/gcra.lua`). */
+  file: string;
+  /** Its 1-based line. */
+  line: number;
+}
+export interface Assembled {
+  script: string;
+  sha1: string;
+  functionName: string;
+  library: string;
+  maps: { script: LineOrigin[]; library: LineOrigin[] };
+}
+export const LUA_DIR: string;
+export const VIRTUAL_ID: string;
+export const STEPS: [code: string, file: string][];
+export function assemble(dir?: string): Assembled;
+export function virtualModule(dir?: string): string;
+export function esbuildLuaPlugin(): unknown;
+export function viteLuaPlugin(): unknown;

@@ -1,0 +1,133 @@
+// Build step for the Lua executor: reads src/lua/*.lua, assembles the EVAL script and the Redis Function library
+// from them, and computes the script's SHA-1 (node:crypto, at build time: nothing is hard-coded). tsup (esbuild)
+// and vitest (vite) both load the result as the virtual module `virtual:sluice-lua` through the plugins below,
+// and `pnpm lint` runs luacheck on the assembled texts (scripts/luacheck.mjs), reporting each warning at its line
+// in the .lua file it came from.
+//
+// Assembly: a line `-- #include <file>` is replaced by that file; `-- #include steps` (in prelude.lua) by one
+// `if code == '<code>' then` arm per file of steps/, indented into step_for's chain, in the order of STEPS.
+// `@VERSION@` is the first 12 hex digits of the script's SHA-1. A file's leading `---` lines document it in this
+// repository and are not shipped. Nothing else is rewritten, so what Redis runs is the files' text.
+import { createHash } from 'node:crypto';
+import { readFileSync, readdirSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+export const LUA_DIR = join(dirname(fileURLToPath(import.meta.url)), '..', 'src', 'lua');
+export const VIRTUAL_ID = 'virtual:sluice-lua';
+
+/** The spec code of each step (arguments.ts writes these codes) and its file in steps/, in dispatch order. */
+export const STEPS = [
+  ['fw', 'fixed-window'],
+  ['swl', 'sliding-window-log'],
+  ['swc', 'sliding-window-counter'],
+  ['tbs', 'token-bucket-smooth'],
+  ['tbi', 'token-bucket-interval'],
+  ['lb', 'leaky-bucket'],
+  ['gcra', 'gcra'],
+];
+
+/** A file's lines, each with where it came from, its `---` documentation header dropped. */
+function source(dir, name) {
+  const lines = readFileSync(join(dir, name), 'utf8').split('\n');
+  if (lines.at(-1) !== '') throw new Error(`${name} must end with a newline`);
+  lines.pop();
+  let first = 0;
+  while (first < lines.length && lines[first].startsWith('---')) first++;
+  return lines.slice(first).map((text, i) => ({ text, file: name, line: first + i + 1 }));
+}
+
+function expand(dir, name, seen = []) {
+  if (seen.includes(name)) throw new Error(`${[...seen, name].join(' -> ')}: circular #include`);
+  const out = [];
+  for (const entry of source(dir, name)) {
+    const include = /^\s*-- #include (\S+)$/.exec(entry.text);
+    if (include === null) out.push(entry);
+    else if (include[1] === 'steps') out.push(...stepChain(dir, entry));
+    else out.push(...expand(dir, include[1], [...seen, name]));
+  }
+  return out;
+}
+
+function stepChain(dir, at) {
+  const files = readdirSync(join(dir, 'steps')).filter((f) => f.endsWith('.lua')).sort();
+  const known = STEPS.map(([, file]) => `${file}.lua`).sort();
+  if (JSON.stringify(files) !== JSON.stringify(known)) {
+    throw new Error(`src/lua/steps holds ${files.join(', ')} but build/lua.mjs STEPS names ${known.join(', ')}: list each step once`);
+  }
+  const generated = (text) => ({ text, file: at.file, line: at.line });
+  const out = [];
+  STEPS.forEach(([code, file], i) => {
+    out.push(generated(`  ${i === 0 ? 'if' : 'elseif'} code == '${code}' then`));
+    for (const entry of source(dir, `steps/${file}.lua`)) out.push({ ...entry, text: entry.text === '' ? '' : `    ${entry.text}` });
+  });
+  out.push(generated('  else'), generated('    return nil'), generated('  end'));
+  return out;
+}
+
+const text = (lines) => lines.map((l) => `${l.text}\n`).join('');
+
+/**
+ * The EVAL script, the Function library and the names derived from the script's digest, each text with a line
+ * map (`map[i]` is where line i + 1 came from).
+ */
+export function assemble(dir = LUA_DIR) {
+  const scriptLines = expand(dir, 'script.lua');
+  const script = text(scriptLines);
+  const sha1 = createHash('sha1').update(script).digest('hex');
+  const version = sha1.slice(0, 12);
+  const libraryLines = expand(dir, 'library.lua').map((l) => ({ ...l, text: l.text.replaceAll('@VERSION@', version) }));
+  const library = text(libraryLines);
+  // The library binds the script's locals on its first call (see library.lua): both must name the same ones.
+  const locals = /^local (.+?) = (.+)$/.exec(scriptLines[0].text);
+  if (locals === null || !library.includes(`\nlocal ${locals[1]}\n`) || !library.includes(`\n  ${locals[1]} = ${locals[2]}\n`)) {
+    throw new Error('script.lua\'s first line (local names = standard functions) and library.lua\'s declaration and bind() must list the same names and functions');
+  }
+  return {
+    script,
+    sha1,
+    functionName: `sluice_limit_${version}`,
+    library,
+    maps: { script: scriptLines.map(({ file, line }) => ({ file, line })), library: libraryLines.map(({ file, line }) => ({ file, line })) },
+  };
+}
+
+/** The virtual module's source: the texts and names, no line maps. */
+export function virtualModule(dir = LUA_DIR) {
+  const { script, sha1, functionName, library } = assemble(dir);
+  return `export const script = ${JSON.stringify(script)};
+export const sha1 = ${JSON.stringify(sha1)};
+export const functionName = ${JSON.stringify(functionName)};
+export const library = ${JSON.stringify(library)};
+`;
+}
+
+/** Every .lua file the texts are built from (for watch mode and cache keys). */
+function luaFiles(dir = LUA_DIR) {
+  return [...readdirSync(dir).filter((f) => f.endsWith('.lua')), ...readdirSync(join(dir, 'steps')).map((f) => `steps/${f}`)].map((f) => join(dir, f));
+}
+
+/** esbuild (tsup) plugin serving `virtual:sluice-lua`. */
+export function esbuildLuaPlugin() {
+  return {
+    name: 'sluice-lua',
+    setup(build) {
+      build.onResolve({ filter: /^virtual:sluice-lua$/ }, () => ({ path: VIRTUAL_ID, namespace: 'sluice-lua' }));
+      build.onLoad({ filter: /.*/, namespace: 'sluice-lua' }, () => ({ contents: virtualModule(), loader: 'js', watchFiles: luaFiles() }));
+    },
+  };
+}
+
+/** vite (vitest) plugin serving `virtual:sluice-lua`. */
+export function viteLuaPlugin() {
+  const resolved = `\0${VIRTUAL_ID}`;
+  return {
+    name: 'sluice-lua',
+    resolveId: (id) => (id === VIRTUAL_ID ? resolved : undefined),
+    load(id) {
+      if (id !== resolved) return undefined;
+      for (const file of luaFiles()) this.addWatchFile(file);
+      return virtualModule();
+    },
+  };
+}

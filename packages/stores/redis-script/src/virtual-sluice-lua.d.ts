@@ -1,0 +1,11 @@
+/** Served at build time by build/lua.mjs (tsup and vitest plugins): the Lua of src/lua, assembled. */
+declare module 'virtual:sluice-lua' {
+  /** src/lua/script.lua with its includes: the EVAL script. */
+  export const script: string;
+  /** SHA-1 of `script`, hex. */
+  export const sha1: string;
+  /** `sluice_limit_` + the first 12 hex digits of `sha1`. */
+  export const functionName: string;
+  /** src/lua/library.lua with its includes: the Redis Function library defining `functionName`. */
+  export const library: string;
+}

@@ -1,0 +1,121 @@
+/**
+ * The Lua as files: the script and the Function library are src/lua assembled at build time, their names come
+ * from the script's own SHA-1 (computed, never written down), Redis agrees with that digest, and the build is
+ * as edge-safe as the source (the Upstash store ships it to edge runtimes).
+ */
+import { createHash } from 'node:crypto';
+import { cpSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { Redis } from 'ioredis';
+import { assemble, LUA_DIR, STEPS } from '../build/lua.mjs';
+import { CLIENT_CLOCK_EXPIRY_SLACK_MS, LIMIT_FUNCTION, LIMIT_LIBRARY, LIMIT_SCRIPT, LIMIT_SCRIPT_SHA1 } from '../src/index.js';
+import { startRedis, type RedisServer } from '../../../../test/harness/redis.js';
+
+const stepFiles = readdirSync(join(LUA_DIR, 'steps')).filter((f) => f.endsWith('.lua'));
+/** A .lua file as it ships: its leading `---` documentation lines dropped. */
+const shipped = (file: string) => readFileSync(join(LUA_DIR, file), 'utf8').replace(/^(?:---.*\n)+/, '');
+
+describe('the script is src/lua assembled', () => {
+  test('LIMIT_SCRIPT_SHA1 is the SHA-1 of LIMIT_SCRIPT, and the Function is named after it', () => {
+    expect(LIMIT_SCRIPT_SHA1).toBe(createHash('sha1').update(LIMIT_SCRIPT).digest('hex'));
+    expect(LIMIT_FUNCTION).toBe(`sluice_limit_${LIMIT_SCRIPT_SHA1.slice(0, 12)}`);
+    expect(LIMIT_LIBRARY.startsWith(`#!lua name=sluice_${LIMIT_SCRIPT_SHA1.slice(0, 12)}\n`)).toBe(true);
+    expect(LIMIT_LIBRARY.endsWith(`redis.register_function('${LIMIT_FUNCTION}', limit)\n`)).toBe(true);
+  });
+
+  test('what ships is the files: every step file, whole, with no include line, placeholder or doc header left', () => {
+    expect(stepFiles.length).toBe(STEPS.length);
+    for (const text of [LIMIT_SCRIPT, LIMIT_LIBRARY]) {
+      expect(text).not.toMatch(/-- #include|@VERSION@|^---/m);
+      for (const file of stepFiles) {
+        const body = shipped(`steps/${file}`)
+          .split('\n')
+          .map((line) => (line === '' ? line : `    ${line}`))
+          .join('\n');
+        expect(text, file).toContain(body);
+      }
+      expect(text).toContain(shipped('driver.lua'));
+    }
+    expect(assemble().script).toBe(LIMIT_SCRIPT);
+  });
+
+  test('the script and the Function share one text: the library is the script wrapped, its body the driver', () => {
+    const body = shipped('driver.lua');
+    expect(LIMIT_SCRIPT.endsWith(`\n${body}`)).toBe(true);
+    expect(LIMIT_LIBRARY).toContain(`if not floor then bind() end\n${body}end\n`);
+  });
+
+  test('the client-clock slack in the driver is CLIENT_CLOCK_EXPIRY_SLACK_MS', () => {
+    expect(LIMIT_SCRIPT).toContain(`slack = ${CLIENT_CLOCK_EXPIRY_SLACK_MS} -- CLIENT_CLOCK_EXPIRY_SLACK_MS`);
+  });
+
+  test('a step file that STEPS does not dispatch fails the build instead of being left out', () => {
+    const copy = mkdtempSync(join(tmpdir(), 'sluice-lua-'));
+    try {
+      cpSync(LUA_DIR, copy, { recursive: true });
+      writeFileSync(join(copy, 'steps', 'new-algorithm.lua'), 'f = function() end\n');
+      expect(() => assemble(copy)).toThrow(/steps holds .*new-algorithm\.lua.* but build\/lua\.mjs STEPS names/);
+      rmSync(join(copy, 'steps', 'new-algorithm.lua'));
+      rmSync(join(copy, 'steps', 'gcra.lua'));
+      expect(() => assemble(copy)).toThrow(/list each step once/);
+    } finally {
+      rmSync(copy, { recursive: true, force: true });
+    }
+  });
+
+  test('an edit to a .lua file changes the digest and the Function name (no stale hard-coded SHA)', () => {
+    const copy = mkdtempSync(join(tmpdir(), 'sluice-lua-'));
+    try {
+      cpSync(LUA_DIR, copy, { recursive: true });
+      writeFileSync(join(copy, 'driver.lua'), `${readFileSync(join(copy, 'driver.lua'), 'utf8')}-- edited\n`);
+      const edited = assemble(copy);
+      expect(edited.sha1).toBe(createHash('sha1').update(edited.script).digest('hex'));
+      expect(edited.sha1).not.toBe(LIMIT_SCRIPT_SHA1);
+      expect(edited.library).toContain(`'sluice_limit_${edited.sha1.slice(0, 12)}'`);
+    } finally {
+      rmSync(copy, { recursive: true, force: true });
+    }
+  });
+});
+
+describe('on a real redis-server', () => {
+  let server: RedisServer;
+  let client: Redis;
+
+  beforeAll(async () => {
+    server = await startRedis();
+    client = new Redis({ host: server.host, port: server.port });
+  });
+
+  afterAll(async () => {
+    client?.disconnect();
+    await server?.stop();
+  });
+
+  test('SCRIPT LOAD answers LIMIT_SCRIPT_SHA1, and FUNCTION LOAD registers LIMIT_FUNCTION', async () => {
+    expect(await client.script('LOAD', LIMIT_SCRIPT)).toBe(LIMIT_SCRIPT_SHA1);
+    expect(await client.function('LOAD', 'REPLACE', LIMIT_LIBRARY)).toBe(`sluice_${LIMIT_SCRIPT_SHA1.slice(0, 12)}`);
+    // One fixed-window decision (limit 2, window 1 s) on the client's clock, through the Function.
+    expect(await client.fcall(LIMIT_FUNCTION, 1, 'k:{a}:r', '@1000', '#fw 2 1000 0', '1')).toEqual([0, 1, 1, 2000, 1000]);
+  });
+});
+
+describe('the build (what the Upstash store ships to edge runtimes)', () => {
+  const built = (file: string) => readFileSync(fileURLToPath(new URL(`../dist/${file}`, import.meta.url)), 'utf8');
+
+  test.each(['index.js', 'index.cjs'])('dist/%s imports only @sluice/core and touches no Node global', (file) => {
+    const code = built(file);
+    const specifiers = [...code.matchAll(/(?:from\s+|require\()\s*["']([^"']+)["']/g)].map((m) => m[1]);
+    expect(new Set(specifiers)).toEqual(new Set(['@sluice/core']));
+    // The Lua is data (a string literal) and comments are not code.
+    const codeOnly = code.replace(/"(?:[^"\\]|\\.)*"/g, '""').replace(/^\s*\/\/.*$/gm, '');
+    expect(codeOnly).not.toMatch(/\bBuffer\b|\bprocess\.|\b__dirname\b|\bnode:/);
+  });
+
+  test('dist carries the digest the build computed', () => {
+    expect(built('index.js')).toContain(JSON.stringify(LIMIT_SCRIPT_SHA1));
+  });
+});
