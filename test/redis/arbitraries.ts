@@ -5,12 +5,14 @@
  */
 import fc from 'fast-check';
 import {
+  ALGORITHM_NAMES,
   fixedWindow,
   gcra,
   leakyBucket,
   slidingWindowCounter,
   slidingWindowLog,
   tokenBucket,
+  type AlgorithmName,
   type StepMode,
   type ResolvedRule,
   type Rule,
@@ -19,39 +21,79 @@ import {
 const small = fc.integer({ min: 1, max: 12 });
 const durationMs = fc.oneof(fc.integer({ min: 1, max: 50 }), fc.integer({ min: 51, max: 5_000 }), fc.constantFrom(1_000, 60_000, 86_400_000));
 
-export const ALGORITHMS = ['fixed-window', 'sliding-window-log', 'sliding-window-counter', 'token-bucket-smooth', 'token-bucket-interval', 'leaky-bucket', 'gcra'] as const;
-export type AlgorithmCase = (typeof ALGORITHMS)[number];
-
-export function ruleOf(algorithm: AlgorithmCase, id: string): fc.Arbitrary<ResolvedRule> {
-  switch (algorithm) {
-    case 'fixed-window':
-      return fc
+/**
+ * A generator of rules for every algorithm core names, one per variant the script runs as its own step (the token
+ * bucket's two refills). Keyed by core's AlgorithmName, so a new algorithm does not compile here until it has one.
+ */
+export const GENERATORS: { readonly [A in AlgorithmName]: Readonly<Record<string, (id: string) => fc.Arbitrary<ResolvedRule>>> } = {
+  'fixed-window': {
+    'fixed-window': (id) =>
+      fc
         .record({ limit: small, windowMs: durationMs, shift: fc.double({ min: 0, max: 0.999, noNaN: true }) })
         .map(({ limit, windowMs, shift }) => {
           const rule = fixedWindow({ id, limit, window: windowMs });
           // The limiter's stagger option sets offsetMs per identity; cover non-zero offsets directly.
           return { ...rule, params: { ...rule.params, offsetMs: Math.floor(shift * windowMs) } } as Rule;
-        });
-    case 'sliding-window-log':
-      return fc.record({ limit: small, windowMs: durationMs }).map(({ limit, windowMs }) => slidingWindowLog({ id, limit, window: windowMs }));
-    case 'sliding-window-counter':
-      return fc.record({ limit: small, windowMs: durationMs }).map(({ limit, windowMs }) => slidingWindowCounter({ id, limit, window: windowMs }));
-    case 'token-bucket-smooth':
-    case 'token-bucket-interval':
-      return fc
-        .record({ capacity: small, refillRate: fc.integer({ min: 1, max: 2_000 }), intervalMs: durationMs })
-        .map(({ capacity, refillRate, intervalMs }) =>
-          tokenBucket({ id, capacity, refillRate, interval: intervalMs, refill: algorithm === 'token-bucket-smooth' ? 'smooth' : 'interval' }),
-        );
-    case 'leaky-bucket':
-      return fc
+        }),
+  },
+  'sliding-window-log': {
+    'sliding-window-log': (id) =>
+      fc.record({ limit: small, windowMs: durationMs }).map(({ limit, windowMs }) => slidingWindowLog({ id, limit, window: windowMs })),
+  },
+  'sliding-window-counter': {
+    'sliding-window-counter': (id) =>
+      fc.record({ limit: small, windowMs: durationMs }).map(({ limit, windowMs }) => slidingWindowCounter({ id, limit, window: windowMs })),
+  },
+  'token-bucket': {
+    'token-bucket-smooth': (id) => tokenBuckets(id, 'smooth'),
+    'token-bucket-interval': (id) => tokenBuckets(id, 'interval'),
+  },
+  'leaky-bucket': {
+    'leaky-bucket': (id) =>
+      fc
         .record({ capacity: small, leakRate: fc.integer({ min: 1, max: 2_000 }), intervalMs: durationMs })
-        .map(({ capacity, leakRate, intervalMs }) => leakyBucket({ id, capacity, leakRate, interval: intervalMs }));
-    case 'gcra':
-      return fc
+        .map(({ capacity, leakRate, intervalMs }) => leakyBucket({ id, capacity, leakRate, interval: intervalMs })),
+  },
+  gcra: {
+    gcra: (id) =>
+      fc
         .record({ limit: fc.integer({ min: 1, max: 5_000 }), periodMs: durationMs, burst: fc.option(small, { nil: undefined }) })
-        .map(({ limit, periodMs, burst }) => gcra({ id, limit, period: periodMs, burst }));
+        .map(({ limit, periodMs, burst }) => gcra({ id, limit, period: periodMs, burst })),
+  },
+};
+
+function tokenBuckets(id: string, refill: 'smooth' | 'interval'): fc.Arbitrary<ResolvedRule> {
+  return fc
+    .record({ capacity: small, refillRate: fc.integer({ min: 1, max: 2_000 }), intervalMs: durationMs })
+    .map(({ capacity, refillRate, intervalMs }) => tokenBucket({ id, capacity, refillRate, interval: intervalMs, refill }));
+}
+
+/**
+ * The differential cases: every variant of every algorithm in core's ALGORITHM_NAMES, in its order. Derived, not
+ * listed, so an algorithm core adds cannot skip the JS-vs-Lua suites (test/redis/arbitraries.test.ts fails while
+ * it has no generator).
+ */
+export const ALGORITHMS: readonly string[] = differentialCases(ALGORITHM_NAMES, GENERATORS);
+
+/** The variants of every named algorithm; throws, naming it, for an algorithm without a generator. */
+export function differentialCases(names: readonly string[], generators: Readonly<Record<string, Readonly<Record<string, unknown>>>>): string[] {
+  return names.flatMap((name) => {
+    const variants = generators[name];
+    if (variants === undefined || Object.keys(variants).length === 0) {
+      throw new Error(`test/redis/arbitraries.ts: core's algorithm ${JSON.stringify(name)} has no rule generator in GENERATORS; add one`);
+    }
+    return Object.keys(variants);
+  });
+}
+export type AlgorithmCase = string;
+
+/** Rules of one differential case (a name in ALGORITHMS). */
+export function ruleOf(algorithm: AlgorithmCase, id: string): fc.Arbitrary<ResolvedRule> {
+  for (const name of ALGORITHM_NAMES) {
+    const generate = GENERATORS[name][algorithm];
+    if (generate !== undefined) return generate(id);
   }
+  throw new Error(`no differential case ${JSON.stringify(algorithm)}; the cases are ${ALGORITHMS.join(', ')}`);
 }
 
 /** One rule of any algorithm, as a rule set. */

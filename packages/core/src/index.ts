@@ -19,6 +19,7 @@ export type { GcraOptions, GcraParams } from './algorithms/gcra.js';
 export { NEVER, ceilDiv, isStepMode, newStepScratch } from './algorithm.js';
 export type { Mode, State, Step, StepInto, StepMode, StepOutcome, StepScratch } from './algorithm.js';
 export { STEPS, evaluate, stepRule, stepRuleInto } from './rules.js';
+export { ALGORITHM_NAMES } from './algorithm-names.js';
 export type { AlgorithmName, Evaluation, ParamsByAlgorithm, ResolvedRule, Rule, RuleOutcome } from './rules.js';
 export type { RuleBaseOptions } from './rule-options.js';
 
