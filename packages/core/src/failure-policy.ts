@@ -1,22 +1,67 @@
 /**
- * What a limiter does when its store fails: the deadline on every async store call, the classification of
- * failures, and the decision the policy answers with. The invariants, proven against a real redis-server that
- * is killed, paused and restarted (test/redis/faults.test.ts):
- * - a decision never waits longer than `timeoutMs` for a store (plus event-loop latency);
- * - a failed or late store call never becomes an unhandled rejection, and its timer is always cleared;
- * - a policy answer is never disguised as an ordinary one: `degraded: true`, `error.code` says why
- *   (`STORE_TIMEOUT`, `STORE_ERROR`, `CIRCUIT_OPEN`).
+ * What happens to a decision when its store fails: one unit, built by `createFailurePolicy`, that a limiter (or a
+ * tier around its remote store) puts around every store call. In order:
+ * - the circuit breaker: while open, the store is not called and the failure is answered at once (`CIRCUIT_OPEN`);
+ * - the deadline: a call that returns a promise races `timeoutMs` (one shared timer, stall-aware: deadline.ts);
+ * - the classification: a throw, a rejection or a missed deadline is one failure of the store (`STORE_ERROR`
+ *   with the original in `cause`, or `STORE_TIMEOUT`), counted by the breaker; a success closes it;
+ * - the answer: `'allow'` or `'deny'` as a verdict, or a fallback store's result (held to the same deadline; if
+ *   it fails too, the verdict is `'allow'`: a double failure must not become an outage).
+ * The caller shapes the answer into a decision (`degraded: true`, `error` set): a policy answer is never
+ * disguised as an ordinary one. Proven against a real redis-server that is killed, paused and restarted
+ * (test/redis/faults.test.ts) and with store doubles (core's test/failure-policy.test.ts).
  */
-import { CircuitBreaker, type CircuitBreakerOptions } from './circuit-breaker.js';
+import { CircuitBreaker, type CircuitBreakerOptions, type CircuitState } from './circuit-breaker.js';
 import type { Decision } from './decision.js';
+import { Deadlines, withDeadline } from './deadline.js';
 import { parseDuration } from './duration.js';
 import { SluiceError, describe, isSluiceError } from './errors.js';
 import type { Rule } from './rules.js';
-import type { Store } from './store.js';
+import type { LimitRequest, LimitResult, Store } from './store.js';
 import { rejectUnknownOptions, requireObject } from './validate.js';
 
 /** What to do when the store fails or misses its deadline: fail open, fail closed, or ask another store. */
 export type StoreErrorPolicy = 'allow' | 'deny' | Store;
+
+export interface FailurePolicyOptions {
+  /** Deadline for one store call that returns a promise (and for an asynchronous fallback store). @default 250 */
+  timeoutMs?: number | string;
+  /** @default 'allow' */
+  onStoreError?: StoreErrorPolicy;
+  /** `false` turns the breaker off. @default { failureThreshold: 5, cooldownMs: 2000 } */
+  circuitBreaker?: CircuitBreakerOptions | false;
+  /** Epoch ms, for the breaker's cooldown. @default Date.now */
+  clock?: () => number;
+  /** Names the caller in validation messages. @default 'createFailurePolicy' */
+  caller?: string;
+}
+
+/** The policy's answer to a failed store call. */
+export class Failover {
+  constructor(
+    /** Why the store's answer is missing: STORE_ERROR, STORE_TIMEOUT or CIRCUIT_OPEN. */
+    readonly error: SluiceError,
+    /** The fallback store's result, when `onStoreError` is a store and it answered. */
+    readonly result: LimitResult | undefined,
+    /** Set when no store answered: the request is let through (`'allow'`) or refused (`'deny'`). */
+    readonly verdict: 'allow' | 'deny' | undefined,
+  ) {}
+}
+
+export interface FailurePolicy {
+  readonly timeoutMs: number;
+  /** State of the breaker (`'closed'` when it is turned off). */
+  readonly circuit: CircuitState;
+  /** False when a failure can only be answered with a promise (an asynchronous fallback store). */
+  readonly synchronous: boolean;
+  /**
+   * Runs `call(request)` under the policy: its value when it succeeds, a `Failover` when it fails. A promise only
+   * when the call (or an asynchronous fallback) returns one. Never throws or rejects for a store failure.
+   */
+  run<T>(request: LimitRequest, call: (request: LimitRequest) => T | Promise<T>): T | Failover | Promise<T | Failover>;
+  /** `run` for synchronous calls; throws UNSUPPORTED_OPERATION if an answer would need a promise. */
+  runSync<T>(request: LimitRequest, call: (request: LimitRequest) => T): T | Failover;
+}
 
 /** setTimeout clamps larger delays to 1 ms in every runtime, which would time out every call at once. */
 const MAX_TIMEOUT_MS = 2_147_483_647;
@@ -24,173 +69,134 @@ const MAX_TIMEOUT_MS = 2_147_483_647;
 /** How long a caller told "denied by policy" should wait: the order of a reconnect, not of a rate window. */
 export const POLICY_RETRY_AFTER_MS = 1000;
 
-/** Timers exist in every runtime sluice targets (Node, Bun, Deno, workers, edge), but core compiles without DOM or Node typings. */
-const timers = globalThis as unknown as {
-  setTimeout(callback: () => void, ms: number): unknown;
-  clearTimeout(handle: unknown): void;
-};
+const KNOWN = ['timeoutMs', 'onStoreError', 'circuitBreaker', 'clock', 'caller'];
 
-export function checkTimeout(value: unknown): number {
-  const ms = parseDuration(value, 'createLimiter: timeoutMs');
+/**
+ * Builds a failure policy, validating its options once.
+ * @example
+ * const policy = createFailurePolicy({ timeoutMs: 100, onStoreError: memoryStore() });
+ * const answer = await policy.run(request, (r) => remote.limit(r)); // a LimitResult, or a Failover
+ */
+export function createFailurePolicy(options: FailurePolicyOptions = {}): FailurePolicy {
+  const caller = options.caller ?? 'createFailurePolicy';
+  rejectUnknownOptions(requireObject(options, caller), KNOWN, caller);
+  return new Policy(options, caller);
+}
+
+class Policy implements FailurePolicy {
+  readonly timeoutMs: number;
+  readonly synchronous: boolean;
+  private readonly deadlines: Deadlines;
+  private readonly breaker: CircuitBreaker | undefined;
+  private readonly verdict: 'allow' | 'deny' | undefined;
+  private readonly fallback: Store | undefined;
+  private readonly clock: () => number;
+
+  constructor(options: FailurePolicyOptions, caller: string) {
+    this.timeoutMs = checkTimeout(options.timeoutMs ?? 250, caller);
+    this.deadlines = new Deadlines(this.timeoutMs);
+    this.breaker = makeBreaker(options.circuitBreaker, caller);
+    const policy = options.onStoreError ?? 'allow';
+    if (policy === 'allow' || policy === 'deny') this.verdict = policy;
+    else if (typeof policy === 'object' && policy !== null) this.fallback = checkStore(policy, `${caller}: onStoreError`);
+    else throw new SluiceError('INVALID_OPTION', `${caller}: onStoreError must be 'allow', 'deny' or a store, got ${describe(policy)}`);
+    this.synchronous = this.fallback === undefined || this.fallback.capabilities.synchronous === true;
+    if (options.clock !== undefined && typeof options.clock !== 'function') {
+      throw new SluiceError('INVALID_OPTION', `${caller}: clock must be a function returning epoch ms, got ${describe(options.clock)}`);
+    }
+    this.clock = options.clock ?? Date.now;
+  }
+
+  get circuit(): CircuitState {
+    return this.breaker?.state ?? 'closed';
+  }
+
+  run<T>(request: LimitRequest, call: (request: LimitRequest) => T | Promise<T>): T | Failover | Promise<T | Failover> {
+    const breaker = this.breaker;
+    if (breaker !== undefined && !breaker.allowRequest(request.now)) {
+      return this.answer(request, new SluiceError('CIRCUIT_OPEN', 'the store circuit is open after repeated failures'));
+    }
+    let pending: T | Promise<T>;
+    try {
+      pending = call(request);
+    } catch (error) {
+      return this.failed(request, error);
+    }
+    if (isPromise(pending)) return this.settle(pending, request);
+    breaker?.onSuccess();
+    return pending;
+  }
+
+  runSync<T>(request: LimitRequest, call: (request: LimitRequest) => T): T | Failover {
+    const answer = this.run(request, call);
+    if (!isPromise(answer)) return answer;
+    answer.then(undefined, () => undefined); // settled by the policy; nothing may reject unhandled
+    throw new SluiceError('UNSUPPORTED_OPERATION', 'a synchronous decision cannot wait for a store or fallback store that answers with a promise');
+  }
+
+  private async settle<T>(pending: Promise<T>, request: LimitRequest): Promise<T | Failover> {
+    let value: T;
+    try {
+      value = await this.deadlines.race(pending);
+    } catch (error) {
+      return this.failed(request, error);
+    }
+    this.breaker?.onSuccess();
+    return value;
+  }
+
+  private failed(request: LimitRequest, error: unknown): Failover | Promise<Failover> {
+    this.breaker?.onFailure(this.clock());
+    return this.answer(request, asStoreError(error));
+  }
+
+  /** A fallback store limits for real; if it fails too, or misses the same deadline, the request is let through. */
+  private answer(request: LimitRequest, error: SluiceError): Failover | Promise<Failover> {
+    const fallback = this.fallback;
+    if (fallback === undefined) return new Failover(error, undefined, this.verdict);
+    try {
+      const result = fallback.limit(request);
+      if (!isPromise(result)) return new Failover(error, result, undefined);
+      return withDeadline(result, this.timeoutMs).then(
+        (r) => new Failover(error, r, undefined),
+        () => new Failover(error, undefined, 'allow'),
+      );
+    } catch {
+      return new Failover(error, undefined, 'allow');
+    }
+  }
+}
+
+function checkTimeout(value: unknown, caller: string): number {
+  const ms = parseDuration(value, `${caller}: timeoutMs`);
   if (ms > MAX_TIMEOUT_MS) {
-    throw new SluiceError('INVALID_OPTION', `createLimiter: timeoutMs must be at most ${MAX_TIMEOUT_MS} ms (about 24.8 days), got ${describe(value)}`);
+    throw new SluiceError('INVALID_OPTION', `${caller}: timeoutMs must be at most ${MAX_TIMEOUT_MS} ms (about 24.8 days), got ${describe(value)}`);
   }
   return ms;
 }
 
-export function checkPolicy(value: unknown, isStore: (value: unknown) => Store): StoreErrorPolicy {
-  if (value === 'allow' || value === 'deny') return value;
-  if (typeof value === 'object' && value !== null) return isStore(value);
-  throw new SluiceError('INVALID_OPTION', `createLimiter: onStoreError must be 'allow', 'deny' or a store, got ${describe(value)}`);
-}
-
-export function makeBreaker(value: CircuitBreakerOptions | false | undefined): CircuitBreaker | undefined {
+function makeBreaker(value: CircuitBreakerOptions | false | undefined, caller: string): CircuitBreaker | undefined {
   if (value === false) return undefined;
-  const options = value === undefined ? {} : requireObject(value, 'createLimiter: circuitBreaker');
-  rejectUnknownOptions(options, ['failureThreshold', 'cooldownMs'], 'createLimiter: circuitBreaker');
+  const options = value === undefined ? {} : requireObject(value, `${caller}: circuitBreaker`);
+  rejectUnknownOptions(options, ['failureThreshold', 'cooldownMs'], `${caller}: circuitBreaker`);
   const threshold = options.failureThreshold ?? 5;
   if (typeof threshold !== 'number' || !Number.isSafeInteger(threshold) || threshold < 1) {
-    throw new SluiceError('INVALID_OPTION', `createLimiter: circuitBreaker.failureThreshold must be a positive integer, got ${describe(threshold)}`);
+    throw new SluiceError('INVALID_OPTION', `${caller}: circuitBreaker.failureThreshold must be a positive integer, got ${describe(threshold)}`);
   }
-  return new CircuitBreaker(threshold, parseDuration(options.cooldownMs ?? 2000, 'createLimiter: circuitBreaker.cooldownMs'));
+  return new CircuitBreaker(threshold, parseDuration(options.cooldownMs ?? 2000, `${caller}: circuitBreaker.cooldownMs`));
 }
 
-/**
- * Races a store call against the deadline. The timer is cleared as soon as the call settles, and the call's
- * late outcome (value or rejection) is consumed here, so nothing is left dangling whichever finishes first.
- */
-export function withDeadline<T>(pending: Promise<T>, timeoutMs: number): Promise<T> {
-  return new Promise<T>((resolve, reject) => {
-    const timer = timers.setTimeout(() => {
-      reject(timeoutError(timeoutMs));
-    }, timeoutMs);
-    pending.then(
-      (value) => {
-        timers.clearTimeout(timer);
-        resolve(value);
-      },
-      (error: unknown) => {
-        timers.clearTimeout(timer);
-        reject(error);
-      },
-    );
-  });
+/** A store as the limiter and the policy accept it: an object with `limit` and `capabilities`. */
+export function checkStore(value: unknown, field: string): Store {
+  const store = value as Store | undefined;
+  if (typeof store !== 'object' || store === null || typeof store.limit !== 'function' || typeof store.capabilities !== 'object') {
+    throw new SluiceError('INVALID_OPTION', `${field} must be a store such as memoryStore() or redisStore(client), got ${describe(value)}`);
+  }
+  return store;
 }
 
-function timeoutError(timeoutMs: number): SluiceError {
-  return new SluiceError('STORE_TIMEOUT', `the store did not answer within ${timeoutMs} ms`);
-}
-
-interface Waiter {
-  expiresAt: number;
-  readonly reject: (error: unknown) => void;
-  settled: boolean;
-  /** Its deadline has passed once; it is refused only if it is still pending one turn of the event loop later. */
-  due: boolean;
-  next: Waiter | undefined;
-}
-
-/**
- * A timer that fires this much later than it was due found the process stalled (a synchronous handler, a long
- * GC): the stall is the application's, not the store's, and is not charged to the calls in flight.
- */
-export const STALL_TOLERANCE_MS = 20;
-
-/**
- * `withDeadline` for the hot path: one timer per limiter instead of one per call. Every call of a limiter has the
- * same timeoutMs, so deadlines expire in call order: waiters form a FIFO list and a single timer is armed for the
- * oldest one. Settled waiters leave the front of the list as they settle, so under load it holds about the calls
- * in flight. The timer is not cleared when the last call settles (a set and a clear per call is what this class
- * saves); it fires once more, finds nothing in flight and stops, so an idle limiter holds no timer after at most
- * timeoutMs. The timer is unref'd where the runtime allows, so it never keeps a process alive by itself.
- *
- * The deadline measures the store, not the application (issue 8, item 8):
- * - a timer that fires late (by more than STALL_TOLERANCE_MS) means the event loop was stalled; every deadline
- *   in flight moves by the stall, so a stall never times out a healthy store nor opens the breaker;
- * - a call past its deadline is refused one turn of the event loop later, not at once: timers run before I/O, so
- *   a reply that arrived while the process was busy is read, and used, before the call is given up.
- * Same guarantees as `withDeadline` otherwise: the decision never waits past the deadline plus the process's own
- * stalls and one loop turn; a late outcome is consumed; nothing rejects unhandled.
- */
-export class Deadlines {
-  private first: Waiter | undefined;
-  private last: Waiter | undefined;
-  private inFlight = 0;
-  private timer: unknown = undefined;
-  /** When the armed timer should fire (Date.now() ms). */
-  private dueAt = 0;
-
-  constructor(private readonly timeoutMs: number) {}
-
-  race<T>(pending: Promise<T>): Promise<T> {
-    return new Promise<T>((resolve, reject) => {
-      const waiter: Waiter = { expiresAt: Date.now() + this.timeoutMs, reject, settled: false, due: false, next: undefined };
-      if (this.last === undefined) this.first = waiter;
-      else this.last.next = waiter;
-      this.last = waiter;
-      this.inFlight++;
-      if (this.timer === undefined) this.arm(this.timeoutMs);
-      pending.then(
-        (value) => {
-          if (this.settle(waiter)) resolve(value);
-        },
-        (error: unknown) => {
-          if (this.settle(waiter)) reject(error);
-        },
-      );
-    });
-  }
-
-  /** Marks a waiter settled; false when its deadline already answered. */
-  private settle(waiter: Waiter): boolean {
-    if (waiter.settled) return false;
-    waiter.settled = true;
-    if (--this.inFlight === 0) {
-      this.first = this.last = undefined;
-      return true;
-    }
-    while (this.first !== undefined && this.first.settled) this.first = this.first.next;
-    return true;
-  }
-
-  private readonly expire = (): void => {
-    this.timer = undefined;
-    const now = Date.now();
-    const stalled = now - this.dueAt;
-    if (stalled > STALL_TOLERANCE_MS) {
-      // The process was stalled: the time it spent is not the store's. Waiters already due keep their turn.
-      for (let w = this.first; w !== undefined; w = w.next) if (!w.settled && !w.due) w.expiresAt += stalled;
-    }
-    let waiter = this.first;
-    let again = false;
-    while (waiter !== undefined && (waiter.settled || waiter.expiresAt <= now)) {
-      if (!waiter.settled) {
-        if (waiter.due) {
-          waiter.settled = true;
-          this.inFlight--;
-          waiter.reject(timeoutError(this.timeoutMs));
-        } else {
-          waiter.due = true; // refused next turn unless its reply is read first
-          again = true;
-        }
-      }
-      waiter = waiter.next;
-    }
-    // Skip the settled front; due waiters stay listed until the next turn refuses or their reply settles them.
-    let front = this.first;
-    while (front !== undefined && front.settled) front = front.next;
-    this.first = front;
-    if (front === undefined) this.last = undefined;
-    if (again) this.arm(0);
-    else if (front !== undefined) this.arm(Math.max(1, front.expiresAt - now));
-  };
-
-  private arm(ms: number): void {
-    this.dueAt = Date.now() + ms;
-    const timer = timers.setTimeout(this.expire, ms) as { unref?: () => void } | undefined;
-    if (typeof timer === 'object' && timer !== null && typeof timer.unref === 'function') timer.unref();
-    this.timer = timer;
-  }
+export function isPromise<T>(value: T | Promise<T>): value is Promise<T> {
+  return typeof (value as { then?: unknown } | null)?.then === 'function';
 }
 
 /** Every failure becomes a SluiceError with a code that says why; the original stays in `cause`. */
@@ -207,11 +213,11 @@ export function degrade(decision: Decision, error: SluiceError): Decision {
 }
 
 /**
- * The answer of the allow/deny policies: every rule reported at full room (allow) or none (deny), so headers
+ * The answer of the allow/deny verdicts: every rule reported at full room (allow) or none (deny), so headers
  * stay well formed, with `reason: 'store_unavailable'` and `degraded: true`.
  */
-export function failOpenOrClosed(policy: 'allow' | 'deny', rules: readonly Rule[], now: number, error: SluiceError): Decision {
-  const allowed = policy === 'allow';
+export function failOpenOrClosed(verdict: 'allow' | 'deny', rules: readonly Rule[], now: number, error: SluiceError): Decision {
+  const allowed = verdict === 'allow';
   const reports = rules.map((rule) => ({
     id: rule.id,
     allowed,

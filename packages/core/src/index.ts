@@ -25,6 +25,7 @@ export type { RuleBaseOptions } from './rule-options.js';
 
 export { EXPIRY_GRACE_MS, decodeState, encodeState } from './store.js';
 export type {
+  FastPathStore,
   LimitRequest,
   LimitResult,
   RuleAnswer,
@@ -34,6 +35,8 @@ export type {
   SyncStore,
 } from './store.js';
 
+export { createFailurePolicy, Failover } from './failure-policy.js';
+export type { FailurePolicy, FailurePolicyOptions } from './failure-policy.js';
 export { CircuitBreaker } from './circuit-breaker.js';
 export type { CircuitBreakerOptions, CircuitState } from './circuit-breaker.js';
 export { SluiceError, describe as describeValue, isSluiceError } from './errors.js';

@@ -1,21 +1,22 @@
-import type { CircuitBreaker, CircuitBreakerOptions, CircuitState } from './circuit-breaker.js';
+import type { CircuitBreakerOptions, CircuitState } from './circuit-breaker.js';
 import { decide, decideOne, type Decision } from './decision.js';
+import { withDeadline } from './deadline.js';
 import { SluiceError, describe } from './errors.js';
 import {
+  Failover,
   asStoreError,
-  checkPolicy,
-  checkTimeout,
-  Deadlines,
+  checkStore,
+  createFailurePolicy,
   degrade,
   failOpenOrClosed,
-  makeBreaker,
-  withDeadline,
+  isPromise,
+  type FailurePolicy,
   type StoreErrorPolicy,
 } from './failure-policy.js';
 import { MAX_VERBATIM_IDENTITY, hash32, identityKey } from './identity.js';
 import { NEVER, isStepMode, type Mode, type StepMode } from './algorithm.js';
 import type { ResolvedRule, Rule } from './rules.js';
-import type { LimitRequest, LimitResult, RuleAnswer, Store, SyncStore } from './store.js';
+import type { FastPathStore, LimitRequest, LimitResult, RuleAnswer, Store, SyncStore } from './store.js';
 import { rejectUnknownOptions, requireObject } from './validate.js';
 
 /** `enforce` denies; `shadow` counts and reports but never denies (dark launch); `off` is the kill switch. */
@@ -137,17 +138,18 @@ class LimiterImpl implements SyncLimiter {
   private readonly keyPrefix: string;
   private readonly clock: () => number;
   private readonly quota: LimiterOptions['quota'];
-  private readonly timeoutMs: number;
-  private readonly deadlines: Deadlines;
-  private readonly policy: StoreErrorPolicy;
-  private readonly breaker: CircuitBreaker | undefined;
-  /** `onStoreError` is a store that answers with promises: the *Sync methods are refused up front. */
-  private readonly asyncFallback: boolean;
+  private readonly policy: FailurePolicy;
   private readonly quotaCache = new WeakMap<object, readonly Rule[]>();
   private readonly cacheKeys: boolean;
-  /** The store answers single-rule decisions through `limitOne` (see store.ts), into `answer`. */
+  /** The store answers single-rule step-mode requests through `limitOne` (a FastPathStore, see store.ts), into `answer`. */
   private readonly fastPath: boolean;
   private readonly answer: RuleAnswer = { allowed: true, remaining: 0, resetAt: 0, retryAt: 0 };
+  /** The two ways of running the store, made once (the policy calls them; no closure per decision). */
+  private readonly callLimit = (request: LimitRequest): LimitResult | Promise<LimitResult> => this.store.limit(request);
+  private readonly callLimitOne = (request: LimitRequest): RuleAnswer => {
+    (this.store as FastPathStore).limitOne(request as LimitRequest & { readonly mode: StepMode }, this.answer);
+    return this.answer;
+  };
   private keys = new Map<string, string>();
   private previousKeys = new Map<string, string>();
   private currentRules!: readonly Rule[];
@@ -157,8 +159,12 @@ class LimiterImpl implements SyncLimiter {
     const options = requireObject(raw, 'createLimiter') as unknown as LimiterOptions;
     rejectUnknownOptions(options, KNOWN, 'createLimiter');
     this.store = checkStore(options.store, 'createLimiter: store');
+    const { operations } = this.store.capabilities;
+    if (!Array.isArray(operations) || !operations.includes('limit') || !operations.includes('reset')) {
+      throw new SluiceError('INVALID_OPTION', `createLimiter: store.capabilities.operations must list 'limit' and 'reset', got ${describe(operations)}`);
+    }
     this.cacheKeys = this.store.capabilities.synchronous === true;
-    this.fastPath = this.cacheKeys && this.store.capabilities.clock === 'client' && typeof this.store.limitOne === 'function';
+    this.fastPath = this.cacheKeys && this.store.capabilities.clock === 'client' && typeof (this.store as Partial<FastPathStore>).limitOne === 'function';
     this.name = checkName(options.name ?? 'default', 'name');
     const prefix = checkName(options.prefix ?? 'sluice', 'prefix');
     this.keyPrefix = `${prefix}:${this.name}:{`;
@@ -170,11 +176,13 @@ class LimiterImpl implements SyncLimiter {
       throw new SluiceError('INVALID_OPTION', `createLimiter: quota must be a function (identity) => rules | undefined, got ${describe(options.quota)}`);
     }
     this.quota = options.quota;
-    this.timeoutMs = checkTimeout(options.timeoutMs ?? 250);
-    this.deadlines = new Deadlines(this.timeoutMs);
-    this.policy = checkPolicy(options.onStoreError ?? 'allow', (value) => checkStore(value, 'createLimiter: onStoreError'));
-    this.breaker = makeBreaker(options.circuitBreaker);
-    this.asyncFallback = typeof this.policy === 'object' && this.policy.capabilities.synchronous !== true;
+    this.policy = createFailurePolicy({
+      timeoutMs: options.timeoutMs,
+      onStoreError: options.onStoreError,
+      circuitBreaker: options.circuitBreaker,
+      clock: () => this.now(),
+      caller: 'createLimiter',
+    });
     // Checked here too: configure() reads a missing `rules` as "keep the current ones", and there are none yet.
     this.configure({ rules: checkRules(options.rules, 'rules'), mode: options.mode ?? 'enforce' });
   }
@@ -203,7 +211,7 @@ class LimiterImpl implements SyncLimiter {
   }
 
   get circuit(): CircuitState {
-    return this.breaker?.state ?? 'closed';
+    return this.policy.circuit;
   }
 
   configure(changes: { rules?: Rule | readonly Rule[]; mode?: LimiterMode }): void {
@@ -230,6 +238,14 @@ class LimiterImpl implements SyncLimiter {
     return this.run(identity, options, 'refund');
   }
 
+  take(identity: string, options?: TakeOptions): Promise<Decision> {
+    return this.run(identity, options, 'take');
+  }
+
+  reserve(identity: string, options: ReserveOptions): Promise<Decision> {
+    return this.run(identity, options, 'reserve');
+  }
+
   limitSync(identity: string, options?: LimitOptions): Decision {
     return this.runSync(identity, options, 'consume', 'limitSync');
   }
@@ -242,15 +258,83 @@ class LimiterImpl implements SyncLimiter {
     return this.runSync(identity, options, 'refund', 'refundSync');
   }
 
+  takeSync(identity: string, options?: TakeOptions): Decision {
+    return this.runSync(identity, options, 'take', 'takeSync');
+  }
+
+  reserveSync(identity: string, options: ReserveOptions): Decision {
+    return this.runSync(identity, options, 'reserve', 'reserveSync');
+  }
+
   async reset(identity: string): Promise<void> {
     const rules = this.rulesFor(identity);
     const key = this.keyPrefix + identityKey(identity) + '}';
     // Not a decision, so no policy answers it: a failure or a miss of the deadline rejects with a SluiceError.
     try {
       const pending = this.store.reset(key, rules.map((r) => r.id));
-      if (isPromise(pending)) await withDeadline(pending, this.timeoutMs);
+      if (isPromise(pending)) await withDeadline(pending, this.policy.timeoutMs);
     } catch (error) {
       throw asStoreError(error);
+    }
+  }
+
+  /**
+   * The asynchronous methods. Not an async function: the answer of a synchronous store (memory, SQLite) is
+   * wrapped in one resolved promise rather than an async function's frame and promise. Anything thrown on the
+   * way (a bad identity or cost) still comes back as a rejection, never as a synchronous throw.
+   */
+  private run(identity: string, options: LimitOptions | undefined, mode: Mode): Promise<Decision> {
+    try {
+      const decision = this.decision(identity, options, mode, false);
+      return isPromise(decision) ? decision : Promise.resolve(decision);
+    } catch (error) {
+      return Promise.reject(error);
+    }
+  }
+
+  /** The *Sync methods: refused up front, before anything is counted, when an answer could need a promise. */
+  private runSync(identity: string, options: LimitOptions | undefined, mode: Mode, method: string): Decision {
+    const async = method.slice(0, -4);
+    if (!this.store.capabilities.synchronous) {
+      throw new SluiceError('UNSUPPORTED_OPERATION', `${method} needs a synchronous store (memory, SQLite); use ${async}()`);
+    }
+    if (!this.policy.synchronous) {
+      // Falling back would need a promise, and answering then retrying through limit() would consume twice and
+      // count the store's failure twice.
+      throw new SluiceError(
+        'UNSUPPORTED_OPERATION',
+        `${method} cannot be used when onStoreError is an asynchronous store (it could only answer a failure with a promise); use ${async}()`,
+      );
+    }
+    return this.decision(identity, options, mode, true) as Decision;
+  }
+
+  /**
+   * The one pipeline every decision takes: resolve the rules, build the request, run the store under the failure
+   * policy, shape the decision. The only seam is how the store is run: a single-rule step-mode request on a
+   * FastPathStore goes through `limitOne` into a reused answer (`pnpm bench memory` shows it pays), everything
+   * else through `limit(request)`; both are run by the same policy and shaped by the same step.
+   */
+  private decision(identity: string, options: LimitOptions | undefined, mode: Mode, sync: boolean): Decision | Promise<Decision> {
+    if (!isStepMode(mode)) this.checkMode(options, mode);
+    const rules = this.rulesFor(identity);
+    const request = this.request(identity, options, mode, rules);
+    if (this.currentMode === 'off') return withModeFields(disabled(rules, request.now), request);
+    const call: (request: LimitRequest) => LimitResult | RuleAnswer | Promise<LimitResult> = this.fastPath && request.rules === rules && rules.length === 1 && isStepMode(mode) ? this.callLimitOne : this.callLimit;
+    const answer = sync ? this.policy.runSync(request, call) : this.policy.run(request, call);
+    return isPromise(answer) ? answer.then((a) => this.shape(rules, request, a)) : this.shape(rules, request, answer);
+  }
+
+  /** Refuses a mode the store does not announce (before anything is counted); reserve needs its options. */
+  private checkMode(options: TakeOptions | ReserveOptions | undefined, mode: 'take' | 'reserve'): void {
+    if (!this.store.capabilities.operations.includes(mode)) {
+      throw new SluiceError(
+        'UNSUPPORTED_OPERATION',
+        `${mode}: the store does not support the ${mode} mode (its capabilities.operations lack '${mode}'); memoryStore() and sqliteStore() do`,
+      );
+    }
+    if (mode === 'reserve' && (typeof options !== 'object' || options === null)) {
+      throw new SluiceError('INVALID_OPTION', `reserve options must be an object such as { maxWaitMs: 1000 }, got ${describe(options)}`);
     }
   }
 
@@ -296,194 +380,25 @@ class LimiterImpl implements SyncLimiter {
   }
 
   /**
-   * limit, peek and refund. Not an async function: the answer of a synchronous store (memory, SQLite) is
-   * wrapped in one resolved promise rather than an async function's frame and promise. Anything thrown on the
-   * way (a bad identity or cost) still comes back as a rejection, never as a synchronous throw.
+   * The last step: the store's answer (or the policy's) as a decision. Shadow mode lets a denial through (even a
+   * fail-closed one: shadow mode never refuses); a policy answer is marked degraded; take and reserve answers
+   * carry `granted` / `startAt` whoever decided.
    */
-  private run(identity: string, options: LimitOptions | undefined, mode: Mode): Promise<Decision> {
-    try {
-      const decision = this.attempt(identity, options, mode);
-      return isPromise(decision) ? decision : Promise.resolve(decision);
-    } catch (error) {
-      return Promise.reject(error);
-    }
-  }
-
-  private attempt(identity: string, options: LimitOptions | undefined, mode: Mode): Decision | Promise<Decision> {
-    const rules = this.rulesFor(identity);
-    if (this.fastPath && rules.length === 1 && !rules[0]!.stagger && isStepMode(mode)) return this.one(identity, options, mode, rules, false);
-    const request = this.request(identity, options, mode, rules);
-    if (this.currentMode === 'off') return disabled(rules, request.now);
-    if (this.breaker !== undefined && !this.breaker.allowRequest(request.now)) {
-      return this.fallback(request, rules, new SluiceError('CIRCUIT_OPEN', 'the store circuit is open after repeated failures'));
-    }
-    let pending: LimitResult | Promise<LimitResult>;
-    try {
-      pending = this.store.limit(request);
-    } catch (error) {
-      return this.failed(request, rules, error);
-    }
-    return isPromise(pending) ? this.settle(pending, request, rules) : this.succeeded(rules, pending);
-  }
-
-  private async settle(pending: Promise<LimitResult>, request: LimitRequest, rules: readonly Rule[]): Promise<Decision> {
-    let result: LimitResult;
-    try {
-      result = await this.deadlines.race(pending);
-    } catch (error) {
-      return this.failed(request, rules, error);
-    }
-    return this.succeeded(rules, result);
-  }
-
-  private failed(request: LimitRequest, rules: readonly Rule[], error: unknown): Decision | Promise<Decision> {
-    this.breaker?.onFailure(this.now());
-    return this.fallback(request, rules, asStoreError(error));
-  }
-
-  private succeeded(rules: readonly Rule[], result: LimitResult): Decision {
-    this.breaker?.onSuccess();
-    return this.shaped(decide(rules, result.outcomes, result.now));
-  }
-
-  private runSync(identity: string, options: LimitOptions | undefined, mode: Mode, method: string): Decision {
-    const async = method.slice(0, -4);
-    if (!this.store.capabilities.synchronous) {
-      throw new SluiceError('UNSUPPORTED_OPERATION', `${method} needs a synchronous store (memory, SQLite); use ${async}()`);
-    }
-    if (this.asyncFallback) {
-      // Refused before anything is consumed: falling back would need a promise, and answering then retrying
-      // through limit() would consume twice and count the store's failure twice.
-      throw new SluiceError(
-        'UNSUPPORTED_OPERATION',
-        `${method} cannot be used when onStoreError is an asynchronous store (it could only answer a failure with a promise); use ${async}()`,
-      );
-    }
-    const rules = this.rulesFor(identity);
-    if (this.fastPath && rules.length === 1 && !rules[0]!.stagger && isStepMode(mode)) return this.one(identity, options, mode, rules, true) as Decision;
-    const request = this.request(identity, options, mode, rules);
-    if (this.currentMode === 'off') return disabled(rules, request.now);
-    let result: LimitResult;
-    try {
-      if (this.breaker !== undefined && !this.breaker.allowRequest(request.now)) {
-        throw new SluiceError('CIRCUIT_OPEN', 'the store circuit is open after repeated failures');
-      }
-      result = this.store.limit(request) as LimitResult;
-    } catch (error) {
-      return this.failedSync(request, rules, error);
-    }
-    this.breaker?.onSuccess();
-    return this.shaped(decide(rules, result.outcomes, result.now));
-  }
-
-  private failedSync(request: LimitRequest, rules: readonly Rule[], error: unknown): Decision {
-    const failure = asStoreError(error);
-    if (failure.code !== 'CIRCUIT_OPEN') this.breaker?.onFailure(this.now());
-    const fallback = this.fallback(request, rules, failure);
-    if (isPromise(fallback)) {
-      throw new SluiceError('UNSUPPORTED_OPERATION', 'limitSync cannot fall back to an asynchronous store', { cause: error });
-    }
-    return fallback;
-  }
-
-  /**
-   * A single-rule decision through the store's `limitOne`: the same checks in the same order, the same answers
-   * and the same failure handling as the general path, without the request, result and outcome objects (it
-   * builds the request only if the store fails). Synchronous unless an asynchronous fallback store answers.
-   */
-  private one(identity: string, options: LimitOptions | undefined, mode: StepMode, rules: readonly Rule[], sync: boolean): Decision | Promise<Decision> {
-    const key = this.keyFor(identity);
-    const cost = options === undefined ? 1 : readCost(options, mode);
-    const now = this.now();
-    if (this.currentMode === 'off') return disabled(rules, now);
-    const effective: StepMode = cost === 0 ? 'peek' : mode;
-    const rule = rules[0]!;
-    const breaker = this.breaker;
-    if (breaker !== undefined && !breaker.allowRequest(now)) {
-      const open = new SluiceError('CIRCUIT_OPEN', 'the store circuit is open after repeated failures');
-      const request: LimitRequest = { key, rules, cost, mode: effective, now };
-      return sync ? this.failedSync(request, rules, open) : this.fallback(request, rules, open);
-    }
-    try {
-      this.store.limitOne!(key, rule, cost, effective, now, this.answer);
-    } catch (error) {
-      const request: LimitRequest = { key, rules, cost, mode: effective, now };
-      return sync ? this.failedSync(request, rules, error) : this.failed(request, rules, error);
-    }
-    breaker?.onSuccess();
-    return this.shaped(decideOne(rule, this.answer, now));
+  private shape(rules: readonly Rule[], request: LimitRequest, answer: LimitResult | RuleAnswer | Failover): Decision {
+    let decision: Decision;
+    if (answer === this.answer) decision = this.shaped(decideOne(rules[0]!, this.answer, request.now));
+    else if (answer instanceof Failover) {
+      decision =
+        answer.result !== undefined
+          ? degrade(this.shaped(decide(rules, answer.result.outcomes, answer.result.now)), answer.error)
+          : this.shaped(failOpenOrClosed(answer.verdict!, rules, request.now, answer.error));
+    } else decision = this.shaped(decide(rules, (answer as LimitResult).outcomes, (answer as LimitResult).now));
+    return withModeFields(decision, request);
   }
 
   private shaped(decision: Decision): Decision {
     if (this.currentMode === 'shadow' && !decision.allowed) return { ...decision, allowed: true, reason: 'shadow' };
     return decision;
-  }
-
-  /**
-   * Answers by the policy. A fallback store limits for real (its decision, marked degraded); if it fails too, or
-   * misses the same deadline, the request is let through (degraded, `store_unavailable`): a double failure must
-   * not turn into an outage.
-   */
-  private fallback(request: LimitRequest, rules: readonly Rule[], error: SluiceError): Decision | Promise<Decision> {
-    const policy = this.policy;
-    if (typeof policy === 'object') {
-      try {
-        const result = policy.limit(request);
-        if (isPromise(result)) {
-          return withDeadline(result, this.timeoutMs).then(
-            (r) => degrade(this.shaped(decide(rules, r.outcomes, r.now)), error),
-            () => failOpenOrClosed('allow', rules, request.now, error),
-          );
-        }
-        return degrade(this.shaped(decide(rules, result.outcomes, result.now)), error);
-      } catch {
-        return failOpenOrClosed('allow', rules, request.now, error);
-      }
-    }
-    // Shadow mode never refuses, not even when the store is down and the policy fails closed.
-    return this.shaped(failOpenOrClosed(policy, rules, request.now, error));
-  }
-
-  take(identity: string, options?: TakeOptions): Promise<Decision> {
-    try {
-      const cost = this.modeCost(options, 'take');
-      return this.run(identity, options, 'take').then((d) => withModeFields(d, 'take', cost));
-    } catch (error) {
-      return Promise.reject(error);
-    }
-  }
-
-  reserve(identity: string, options: ReserveOptions): Promise<Decision> {
-    try {
-      const cost = this.modeCost(options, 'reserve');
-      return this.run(identity, options, 'reserve').then((d) => withModeFields(d, 'reserve', cost));
-    } catch (error) {
-      return Promise.reject(error);
-    }
-  }
-
-  takeSync(identity: string, options?: TakeOptions): Decision {
-    const cost = this.modeCost(options, 'take');
-    return withModeFields(this.runSync(identity, options, 'take', 'takeSync'), 'take', cost);
-  }
-
-  reserveSync(identity: string, options: ReserveOptions): Decision {
-    const cost = this.modeCost(options, 'reserve');
-    return withModeFields(this.runSync(identity, options, 'reserve', 'reserveSync'), 'reserve', cost);
-  }
-
-  /** Refuses a mode the store does not announce (before anything is counted) and returns the validated cost. */
-  private modeCost(options: TakeOptions | ReserveOptions | undefined, mode: 'take' | 'reserve'): number {
-    if (!this.store.capabilities.operations.includes(mode)) {
-      throw new SluiceError(
-        'UNSUPPORTED_OPERATION',
-        `${mode}: the store does not support the ${mode} mode (its capabilities.operations lack '${mode}'); memoryStore() and sqliteStore() do`,
-      );
-    }
-    if (mode === 'reserve' && (typeof options !== 'object' || options === null)) {
-      throw new SluiceError('INVALID_OPTION', `reserve options must be an object such as { maxWaitMs: 1000 }, got ${describe(options)}`);
-    }
-    return options === undefined ? 1 : readCost(options, mode);
   }
 }
 
@@ -492,12 +407,12 @@ class LimiterImpl implements SyncLimiter {
  * policy): an allowed answer grants the whole cost and starts now; a denied one grants nothing and starts when
  * `retryAfter` says (-1 when never).
  */
-function withModeFields(decision: Decision, mode: 'take' | 'reserve', cost: number): Decision {
-  if (mode === 'take') {
+function withModeFields(decision: Decision, request: LimitRequest): Decision {
+  if (request.mode === 'take') {
     if (decision.granted !== undefined) return decision;
-    return { ...decision, granted: decision.allowed ? cost : 0 };
+    return { ...decision, granted: decision.allowed ? request.cost : 0 };
   }
-  if (decision.startAt !== undefined) return decision;
+  if (request.mode !== 'reserve' || decision.startAt !== undefined) return decision;
   const wait = decision.allowed ? 0 : decision.retryAfter;
   return { ...decision, startAt: Number.isFinite(wait) ? decision.now + wait : NEVER };
 }
@@ -532,10 +447,6 @@ function staggered(rule: Rule, identity: string): ResolvedRule {
   return { ...rule, params: { ...params, offsetMs: hash32(identity) % params.windowMs } } as ResolvedRule;
 }
 
-function isPromise<T>(value: T | Promise<T>): value is Promise<T> {
-  return typeof (value as { then?: unknown } | null)?.then === 'function';
-}
-
 function checkName(value: unknown, field: string): string {
   if (typeof value !== 'string' || !NAME_PATTERN.test(value)) {
     throw new SluiceError(
@@ -544,14 +455,6 @@ function checkName(value: unknown, field: string): string {
     );
   }
   return value;
-}
-
-function checkStore(value: unknown, field: string): Store {
-  const store = value as Store | undefined;
-  if (typeof store !== 'object' || store === null || typeof store.limit !== 'function' || typeof store.capabilities !== 'object') {
-    throw new SluiceError('INVALID_OPTION', `${field} must be a store such as memoryStore() or redisStore(client), got ${describe(value)}`);
-  }
-  return store;
 }
 
 const RULE_ALGORITHMS = new Set(['fixed-window', 'sliding-window-log', 'sliding-window-counter', 'token-bucket', 'leaky-bucket', 'gcra']);

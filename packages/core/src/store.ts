@@ -9,8 +9,11 @@
  * one record per base key). The braces are a Redis Cluster hash tag: all keys of one identity share one slot.
  *
  * Modes: every request carries a `mode`. `consume`, `peek` and `refund` are required of every store; `take` and
- * `reserve` (defined in core's `evaluate()`) are announced in `capabilities.operations`, and the limiter refuses
- * them with UNSUPPORTED_OPERATION before calling a store that does not announce them.
+ * `reserve` (defined in core's `evaluate()`) are optional. `capabilities.operations` is checked by the limiter:
+ * `createLimiter` refuses a store that does not list `limit` and `reset` (INVALID_OPTION), and every `take` or
+ * `reserve` is refused with UNSUPPORTED_OPERATION, before the store is called, unless the store lists that mode.
+ *
+ * `FastPathStore` (below) is an optional seam for in-process stores, not part of the contract.
  */
 import type { Mode, StepMode, State } from './algorithm.js';
 import type { ResolvedRule, RuleOutcome } from './rules.js';
@@ -48,28 +51,12 @@ export interface LimitResult {
   readonly outcomes: readonly RuleOutcome[];
 }
 
-/** Where a store's single-rule fast path writes its answer: the fields of a `RuleOutcome` that vary per call. */
-export interface RuleAnswer {
-  allowed: boolean;
-  remaining: number;
-  resetAt: number;
-  /** Earliest time the same cost passes; `now` when allowed, -1 (NEVER) when never. */
-  retryAt: number;
-}
-
 export interface Store {
   readonly capabilities: StoreCapabilities;
   /** Runs the rules of one request atomically; see `evaluate()` for the reference semantics. */
   limit(request: LimitRequest): LimitResult | Promise<LimitResult>;
   /** Forgets the state of the given rules for one base key. */
   reset(key: string, ruleIds: readonly string[]): void | Promise<void>;
-  /**
-   * Optional fast path for synchronous, `clock: 'client'` stores: one rule, answered into `out`, with no request
-   * or result objects. It must be exactly `limit({ key, rules: [rule], cost, mode, now })`, its state and writes
-   * included. The limiter calls it for single-rule decisions when present (and `limit` otherwise); a failure
-   * throws as `limit` would. Not an announced operation: it is an optimisation of `limit`, not a new ability.
-   */
-  limitOne?(key: string, rule: ResolvedRule, cost: number, mode: StepMode, now: number, out: RuleAnswer): void;
   /** Releases what the store opened itself (never the client the user passed in). */
   close?(): void | Promise<void>;
 }
@@ -79,6 +66,29 @@ export interface SyncStore extends Store {
   readonly capabilities: StoreCapabilities & { readonly synchronous: true };
   limit(request: LimitRequest): LimitResult;
   reset(key: string, ruleIds: readonly string[]): void;
+}
+
+/** Where a FastPathStore writes its answer: the fields of a `RuleOutcome` that vary per call. */
+export interface RuleAnswer {
+  allowed: boolean;
+  remaining: number;
+  resetAt: number;
+  /** Earliest time the same cost passes; `now` when allowed, -1 (NEVER) when never. */
+  retryAt: number;
+}
+
+/**
+ * Not part of the contract: an optional seam for in-process stores that want the limiter's allocation-free
+ * path. A synchronous, `clock: 'client'` store with a `limitOne` method gets every single-rule `consume`, `peek`
+ * and `refund` request (cost 0 arrives as `peek`) through it instead of `limit`; everything else still goes to
+ * `limit`. It must be exactly `limit(request)` for that request, state and writes included, writing the
+ * outcome's varying fields into `out` instead of returning a result; a failure throws as `limit` would. The
+ * limiter runs it under the same failure policy and shapes its answer like any other (see core's README,
+ * "How a decision flows"). The memory store implements it; `test/fast-path.test.ts` there proves it equal to
+ * the general path.
+ */
+export interface FastPathStore extends SyncStore {
+  limitOne(request: LimitRequest & { readonly mode: StepMode }, out: RuleAnswer): void;
 }
 
 /**

@@ -5,15 +5,14 @@ import {
   evaluate,
   newStepScratch,
   stepRuleInto,
+  type FastPathStore,
   type LimitRequest,
   type LimitResult,
   type StepMode,
-  type ResolvedRule,
   type RuleAnswer,
   type RuleOutcome,
   type State,
   type StoreCapabilities,
-  type SyncStore,
 } from '@sluice/core';
 import { Lru, type LruEntry } from './lru.js';
 
@@ -66,7 +65,7 @@ export function memoryStore(options: MemoryStoreOptions = {}): MemoryStore {
   return new MemoryStore(options);
 }
 
-export class MemoryStore implements SyncStore {
+export class MemoryStore implements FastPathStore {
   readonly capabilities: StoreCapabilities & { readonly synchronous: true } = {
     synchronous: true,
     clock: 'client',
@@ -115,7 +114,7 @@ export class MemoryStore implements SyncStore {
     if (rules.length === 1 && (mode === 'consume' || mode === 'peek' || mode === 'refund')) {
       const rule = rules[0]!;
       const answer = this.answer;
-      this.limitOne(key, rule, request.cost, mode, now, answer);
+      this.limitOne(request as LimitRequest & { readonly mode: StepMode }, answer);
       const outcome: RuleOutcome = {
         id: rule.id,
         allowed: answer.allowed,
@@ -146,11 +145,13 @@ export class MemoryStore implements SyncStore {
   }
 
   /**
-   * The single-rule fast path (see `Store.limitOne` in core): exactly what `evaluate` does for one rule (step;
-   * write when consume was allowed or on refund, never for cost 0), with the step written into a reused scratch
-   * and the state copied into the slot's own array: no allocation once an identity is tracked.
+   * The single-rule fast path (core's `FastPathStore` seam; `limit` uses it too): exactly what `evaluate` does
+   * for one rule (step; write when consume was allowed or on refund, never for cost 0), with the step written
+   * into a reused scratch and the state copied into the slot's own array: no allocation once an identity is tracked.
    */
-  limitOne(key: string, rule: ResolvedRule, cost: number, mode: StepMode, now: number, out: RuleAnswer): void {
+  limitOne(request: LimitRequest & { readonly mode: StepMode }, out: RuleAnswer): void {
+    const { key, cost, mode, now } = request;
+    const rule = request.rules[0]!;
     const first = this.cache.get(key);
     let slot = first;
     while (slot !== undefined && slot.id !== rule.id) slot = slot.next;
