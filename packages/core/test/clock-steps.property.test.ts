@@ -14,18 +14,7 @@ import fc from 'fast-check';
 import { describe, expect, test } from 'vitest';
 import { stepRule, type ResolvedRule, type State, type StepMode } from '../src/index.js';
 import { PLAIN, forEachCase, slidingWindowCounterCase, type AlgorithmCase } from './support/cases.js';
-import { RUNS, T0, costArb, modeArb } from './support/scenario.js';
-
-/** Clock moves with backward steps: small, about a window, and back past the first event. */
-function moveArb(scaleMs: number): fc.Arbitrary<number> {
-  return fc.oneof(
-    { arbitrary: fc.constant(0), weight: 2 },
-    { arbitrary: fc.integer({ min: 1, max: scaleMs + 1 }), weight: 6 },
-    { arbitrary: fc.integer({ min: -scaleMs - 1, max: -1 }), weight: 4 },
-    { arbitrary: fc.integer({ min: -3 * scaleMs, max: 3 * scaleMs }), weight: 2 },
-    { arbitrary: fc.integer({ min: -1e9, max: 1e9 }), weight: 1 },
-  );
-}
+import { RUNS, T0, costArb, moveArb, modeArb } from './support/scenario.js';
 
 interface Record {
   state: State;

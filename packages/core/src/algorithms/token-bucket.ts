@@ -39,7 +39,7 @@ export function tokenBucketStep(
   return out;
 }
 
-/** `tokenBucketStep` writing into a caller's scratch (the in-process stores' allocation-free path). */
+/** The token bucket's one implementation, writing into a caller's scratch (`stepRuleInto`, the in-process stores' allocation-free path); `tokenBucketStep` is it with a fresh scratch. */
 export function tokenBucketInto(
   state: State | undefined,
   now: number,

@@ -29,6 +29,17 @@ export function advanceArb(scaleMs: number, capacity: number): fc.Arbitrary<numb
   );
 }
 
+/** Clock moves with backward steps: small, about a window, and back past the first event. */
+export function moveArb(scaleMs: number): fc.Arbitrary<number> {
+  return fc.oneof(
+    { arbitrary: fc.constant(0), weight: 2 },
+    { arbitrary: fc.integer({ min: 1, max: scaleMs + 1 }), weight: 6 },
+    { arbitrary: fc.integer({ min: -scaleMs - 1, max: -1 }), weight: 4 },
+    { arbitrary: fc.integer({ min: -3 * scaleMs, max: 3 * scaleMs }), weight: 2 },
+    { arbitrary: fc.integer({ min: -1e9, max: 1e9 }), weight: 1 },
+  );
+}
+
 /** Costs of 0, within capacity (mostly 1) and just over it. */
 export function costArb(capacity: number): fc.Arbitrary<number> {
   return fc.oneof(

@@ -1,0 +1,185 @@
+/**
+ * Issue 9: a fast path is kept only where `pnpm bench memory` shows it pays, and each one kept is proven equal to
+ * the general path here, from histories with backward clock steps, huge gaps, cost 0 and oversize costs:
+ * - `stepRuleInto` (and through it `tokenBucketInto`, the only step written into a scratch) equals `stepRule`,
+ *   with one scratch reused across calls as the memory store reuses it;
+ * - `decideOne` (the limiter's single-rule seam over a FastPathStore) equals `decide` field for field;
+ * - a limiter over a FastPathStore (its single-rule requests answered by `limitOne`) gives the same decisions,
+ *   and leaves the same states, as one over the same store without the seam.
+ */
+import fc from 'fast-check';
+import { describe, expect, test } from 'vitest';
+import { decideOne } from '../src/decision.js';
+import {
+  createLimiter,
+  decide,
+  evaluate,
+  newStepScratch,
+  stepRule,
+  stepRuleInto,
+  tokenBucket,
+  type Decision,
+  type FastPathStore,
+  type LimitRequest,
+  type LimitResult,
+  type RuleAnswer,
+  type RuleOutcome,
+  type State,
+  type StepMode,
+  type SyncStore,
+} from '../src/index.js';
+import { PLAIN, forEachCase, type AlgorithmCase } from './support/cases.js';
+import { RUNS, T0, costArb, moveArb, modeArb } from './support/scenario.js';
+
+function historyArb<P>(c: AlgorithmCase<P>) {
+  return c.params.chain((params) =>
+    fc.record(
+      {
+        params: fc.constant(params),
+        events: fc.array(fc.record({ move: moveArb(c.scaleMs(params)), cost: costArb(c.capacity(params)), mode: modeArb(true) }, PLAIN), {
+          minLength: 1,
+          maxLength: 40,
+        }),
+      },
+      PLAIN,
+    ),
+  );
+}
+
+/** A synchronous, client-clock store over a Map; `limitOne` is the seam, written with `stepRuleInto` as memory's is. */
+class SeamStore implements FastPathStore {
+  readonly capabilities = { synchronous: true, clock: 'client', operations: ['limit', 'reset'] } as const;
+  readonly states = new Map<string, { state: State; expiresAt: number }>();
+  private readonly scratch = newStepScratch();
+
+  limit(request: LimitRequest): LimitResult {
+    const keys = request.rules.map((rule) => `${request.key}:${rule.id}`);
+    const states = keys.map((key) => this.read(key, request.now));
+    const evaluation = evaluate(request.rules, states, request.now, request.cost, request.mode);
+    evaluation.writes?.forEach((write, i) => this.write(keys[i]!, write.state, write.ttlMs, request.now));
+    return { now: request.now, outcomes: evaluation.outcomes };
+  }
+
+  limitOne(request: LimitRequest & { readonly mode: StepMode }, out: RuleAnswer): void {
+    const key = `${request.key}:${request.rules[0]!.id}`;
+    const step = this.scratch;
+    stepRuleInto(request.rules[0]!, this.read(key, request.now), request.now, request.cost, request.mode, step);
+    if (request.cost > 0 && (request.mode === 'refund' || (request.mode === 'consume' && step.allowed))) {
+      this.write(key, step.next.slice(), step.ttlMs, request.now);
+    }
+    out.allowed = step.allowed;
+    out.remaining = step.remaining;
+    out.resetAt = step.resetAt;
+    out.retryAt = step.retryAt;
+  }
+
+  reset(key: string, ruleIds: readonly string[]): void {
+    for (const id of ruleIds) this.states.delete(`${key}:${id}`);
+  }
+
+  private read(key: string, now: number): State | undefined {
+    const record = this.states.get(key);
+    return record !== undefined && record.expiresAt > now ? record.state : undefined;
+  }
+
+  private write(key: string, state: State, ttlMs: number, now: number): void {
+    if (ttlMs > 0) this.states.set(key, { state: [...state], expiresAt: now + ttlMs });
+    else this.states.delete(key);
+  }
+}
+
+/** The same store seen without the seam: the limiter then takes `limit(request)`. */
+function withoutSeam(store: SeamStore): SyncStore {
+  return { capabilities: store.capabilities, limit: (request) => store.limit(request), reset: (key, ids) => store.reset(key, ids) };
+}
+
+function twinProperties<P>(c: AlgorithmCase<P>): void {
+  describe(c.name, () => {
+    test('stepRuleInto, with one scratch reused, equals stepRule at every step of a history', () => {
+      fc.assert(
+        fc.property(historyArb(c), ({ params, events }) => {
+          const rule = c.rule(params);
+          const scratch = newStepScratch();
+          let now = T0;
+          let state: State | undefined;
+          for (const event of events) {
+            now = Math.max(0, now + event.move);
+            const general = stepRule(rule, state, now, event.cost, event.mode);
+            stepRuleInto(rule, state, now, event.cost, event.mode, scratch);
+            expect({ ...scratch, next: [...scratch.next] }).toEqual({ ...general, next: [...general.next] });
+            if (event.cost > 0 && (event.mode === 'refund' || (event.mode === 'consume' && general.allowed))) state = general.next;
+          }
+        }),
+        RUNS,
+      );
+    });
+
+    test('decideOne equals decide on the same outcome', () => {
+      fc.assert(
+        fc.property(historyArb(c), ({ params, events }) => {
+          const rule = c.rule(params);
+          let now = T0;
+          let state: State | undefined;
+          for (const event of events) {
+            now = Math.max(0, now + event.move);
+            const step = stepRule(rule, state, now, event.cost, event.mode);
+            const outcome: RuleOutcome = { id: rule.id, allowed: step.allowed, limit: rule.limit, remaining: step.remaining, resetAt: step.resetAt, retryAt: step.retryAt };
+            const answer: RuleAnswer = { allowed: step.allowed, remaining: step.remaining, resetAt: step.resetAt, retryAt: step.retryAt };
+            expect(decideOne(rule, answer, now)).toStrictEqual(decide([rule], [outcome], now));
+            if (event.cost > 0 && (event.mode === 'refund' || (event.mode === 'consume' && step.allowed))) state = step.next;
+          }
+        }),
+        RUNS,
+      );
+    });
+
+    test('a limiter over a FastPathStore decides, and writes, exactly as over the same store without the seam', () => {
+      fc.assert(
+        fc.property(historyArb(c), ({ params, events }) => {
+          let now = T0;
+          const fastStore = new SeamStore();
+          const generalStore = new SeamStore();
+          const clock = () => now;
+          const fast = createLimiter({ store: fastStore, rules: c.rule(params), clock });
+          const general = createLimiter({ store: withoutSeam(generalStore), rules: c.rule(params), clock });
+          const identity = c.identity(params);
+          for (const event of events) {
+            now = Math.max(0, now + event.move);
+            const call = (limiter: typeof fast): Decision =>
+              event.mode === 'consume'
+                ? limiter.limitSync(identity, { cost: event.cost })
+                : event.mode === 'peek'
+                  ? limiter.peekSync(identity, { cost: event.cost })
+                  : limiter.refundSync(identity, { cost: event.cost });
+            expect(call(fast)).toStrictEqual(call(general));
+            expect([...fastStore.states]).toEqual([...generalStore.states]);
+          }
+        }),
+        RUNS,
+      );
+    });
+  });
+}
+
+forEachCase(twinProperties);
+
+describe('the seam is taken', () => {
+  test('a FastPathStore answers single-rule step-mode requests through limitOne, everything else through limit', () => {
+    const store = new SeamStore();
+    const calls: string[] = [];
+    const spy: FastPathStore = {
+      capabilities: store.capabilities,
+      limit: (request) => (calls.push(`limit:${request.mode}`), store.limit(request)),
+      limitOne: (request, out) => (calls.push(`limitOne:${request.mode}`), store.limitOne(request, out)),
+      reset: (key, ids) => store.reset(key, ids),
+    };
+    const now = T0;
+    const one = createLimiter({ store: spy, rules: tokenBucket({ capacity: 3, refillRate: 1 }), clock: () => now });
+    one.limitSync('a');
+    one.peekSync('a');
+    one.limitSync('a', { cost: 0 });
+    const two = createLimiter({ store: spy, rules: [tokenBucket({ capacity: 3, refillRate: 1 }), tokenBucket({ capacity: 9, refillRate: 1, id: 'day' })], clock: () => now, name: 'two' });
+    two.limitSync('a');
+    expect(calls).toEqual(['limitOne:consume', 'limitOne:peek', 'limitOne:peek', 'limit:consume']);
+  });
+});
