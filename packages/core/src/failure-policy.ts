@@ -59,7 +59,7 @@ export interface FailurePolicy {
    * when the call (or an asynchronous fallback) returns one. Never throws or rejects for a store failure.
    */
   run<T>(request: LimitRequest, call: (request: LimitRequest) => T | Promise<T>): T | Failover | Promise<T | Failover>;
-  /** `run` for synchronous calls; throws UNSUPPORTED_OPERATION if an answer would need a promise. */
+  /** `run` for a call that answers synchronously; throws UNSUPPORTED_OPERATION if a failure's answer would need a promise. */
   runSync<T>(request: LimitRequest, call: (request: LimitRequest) => T): T | Failover;
 }
 
@@ -114,7 +114,7 @@ class Policy implements FailurePolicy {
   run<T>(request: LimitRequest, call: (request: LimitRequest) => T | Promise<T>): T | Failover | Promise<T | Failover> {
     const breaker = this.breaker;
     if (breaker !== undefined && !breaker.allowRequest(request.now)) {
-      return this.answer(request, new SluiceError('CIRCUIT_OPEN', 'the store circuit is open after repeated failures'));
+      return this.answer(request, circuitOpen());
     }
     let pending: T | Promise<T>;
     try {
@@ -128,10 +128,17 @@ class Policy implements FailurePolicy {
   }
 
   runSync<T>(request: LimitRequest, call: (request: LimitRequest) => T): T | Failover {
-    const answer = this.run(request, call);
-    if (!isPromise(answer)) return answer;
-    answer.then(undefined, () => undefined); // settled by the policy; nothing may reject unhandled
-    throw new SluiceError('UNSUPPORTED_OPERATION', 'a synchronous decision cannot wait for a store or fallback store that answers with a promise');
+    // Written out rather than through run(): the in-process hot path, without run()'s promise checks.
+    const breaker = this.breaker;
+    if (breaker !== undefined && !breaker.allowRequest(request.now)) return synchronously(this.answer(request, circuitOpen()));
+    let value: T;
+    try {
+      value = call(request);
+    } catch (error) {
+      return synchronously(this.failed(request, error));
+    }
+    breaker?.onSuccess();
+    return value;
   }
 
   private async settle<T>(pending: Promise<T>, request: LimitRequest): Promise<T | Failover> {
@@ -165,6 +172,17 @@ class Policy implements FailurePolicy {
       return new Failover(error, undefined, 'allow');
     }
   }
+}
+
+function circuitOpen(): SluiceError {
+  return new SluiceError('CIRCUIT_OPEN', 'the store circuit is open after repeated failures');
+}
+
+/** A policy answer a synchronous caller can use: one that needs a promise (an asynchronous fallback store) is refused. */
+function synchronously(answer: Failover | Promise<Failover>): Failover {
+  if (!isPromise(answer)) return answer;
+  answer.then(undefined, () => undefined); // settled by the policy; nothing may reject unhandled
+  throw new SluiceError('UNSUPPORTED_OPERATION', 'a synchronous decision cannot wait for a fallback store that answers with a promise');
 }
 
 function checkTimeout(value: unknown, caller: string): number {

@@ -321,7 +321,8 @@ class LimiterImpl implements SyncLimiter {
     const request = this.request(identity, options, mode, rules);
     if (this.currentMode === 'off') return withModeFields(disabled(rules, request.now), request);
     const call: (request: LimitRequest) => LimitResult | RuleAnswer | Promise<LimitResult> = this.fastPath && request.rules === rules && rules.length === 1 && isStepMode(mode) ? this.callLimitOne : this.callLimit;
-    const answer = sync ? this.policy.runSync(request, call) : this.policy.run(request, call);
+    if (sync) return this.shape(rules, request, this.policy.runSync(request, call as (request: LimitRequest) => LimitResult | RuleAnswer));
+    const answer = this.policy.run(request, call);
     return isPromise(answer) ? answer.then((a) => this.shape(rules, request, a)) : this.shape(rules, request, answer);
   }
 
