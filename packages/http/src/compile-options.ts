@@ -5,6 +5,7 @@ import { HEADER_STYLES, type HeaderStyle, type LegacyReset } from './header-fiel
 import { HTTP_OPTION_NAMES, type HttpLimitOptions, type IdentityValue, type LimiterEntry, type ShadowBanOptions } from './options.js';
 import type { HttpRequest } from './request.js';
 import { isPromiseLike } from './maybe-async.js';
+import { warner, type Warner } from './report.js';
 
 type MaybePromise<T> = T | Promise<T>;
 
@@ -38,6 +39,8 @@ export interface CompiledOptions<R> {
   readonly denyResponse: HttpLimitOptions<R>['denyResponse'];
   readonly onLimited: HttpLimitOptions<R>['onLimited'];
   readonly onError: HttpLimitOptions<R>['onError'];
+  /** The console warning used without onError: one per handler, throttled to one a minute. */
+  readonly warn: Warner;
 }
 
 const POLICY_PATTERN = /^[\x20-\x7e]{1,64}$/;
@@ -176,6 +179,7 @@ export function compileOptions<R>(options: HttpLimitOptions<R>): CompiledOptions
     denyResponse: optionalFunction(options.denyResponse, 'denyResponse', '(context) => response | undefined'),
     onLimited: optionalFunction(options.onLimited, 'onLimited', '(event) => void'),
     onError: optionalFunction(options.onError, 'onError', '(error, event) => void'),
+    warn: warner(),
   };
 }
 

@@ -158,6 +158,21 @@ export interface HeaderTarget {
 }
 
 /**
+ * A Node-style response as a header target: `getHeader` answers a string, a number or a list (joined with `, `
+ * as HTTP list syntax defines), `set` writes one field. Express's `res` and Fastify's `reply` both fit.
+ */
+export function nodeHeaderTarget(getHeader: (name: string) => unknown, set: (name: string, value: string) => void): HeaderTarget {
+  return {
+    get(name) {
+      const value = getHeader(name);
+      if (value === undefined) return undefined;
+      return Array.isArray(value) ? value.join(', ') : String(value);
+    },
+    set,
+  };
+}
+
+/**
  * Writes fields onto a response, combining with values an earlier sluice middleware left there (see
  * `HeaderField.merge`). Each `stricter` group is decided once, from the header named by `group`.
  */

@@ -23,7 +23,7 @@ export type { IpRange } from './ip-range.js';
 export { parseForwarded, parseXForwardedFor } from './forwarded.js';
 export type { MalformedHop } from './forwarded.js';
 
-export { ceilSeconds, HEADER_STYLES, rateLimitFields, sfString, writeHeaders } from './header-fields.js';
+export { ceilSeconds, HEADER_STYLES, nodeHeaderTarget, rateLimitFields, sfString, writeHeaders } from './header-fields.js';
 export type { HeaderField, HeaderStyle, HeaderTarget, LegacyReset, PolicyReport, RateLimitFieldsOptions } from './header-fields.js';
 export { PROBLEM_CONTENT_TYPE, PROBLEM_TYPES, REFUSAL_STATUS, problemFor } from './problem.js';
 export type { ProblemDetails, ProblemInput, RefusalKind } from './problem.js';

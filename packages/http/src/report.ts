@@ -1,23 +1,13 @@
-import type { Decision } from '@sluice/core';
 import type { CompiledOptions } from './compile-options.js';
-import type { ErrorEvent } from './options.js';
+import type { ErrorEvent, LimitedEvent } from './options.js';
 
 /** Calls onLimited for a refusal or a shadow would-be refusal; an exception from it goes to onError. */
-export function limited<R>(
-  o: CompiledOptions<R>,
-  warn: Warner,
-  raw: R,
-  identity: string,
-  policy: string,
-  decision: Decision,
-  shadow: boolean,
-  shadowBanned: boolean,
-): void {
+export function limited<R>(o: CompiledOptions<R>, event: LimitedEvent<R>): void {
   if (o.onLimited === undefined) return;
   try {
-    o.onLimited({ request: raw, identity, policy, decision, shadow, shadowBanned });
+    o.onLimited(event);
   } catch (error) {
-    report(o, warn, error, { request: raw, source: 'hook', policy, decision });
+    report(o, error, { request: event.request, source: 'hook', policy: event.policy, decision: event.decision });
   }
 }
 
@@ -77,15 +67,16 @@ function messageOf(error: unknown): string {
   return message.startsWith(PREFIX) ? message.slice(PREFIX.length) : message;
 }
 
-export function report<R>(o: CompiledOptions<R>, warn: Warner, error: unknown, event: ErrorEvent<R>, store?: string): void {
+/** Hands an error to onError, or, without one (or when it throws), to the handler's throttled console warning. */
+export function report<R>(o: CompiledOptions<R>, error: unknown, event: ErrorEvent<R>, store?: string): void {
   if (o.onError === undefined) {
-    warn(error, event as ErrorEvent<unknown>, store);
+    o.warn(error, event as ErrorEvent<unknown>, store);
     return;
   }
   try {
     o.onError(error, event);
   } catch {
     // onError is the last stop: an exception thrown by it has nowhere better to go than the warning.
-    warn(error, event as ErrorEvent<unknown>, store);
+    o.warn(error, event as ErrorEvent<unknown>, store);
   }
 }

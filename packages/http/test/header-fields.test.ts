@@ -1,6 +1,6 @@
 import { fixedWindow } from '@sluice/core';
 import { describe, expect, it } from 'vitest';
-import { createHandler, sfString, toResponse, type HandleResult, type HeaderStyle, type LegacyReset } from '../src/index.js';
+import { createHandler, nodeHeaderTarget, sfString, toResponse, writeHeaders, type HandleResult, type HeaderStyle, type LegacyReset } from '../src/index.js';
 import { fakeClock, memoryLimiter, request, written } from './support.js';
 
 function headersAfter(count: number, styles: HeaderStyle | HeaderStyle[], legacyReset?: LegacyReset) {
@@ -106,5 +106,26 @@ describe('web helpers', () => {
 
   it('sfString escapes quotes and backslashes', () => {
     expect(sfString('a"b\\c')).toBe('"a\\"b\\\\c"');
+  });
+
+  it('nodeHeaderTarget reads Node header values (a number, a list) as text and merges onto them', () => {
+    // Node's getHeader answers whatever was set: a number, a string or a list of strings.
+    const held = new Map<string, unknown>([
+      ['ratelimit', ['"global";r=9;t=60']],
+      ['retry-after', 30],
+    ]);
+    const target = nodeHeaderTarget(
+      (name) => held.get(name.toLowerCase()),
+      (name, value) => void held.set(name.toLowerCase(), value),
+    );
+    writeHeaders(
+      [
+        { name: 'RateLimit', value: '"login";r=0;t=60', merge: 'append' },
+        { name: 'Retry-After', value: '12', merge: 'max' },
+      ],
+      target,
+    );
+    expect(held.get('ratelimit')).toBe('"global";r=9;t=60, "login";r=0;t=60');
+    expect(held.get('retry-after')).toBe(30);
   });
 });

@@ -1,5 +1,5 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { addressLost, createHandler, writeHeaders, type HandleResult, type HeaderTarget, type HttpLimitOptions } from '@sluice/http';
+import { addressLost, createHandler, nodeHeaderTarget, writeHeaders, type HandleResult, type HttpLimitOptions } from '@sluice/http';
 
 /** What the middleware leaves on `req.rateLimit`: the handler's whole answer (decision, identity, headers). */
 export type RateLimitInfo = HandleResult;
@@ -61,8 +61,12 @@ function respond(req: IncomingMessage, res: ServerResponse, next: (error?: unkno
     if (result.allowed) next();
     return;
   }
-  target.res = res;
-  writeHeaders(result.headers, first ? setOnly : target);
+  if (first) {
+    // Nothing to merge with: every field is set as it comes (what writeHeaders does on an empty response).
+    for (const field of result.headers) res.setHeader(field.name, field.value);
+  } else {
+    writeHeaders(result.headers, nodeHeaderTarget((name) => res.getHeader(name), (name, value) => res.setHeader(name, value)));
+  }
   if (result.allowed) {
     next();
     return;
@@ -70,21 +74,3 @@ function respond(req: IncomingMessage, res: ServerResponse, next: (error?: unkno
   res.statusCode = result.status;
   res.end(result.body);
 }
-
-const setOnly: HeaderTarget = {
-  get: () => undefined,
-  set: (name, value) => target.res!.setHeader(name, value),
-};
-
-/** One header target for every response: writeHeaders is synchronous, so `res` is set just before each use. */
-const target: HeaderTarget & { res: ServerResponse | undefined } = {
-  res: undefined,
-  get(name) {
-    const value = this.res!.getHeader(name);
-    if (value === undefined) return undefined;
-    return Array.isArray(value) ? value.join(', ') : String(value);
-  },
-  set(name, value) {
-    this.res!.setHeader(name, value);
-  },
-};

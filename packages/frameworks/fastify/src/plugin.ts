@@ -1,5 +1,5 @@
 import { SluiceError, type Store } from '@sluice/core';
-import { addressLost, checkOptionsObject, HTTP_OPTION_NAMES, writeHeaders, type HandleResult, type HeaderTarget, type HttpLimitOptions, type ProblemDetails } from '@sluice/http';
+import { addressLost, checkOptionsObject, HTTP_OPTION_NAMES, nodeHeaderTarget, writeHeaders, type HandleResult, type HttpLimitOptions, type ProblemDetails } from '@sluice/http';
 import type { FastifyInstance, FastifyReply, FastifyRequest, HookHandlerDoneFunction } from 'fastify';
 import fp from 'fastify-plugin';
 import { checkHook, PlanBuilder, type HookStage, type Plan, type RouteRateLimitOptions } from './route-plans.js';
@@ -205,8 +205,12 @@ function finish(request: FastifyRequest, reply: FastifyReply, next: HookHandlerD
   // The first sluice decision on a request has nothing to merge with: it only sets.
   const first = request.rateLimit === null;
   request.rateLimit = result;
-  target.reply = reply;
-  writeHeaders(result.headers, first ? setOnly : target);
+  if (first) {
+    // Nothing to merge with: every field is set as it comes (what writeHeaders does on an empty reply).
+    for (const field of result.headers) reply.header(field.name, field.value);
+  } else {
+    writeHeaders(result.headers, nodeHeaderTarget((name) => reply.getHeader(name), (name, value) => void reply.header(name, value)));
+  }
   if (result.allowed) {
     next();
   } else if (errorResponse === 'throw') {
@@ -216,24 +220,6 @@ function finish(request: FastifyRequest, reply: FastifyReply, next: HookHandlerD
     reply.code(result.status).send(result.body);
   }
 }
-
-const setOnly: HeaderTarget = {
-  get: () => undefined,
-  set: (name, value) => void target.reply!.header(name, value),
-};
-
-/** One header target for every reply: writeHeaders is synchronous, so `reply` is set just before each use. */
-const target: HeaderTarget & { reply: FastifyReply | undefined } = {
-  reply: undefined,
-  get(name) {
-    const value = this.reply!.getHeader(name);
-    if (value === undefined) return undefined;
-    return Array.isArray(value) ? value.join(', ') : String(value);
-  },
-  set(name, value) {
-    this.reply!.header(name, value);
-  },
-};
 
 function parseProblem(body: string | undefined): ProblemDetails | undefined {
   if (body === undefined) return undefined;
