@@ -1,7 +1,8 @@
 /**
  * fast-check generators shared by the Redis suites: valid rules of every algorithm (built by core's own
  * factories, so their parameters obey the same bounds users get) and event sequences that stress the edges:
- * costs of 0 and above capacity, refunds and peeks, tiny steps, large gaps, and a clock that runs backwards.
+ * costs of 0 and above capacity, refunds and peeks, takes and reservations (with no wait allowed, a short one and
+ * a huge one), tiny steps, large gaps, and a clock that runs backwards.
  */
 import fc from 'fast-check';
 import {
@@ -13,7 +14,7 @@ import {
   slidingWindowLog,
   tokenBucket,
   type AlgorithmName,
-  type StepMode,
+  type Mode,
   type ResolvedRule,
   type Rule,
 } from '@sluice/core';
@@ -108,7 +109,9 @@ export interface Event {
   /** Milliseconds since the previous event; negative when the client clock went backwards. */
   readonly deltaMs: number;
   readonly cost: number;
-  readonly mode: StepMode;
+  readonly mode: Mode;
+  /** `reserve` only: the longest wait accepted, ms (0 when absent). */
+  readonly maxWaitMs?: number;
 }
 
 const delta = fc.oneof(
@@ -125,11 +128,15 @@ export function events(maxCost: number, minLength = 1): fc.Arbitrary<Event[]> {
     { weight: 3, arbitrary: fc.integer({ min: 1, max: maxCost + 3 }) },
   );
   const mode = fc.oneof(
-    { weight: 6, arbitrary: fc.constant<StepMode>('consume') },
-    { weight: 1, arbitrary: fc.constant<StepMode>('peek') },
-    { weight: 2, arbitrary: fc.constant<StepMode>('refund') },
+    { weight: 6, arbitrary: fc.constant<Mode>('consume') },
+    { weight: 1, arbitrary: fc.constant<Mode>('peek') },
+    { weight: 2, arbitrary: fc.constant<Mode>('refund') },
+    { weight: 2, arbitrary: fc.constant<Mode>('take') },
+    { weight: 2, arbitrary: fc.constant<Mode>('reserve') },
   );
-  return fc.array(fc.record({ deltaMs: delta, cost, mode }), { minLength, maxLength: Math.max(40, minLength) });
+  // Read by reserve only: no wait allowed, a short wait, and one long enough to book far into the future.
+  const maxWaitMs = fc.oneof(fc.constant(0), fc.integer({ min: 1, max: 5_000 }), fc.integer({ min: 5_001, max: 2 ** 40 }));
+  return fc.array(fc.record({ deltaMs: delta, cost, mode, maxWaitMs }), { minLength, maxLength: Math.max(40, minLength) });
 }
 
 /** A start instant near today's epoch ms, so arithmetic runs at the magnitudes production sees. */

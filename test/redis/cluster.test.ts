@@ -38,6 +38,7 @@ describeStoreConformance<RedisStore>({
   name: 'redis cluster',
   createStore: () => redisStore(client, { clock: 'client' }),
   clock: 'client',
+  capabilities: { synchronous: false, modes: ['take', 'reserve'] },
   storeScope: 'suite',
   keyPrefix: 'cluster-client',
 });
@@ -46,6 +47,7 @@ describeStoreConformance<RedisStore>({
   name: 'redis cluster',
   createStore: () => redisStore(client),
   clock: 'store',
+  capabilities: { synchronous: false, modes: ['take', 'reserve'] },
   storeScope: 'suite',
   keyPrefix: 'cluster-store',
   inspectKeys: ({ prefix }) => keysEverywhere(`${prefix}:*`),

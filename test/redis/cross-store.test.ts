@@ -4,7 +4,9 @@
  * clock) and Upstash (client clock, through the REST fixture) run the Lua script. The clock is driven by the
  * test and steps backwards as several app servers with clocks a few ms apart make it step: that is where the
  * executors used to disagree (a refunded-to-full state kept by memory and deleted by the others; cost 0 denied by
- * the script; an expired sliding-window-counter state read differently).
+ * the script; an expired sliding-window-counter state read differently). Every mode runs, through the limiters'
+ * own methods: limit, peek, refund, take and reserve (maxWaitMs 0, short or huge), on every algorithm and on
+ * compound rules.
  *
  * Each sequence runs in a few ms of real time, far inside the Redis store's real-time expiry slack, so a key
  * Redis drops by real time cannot explain a difference.
@@ -33,7 +35,7 @@ let directory: string;
 let db: Database.Database;
 let stores: Array<{ name: string; store: Store }>;
 let run = 0;
-const stats = { sequences: 0, decisions: 0, backwardSteps: 0 };
+const stats = { sequences: 0, decisions: 0, backwardSteps: 0, modes: { consume: 0, peek: 0, refund: 0, take: 0, reserve: 0 } };
 
 beforeAll(async () => {
   server = await startRedis();
@@ -52,7 +54,7 @@ beforeAll(async () => {
 });
 
 afterAll(async () => {
-  console.log(`[cross-store] ${stats.sequences} sequences, ${stats.decisions} decisions on ${stores?.length ?? 0} stores, ${stats.backwardSteps} backward clock steps`);
+  console.log(`[cross-store] ${stats.sequences} sequences, ${stats.decisions} decisions on ${stores?.length ?? 0} stores, ${stats.backwardSteps} backward clock steps; modes ${JSON.stringify(stats.modes)}`);
   ioredis?.disconnect();
   db?.close();
   if (directory !== undefined) rmSync(directory, { recursive: true, force: true });
@@ -84,16 +86,22 @@ async function agree(rules: readonly ResolvedRule[], start: number, sequence: re
   for (const event of sequence) {
     if (event.deltaMs < 0) stats.backwardSteps++;
     now = Math.max(start - 10_000, now + event.deltaMs);
-    history.push(`now=${now} ${event.mode}(cost ${event.cost})`);
+    history.push(`now=${now} ${event.mode}(cost ${event.cost}${event.mode === 'reserve' ? `, maxWaitMs ${event.maxWaitMs ?? 0}` : ''})`);
+    stats.modes[event.mode]++;
     const answers = [];
     for (const { store, limiter } of limiters) {
-      const decision = await limiter[event.mode === 'consume' ? 'limit' : event.mode]('id', { cost: event.cost });
+      const decision =
+        event.mode === 'reserve'
+          ? await limiter.reserve('id', { cost: event.cost, maxWaitMs: event.maxWaitMs ?? 0 })
+          : await limiter[event.mode === 'consume' ? 'limit' : event.mode]('id', { cost: event.cost });
       answers.push({ store, decision: view(decision) });
     }
     stats.decisions++;
     const [reference, ...others] = answers;
     expect(reference!.decision.degraded, `${reference!.store}: ${history.join(' → ')}`).toBe(false);
     if (event.cost === 0 || event.mode === 'refund') expect(reference!.decision.allowed, `${reference!.store}: ${history.join(' → ')}`).toBe(true);
+    if (event.mode === 'take') expect(reference!.decision.granted, `${reference!.store}: ${history.join(' → ')}`).toBeGreaterThanOrEqual(0);
+    if (event.mode === 'reserve') expect(reference!.decision.startAt, `${reference!.store}: ${history.join(' → ')}`).toEqual(expect.any(Number));
     for (const other of others) {
       expect(other.decision, `${other.store} against ${reference!.store}, rules ${JSON.stringify(rules)}: ${history.join(' → ')}`).toEqual(reference!.decision);
     }

@@ -1,7 +1,8 @@
 /**
  * JS-vs-Lua differential: fast-check event sequences run through core's `evaluate()` (the reference) and through
  * the Redis store's Lua script on a real redis-server (client clock mode), and every event must agree exactly:
- * allowed, remaining, resetAt, retryAt per rule, the state written and its expiry. The script is called with
+ * allowed, remaining, resetAt, retryAt per rule (granted for take, startAt for reserve), the state written and
+ * its expiry, in all five modes (consume, peek, refund, take, reserve). The script is called with
  * the store's own codec (`encodeCall`, `parseCallReply`): one decision per call, as a lone decision travels,
  * and several decisions per call, as the store's batcher sends decisions issued together; and both ways the
  * store runs it: EVALSHA of LIMIT_SCRIPT and FCALL of the Redis Function LIMIT_LIBRARY defines.
@@ -23,7 +24,21 @@ import { ALGORITHMS, compoundRules, events, ruleOf, ruleSets, startMs, type Even
 let server: RedisServer;
 let client: Redis;
 let sequence = 0;
-const stats = { sequences: 0, events: 0, writes: 0, expiredEarly: 0, calls: 0, batchedCalls: 0, batchedDecisions: 0, repeatedKeys: 0 };
+const stats = {
+  sequences: 0,
+  events: 0,
+  writes: 0,
+  expiredEarly: 0,
+  calls: 0,
+  batchedCalls: 0,
+  batchedDecisions: 0,
+  repeatedKeys: 0,
+  modes: { consume: 0, peek: 0, refund: 0, take: 0, reserve: 0 },
+  granted: 0,
+  booked: 0,
+  bookedLater: 0,
+  tooFar: 0,
+};
 
 beforeAll(async () => {
   server = await startRedis();
@@ -39,6 +54,9 @@ let via: Via = 'evalsha';
 
 afterAll(async () => {
   console.log(`[differential] ${stats.sequences} sequences, ${stats.events} events in ${stats.calls} script calls (${stats.batchedCalls} carrying several decisions), ${stats.writes} writes compared; ${stats.expiredEarly} states expired by Redis real time before the logical clock reached them`);
+  console.log(
+    `[differential] modes ${JSON.stringify(stats.modes)}; takes that granted units ${stats.granted}; reservations booked ${stats.booked} (${stats.bookedLater} of them after now), refused as too far ${stats.tooFar}`,
+  );
   client?.disconnect();
   await server?.stop();
 });
@@ -72,7 +90,7 @@ async function runCalls(identities: readonly Identity[], start: number, calls: R
     const requests: LimitRequest[] = call.map((event) => {
       now = Math.max(0, now + event.deltaMs);
       const { key, rules } = identities[event.who]!;
-      return { key, rules, cost: event.cost, mode: event.mode, now };
+      return { key, rules, cost: event.cost, mode: event.mode, now, ...(event.mode === 'reserve' ? { maxWaitMs: event.maxWaitMs ?? 0 } : {}) };
     });
     const { keys, args } = encodeCall(requests, 'client');
     const distinct = [...new Set(keys)];
@@ -114,11 +132,20 @@ async function runCalls(identities: readonly Identity[], start: number, calls: R
     const lastWrite = new Map<string, { state: State; ttlMs: number }>();
     for (const [i, request] of requests.entries()) {
       const ruleKeys = request.rules.map((rule) => `${request.key}:${rule.id}`);
-      const expected = evaluate(request.rules, ruleKeys.map((k) => current.get(k)), request.now, request.cost, request.mode);
+      const expected = evaluate(request.rules, ruleKeys.map((k) => current.get(k)), request.now, request.cost, request.mode, request.maxWaitMs);
+      stats.modes[request.mode]++;
       expect(actual[i]!.now, where(i)).toBe(request.now);
       expect(actual[i]!.outcomes, where(i)).toEqual(expected.outcomes);
       // The decision as a whole is every rule's allowed (the script sends no separate flag).
       expect(actual[i]!.outcomes.every((o) => o.allowed), where(i)).toBe(expected.allowed);
+      const first = expected.outcomes[0]!;
+      if (request.mode === 'take' && first.granted! > 0) stats.granted++;
+      if (request.mode === 'reserve' && request.cost > 0) {
+        if (expected.allowed) {
+          stats.booked++;
+          if (first.startAt! > request.now) stats.bookedLater++;
+        } else if (first.startAt !== -1) stats.tooFar++;
+      }
       if (expected.writes !== undefined) {
         stats.writes++;
         for (const [r, write] of expected.writes.entries()) {
@@ -234,6 +261,14 @@ describe.each<Via>(['evalsha', 'fcall'])('Lua script equals core evaluate(), eve
         expect(parseCallReply(reply, [request], 'client')[0]!.outcomes, `${rule.algorithm} over ${JSON.stringify(raw)}`).toEqual(expected.outcomes);
       }
     }
+  });
+
+  test('take and reserve were exercised: units granted, bookings now and later, reservations refused as too far', () => {
+    expect(stats.modes.take).toBeGreaterThan(100);
+    expect(stats.modes.reserve).toBeGreaterThan(100);
+    expect(stats.granted).toBeGreaterThan(50);
+    expect(stats.bookedLater).toBeGreaterThan(20);
+    expect(stats.tooFar).toBeGreaterThan(20);
   });
 
   test('regression: sub-millisecond GCRA and large products keep integer exactness', async () => {

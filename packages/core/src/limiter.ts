@@ -93,14 +93,14 @@ export interface Limiter {
   /**
    * Takes as many units as fit now, up to `cost`, from every rule alike; `granted` says how many (0 is an
    * answer, not an error: `allowed` is false and `retryAfter` says when one unit fits). Needs a store that
-   * announces `take` (memory, SQLite); others reject with UNSUPPORTED_OPERATION.
+   * announces `take` (memory, SQLite, Redis, Upstash); others reject with UNSUPPORTED_OPERATION.
    * @example const { granted } = await limiter.take('tier:a', { cost: 50 });
    */
   take(identity: string, options?: TakeOptions): Promise<Decision>;
   /**
    * Books `cost` at the earliest time it fits on every rule, if that is within `maxWaitMs`; `startAt` says when
    * to start (wait `startAt − now`). Later requests queue behind the booking. Denied (nothing booked) when the
-   * start is further away. Needs a store that announces `reserve` (memory, SQLite).
+   * start is further away. Needs a store that announces `reserve` (memory, SQLite, Redis, Upstash).
    * @example const d = await limiter.reserve('api.example.com', { maxWaitMs: 5000 }); if (d.allowed) await sleep(d.startAt - d.now);
    */
   reserve(identity: string, options: ReserveOptions): Promise<Decision>;
@@ -323,7 +323,12 @@ class LimiterImpl implements SyncLimiter {
     const call: (request: LimitRequest) => LimitResult | RuleAnswer | Promise<LimitResult> = this.fastPath && request.rules === rules && rules.length === 1 && isStepMode(mode) ? this.callLimitOne : this.callLimit;
     if (sync) return this.shape(rules, request, this.policy.runSync(request, call as (request: LimitRequest) => LimitResult | RuleAnswer));
     const answer = this.policy.run(request, call);
-    return isPromise(answer) ? answer.then((a) => this.shape(rules, request, a)) : this.shape(rules, request, answer);
+    return isPromise(answer) ? this.later(answer, rules, request) : this.shape(rules, request, answer);
+  }
+
+  /** Shapes an answer that comes later. A method of its own: a closure in decision() would make every call allocate a context. */
+  private later(answer: Promise<LimitResult | RuleAnswer | Failover>, rules: readonly Rule[], request: LimitRequest): Promise<Decision> {
+    return answer.then((a) => this.shape(rules, request, a));
   }
 
   /** Refuses a mode the store does not announce (before anything is counted); reserve needs its options. */

@@ -87,6 +87,10 @@ export function appendDecision(call: ScriptCallArguments, request: LimitRequest)
   const { key, rules, cost } = request;
   const spec = specEntry(rules);
   if (!Number.isSafeInteger(cost) || cost < 0) throw new SluiceError('INVALID_COST', `cost must be a non-negative integer, got ${String(cost)}`);
+  const maxWaitMs = request.maxWaitMs ?? 0;
+  if (request.mode === 'reserve' && (!Number.isSafeInteger(maxWaitMs) || maxWaitMs < 0)) {
+    throw new SluiceError('INVALID_OPTION', `maxWaitMs must be a non-negative integer number of ms, got ${String(request.maxWaitMs)}`);
+  }
   if (call.clock === 'client') {
     const now = request.now;
     if (!Number.isSafeInteger(now)) throw new SluiceError('INVALID_OPTION', `the client clock must give integer epoch milliseconds, got ${String(now)}`);
@@ -99,9 +103,31 @@ export function appendDecision(call: ScriptCallArguments, request: LimitRequest)
     call.args.push(spec);
     call.spec = spec;
   }
-  call.args.push(request.mode === 'consume' ? `${cost}` : request.mode === 'peek' ? `p${cost}` : `r${cost}`);
+  call.args.push(costEntry(request));
   for (let i = 0; i < rules.length; i++) call.keys.push(`${key}:${rules[i]!.id}`);
 }
+
+/** A decision's cost entry: the cost (consume), or p / r / t + cost (peek, refund, take), or v + cost,maxWaitMs (reserve). */
+function costEntry(request: LimitRequest): string {
+  const { cost } = request;
+  switch (request.mode) {
+    case 'consume':
+      return `${cost}`;
+    case 'peek':
+      return `p${cost}`;
+    case 'refund':
+      return `r${cost}`;
+    case 'take':
+      return `t${cost}`;
+    case 'reserve':
+      return `v${cost},${request.maxWaitMs ?? 0}`;
+    default:
+      throw new SluiceError('INVALID_OPTION', `unknown mode ${JSON.stringify((request as { mode: unknown }).mode)}`);
+  }
+}
+
+/** A take or reserve decision's reply ends with one more integer: its granted or its startAt. */
+const hasExtra = (request: LimitRequest): boolean => request.mode === 'take' || request.mode === 'reserve';
 
 /** KEYS and ARGV of one script call deciding `requests` in order. */
 export function encodeCall(requests: readonly LimitRequest[], clock: 'store' | 'client'): { keys: string[]; args: string[] } {
@@ -117,7 +143,7 @@ export function encodeCall(requests: readonly LimitRequest[], clock: 'store' | '
  */
 export function parseCallReply(reply: unknown, requests: readonly LimitRequest[], clock: 'store' | 'client'): LimitResult[] {
   let expected = 1;
-  for (const request of requests) expected += 4 * request.rules.length;
+  for (const request of requests) expected += 4 * request.rules.length + (hasExtra(request) ? 1 : 0);
   if (!Array.isArray(reply) || reply.length !== expected) {
     throw new SluiceError('STORE_ERROR', `the limit script answered ${describeReply(reply)}, expected ${expected} integers`);
   }
@@ -139,6 +165,16 @@ export function parseCallReply(reply: unknown, requests: readonly LimitRequest[]
         retryAt: integer(reply[at + 3]),
       };
       at += 4;
+    }
+    if (hasExtra(request)) {
+      // Granted (take) or startAt (reserve): the same on every rule of the decision (core's modes.ts).
+      const extra = integer(reply[at]);
+      at += 1;
+      for (let i = 0; i < rules.length; i++) {
+        const outcome = outcomes[i] as { granted?: number; startAt?: number };
+        if (request.mode === 'take') outcome.granted = extra;
+        else outcome.startAt = extra;
+      }
     }
     results[r] = { now: clock === 'store' ? storeNow : request.now, outcomes };
   }

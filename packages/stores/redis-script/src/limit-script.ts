@@ -20,15 +20,17 @@
  *                  Redis TIME once instead (the store clock) and may not carry '@' entries.
  *   '#code a b c'  the rules of the decisions that follow, one `code a b c` per rule joined by ' ' (three
  *                  integer parameters, unused ones 0). Decisions of one limiter share one spec entry.
- *   'cost'         a decision that consumes; 'p' + cost peeks, 'r' + cost refunds. It takes the next KEYS, one
- *                  per rule of the current spec.
+ *   'cost'         a decision that consumes; 'p' + cost peeks, 'r' + cost refunds, 't' + cost takes, and
+ *                  'v' + cost + ',' + maxWaitMs reserves (core's modes.ts: the same search and rounding, in the
+ *                  same order). It takes the next KEYS, one per rule of the current spec.
  * Reply, flat, integers only (no fraction ever leaves the script): the store clock's now (0 with the client's
- * clock), then per decision and rule allowed (1/0), remaining, resetAt, retryAt (-1 = never). Whether the
+ * clock), then per decision and rule allowed (1/0), remaining, resetAt, retryAt (-1 = never), and after a take
+ * or reserve decision's rules one more integer, its granted or its startAt (-1 = never). Whether the
  * decision as a whole is allowed is every rule's allowed: a rule that only looked, in an all-or-nothing denial,
  * reports allowed as the rule itself would have.
  *
  * Redis commands per call: one TIME (store clock only), one MGET of every key, one SET ... PX per key written
- * (only when a decision consumes or refunds), one DEL for state that is already worthless. Later decisions of a
+ * (only when a decision consumes, refunds, takes units or books a reservation), one DEL for state that is already worthless. Later decisions of a
  * call see earlier ones' writes through a Lua table, and each key is written once, with its last state, after
  * every decision was stepped: a call that fails on malformed input writes nothing. Algorithm steps are built on
  * first use and specs parsed once per call: defining every function on every call was a measurable cost.

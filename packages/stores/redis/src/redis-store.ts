@@ -113,7 +113,7 @@ export class RedisStore implements Store {
     this.client = client as ScriptClient;
     this.gate = new ConnectionGate(this.client, offlineWaitMs);
     this.useFunction = functions && (client as { isCluster?: boolean }).isCluster !== true;
-    this.capabilities = { synchronous: false, clock, operations: ['limit', 'reset'] };
+    this.capabilities = { synchronous: false, clock, operations: ['limit', 'reset', 'take', 'reserve'] };
     this.batcher = new LimitBatcher({
       clock,
       maxBatch: batch ? maxBatch : 1,
@@ -127,12 +127,6 @@ export class RedisStore implements Store {
   }
 
   limit(request: LimitRequest): Promise<LimitResult> {
-    if (request.mode === 'take' || request.mode === 'reserve') {
-      // Until the script carries these modes (capabilities.operations lacks them, so limiters refuse them first).
-      return Promise.reject(
-        new SluiceError('UNSUPPORTED_OPERATION', `redisStore: the ${request.mode} mode is not supported by this store yet; use memoryStore() or sqliteStore() for take and reserve`),
-      );
-    }
     return this.batcher.limit(request);
   }
 

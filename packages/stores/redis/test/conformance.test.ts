@@ -23,6 +23,7 @@ describeStoreConformance<RedisStore>({
   name: 'redis',
   createStore: () => redisStore(client, { clock: 'client' }),
   clock: 'client',
+  capabilities: { synchronous: false, modes: ['take', 'reserve'] },
   storeScope: 'suite',
 });
 
@@ -31,6 +32,7 @@ describeStoreConformance<RedisStore>({
   name: 'redis (EVALSHA)',
   createStore: () => redisStore(client, { clock: 'client', functions: false }),
   clock: 'client',
+  capabilities: { synchronous: false, modes: ['take', 'reserve'] },
   storeScope: 'suite',
   keyPrefix: 'conformance-evalsha',
 });
@@ -39,6 +41,7 @@ describeStoreConformance<RedisStore>({
   name: 'redis',
   createStore: () => redisStore(client),
   clock: 'store',
+  capabilities: { synchronous: false, modes: ['take', 'reserve'] },
   storeScope: 'suite',
   keyPrefix: 'conformance-store',
   inspectKeys: ({ prefix }) => client.keys(`${prefix}:*`),

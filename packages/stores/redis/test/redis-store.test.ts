@@ -88,9 +88,9 @@ describe('redisStore options', () => {
     expect(() => redisStore(client, { functions: 'no' as never })).toThrow(/functions must be true or false, got "no"/);
   });
 
-  test('capabilities announce the clock in use', () => {
+  test('capabilities announce the clock in use and every mode (take and reserve run in the script)', () => {
     const client = connect();
-    expect(redisStore(client).capabilities).toEqual({ synchronous: false, clock: 'store', operations: ['limit', 'reset'] });
+    expect(redisStore(client).capabilities).toEqual({ synchronous: false, clock: 'store', operations: ['limit', 'reset', 'take', 'reserve'] });
     expect(redisStore(client, { clock: 'client' }).capabilities.clock).toBe('client');
   });
 });

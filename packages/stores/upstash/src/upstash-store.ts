@@ -92,18 +92,12 @@ export class UpstashStore implements Store {
       throw new SluiceError('INVALID_OPTION', `upstashStore: maxBatch must be an integer from 1 to 1000, got ${JSON.stringify(maxBatch)}`);
     }
     this.redis = redis;
-    this.capabilities = { synchronous: false, clock, operations: ['limit', 'reset'] };
+    this.capabilities = { synchronous: false, clock, operations: ['limit', 'reset', 'take', 'reserve'] };
     // The batcher's default wait is microtasks only (edge runtimes have no process.nextTick).
     this.batcher = new LimitBatcher({ clock, maxBatch: batch ? maxBatch : 1, call: this.call });
   }
 
   limit(request: LimitRequest): Promise<LimitResult> {
-    if (request.mode === 'take' || request.mode === 'reserve') {
-      // Until the script carries these modes (capabilities.operations lacks them, so limiters refuse them first).
-      return Promise.reject(
-        new SluiceError('UNSUPPORTED_OPERATION', `upstashStore: the ${request.mode} mode is not supported by this store yet; use memoryStore() or sqliteStore() for take and reserve`),
-      );
-    }
     return this.batcher.limit(request);
   }
 

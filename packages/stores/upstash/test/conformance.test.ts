@@ -13,6 +13,7 @@ describeStoreConformance<UpstashStore>({
   name: 'upstash',
   createStore: () => upstashStore(redis, { clock: 'client' }),
   clock: 'client',
+  capabilities: { synchronous: false, modes: ['take', 'reserve'] },
   storeScope: 'suite',
 });
 
@@ -20,6 +21,7 @@ describeStoreConformance<UpstashStore>({
   name: 'upstash',
   createStore: () => upstashStore(redis),
   clock: 'store',
+  capabilities: { synchronous: false, modes: ['take', 'reserve'] },
   storeScope: 'suite',
   inspectKeys: ({ prefix }) => redis.keys(`${prefix}:*`),
 });

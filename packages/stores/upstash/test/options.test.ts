@@ -34,7 +34,7 @@ describe('upstashStore validation', () => {
   });
 
   it('announces its capabilities', () => {
-    expect(upstashStore(client()).capabilities).toEqual({ synchronous: false, clock: 'store', operations: ['limit', 'reset'] });
+    expect(upstashStore(client()).capabilities).toEqual({ synchronous: false, clock: 'store', operations: ['limit', 'reset', 'take', 'reserve'] });
     expect(upstashStore(client(), { clock: 'client' }).capabilities.clock).toBe('client');
   });
 });

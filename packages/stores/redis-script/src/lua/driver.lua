@@ -55,11 +55,17 @@ local k = 0
 for a = 1, nargs do
   local entry = ARGV[a]
   local cost, mode = to_number(entry), 'consume'
-  local c = 0
+  local c, max_wait = 0, 0
   if not cost then
     c = byte(entry)
-    if c == 112 then mode = 'peek' elseif c == 114 then mode = 'refund' end
-    cost = to_number(sub(entry, 2))
+    if c == 112 then mode = 'peek' elseif c == 114 then mode = 'refund' elseif c == 116 then mode = 'take' end
+    if c == 118 then -- 'v' + cost + ',' + maxWaitMs: a reserve
+      mode = 'reserve'
+      local x, y = match(entry, '^v(%d+),(%d+)$')
+      if x then cost, max_wait = to_number(x), to_number(y) end
+    else
+      cost = to_number(sub(entry, 2))
+    end
   end
   if c == 35 then -- '#': a spec
     rules = rules_of(entry)
@@ -67,14 +73,15 @@ for a = 1, nargs do
   elseif c == 64 then -- '@': the client's clock
     if not client_clock or not cost then return redis.error_reply('sluice: malformed clock ' .. entry) end
     now = cost
-  else -- a decision: its cost, prefixed by p (peek) or r (refund)
+  else -- a decision: its cost, prefixed by p (peek), r (refund), t (take) or v (reserve, with its maxWaitMs)
     if not cost or (c ~= 0 and mode == 'consume') then return redis.error_reply('sluice: malformed decision ' .. entry) end
     if not rules then return redis.error_reply('sluice: a decision before any spec') end
     local n = #rules
     if k + n > nkeys then return redis.error_reply('sluice: fewer KEYS than rules') end
     local writes = cost > 0 and mode ~= 'peek'
 
-    if n == 1 then
+    local special = mode == 'take' or mode == 'reserve'
+    if n == 1 and not special then
       local rule, key = rules[1], KEYS[k + 1]
       local allowed, next_state, left, reset, retry, life = rule[1](state[key], now, cost, mode, rule[2], rule[3], rule[4])
       if writes and (allowed or mode == 'refund') then
@@ -90,29 +97,91 @@ for a = 1, nargs do
       o = o + 4
     else
       if not prior then prior, ok, nxt, remaining, reset_at, retry_at, ttl = {}, {}, {}, {}, {}, {}, {} end
-      local allowed = true
+      -- The first pass: the step itself; for a take a peek of 0 (each rule's room), for a reserve a peek of the cost.
+      local first_mode, first_cost = mode, cost
+      if mode == 'take' then first_mode, first_cost = 'peek', 0 elseif mode == 'reserve' then first_mode = 'peek' end
+      local allowed, room = true, cost
       for i = 1, n do
         local rule = rules[i]
         local s = state[KEYS[k + i]]
         prior[i] = s
-        ok[i], nxt[i], remaining[i], reset_at[i], retry_at[i], ttl[i] = rule[1](s, now, cost, mode, rule[2], rule[3], rule[4])
+        ok[i], nxt[i], remaining[i], reset_at[i], retry_at[i], ttl[i] = rule[1](s, now, first_cost, first_mode, rule[2], rule[3], rule[4])
         if not ok[i] then allowed = false end
+        if remaining[i] < room then room = remaining[i] end
       end
-      -- All-or-nothing: when one rule denies a consume, the rules that would have consumed report their state untouched.
-      if not allowed and mode == 'consume' then
-        for i = 1, n do
-          if ok[i] then
-            local rule = rules[i]
-            ok[i], nxt[i], remaining[i], reset_at[i], retry_at[i], ttl[i] = rule[1](prior[i], now, cost, 'peek', rule[2], rule[3], rule[4])
+      local extra
+      if special then
+        -- core's takeEvaluation / reserveEvaluation (modes.ts), in the same order. `extra` is the decision's granted
+        -- (take) or startAt (reserve), sent after its rules; `at`, when set, is the instant every rule consumes
+        -- `amount` and is written (a take that granted units, a reserve that booked).
+        local at, amount = nil, cost
+        extra = 0
+        if mode == 'take' then
+          local granted = max(0, room)
+          if cost > 0 and granted == 0 then
+            -- Nothing fits: the outcomes of a peek of one unit (retryAt: when one unit fits); nothing written.
+            for i = 1, n do
+              local rule = rules[i]
+              ok[i], nxt[i], remaining[i], reset_at[i], retry_at[i], ttl[i] = rule[1](prior[i], now, 1, 'peek', rule[2], rule[3], rule[4])
+            end
+          elseif cost > 0 then
+            at, amount, extra = now, granted, granted
+          end
+        elseif cost == 0 then
+          extra = now
+        else
+          local lowest = now
+          extra = nil
+          for i = 1, n do
+            if retry_at[i] == NEVER then
+              extra = NEVER
+              break
+            end
+            -- Every step's retryAt is a lower bound on when the cost fits, and a state's own time bounds the queue.
+            if not ok[i] and retry_at[i] > lowest then lowest = retry_at[i] end
+            if prior[i] then lowest = max(lowest, state_time(rules[i], prior[i])) end
+          end
+          if not extra then extra = first_passing(rules, prior, cost, lowest) end
+          if extra ~= NEVER then
+            if extra - now > max_wait then
+              -- Too far away: nothing is booked, and every rule reports the start the request would have had.
+              for i = 1, n do
+                ok[i] = false
+                retry_at[i] = extra
+              end
+            else
+              at = extra
+            end
           end
         end
-      end
-      if writes and (allowed or mode == 'refund') then
-        for i = 1, n do
-          local key = KEYS[k + i]
-          final[key] = nxt[i]
-          final_ttl[key] = ttl[i]
-          if ttl[i] > 0 and #nxt[i] > 0 then state[key] = nxt[i] else state[key] = false end
+        if at then
+          for i = 1, n do
+            local rule, key = rules[i], KEYS[k + i]
+            ok[i], nxt[i], remaining[i], reset_at[i], retry_at[i], ttl[i] = rule[1](prior[i], at, amount, 'consume', rule[2], rule[3], rule[4])
+            -- A step's ttl counts from its own time (at); the key's from the request's.
+            local life = ttl[i] + (at - now)
+            final[key] = nxt[i]
+            final_ttl[key] = life
+            if life > 0 and #nxt[i] > 0 then state[key] = nxt[i] else state[key] = false end
+          end
+        end
+      else
+        -- All-or-nothing: when one rule denies a consume, the rules that would have consumed report their state untouched.
+        if not allowed and mode == 'consume' then
+          for i = 1, n do
+            if ok[i] then
+              local rule = rules[i]
+              ok[i], nxt[i], remaining[i], reset_at[i], retry_at[i], ttl[i] = rule[1](prior[i], now, cost, 'peek', rule[2], rule[3], rule[4])
+            end
+          end
+        end
+        if writes and (allowed or mode == 'refund') then
+          for i = 1, n do
+            local key = KEYS[k + i]
+            final[key] = nxt[i]
+            final_ttl[key] = ttl[i]
+            if ttl[i] > 0 and #nxt[i] > 0 then state[key] = nxt[i] else state[key] = false end
+          end
         end
       end
       for i = 1, n do
@@ -121,6 +190,10 @@ for a = 1, nargs do
         out[o + 3] = reset_at[i]
         out[o + 4] = retry_at[i]
         o = o + 4
+      end
+      if extra then
+        out[o + 1] = extra
+        o = o + 1
       end
     end
     k = k + n

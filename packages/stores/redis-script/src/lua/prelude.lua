@@ -54,7 +54,7 @@ local function rules_of(spec)
     local step = step_for(code)
     if not step then return nil end
     n = n + 1
-    rules[n] = {step, to_number(a), to_number(b), to_number(c)}
+    rules[n] = {step, to_number(a), to_number(b), to_number(c), code}
     if e == last then break end
     if byte(spec, e + 1) ~= 32 then return nil end
     at = e + 2
@@ -65,6 +65,50 @@ local function rules_of(spec)
   end
   specs[spec] = rules
   return rules
+end
+
+-- core's modes.ts (take and reserve), over a decision's rules and the states read for them (false: none).
+
+-- stateTime(): the time a rule's state was last moved to (a reservation never starts before it), by spec code:
+-- the index of that time in the state, 0 for GCRA (its TAT orders requests by itself).
+local STATE_TIME = {fw = 1, swc = 1, tbs = 2, tbi = 2, lb = 2}
+local function state_time(rule, s)
+  local code = rule[5]
+  if code == 'swl' then
+    local n = #s
+    if n >= 2 then return s[n - 1] end
+    return 0
+  end
+  if code == 'gcra' then return 0 end
+  return s[STATE_TIME[code]] or 0
+end
+
+local function passes(rules, prior, cost, at)
+  for i = 1, #rules do
+    local rule = rules[i]
+    if not rule[1](prior[i], at, cost, 'peek', rule[2], rule[3], rule[4]) then return false end
+  end
+  return true
+end
+
+-- firstPassing(): the first instant >= from at which the cost passes every rule, or NEVER if none before
+-- SEARCH_LIMIT_MS (2^52): a doubling search, then a bisection over whole milliseconds, exactly as core's.
+local SEARCH_LIMIT_MS = 4503599627370496
+local function first_passing(rules, prior, cost, from)
+  if passes(rules, prior, cost, from) then return from end
+  local failing, stride = from, 1
+  local passing = from + stride
+  while not passes(rules, prior, cost, passing) do
+    failing = passing
+    stride = stride * 2
+    if failing + stride > SEARCH_LIMIT_MS then return NEVER end
+    passing = failing + stride
+  end
+  while passing - failing > 1 do
+    local middle = failing + floor((passing - failing) / 2)
+    if passes(rules, prior, cost, middle) then passing = middle else failing = middle end
+  end
+  return passing
 end
 
 -- '%d' prints every integer below 2^53 exactly (tostring would round past 14 digits).
