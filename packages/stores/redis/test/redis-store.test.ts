@@ -186,6 +186,33 @@ describe.each([
     expect(await client.get(`sluice:order-${call}:{o}:fw:3600000`)).toMatch(/^\d+,2$/);
   });
 
+  test('take and reserve on the store clock: one call, one TIME; granted, and starts counted from that TIME; bookings queue in issue order', async () => {
+    const client = connect();
+    const limiter = createLimiter({ store: store(client), rules: tokenBucket({ capacity: 2, refillRate: 1 }), name: `modes-${call}` });
+    await limiter.limit('warm');
+    await client.config('RESETSTAT');
+    const [take, first, second, tooFar, never] = await Promise.all([
+      limiter.take('q', { cost: 5 }),
+      limiter.reserve('q', { maxWaitMs: 5_000 }),
+      limiter.reserve('q', { maxWaitMs: 5_000 }),
+      limiter.reserve('q', { maxWaitMs: 500 }),
+      limiter.reserve('q', { cost: 3, maxWaitMs: 60_000 }),
+    ]);
+    const calls = await commandCalls(client);
+    expect(calls[call]).toBe(1);
+    expect(calls.time).toBe(1);
+    const now = take.now;
+    expect([first, second, tooFar, never].every((d) => d.now === now)).toBe(true);
+    expect([take.allowed, take.granted, take.remaining]).toEqual([true, 2, 0]);
+    // 1 token per second: the bookings start 1 s and 2 s after the call's TIME; a third would start at 3 s.
+    expect([first.allowed, first.startAt! - now]).toEqual([true, 1_000]);
+    expect([second.allowed, second.startAt! - now]).toEqual([true, 2_000]);
+    expect([tooFar.allowed, tooFar.startAt! - now]).toEqual([false, 3_000]);
+    expect([never.allowed, never.startAt, never.reason]).toEqual([false, -1, 'cost_exceeds_limit']);
+    // The booking moved the state to its start: the key lives past it (the step's ttl counted from the start).
+    expect(await client.pttl(`sluice:modes-${call}:{q}:tb`)).toBeGreaterThan(2_000);
+  });
+
   test('a failing call fails each of its decisions, is never retried, writes nothing; the policy answers each', async () => {
     const client = connect();
     const rules = fixedWindow({ limit: 10, window: '1h' });
