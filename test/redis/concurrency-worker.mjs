@@ -1,6 +1,6 @@
 // One OS process of the concurrency test: its own ioredis connection, `inFlight` requests outstanding at once,
 // all on the one identity the parent names (batched into shared script calls, or one call each). Reports what
-// it was allowed; it never decides anything itself.
+// it was allowed (with take, the units granted; with reserve, the starts booked); it never decides anything itself.
 import { Redis } from 'ioredis';
 import { createLimiter } from '@sluice/core';
 import { redisStore } from '@sluice/redis';
@@ -23,19 +23,29 @@ process.on('message', async (message) => {
     circuitBreaker: false,
     onStoreError: 'deny',
   });
+  // limit (the default), take with message.cost, or reserve with message.maxWaitMs.
+  const decide = () =>
+    message.mode === 'take'
+      ? limiter.take(message.identity, { cost: message.cost })
+      : message.mode === 'reserve'
+        ? limiter.reserve(message.identity, { maxWaitMs: message.maxWaitMs })
+        : limiter.limit(message.identity);
   let issued = 0;
-  const counts = { allowed: 0, denied: 0, degraded: 0 };
+  const counts = { allowed: 0, denied: 0, degraded: 0, granted: 0 };
+  const starts = [];
   const lane = async () => {
     while (issued < message.requests) {
       issued++;
-      const decision = await limiter.limit(message.identity);
+      const decision = await decide();
       if (decision.degraded) counts.degraded++;
       else if (decision.allowed) counts.allowed++;
       else counts.denied++;
+      if (!decision.degraded) counts.granted += decision.granted ?? 0;
+      if (decision.allowed && decision.startAt !== undefined) starts.push(decision.startAt);
     }
   };
   await Promise.all(Array.from({ length: message.inFlight }, lane));
-  process.send({ type: 'done', run: message.run, ...counts });
+  process.send({ type: 'done', run: message.run, ...counts, starts });
 });
 
 client.once('ready', () => process.send({ type: 'ready' }));

@@ -3,7 +3,8 @@
  * hit one identity on one redis-server. The script is atomic, so for the exact algorithms the number allowed
  * must equal the limit exactly, in every run. Refill is set so slow (1 per day, or per 3650 days where refill
  * comes at epoch-aligned instants) that none happens during a run, and the fixed window is placed so that no
- * boundary falls inside it.
+ * boundary falls inside it. The same holds for take (the units granted add up to the capacity exactly) and reserve
+ * (every booking starts at least the bucket's interval after the one before it).
  */
 import { fork, type ChildProcess } from 'node:child_process';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
@@ -28,9 +29,12 @@ let server: RedisServer;
 const children: ChildProcess[] = [];
 let run = 0;
 
-function message(child: ChildProcess, type: string): Promise<Record<string, number>> {
+/** What a worker reports: counts, and with reserve the starts it booked. */
+type Reply = Record<string, number> & { starts?: number[] };
+
+function message(child: ChildProcess, type: string): Promise<Reply> {
   return new Promise((resolve, reject) => {
-    const onMessage = (m: { type: string } & Record<string, number>) => {
+    const onMessage = (m: { type: string } & Reply) => {
       if (m.type === type) {
         child.off('message', onMessage);
         child.off('exit', onExit);
@@ -68,18 +72,23 @@ afterAll(async () => {
   await server?.stop();
 });
 
-/** Sends one run to every process at once and adds up what they were allowed. */
-async function hammer(rules: readonly Rule[]): Promise<{ allowed: number; denied: number; degraded: number }> {
+/** How every request of a run decides: limit, take of `cost`, or reserve within `maxWaitMs`. */
+type RunMode = { mode: 'limit' } | { mode: 'take'; cost: number } | { mode: 'reserve'; maxWaitMs: number };
+
+/** Sends one run to every process at once and adds up what they were allowed (granted, and the starts booked). */
+async function hammer(rules: readonly Rule[], how: RunMode = { mode: 'limit' }): Promise<{ allowed: number; denied: number; degraded: number; granted: number; starts: number[] }> {
   const id = ++run;
   const replies = children.map((child) => message(child, 'done'));
   for (const child of children) {
-    child.send({ type: 'run', run: id, rules, name: `conc${id}`, identity: 'the-one', requests: REQUESTS, inFlight: IN_FLIGHT });
+    child.send({ type: 'run', run: id, rules, name: `conc${id}`, identity: 'the-one', requests: REQUESTS, inFlight: IN_FLIGHT, ...how });
   }
-  const totals = { allowed: 0, denied: 0, degraded: 0 };
+  const totals = { allowed: 0, denied: 0, degraded: 0, granted: 0, starts: [] as number[] };
   for (const reply of await Promise.all(replies)) {
     totals.allowed += reply.allowed!;
     totals.denied += reply.denied!;
     totals.degraded += reply.degraded!;
+    totals.granted += reply.granted!;
+    totals.starts.push(...(reply.starts ?? []));
   }
   return totals;
 }
@@ -122,4 +131,28 @@ describe(`${PROCESSES} processes × ${IN_FLIGHT} in flight on one identity`, () 
       }
     });
   }
+});
+
+describe(`take and reserve: ${PROCESSES} processes × ${IN_FLIGHT} in flight on one identity`, () => {
+  test(`take: the units granted add up to the capacity exactly (token bucket ${LIMIT}, takes of 3), in each of ${RUNS} runs`, async () => {
+    const granted: number[] = [];
+    for (let i = 0; i < RUNS; i++) {
+      const totals = await hammer([tokenBucket({ capacity: LIMIT, refillRate: 1, interval: '1d' })], { mode: 'take', cost: 3 });
+      expect(totals.degraded).toBe(0);
+      granted.push(totals.granted);
+    }
+    console.log(`[concurrency] take: units granted per run ${granted.join(', ')} of ${PROCESSES * REQUESTS * 3} asked (capacity ${LIMIT})`);
+    expect(granted).toEqual(Array.from({ length: RUNS }, () => LIMIT));
+  });
+
+  test('reserve: every request is booked, and no two bookings are closer than the bucket allows (1 per 10 ms, capacity 1)', async () => {
+    const totals = await hammer([tokenBucket({ capacity: 1, refillRate: 1, interval: 10 })], { mode: 'reserve', maxWaitMs: 600_000 });
+    expect(totals.degraded).toBe(0);
+    expect(totals.allowed).toBe(PROCESSES * REQUESTS);
+    const starts = totals.starts.sort((a, b) => a - b);
+    let closest = Infinity;
+    for (let i = 1; i < starts.length; i++) closest = Math.min(closest, starts[i]! - starts[i - 1]!);
+    console.log(`[concurrency] reserve: ${starts.length} bookings from ${starts[0]} to ${starts.at(-1)}, closest two ${closest} ms apart`);
+    expect(closest).toBeGreaterThanOrEqual(10);
+  });
 });
