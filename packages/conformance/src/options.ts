@@ -1,4 +1,4 @@
-import { SluiceError, type Store } from '@sluice/core';
+import { SluiceError, describeValue, rejectUnknownOptions, type Store } from '@sluice/core';
 
 /** What `inspectKeys` is given: the store, the test's unique key prefix, and the suite's current time. */
 export interface InspectKeysContext<S extends Store = Store> {
@@ -73,36 +73,28 @@ function fail(message: string): never {
   throw new SluiceError('INVALID_OPTION', `describeStoreConformance: ${message}`);
 }
 
-function show(value: unknown): string {
-  return typeof value === 'string' ? JSON.stringify(value) : typeof value === 'object' && value !== null ? 'an object' : String(value);
-}
-
 export function resolveOptions<S extends Store>(options: StoreConformanceOptions<S>): ResolvedOptions<S> {
-  if (typeof options !== 'object' || options === null) fail(`options must be an object, got ${show(options)}`);
-  for (const key of Object.keys(options)) {
-    if (!KNOWN.includes(key)) {
-      throw new SluiceError('UNKNOWN_OPTION', `describeStoreConformance: unknown option ${JSON.stringify(key)}; accepted options are ${KNOWN.join(', ')}`);
-    }
-  }
-  if (typeof options.name !== 'string' || options.name.length === 0) fail(`name must be a non-empty string, got ${show(options.name)}`);
-  if (typeof options.createStore !== 'function') fail(`createStore must be a function returning a store (or a promise of one), got ${show(options.createStore)}`);
-  if (options.clock !== 'client' && options.clock !== 'store') fail(`clock must be 'client' or 'store', got ${show(options.clock)}`);
+  if (typeof options !== 'object' || options === null) fail(`options must be an object, got ${describeValue(options)}`);
+  rejectUnknownOptions(options, KNOWN, 'describeStoreConformance');
+  if (typeof options.name !== 'string' || options.name.length === 0) fail(`name must be a non-empty string, got ${describeValue(options.name)}`);
+  if (typeof options.createStore !== 'function') fail(`createStore must be a function returning a store (or a promise of one), got ${describeValue(options.createStore)}`);
+  if (options.clock !== 'client' && options.clock !== 'store') fail(`clock must be 'client' or 'store', got ${describeValue(options.clock)}`);
   const synchronous = options.capabilities?.synchronous ?? false;
-  if (typeof synchronous !== 'boolean') fail(`capabilities.synchronous must be true or false, got ${show(synchronous)}`);
+  if (typeof synchronous !== 'boolean') fail(`capabilities.synchronous must be true or false, got ${describeValue(synchronous)}`);
   const modes = options.capabilities?.modes ?? [];
   if (!Array.isArray(modes) || modes.some((m) => m !== 'take' && m !== 'reserve')) {
-    fail(`capabilities.modes must be an array of 'take' and 'reserve', got ${show(modes)}`);
+    fail(`capabilities.modes must be an array of 'take' and 'reserve', got ${describeValue(modes)}`);
   }
-  if (options.teardown !== undefined && typeof options.teardown !== 'function') fail(`teardown must be a function, got ${show(options.teardown)}`);
+  if (options.teardown !== undefined && typeof options.teardown !== 'function') fail(`teardown must be a function, got ${describeValue(options.teardown)}`);
   const storeScope = options.storeScope ?? 'test';
-  if (storeScope !== 'test' && storeScope !== 'suite') fail(`storeScope must be 'test' or 'suite', got ${show(storeScope)}`);
-  if (options.inspectKeys !== undefined && typeof options.inspectKeys !== 'function') fail(`inspectKeys must be a function, got ${show(options.inspectKeys)}`);
+  if (storeScope !== 'test' && storeScope !== 'suite') fail(`storeScope must be 'test' or 'suite', got ${describeValue(storeScope)}`);
+  if (options.inspectKeys !== undefined && typeof options.inspectKeys !== 'function') fail(`inspectKeys must be a function, got ${describeValue(options.inspectKeys)}`);
   const keyPrefix = options.keyPrefix ?? 'conformance';
   if (typeof keyPrefix !== 'string' || !/^[A-Za-z0-9_.-]{1,40}$/.test(keyPrefix)) {
-    fail(`keyPrefix must be 1 to 40 characters of letters, digits, '_', '.' or '-', got ${show(keyPrefix)}`);
+    fail(`keyPrefix must be 1 to 40 characters of letters, digits, '_', '.' or '-', got ${describeValue(keyPrefix)}`);
   }
   const timeoutMs = options.timeoutMs ?? 5000;
-  if (!Number.isSafeInteger(timeoutMs) || timeoutMs < 1) fail(`timeoutMs must be a positive whole number of ms, got ${show(timeoutMs)}`);
+  if (!Number.isSafeInteger(timeoutMs) || timeoutMs < 1) fail(`timeoutMs must be a positive whole number of ms, got ${describeValue(timeoutMs)}`);
   return {
     name: options.name,
     createStore: options.createStore,

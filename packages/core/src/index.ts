@@ -40,6 +40,7 @@ export type { FailurePolicy, FailurePolicyOptions } from './failure-policy.js';
 export { CircuitBreaker } from './circuit-breaker.js';
 export type { CircuitBreakerOptions, CircuitState } from './circuit-breaker.js';
 export { SluiceError, describe as describeValue, isSluiceError } from './errors.js';
+export { rejectUnknownOptions } from './validate.js';
 export type { SluiceErrorCode } from './errors.js';
 export { parseDuration } from './duration.js';
 export type { Duration, DurationUnit } from './duration.js';

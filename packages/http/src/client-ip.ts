@@ -1,9 +1,8 @@
-import { SluiceError } from '@sluice/core';
+import { SluiceError, describeValue, rejectUnknownOptions } from '@sluice/core';
 import { parseForwarded, parseXForwardedFor } from './forwarded.js';
 import { formatIp, maskIp, parseAddressText, type IpAddress } from './ip-address.js';
 import { compileRanges } from './ip-range.js';
 import { readHeader, type HttpRequest } from './request.js';
-import { describe } from './describe.js';
 
 /**
  * Platforms whose edge writes the client address into a header of its own, overwriting whatever the client
@@ -52,6 +51,9 @@ export type ClientIpResult =
     }
   | { readonly ok: false; readonly problem: string };
 
+/** Request data (header values, addresses) in a problem or an error: room for an IPv6 address with a port and a zone. */
+const describe = (value: unknown): string => describeValue(value, 60);
+
 const KNOWN = ['trustProxy', 'header', 'platform', 'ipv6Prefix'];
 const SOCKET_CACHE_SIZE = 4096;
 const SOCKET = { allowPort: false, stripZone: true } as const;
@@ -62,11 +64,7 @@ export function clientIpResolver(options: ClientIpOptions = {}): (request: HttpR
   if (typeof options !== 'object' || options === null) {
     throw new SluiceError('INVALID_OPTION', `clientIp must be an object or a function, got ${describe(options)}`);
   }
-  for (const key of Object.keys(options)) {
-    if (!KNOWN.includes(key)) {
-      throw new SluiceError('UNKNOWN_OPTION', `clientIp: unknown option ${JSON.stringify(key)}; accepted options are ${KNOWN.join(', ')}`);
-    }
-  }
+  rejectUnknownOptions(options, KNOWN, 'clientIp');
   const prefix = options.ipv6Prefix ?? 56;
   if (typeof prefix !== 'number' || !Number.isInteger(prefix) || prefix < 48 || prefix > 64) {
     throw new SluiceError('INVALID_OPTION', `clientIp.ipv6Prefix must be an integer from 48 to 64, got ${describe(prefix)}`);

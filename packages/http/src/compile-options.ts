@@ -1,6 +1,5 @@
-import { SluiceError, type Limiter } from '@sluice/core';
+import { SluiceError, describeValue as describe, rejectUnknownOptions, type Limiter } from '@sluice/core';
 import { clientIpResolver, type ClientIpResult } from './client-ip.js';
-import { describe } from './describe.js';
 import { HEADER_STYLES, type HeaderStyle, type LegacyReset } from './header-fields.js';
 import { HTTP_OPTION_NAMES, type HttpLimitOptions, type IdentityValue, type LimiterEntry, type ShadowBanOptions } from './options.js';
 import type { HttpRequest } from './request.js';
@@ -43,6 +42,8 @@ export interface CompiledOptions<R> {
   readonly warn: Warner;
 }
 
+const ENTRY_OPTION_NAMES = ['limiter', 'kind', 'identify', 'cost', 'policy'];
+const SHADOW_BAN_OPTION_NAMES = ['when', 'status', 'body', 'contentType'];
 const POLICY_PATTERN = /^[\x20-\x7e]{1,64}$/;
 const BUCKET_PATTERN = /^[\x21-\x7e]{1,64}$/;
 
@@ -74,11 +75,7 @@ function compileEntry<R>(value: unknown, index: number): CompiledEntry<R> {
   if (typeof entry !== 'object' || entry === null || !isLimiter(entry.limiter)) {
     fail(`${field} must be a limiter from createLimiter() or { limiter, kind?, identify?, cost?, policy? }, got ${describe(value)}`);
   }
-  for (const key of Object.keys(entry)) {
-    if (!['limiter', 'kind', 'identify', 'cost', 'policy'].includes(key)) {
-      throw new SluiceError('UNKNOWN_OPTION', `${field}: unknown option ${JSON.stringify(key)}; accepted options are limiter, kind, identify, cost, policy`);
-    }
-  }
+  rejectUnknownOptions(entry, ENTRY_OPTION_NAMES, field);
   const kind = entry.kind ?? 'limit';
   if (kind !== 'limit' && kind !== 'shed') fail(`${field}.kind must be 'limit' or 'shed', got ${describe(kind)}`);
   const policy = entry.policy ?? entry.limiter.name;
@@ -119,11 +116,7 @@ export function checkOptionsObject(value: unknown, what: string, example = 'rate
 /** Validates every option once, at construction, with messages that name the field and what it accepts. */
 export function compileOptions<R>(options: HttpLimitOptions<R>): CompiledOptions<R> {
   checkOptionsObject(options, 'rate limit options');
-  for (const key of Object.keys(options)) {
-    if (!HTTP_OPTION_NAMES.includes(key)) {
-      throw new SluiceError('UNKNOWN_OPTION', `unknown option ${JSON.stringify(key)}; accepted options are ${HTTP_OPTION_NAMES.join(', ')}`);
-    }
-  }
+  rejectUnknownOptions(options, HTTP_OPTION_NAMES, 'rate limit options');
   const list = Array.isArray(options.limiter) ? (options.limiter as unknown[]) : [options.limiter];
   if (list.length === 0) fail('limiter must be a limiter or a non-empty list of them');
   const entries = list.map((value, index) => compileEntry<R>(value, index));
@@ -204,11 +197,7 @@ function compileShadowBan<R>(value: unknown): CompiledOptions<R>['shadowBan'] {
   if (value === undefined || value === false) return undefined;
   const options = (value === true ? {} : value) as ShadowBanOptions<R>;
   if (typeof options !== 'object' || options === null) fail(`shadowBan must be true, false or { when?, status?, body?, contentType? }, got ${describe(value)}`);
-  for (const key of Object.keys(options)) {
-    if (!['when', 'status', 'body', 'contentType'].includes(key)) {
-      throw new SluiceError('UNKNOWN_OPTION', `shadowBan: unknown option ${JSON.stringify(key)}; accepted options are when, status, body, contentType`);
-    }
-  }
+  rejectUnknownOptions(options, SHADOW_BAN_OPTION_NAMES, 'shadowBan');
   const status = options.status ?? 200;
   if (!Number.isInteger(status) || status < 200 || status > 599) fail(`shadowBan.status must be an HTTP status from 200 to 599, got ${describe(status)}`);
   const body = options.body ?? '{}';

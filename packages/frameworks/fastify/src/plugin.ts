@@ -1,4 +1,4 @@
-import { SluiceError, type Store } from '@sluice/core';
+import { SluiceError, rejectUnknownOptions, type Store } from '@sluice/core';
 import { addressLost, checkOptionsObject, HTTP_OPTION_NAMES, nodeHeaderTarget, writeHeaders, type HandleResult, type HttpLimitOptions, type ProblemDetails } from '@sluice/http';
 import type { FastifyInstance, FastifyReply, FastifyRequest, HookHandlerDoneFunction } from 'fastify';
 import fp from 'fastify-plugin';
@@ -51,7 +51,7 @@ export class RateLimitError extends Error {
   }
 }
 
-const PLUGIN_ONLY = ['store', 'groups', 'hook', 'errorResponse'];
+const PLUGIN_OPTION_NAMES = [...HTTP_OPTION_NAMES, 'store', 'groups', 'hook', 'errorResponse'];
 
 function sluiceFastify(fastify: FastifyInstance, options: FastifyRateLimitOptions, done: (error?: Error) => void): void {
   try {
@@ -65,11 +65,7 @@ function sluiceFastify(fastify: FastifyInstance, options: FastifyRateLimitOption
 
 function register(fastify: FastifyInstance, options: FastifyRateLimitOptions): void {
   checkOptionsObject(options, '@sluice/fastify options', 'app.register(rateLimitPlugin, { limiter })');
-  for (const key of Object.keys(options)) {
-    if (!HTTP_OPTION_NAMES.includes(key) && !PLUGIN_ONLY.includes(key)) {
-      throw new SluiceError('UNKNOWN_OPTION', `@sluice/fastify: unknown option ${JSON.stringify(key)}; accepted options are ${[...HTTP_OPTION_NAMES, ...PLUGIN_ONLY].join(', ')}`);
-    }
-  }
+  rejectUnknownOptions(options, PLUGIN_OPTION_NAMES, '@sluice/fastify');
   const { store, groups = {}, hook = 'onRequest', errorResponse = 'reply', ...shared } = options;
   checkHook(hook, 'hook');
   if (errorResponse !== 'reply' && errorResponse !== 'throw') {

@@ -1,4 +1,4 @@
-import { SluiceError, createLimiter, type Limiter, type Rule, type Store } from '@sluice/core';
+import { SluiceError, createLimiter, rejectUnknownOptions, type Limiter, type Rule, type Store } from '@sluice/core';
 import { checkOptionsObject, createHandler, HTTP_OPTION_NAMES, type Handler, type HttpLimitOptions } from '@sluice/http';
 import type { FastifyRequest } from 'fastify';
 
@@ -22,7 +22,7 @@ export interface Plan {
   readonly hook: HookStage;
 }
 
-const ROUTE_ONLY = ['group', 'rules', 'name', 'hook'];
+const ROUTE_OPTION_NAMES = [...HTTP_OPTION_NAMES, 'group', 'rules', 'name', 'hook'];
 const NAME_PATTERN = /^[A-Za-z0-9_.-]{1,64}$/;
 
 export function checkHook(value: unknown, field: string): HookStage {
@@ -47,14 +47,7 @@ export class PlanBuilder {
       throw new SluiceError('INVALID_OPTION', `${where}: rateLimit must be false, a group name, or an options object`);
     }
     checkOptionsObject(options, `${where}: rateLimit`, 'config: { rateLimit: { limiter } }');
-    for (const key of Object.keys(options)) {
-      if (!HTTP_OPTION_NAMES.includes(key) && !ROUTE_ONLY.includes(key)) {
-        throw new SluiceError(
-          'UNKNOWN_OPTION',
-          `${where}: unknown rateLimit option ${JSON.stringify(key)}; accepted options are ${[...HTTP_OPTION_NAMES, ...ROUTE_ONLY].join(', ')}`,
-        );
-      }
-    }
+    rejectUnknownOptions(options, ROUTE_OPTION_NAMES, `${where}: rateLimit`);
     const { rules, name, hook, group: _group, ...http } = options;
     let limiter: HttpLimitOptions<FastifyRequest>['limiter'] | undefined = http.limiter ?? this.shared.limiter;
     if (rules !== undefined) {

@@ -1,5 +1,4 @@
-import { SluiceError, type Limiter } from '@sluice/core';
-import { describe } from './describe.js';
+import { SluiceError, describeValue as describe, type Limiter } from '@sluice/core';
 import type { ErrorEvent, HandleResult, HttpLimitOptions, LimitedEvent, LimiterEntry } from './http.js';
 import type { NextRequest } from 'next/server';
 

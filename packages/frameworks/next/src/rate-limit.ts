@@ -1,8 +1,7 @@
-import { SluiceError } from '@sluice/core';
+import { SluiceError, describeValue as describe } from '@sluice/core';
 import { checkOptionsObject, createHandler, type HandleResult, type HttpLimitOptions, type HttpRequest } from './http.js';
 import { NextResponse, type NextRequest } from 'next/server';
 import { Background } from './background.js';
-import { describe } from './describe.js';
 import { checkNextIdentity, optionalFunction, type NextRateLimitOptions, type WaitUntilEvent } from './options.js';
 import { toNextResponse, withRateLimitHeaders } from './responses.js';
 

@@ -2,6 +2,7 @@ import {
   EXPIRY_GRACE_MS,
   SluiceError,
   describeValue as describe,
+  rejectUnknownOptions,
   evaluate,
   newStepScratch,
   stepRuleInto,
@@ -53,6 +54,7 @@ function newSlot(id: string, state: State, expiresAt: number): Slot {
 
 const SWEEP_EVERY = 1024;
 const MAX_KEYS_LIMIT = 10_000_000;
+const KNOWN = ['maxKeys'];
 const SWEEP_BATCH = 64;
 
 /**
@@ -81,11 +83,7 @@ export class MemoryStore implements FastPathStore {
     if (typeof options !== 'object' || options === null) {
       throw new SluiceError('INVALID_OPTION', 'memoryStore: options must be an object');
     }
-    for (const key of Object.keys(options)) {
-      if (key !== 'maxKeys') {
-        throw new SluiceError('UNKNOWN_OPTION', `memoryStore: unknown option ${JSON.stringify(key)}; accepted options are maxKeys`);
-      }
-    }
+    rejectUnknownOptions(options, KNOWN, 'memoryStore');
     const maxKeys = options.maxKeys ?? 100_000;
     if (typeof maxKeys !== 'number' || !Number.isSafeInteger(maxKeys) || maxKeys < 1 || maxKeys > MAX_KEYS_LIMIT) {
       throw new SluiceError(

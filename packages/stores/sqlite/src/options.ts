@@ -1,4 +1,4 @@
-import { SluiceError, parseDuration, type Duration } from '@sluice/core';
+import { SluiceError, describeValue, parseDuration, rejectUnknownOptions, type Duration } from '@sluice/core';
 
 export interface SqliteStoreOptions {
   /**
@@ -52,33 +52,26 @@ const TABLE_PATTERN = /^[A-Za-z_][A-Za-z0-9_]{0,47}$/;
 
 export function resolveOptions(raw: unknown): ResolvedOptions {
   if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) {
-    throw new SluiceError('INVALID_OPTION', `sqliteStore: options must be an object, got ${show(raw)}`);
+    throw new SluiceError('INVALID_OPTION', `sqliteStore: options must be an object, got ${describeValue(raw)}`);
   }
   const options = raw as Record<string, unknown>;
-  for (const key of Object.keys(options)) {
-    if (!KNOWN.includes(key)) {
-      throw new SluiceError(
-        'UNKNOWN_OPTION',
-        `sqliteStore: unknown option ${JSON.stringify(key)}; accepted options are ${KNOWN.join(', ')}`,
-      );
-    }
-  }
+  rejectUnknownOptions(options, KNOWN, 'sqliteStore');
   const table = options.table ?? 'sluice_state';
   if (typeof table !== 'string' || !TABLE_PATTERN.test(table)) {
     throw new SluiceError(
       'INVALID_OPTION',
-      `sqliteStore: table must be 1 to 48 letters, digits or '_' not starting with a digit, got ${show(table)}`,
+      `sqliteStore: table must be 1 to 48 letters, digits or '_' not starting with a digit, got ${describeValue(table)}`,
     );
   }
   const wal = options.wal ?? true;
   if (typeof wal !== 'boolean') {
-    throw new SluiceError('INVALID_OPTION', `sqliteStore: wal must be true or false, got ${show(wal)}`);
+    throw new SluiceError('INVALID_OPTION', `sqliteStore: wal must be true or false, got ${describeValue(wal)}`);
   }
   const busy = options.busyTimeoutMs;
   const busyTimeoutMs = busy === undefined || busy === 0 ? busy : parseDuration(busy, 'sqliteStore: busyTimeoutMs');
   const synchronous = options.synchronous ?? 'normal';
   if (synchronous !== 'normal' && synchronous !== 'full' && synchronous !== 'keep') {
-    throw new SluiceError('INVALID_OPTION', `sqliteStore: synchronous must be 'normal', 'full' or 'keep', got ${show(synchronous)}`);
+    throw new SluiceError('INVALID_OPTION', `sqliteStore: synchronous must be 'normal', 'full' or 'keep', got ${describeValue(synchronous)}`);
   }
   return {
     table,
@@ -92,13 +85,7 @@ export function resolveOptions(raw: unknown): ResolvedOptions {
 
 function positive(value: unknown, field: string): number {
   if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < 1 || value > 1_000_000) {
-    throw new SluiceError('INVALID_OPTION', `sqliteStore: ${field} must be an integer from 1 to 1000000, got ${show(value)}`);
+    throw new SluiceError('INVALID_OPTION', `sqliteStore: ${field} must be an integer from 1 to 1000000, got ${describeValue(value)}`);
   }
   return value;
-}
-
-function show(value: unknown): string {
-  if (typeof value === 'string') return JSON.stringify(value);
-  if (value === null || typeof value !== 'object') return String(value);
-  return Array.isArray(value) ? 'an array' : 'an object';
 }
