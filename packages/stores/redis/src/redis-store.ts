@@ -1,7 +1,7 @@
 import { SluiceError, type LimitRequest, type LimitResult, type Store, type StoreCapabilities } from '@sluice/core';
 import { Command, type Cluster, type Redis } from 'ioredis';
 import { ConnectionGate, type GatedClient } from './connection-gate.js';
-import { LIMIT_FUNCTION, LIMIT_LIBRARY, LIMIT_SCRIPT, LIMIT_SCRIPT_SHA1, LimitBatcher } from '@sluice/redis-script';
+import { LIMIT_FUNCTION, LIMIT_LIBRARY, LIMIT_SCRIPT, LIMIT_SCRIPT_SHA1, LimitBatcher, scriptStoreOptions } from '@sluice/redis-script';
 
 export interface RedisStoreOptions {
   /**
@@ -86,24 +86,7 @@ export class RedisStore implements Store {
     ) {
       throw new SluiceError('INVALID_OPTION', 'redisStore: client must be an ioredis Redis or Cluster instance, e.g. redisStore(new Redis())');
     }
-    if (typeof options !== 'object' || options === null || Array.isArray(options)) {
-      throw new SluiceError('INVALID_OPTION', 'redisStore: options must be an object');
-    }
-    for (const key of Object.keys(options)) {
-      if (!KNOWN.includes(key)) {
-        throw new SluiceError('UNKNOWN_OPTION', `redisStore: unknown option ${JSON.stringify(key)}; accepted options are ${KNOWN.join(', ')}`);
-      }
-    }
-    const clock = options.clock ?? 'store';
-    if (clock !== 'store' && clock !== 'client') {
-      throw new SluiceError('INVALID_OPTION', `redisStore: clock must be 'store' or 'client', got ${JSON.stringify(clock)}`);
-    }
-    const batch = options.batch ?? true;
-    if (typeof batch !== 'boolean') throw new SluiceError('INVALID_OPTION', `redisStore: batch must be true or false, got ${JSON.stringify(batch)}`);
-    const maxBatch = options.maxBatch ?? 64;
-    if (!Number.isSafeInteger(maxBatch) || maxBatch < 1 || maxBatch > 1000) {
-      throw new SluiceError('INVALID_OPTION', `redisStore: maxBatch must be an integer from 1 to 1000, got ${JSON.stringify(maxBatch)}`);
-    }
+    const { clock, batch, maxBatch } = scriptStoreOptions(options, KNOWN, 'redisStore');
     const functions = options.functions ?? true;
     if (typeof functions !== 'boolean') throw new SluiceError('INVALID_OPTION', `redisStore: functions must be true or false, got ${JSON.stringify(functions)}`);
     const offlineWaitMs = options.offlineWaitMs ?? 200;

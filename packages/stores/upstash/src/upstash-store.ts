@@ -1,5 +1,5 @@
-import { SluiceError, type LimitRequest, type LimitResult, type Store, type StoreCapabilities } from '@sluice/core';
-import { LimitBatcher } from '@sluice/redis-script';
+import { SluiceError, describeValue, type LimitRequest, type LimitResult, type Store, type StoreCapabilities } from '@sluice/core';
+import { LimitBatcher, scriptStoreOptions } from '@sluice/redis-script';
 import { UPSTASH_LIMIT_SCRIPT, upstashLimitScriptSha1 } from './upstash-script.js';
 
 export interface UpstashStoreOptions {
@@ -73,24 +73,7 @@ export class UpstashStore implements Store {
         "upstashStore: redis must be an @upstash/redis client, e.g. upstashStore(new Redis({ url, token })), got " + kind(redis),
       );
     }
-    if (typeof options !== 'object' || options === null || Array.isArray(options)) {
-      throw new SluiceError('INVALID_OPTION', `upstashStore: options must be an object, got ${kind(options)}`);
-    }
-    for (const key of Object.keys(options)) {
-      if (!KNOWN.includes(key)) {
-        throw new SluiceError('UNKNOWN_OPTION', `upstashStore: unknown option ${JSON.stringify(key)}; accepted options are ${KNOWN.join(', ')}`);
-      }
-    }
-    const clock = options.clock ?? 'store';
-    if (clock !== 'store' && clock !== 'client') {
-      throw new SluiceError('INVALID_OPTION', `upstashStore: clock must be 'store' or 'client', got ${JSON.stringify(clock)}`);
-    }
-    const batch = options.batch ?? true;
-    if (typeof batch !== 'boolean') throw new SluiceError('INVALID_OPTION', `upstashStore: batch must be true or false, got ${JSON.stringify(batch)}`);
-    const maxBatch = options.maxBatch ?? 64;
-    if (!Number.isSafeInteger(maxBatch) || maxBatch < 1 || maxBatch > 1000) {
-      throw new SluiceError('INVALID_OPTION', `upstashStore: maxBatch must be an integer from 1 to 1000, got ${JSON.stringify(maxBatch)}`);
-    }
+    const { clock, batch, maxBatch } = scriptStoreOptions(options, KNOWN, 'upstashStore');
     this.redis = redis;
     this.capabilities = { synchronous: false, clock, operations: ['limit', 'reset', 'take', 'reserve'] };
     // The batcher's default wait is microtasks only (edge runtimes have no process.nextTick).
@@ -131,7 +114,6 @@ function isNoScript(error: unknown): boolean {
 }
 
 function kind(value: unknown): string {
-  if (value === null) return 'null';
-  if (Array.isArray(value)) return 'an array';
-  return typeof value === 'object' ? 'an object without evalsha/eval/del' : typeof value;
+  const text = describeValue(value);
+  return text === 'an object' ? 'an object without evalsha/eval/del' : text;
 }

@@ -1,0 +1,32 @@
+import { SluiceError, describeValue, rejectUnknownOptions } from '@sluice/core';
+
+/** The options every store running this script takes, checked once for `@sluice/redis` and `@sluice/upstash`. */
+export interface ScriptStoreOptions {
+  /** Whose clock decides: the store's (`TIME` in the script) or this process's. */
+  readonly clock: 'store' | 'client';
+  readonly batch: boolean;
+  readonly maxBatch: number;
+}
+
+/**
+ * Checks a script store's options object: an object, no unknown option (`known` lists the store's own ones as
+ * well), and the shared `clock`, `batch` and `maxBatch`, with their defaults. `where` names the factory.
+ */
+export function scriptStoreOptions(options: unknown, known: readonly string[], where: string): ScriptStoreOptions {
+  if (typeof options !== 'object' || options === null || Array.isArray(options)) {
+    throw new SluiceError('INVALID_OPTION', `${where}: options must be an object, got ${describeValue(options)}`);
+  }
+  rejectUnknownOptions(options, known, where);
+  const given = options as { clock?: unknown; batch?: unknown; maxBatch?: unknown };
+  const clock = given.clock ?? 'store';
+  if (clock !== 'store' && clock !== 'client') {
+    throw new SluiceError('INVALID_OPTION', `${where}: clock must be 'store' or 'client', got ${describeValue(clock)}`);
+  }
+  const batch = given.batch ?? true;
+  if (typeof batch !== 'boolean') throw new SluiceError('INVALID_OPTION', `${where}: batch must be true or false, got ${describeValue(batch)}`);
+  const maxBatch = given.maxBatch ?? 64;
+  if (typeof maxBatch !== 'number' || !Number.isSafeInteger(maxBatch) || maxBatch < 1 || maxBatch > 1000) {
+    throw new SluiceError('INVALID_OPTION', `${where}: maxBatch must be an integer from 1 to 1000, got ${describeValue(maxBatch)}`);
+  }
+  return { clock, batch, maxBatch };
+}

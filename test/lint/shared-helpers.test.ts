@@ -1,0 +1,41 @@
+// Option checks and value descriptions are written once, in @sluice/core (rejectUnknownOptions, describeValue),
+// and every package uses them: this fails when a package's source grows its own unknown-option loop or its own
+// copy of describe, so the messages a user reads stay the same everywhere.
+import { readdirSync, readFileSync, statSync } from 'node:fs';
+import { dirname, join, relative, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { describe, expect, it } from 'vitest';
+
+const root = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
+
+/** Where the one copy lives, and the per-call check of limit options (mode-aware, on the hot path). */
+const HOME = new Set(['packages/core/src/validate.ts', 'packages/core/src/errors.ts', 'packages/core/src/limiter.ts']);
+
+function sources(dir: string): string[] {
+  const out: string[] = [];
+  for (const name of readdirSync(dir)) {
+    if (name === 'node_modules' || name === 'dist' || name === 'test') continue;
+    const path = join(dir, name);
+    if (statSync(path).isDirectory()) out.push(...sources(path));
+    else if (path.endsWith('.ts') && path.includes(`${'/src/'}`)) out.push(path);
+  }
+  return out;
+}
+
+const files = sources(join(root, 'packages')).map((path) => ({ path: relative(root, path), text: readFileSync(path, 'utf8') }));
+
+describe('shared option helpers', () => {
+  it('finds the packages\' sources', () => {
+    expect(files.some((f) => f.path === 'packages/http/src/compile-options.ts')).toBe(true);
+  });
+
+  it('no package writes its own unknown-option loop: they call rejectUnknownOptions', () => {
+    const own = files.filter((f) => !HOME.has(f.path) && /unknown (\w+ )?option \$\{/.test(f.text)).map((f) => f.path);
+    expect(own).toEqual([]);
+  });
+
+  it('no package keeps its own copy of describe: they call describeValue', () => {
+    const own = files.filter((f) => !HOME.has(f.path) && /'an array'|"an array"/.test(f.text)).map((f) => f.path);
+    expect(own).toEqual([]);
+  });
+});
