@@ -1,6 +1,6 @@
 import { SluiceError, describeValue as describe, rejectUnknownOptions, type Limiter } from '@sluice/core';
 import { clientIpResolver, type ClientIpResult } from './client-ip.js';
-import { HEADER_STYLES, type HeaderStyle, type LegacyReset } from './header-fields.js';
+import { HEADER_STYLES, type HeaderStyle, type LegacyReset, type PolicyItemCache } from './header-fields.js';
 import { HTTP_OPTION_NAMES, type HttpLimitOptions, type IdentityValue, type LimiterEntry, type ShadowBanOptions } from './options.js';
 import type { HttpRequest } from './request.js';
 import { isPromiseLike } from './maybe-async.js';
@@ -40,6 +40,8 @@ export interface CompiledOptions<R> {
   readonly onError: HttpLimitOptions<R>['onError'];
   /** The console warning used without onError: one per handler, throttled to one a minute. */
   readonly warn: Warner;
+  /** This handler's RateLimit-Policy items, built once per policy and rule (see header-fields.ts). */
+  readonly policyItems: PolicyItemCache;
 }
 
 const ENTRY_OPTION_NAMES = ['limiter', 'kind', 'identify', 'cost', 'policy'];
@@ -173,6 +175,7 @@ export function compileOptions<R>(options: HttpLimitOptions<R>): CompiledOptions
     onLimited: optionalFunction(options.onLimited, 'onLimited', '(event) => void'),
     onError: optionalFunction(options.onError, 'onError', '(error, event) => void'),
     warn: warner(),
+    policyItems: new Map(),
   };
 }
 

@@ -66,15 +66,19 @@ interface PolicyItem {
 }
 
 /**
- * Policy items are the same on every response, so they are built once per policy and rule, and rebuilt only
- * when the rule's limit or window changes (configure(), per-identity quotas). Bounded by the configuration.
+ * Policy items are the same on every response, so a handler builds them once per policy and rule (in its own
+ * cache, keyed by policy, then rule id), and rebuilds one only when the rule's limit or window changes
+ * (configure(), per-identity quotas). Bounded by the configuration.
  */
-const policyItems = new Map<string, Map<string, PolicyItem>>();
+export type PolicyItemCache = Map<string, Map<string, PolicyItem>>;
 
 /** The item for one rule: named after the policy alone for a one-rule limiter, `policy/ruleId` for compound ones. */
-function policyItem(policy: string, rule: RuleReport, single: boolean): PolicyItem {
-  let byRule = policyItems.get(policy);
-  if (byRule === undefined) policyItems.set(policy, (byRule = new Map()));
+function policyItem(cache: PolicyItemCache | undefined, policy: string, rule: RuleReport, single: boolean): PolicyItem {
+  let byRule = cache?.get(policy);
+  if (byRule === undefined) {
+    byRule = new Map();
+    cache?.set(policy, byRule);
+  }
   const ruleKey = single ? '' : rule.id;
   let item = byRule.get(ruleKey);
   if (item === undefined || item.limit !== rule.limit || item.windowMs !== rule.windowMs) {
@@ -98,10 +102,21 @@ export interface RateLimitFieldsOptions {
   readonly maxWindowSeconds?: number;
 }
 
+/** `RateLimitFieldsOptions` as a handler passes them: with its own cache of policy items (not exported). */
+export interface CachedFieldsOptions extends RateLimitFieldsOptions {
+  readonly policyItems: PolicyItemCache;
+}
+
+/** Seconds (rounded up) in a time value, capped at the response's Retry-After. */
+function seconds(ms: number, maxWindowSeconds: number): number {
+  return Math.min(ceilSeconds(ms), maxWindowSeconds);
+}
+
 /** Header fields for the evaluated limiters; `decider` is the index of the one that speaks for the request. */
 export function rateLimitFields(reports: readonly PolicyReport[], decider: number, options: RateLimitFieldsOptions): HeaderField[] {
-  const { styles, legacyReset, maxWindowSeconds = Number.POSITIVE_INFINITY } = options;
-  const seconds = (ms: number) => Math.min(ceilSeconds(ms), maxWindowSeconds);
+  const cache = (options as Partial<CachedFieldsOptions>).policyItems;
+  const { styles, legacyReset } = options;
+  const maxWindowSeconds = options.maxWindowSeconds ?? Number.POSITIVE_INFINITY;
   const fields: HeaderField[] = [];
   for (const style of styles) {
     if (style === 'draft-11') {
@@ -111,9 +126,9 @@ export function rateLimitFields(reports: readonly PolicyReport[], decider: numbe
         const now = report.decision.now;
         const single = report.decision.rules.length === 1;
         for (const rule of report.decision.rules) {
-          const item = policyItem(report.policy, rule, single);
+          const item = policyItem(cache, report.policy, rule, single);
           policies = policies === '' ? item.policy : `${policies}, ${item.policy}`;
-          const limit = `${item.name};r=${rule.remaining};t=${seconds(effectiveWindowMs(rule, now))}`;
+          const limit = `${item.name};r=${rule.remaining};t=${seconds(effectiveWindowMs(rule, now), maxWindowSeconds)}`;
           limits = limits === '' ? limit : `${limits}, ${limit}`;
         }
       }
@@ -131,17 +146,17 @@ export function rateLimitFields(reports: readonly PolicyReport[], decider: numbe
     const policy = decision.rules.map((r) => `${r.limit};w=${Math.max(1, ceilSeconds(r.windowMs))}`).join(', ');
     const rank = rule.remaining;
     if (style === 'draft-7') {
-      fields.push({ name: 'RateLimit', value: `limit=${rule.limit}, remaining=${rule.remaining}, reset=${seconds(waitMs)}`, merge: 'stricter', group: 'RateLimit', rank });
+      fields.push({ name: 'RateLimit', value: `limit=${rule.limit}, remaining=${rule.remaining}, reset=${seconds(waitMs, maxWindowSeconds)}`, merge: 'stricter', group: 'RateLimit', rank });
       fields.push({ name: 'RateLimit-Policy', value: policy, merge: 'stricter', group: 'RateLimit', rank });
     } else if (style === 'draft-6') {
       const group = 'RateLimit-Remaining';
       fields.push({ name: 'RateLimit-Limit', value: String(rule.limit), merge: 'stricter', group, rank });
       fields.push({ name: 'RateLimit-Remaining', value: String(rule.remaining), merge: 'stricter', group, rank });
-      fields.push({ name: 'RateLimit-Reset', value: String(seconds(waitMs)), merge: 'stricter', group, rank });
+      fields.push({ name: 'RateLimit-Reset', value: String(seconds(waitMs, maxWindowSeconds)), merge: 'stricter', group, rank });
       fields.push({ name: 'RateLimit-Policy', value: policy, merge: 'stricter', group, rank });
     } else {
       const group = 'X-RateLimit-Remaining';
-      const reset = legacyReset === 'delta-seconds' ? seconds(waitMs) : Math.ceil((decision.now + Math.max(0, waitMs)) / 1000);
+      const reset = legacyReset === 'delta-seconds' ? seconds(waitMs, maxWindowSeconds) : Math.ceil((decision.now + Math.max(0, waitMs)) / 1000);
       fields.push({ name: 'X-RateLimit-Limit', value: String(rule.limit), merge: 'stricter', group, rank });
       fields.push({ name: 'X-RateLimit-Remaining', value: String(rule.remaining), merge: 'stricter', group, rank });
       fields.push({ name: 'X-RateLimit-Used', value: String(rule.limit - rule.remaining), merge: 'stricter', group, rank });

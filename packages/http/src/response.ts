@@ -1,7 +1,7 @@
 import type { Decision } from '@sluice/core';
 import type { CompiledOptions } from './compile-options.js';
 import { counted, leastRoom, type LimiterResult } from './decision.js';
-import { ceilSeconds, rateLimitFields, type HeaderField } from './header-fields.js';
+import { ceilSeconds, rateLimitFields, type CachedFieldsOptions, type HeaderField } from './header-fields.js';
 import type { DenyContext } from './options.js';
 import { PROBLEM_CONTENT_TYPE, REFUSAL_STATUS, problemFor, type RefusalKind } from './problem.js';
 import { limited } from './report.js';
@@ -120,11 +120,13 @@ export function refusedResult<R>(o: CompiledOptions<R>, raw: R, tally: Tally): H
     };
   }
   limited(o, { request: raw, identity: key, policy, decision, shadow: false, shadowBanned: false });
-  const rateHeaders = rateLimitFields(counted(results), refused, {
+  const capped: CachedFieldsOptions = {
     styles: o.styles,
     legacyReset: o.legacyReset,
     maxWindowSeconds: retryAfterSeconds(REFUSAL_STATUS[kind], decision),
-  });
+    policyItems: o.policyItems,
+  };
+  const rateHeaders = rateLimitFields(counted(results), refused, capped);
   return refusal(o, raw, { kind, decision, about: { policy, cost }, rateHeaders, identity, degraded, results });
 }
 

@@ -92,6 +92,18 @@ describe('two sluice middlewares on one request', () => {
   });
 });
 
+describe('policy items', () => {
+  it('two handlers whose limiters share a policy name each report their own quota, request after request', () => {
+    const clock = fakeClock();
+    const small = createHandler({ limiter: memoryLimiter({ name: 'api', rules: fixedWindow({ limit: 5, window: '10s' }), clock: clock.read }) });
+    const large = createHandler({ limiter: memoryLimiter({ name: 'api', rules: fixedWindow({ limit: 7, window: '1m' }), clock: clock.read }) });
+    for (let i = 0; i < 3; i++) {
+      expect(written(now(small.run(request())).headers)['ratelimit-policy']).toBe('"api";q=5;w=10');
+      expect(written(now(large.run(request())).headers)['ratelimit-policy']).toBe('"api";q=7;w=60');
+    }
+  });
+});
+
 describe('web helpers', () => {
   it('toResponse builds the refusal as a web Response', async () => {
     const limiter = memoryLimiter({ name: 'api', rules: fixedWindow({ limit: 1, window: '10s' }), clock: fakeClock().read });
