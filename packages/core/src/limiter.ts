@@ -336,7 +336,7 @@ class LimiterImpl implements SyncLimiter {
     if (!this.store.capabilities.operations.includes(mode)) {
       throw new SluiceError(
         'UNSUPPORTED_OPERATION',
-        `${mode}: the store does not support the ${mode} mode (its capabilities.operations lack '${mode}'); memoryStore() and sqliteStore() do`,
+        `${mode}: the store does not support the ${mode} mode (its capabilities.operations lack '${mode}'); sluice's memory, SQLite, Redis and Upstash stores do`,
       );
     }
     if (mode === 'reserve' && (typeof options !== 'object' || options === null)) {
