@@ -1,4 +1,4 @@
-// Option checks and value descriptions are written once, in @sluice/core (rejectUnknownOptions, describeValue),
+// Option checks and value descriptions are written once, in @sluice/core/store (rejectUnknownOptions, describeValue),
 // and every package uses them: this fails when a package's source grows its own unknown-option loop or its own
 // copy of describe, so the messages a user reads stay the same everywhere.
 import { readdirSync, readFileSync, statSync } from 'node:fs';

@@ -54,6 +54,15 @@ function pathsFor(specifiers: Iterable<string>): Record<string, string[]> {
     paths[name] = [join(home, typesName), join(home, name)].filter((candidate) => existsSync(candidate));
     paths[`${name}/*`] = [join(home, name, '*')];
   }
+  // A subpath a package exports (`@sluice/core/store`) resolves to that export's types, as a user's bundler finds it.
+  for (const specifier of specifiers) {
+    const name = specifier.startsWith('@') ? specifier.split('/').slice(0, 2).join('/') : specifier.split('/')[0]!;
+    const home = paths[name]?.find((candidate) => candidate.endsWith(name));
+    if (specifier === name || home === undefined || !existsSync(join(home, 'package.json'))) continue;
+    const exported = JSON.parse(readFileSync(join(home, 'package.json'), 'utf8')).exports?.[`.${specifier.slice(name.length)}`];
+    const types: unknown = exported?.import?.types ?? exported?.types;
+    if (typeof types === 'string') paths[specifier] = [join(home, types)];
+  }
   return paths;
 }
 

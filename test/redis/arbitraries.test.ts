@@ -5,7 +5,7 @@
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { ALGORITHM_NAMES } from '@sluice/core';
+import { ALGORITHM_NAMES } from '@sluice/core/store';
 import { ruleSpec } from '@sluice/redis-script';
 import { STEPS } from '../../packages/stores/redis-script/build/lua.mjs';
 import { ALGORITHMS, GENERATORS, differentialCases, ruleOf } from './arbitraries.js';

@@ -6,7 +6,6 @@
  */
 import fc from 'fast-check';
 import {
-  ALGORITHM_NAMES,
   fixedWindow,
   gcra,
   leakyBucket,
@@ -14,10 +13,9 @@ import {
   slidingWindowLog,
   tokenBucket,
   type AlgorithmName,
-  type Mode,
-  type ResolvedRule,
   type Rule,
 } from '@sluice/core';
+import { ALGORITHM_NAMES, type Mode, type ResolvedRule } from '@sluice/core/store';
 
 const small = fc.integer({ min: 1, max: 12 });
 const durationMs = fc.oneof(fc.integer({ min: 1, max: 50 }), fc.integer({ min: 51, max: 5_000 }), fc.constantFrom(1_000, 60_000, 86_400_000));

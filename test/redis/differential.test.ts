@@ -16,7 +16,7 @@
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import fc from 'fast-check';
 import { Redis } from 'ioredis';
-import { decodeState, encodeState, evaluate, type LimitRequest, type ResolvedRule, type State } from '@sluice/core';
+import { decodeState, encodeState, evaluate, type LimitRequest, type ResolvedRule, type State } from '@sluice/core/store';
 import { CLIENT_CLOCK_EXPIRY_SLACK_MS, LIMIT_FUNCTION, LIMIT_LIBRARY, LIMIT_SCRIPT, LIMIT_SCRIPT_SHA1, encodeCall, parseCallReply } from '@sluice/redis/scripts';
 import { startRedis, type RedisServer } from '../harness/redis.js';
 import { ALGORITHMS, compoundRules, events, ruleOf, ruleSets, startMs, type Event } from './arbitraries.js';

@@ -1,4 +1,5 @@
-import { SluiceError, describeValue, rejectUnknownOptions, type Store } from '@sluice/core';
+import { SluiceError, type Store } from '@sluice/core';
+import { describeValue, rejectUnknownOptions } from '@sluice/core/store';
 
 /** What `inspectKeys` is given: the store, the test's unique key prefix, and the suite's current time. */
 export interface InspectKeysContext<S extends Store = Store> {

@@ -1,4 +1,5 @@
-import { evaluate, type LimitRequest, type LimitResult, type State, type StoreCapabilities, type SyncStore } from '@sluice/core';
+import type { SyncStore } from '@sluice/core';
+import { evaluate, type LimitRequest, type LimitResult, type State, type StoreCapabilities } from '@sluice/core/store';
 
 interface Slot {
   state: State;

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { ALGORITHM_NAMES } from '../src/index.js';
+import { ALGORITHM_NAMES } from '../src/store-api.js';
 import { STEPS } from '../src/rules.js';
 
 describe('ALGORITHM_NAMES', () => {

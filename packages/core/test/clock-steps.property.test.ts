@@ -12,7 +12,7 @@
  */
 import fc from 'fast-check';
 import { describe, expect, test } from 'vitest';
-import { stepRule, type ResolvedRule, type State, type StepMode } from '../src/index.js';
+import { stepRule, type ResolvedRule, type State, type StepMode } from '../src/store-api.js';
 import { PLAIN, forEachCase, slidingWindowCounterCase, type AlgorithmCase } from './support/cases.js';
 import { RUNS, T0, costArb, moveArb, modeArb } from './support/scenario.js';
 

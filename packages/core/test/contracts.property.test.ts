@@ -5,7 +5,8 @@
  */
 import fc from 'fast-check';
 import { describe, expect, test } from 'vitest';
-import { createLimiter, gcra, hash32, tokenBucket, type Decision, type Rule } from '../src/index.js';
+import { createLimiter, gcra, tokenBucket, type Decision, type Rule } from '../src/index.js';
+import { hash32 } from '../src/identity.js';
 import {
   PLAIN,
   fixedWindowCase,

@@ -5,15 +5,8 @@
  * failure-policy.test.ts and limiter-defects.test.ts; these tests drive it directly, with real timers.
  */
 import { describe, expect, test } from 'vitest';
-import {
-  Failover,
-  createFailurePolicy,
-  createLimiter,
-  tokenBucket,
-  type LimitRequest,
-  type LimitResult,
-  type Store,
-} from '../src/index.js';
+import { createLimiter, tokenBucket, type Store } from '../src/index.js';
+import { Failover, createFailurePolicy, type LimitRequest, type LimitResult } from '../src/store-api.js';
 import { AsyncMapStore, MapStore } from './support/map-store.js';
 
 const T0 = Date.UTC(2025, 0, 1);

@@ -5,17 +5,19 @@
 import { afterEach, beforeEach, describe, expect, test, vi } from 'vitest';
 import {
   createLimiter,
-  evaluate,
   fixedWindow,
   isSluiceError,
   tokenBucket,
-  type LimitRequest,
-  type LimitResult,
   type Store,
-  type State,
-  type StoreCapabilities,
   type SyncStore,
 } from '../src/index.js';
+import {
+  evaluate,
+  type LimitRequest,
+  type LimitResult,
+  type State,
+  type StoreCapabilities,
+} from '../src/store-api.js';
 
 /** A healthy synchronous store (core's `evaluate` over a Map), self-contained so this file depends on src only. */
 class MapStore implements SyncStore {

@@ -10,15 +10,13 @@
 import fc from 'fast-check';
 import { describe, expect, test } from 'vitest';
 import { decideOne } from '../src/decision.js';
+import { createLimiter, tokenBucket, type Decision, type SyncStore } from '../src/index.js';
 import {
-  createLimiter,
   decide,
   evaluate,
   newStepScratch,
   stepRule,
   stepRuleInto,
-  tokenBucket,
-  type Decision,
   type FastPathStore,
   type LimitRequest,
   type LimitResult,
@@ -26,8 +24,7 @@ import {
   type RuleOutcome,
   type State,
   type StepMode,
-  type SyncStore,
-} from '../src/index.js';
+} from '../src/store-api.js';
 import { PLAIN, forEachCase, type AlgorithmCase } from './support/cases.js';
 import { RUNS, T0, costArb, moveArb, modeArb } from './support/scenario.js';
 

@@ -11,10 +11,10 @@ import {
   leakyBucket,
   slidingWindowLog,
   tokenBucket,
-  type LimitResult,
   type Rule,
   type Store,
 } from '../src/index.js';
+import type { LimitResult } from '../src/store-api.js';
 import { AsyncMapStore, MapStore } from './support/map-store.js';
 
 const HOUR = 3_600_000;

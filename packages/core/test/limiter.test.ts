@@ -1,7 +1,6 @@
 import { describe, expect, test } from 'vitest';
 import {
   createLimiter,
-  evaluate,
   fixedWindow,
   gcra,
   leakyBucket,
@@ -10,6 +9,7 @@ import {
   tokenBucket,
   type Rule,
 } from '../src/index.js';
+import { evaluate } from '../src/store-api.js';
 import { AsyncMapStore, MapStore } from './support/map-store.js';
 import { T0, harness } from './support/scenario.js';
 

@@ -10,7 +10,7 @@
  */
 import fc from 'fast-check';
 import { describe, expect, test } from 'vitest';
-import { NEVER, evaluate, type Evaluation, type Mode, type ResolvedRule, type State } from '../src/index.js';
+import { NEVER, evaluate, type Evaluation, type Mode, type ResolvedRule, type State } from '../src/store-api.js';
 import { stateTime } from '../src/modes.js';
 import { PLAIN, forEachCase, gcraCase, slidingWindowLogCase, smoothTokenBucketCase, fixedWindowCase, type AlgorithmCase } from './support/cases.js';
 import { RUNS, T0, costArb } from './support/scenario.js';

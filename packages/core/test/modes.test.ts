@@ -3,7 +3,8 @@
  * does not announce a mode is refused before anything is counted.
  */
 import { describe, expect, test } from 'vitest';
-import { createLimiter, fixedWindow, tokenBucket, type StoreCapabilities, type SyncLimiter } from '../src/index.js';
+import { createLimiter, fixedWindow, tokenBucket, type SyncLimiter } from '../src/index.js';
+import type { StoreCapabilities } from '../src/store-api.js';
 import { AsyncMapStore, MapStore } from './support/map-store.js';
 import { T0 } from './support/scenario.js';
 

@@ -3,7 +3,8 @@
  * written once here, so every "unknown option" and every "got …" reads the same wherever it is raised.
  */
 import { describe, expect, test } from 'vitest';
-import { describeValue, isSluiceError, rejectUnknownOptions } from '../src/index.js';
+import { isSluiceError } from '../src/index.js';
+import { describeValue, rejectUnknownOptions } from '../src/store-api.js';
 
 describe('rejectUnknownOptions', () => {
   test('a typo is UNKNOWN_OPTION naming where, the option and every accepted one', () => {

@@ -1,4 +1,5 @@
-import { SluiceError, describeValue, rejectUnknownOptions } from '@sluice/core';
+import { SluiceError } from '@sluice/core';
+import { describeValue, rejectUnknownOptions } from '@sluice/core/store';
 import { parseForwarded, parseXForwardedFor } from './forwarded.js';
 import { formatIp, maskIp, parseAddressText, type IpAddress } from './ip-address.js';
 import { compileRanges } from './ip-range.js';

@@ -1,4 +1,5 @@
-import { SluiceError, describeValue as describe, rejectUnknownOptions, type Limiter } from '@sluice/core';
+import { SluiceError, type Limiter } from '@sluice/core';
+import { describeValue as describe, rejectUnknownOptions } from '@sluice/core/store';
 import { clientIpResolver, type ClientIpResult } from './client-ip.js';
 import { HEADER_STYLES, type HeaderStyle, type LegacyReset, type PolicyItemCache } from './header-fields.js';
 import { HTTP_OPTION_NAMES, type HttpLimitOptions, type IdentityValue, type LimiterEntry, type ShadowBanOptions } from './options.js';

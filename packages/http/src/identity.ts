@@ -1,4 +1,5 @@
-import { SluiceError, describeValue } from '@sluice/core';
+import { SluiceError } from '@sluice/core';
+import { describeValue } from '@sluice/core/store';
 import type { ClientIpResult } from './client-ip.js';
 import type { CompiledOptions } from './compile-options.js';
 import { isPromiseLike } from './maybe-async.js';

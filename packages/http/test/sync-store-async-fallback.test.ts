@@ -4,7 +4,8 @@
  * UNSUPPORTED_OPERATION; the handler caught it and called `limit()`, which consumed again. Each request cost the
  * fallback 2 units and the breaker counted 2 failures. One decision must consume once, on every path.
  */
-import { createLimiter, tokenBucket, type LimitRequest, type Store } from '@sluice/core';
+import { createLimiter, tokenBucket, type Store } from '@sluice/core';
+import type { LimitRequest } from '@sluice/core/store';
 import { describe, expect, it } from 'vitest';
 import { createHandler } from '../src/index.js';
 import { asyncMemoryStore, request, written } from './support.js';

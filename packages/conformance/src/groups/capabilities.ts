@@ -1,4 +1,5 @@
-import { fixedWindow, isSluiceError, tokenBucket, type LimitRequest, type SluiceError, type LimitResult, type Store } from '@sluice/core';
+import { fixedWindow, isSluiceError, tokenBucket, type SluiceError, type Store } from '@sluice/core';
+import type { LimitRequest, LimitResult } from '@sluice/core/store';
 import { describe, expect, it } from 'vitest';
 import type { TestContext } from '../context.js';
 

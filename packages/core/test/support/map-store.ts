@@ -1,4 +1,5 @@
-import { evaluate, type LimitRequest, type LimitResult, type State, type StoreCapabilities, type SyncStore } from '../../src/index.js';
+import type { SyncStore } from '../../src/index.js';
+import { evaluate, type LimitRequest, type LimitResult, type State, type StoreCapabilities } from '../../src/store-api.js';
 
 /**
  * The smallest honest store: a Map of per-rule records, each run through core's `evaluate` (the reference every

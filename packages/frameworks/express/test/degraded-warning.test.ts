@@ -1,4 +1,5 @@
-import { createLimiter, fixedWindow, type LimitRequest, type LimitResult, type Store } from '@sluice/core';
+import { createLimiter, fixedWindow, type Store } from '@sluice/core';
+import type { LimitRequest, LimitResult } from '@sluice/core/store';
 import express from 'express';
 import type { Server } from 'node:http';
 import { connect, createServer, type AddressInfo } from 'node:net';

@@ -1,4 +1,5 @@
-import { SluiceError, createLimiter, rejectUnknownOptions, type Limiter, type Rule, type Store } from '@sluice/core';
+import { SluiceError, createLimiter, type Limiter, type Rule, type Store } from '@sluice/core';
+import { rejectUnknownOptions } from '@sluice/core/store';
 import { checkOptionsObject, createHandler, HTTP_OPTION_NAMES, type Handler, type HttpLimitOptions } from '@sluice/http';
 import type { FastifyRequest } from 'fastify';
 

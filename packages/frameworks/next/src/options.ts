@@ -1,4 +1,5 @@
-import { SluiceError, describeValue as describe, type Limiter } from '@sluice/core';
+import { SluiceError, type Limiter } from '@sluice/core';
+import { describeValue as describe } from '@sluice/core/store';
 import type { ErrorEvent, HandleResult, HttpLimitOptions, LimitedEvent, LimiterEntry } from './http.js';
 import type { NextRequest } from 'next/server';
 

@@ -1,4 +1,5 @@
-import { SluiceError, describeValue as describe } from '@sluice/core';
+import { SluiceError } from '@sluice/core';
+import { describeValue as describe } from '@sluice/core/store';
 import { checkOptionsObject, createHandler, type HandleResult, type HttpLimitOptions, type HttpRequest } from './http.js';
 import { NextResponse, type NextRequest } from 'next/server';
 import { Background } from './background.js';

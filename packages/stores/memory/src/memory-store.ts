@@ -1,6 +1,6 @@
+import { SluiceError } from '@sluice/core';
 import {
   EXPIRY_GRACE_MS,
-  SluiceError,
   describeValue as describe,
   rejectUnknownOptions,
   evaluate,
@@ -14,7 +14,7 @@ import {
   type RuleOutcome,
   type State,
   type StoreCapabilities,
-} from '@sluice/core';
+} from '@sluice/core/store';
 import { Lru, type LruEntry } from './lru.js';
 
 export interface MemoryStoreOptions {

@@ -7,10 +7,10 @@ import {
   slidingWindowLog,
   tokenBucket,
   type Decision,
-  type LimitRequest,
   type Rule,
   type SyncStore,
 } from '@sluice/core';
+import type { LimitRequest } from '@sluice/core/store';
 import { referenceStore } from '@sluice/conformance';
 import { describe, expect, it } from 'vitest';
 import { memoryStore } from '../src/index.js';

@@ -1,4 +1,5 @@
-import { EXPIRY_GRACE_MS, createLimiter, fixedWindow, isSluiceError, slidingWindowCounter, tokenBucket, type SyncLimiter } from '@sluice/core';
+import { createLimiter, fixedWindow, isSluiceError, slidingWindowCounter, tokenBucket, type SyncLimiter } from '@sluice/core';
+import { EXPIRY_GRACE_MS } from '@sluice/core/store';
 import { describe, expect, expectTypeOf, it } from 'vitest';
 import { memoryStore, type MemoryStore } from '../src/index.js';
 import { heldKeys } from './support/held-keys.js';

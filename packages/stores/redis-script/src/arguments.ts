@@ -1,4 +1,4 @@
-import type { LimitRequest, LimitResult, ResolvedRule, RuleOutcome } from '@sluice/core';
+import type { LimitRequest, LimitResult, ResolvedRule, RuleOutcome } from '@sluice/core/store';
 import { SluiceError } from '@sluice/core';
 
 /** A rule's spec, `code a b c`: the algorithm (with the token bucket's refill folded in) and three integers. */

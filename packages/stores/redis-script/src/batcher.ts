@@ -1,4 +1,4 @@
-import type { LimitRequest, LimitResult } from '@sluice/core';
+import type { LimitRequest, LimitResult } from '@sluice/core/store';
 import { appendDecision, newCall, parseCallReply, type ScriptCallArguments } from './arguments.js';
 
 /**

@@ -1,4 +1,5 @@
-import { SluiceError, describeValue, rejectUnknownOptions } from '@sluice/core';
+import { SluiceError } from '@sluice/core';
+import { describeValue, rejectUnknownOptions } from '@sluice/core/store';
 
 /** The options every store running this script takes, checked once for `@sluice/redis` and `@sluice/upstash`. */
 export interface ScriptStoreOptions {

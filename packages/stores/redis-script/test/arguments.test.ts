@@ -5,7 +5,8 @@
  */
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { Redis } from 'ioredis';
-import { fixedWindow, tokenBucket, type LimitRequest } from '@sluice/core';
+import { fixedWindow, tokenBucket } from '@sluice/core';
+import type { LimitRequest } from '@sluice/core/store';
 import { LIMIT_SCRIPT, LIMIT_SCRIPT_SHA1, encodeCall, parseCallReply } from '../src/index.js';
 import { startRedis, type RedisServer } from '../../../../test/harness/redis.js';
 

@@ -5,7 +5,8 @@
  */
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { Redis } from 'ioredis';
-import { fixedWindow, isSluiceError, type LimitRequest, type LimitResult } from '@sluice/core';
+import { fixedWindow, isSluiceError } from '@sluice/core';
+import type { LimitRequest, LimitResult } from '@sluice/core/store';
 import { LIMIT_SCRIPT, LIMIT_SCRIPT_SHA1, LimitBatcher, type ScriptCall } from '../src/index.js';
 import { startRedis, type RedisServer } from '../../../../test/harness/redis.js';
 

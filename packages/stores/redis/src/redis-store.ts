@@ -1,4 +1,5 @@
-import { SluiceError, type LimitRequest, type LimitResult, type Store, type StoreCapabilities } from '@sluice/core';
+import { SluiceError, type Store } from '@sluice/core';
+import type { LimitRequest, LimitResult, StoreCapabilities } from '@sluice/core/store';
 import { Command, type Cluster, type Redis } from 'ioredis';
 import { ConnectionGate, type GatedClient } from './connection-gate.js';
 import { LIMIT_FUNCTION, LIMIT_LIBRARY, LIMIT_SCRIPT, LIMIT_SCRIPT_SHA1, LimitBatcher, scriptStoreOptions } from '@sluice/redis-script';

@@ -1,4 +1,5 @@
-import { SluiceError, describeValue, parseDuration, rejectUnknownOptions, type Duration } from '@sluice/core';
+import { SluiceError, parseDuration, type Duration } from '@sluice/core';
+import { describeValue, rejectUnknownOptions } from '@sluice/core/store';
 
 export interface SqliteStoreOptions {
   /**

@@ -1,6 +1,6 @@
+import { SluiceError, type SyncStore } from '@sluice/core';
 import {
   EXPIRY_GRACE_MS,
-  SluiceError,
   decodeState,
   encodeState,
   evaluate,
@@ -9,8 +9,7 @@ import {
   type ResolvedRule,
   type State,
   type StoreCapabilities,
-  type SyncStore,
-} from '@sluice/core';
+} from '@sluice/core/store';
 import type { SqliteDatabase, SqliteStatement, SqliteTransaction } from './database.js';
 import { resolveOptions, type SqliteStoreOptions } from './options.js';
 import { ensureSchema } from './schema.js';

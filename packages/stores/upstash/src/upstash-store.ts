@@ -1,4 +1,5 @@
-import { SluiceError, describeValue, type LimitRequest, type LimitResult, type Store, type StoreCapabilities } from '@sluice/core';
+import { SluiceError, type Store } from '@sluice/core';
+import { describeValue, type LimitRequest, type LimitResult, type StoreCapabilities } from '@sluice/core/store';
 import { LimitBatcher, scriptStoreOptions } from '@sluice/redis-script';
 import { UPSTASH_LIMIT_SCRIPT, upstashLimitScriptSha1 } from './upstash-script.js';
 

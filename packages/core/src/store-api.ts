@@ -1,0 +1,42 @@
+// `@sluice/core/store`: what a store author needs and an application does not. The evaluator and the step functions,
+// the state codec, identity keys, option checks, the failure policy and the store contract's types. The limiter,
+// the rule factories and SluiceError are in the root export (src/index.ts); internals (ceilDiv, STEPS, hash32,
+// CircuitBreaker) are exported from neither.
+export { decide, decideOne } from './decision.js';
+
+export { fixedWindowStep } from './algorithms/fixed-window.js';
+export type { FixedWindowParams } from './algorithms/fixed-window.js';
+export { slidingWindowLogStep } from './algorithms/sliding-window-log.js';
+export type { SlidingWindowLogParams } from './algorithms/sliding-window-log.js';
+export { slidingWindowCounterStep } from './algorithms/sliding-window-counter.js';
+export type { SlidingWindowCounterParams } from './algorithms/sliding-window-counter.js';
+export { tokenBucketStep } from './algorithms/token-bucket.js';
+export type { TokenBucketParams } from './algorithms/token-bucket.js';
+export { leakyBucketStep } from './algorithms/leaky-bucket.js';
+export type { LeakyBucketParams } from './algorithms/leaky-bucket.js';
+export { gcraStep } from './algorithms/gcra.js';
+export type { GcraParams } from './algorithms/gcra.js';
+
+export { NEVER, isStepMode, newStepScratch } from './algorithm.js';
+export type { Mode, State, Step, StepInto, StepMode, StepOutcome, StepScratch } from './algorithm.js';
+export { evaluate, stepRule, stepRuleInto } from './rules.js';
+export { ALGORITHM_NAMES } from './algorithm-names.js';
+export type { AlgorithmName, Evaluation, ParamsByAlgorithm, ResolvedRule, Rule, RuleOutcome } from './rules.js';
+
+export { EXPIRY_GRACE_MS, decodeState, encodeState } from './store.js';
+export type {
+  FastPathStore,
+  LimitRequest,
+  LimitResult,
+  RuleAnswer,
+  Store,
+  StoreCapabilities,
+  StoreOperation,
+  SyncStore,
+} from './store.js';
+
+export { createFailurePolicy, Failover } from './failure-policy.js';
+export type { FailurePolicy, FailurePolicyOptions } from './failure-policy.js';
+export { describe as describeValue } from './errors.js';
+export { rejectUnknownOptions } from './validate.js';
+export { identityKey, MAX_VERBATIM_IDENTITY } from './identity.js';
