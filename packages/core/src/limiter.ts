@@ -15,6 +15,7 @@ import {
 } from './failure-policy.js';
 import { MAX_VERBATIM_IDENTITY, hash32, identityKey } from './identity.js';
 import { NEVER, isStepMode, type Mode, type StepMode } from './algorithm.js';
+import { ALGORITHM_NAMES } from './algorithm-names.js';
 import type { ResolvedRule, Rule } from './rules.js';
 import type { FastPathStore, LimitRequest, LimitResult, RuleAnswer, Store, SyncStore } from './store.js';
 import { rejectUnknownOptions, requireObject } from './validate.js';
@@ -294,16 +295,16 @@ class LimiterImpl implements SyncLimiter {
 
   /** The *Sync methods: refused up front, before anything is counted, when an answer could need a promise. */
   private runSync(identity: string, options: LimitOptions | undefined, mode: Mode, method: string): Decision {
-    const async = method.slice(0, -4);
+    // The async method's name is only built on the way to an error: this runs on every synchronous decision.
     if (!this.store.capabilities.synchronous) {
-      throw new SluiceError('UNSUPPORTED_OPERATION', `${method} needs a synchronous store (memory, SQLite); use ${async}()`);
+      throw new SluiceError('UNSUPPORTED_OPERATION', `${method} needs a synchronous store (memory, SQLite); use ${method.slice(0, -4)}()`);
     }
     if (!this.policy.synchronous) {
       // Falling back would need a promise, and answering then retrying through limit() would consume twice and
       // count the store's failure twice.
       throw new SluiceError(
         'UNSUPPORTED_OPERATION',
-        `${method} cannot be used when onStoreError is an asynchronous store (it could only answer a failure with a promise); use ${async}()`,
+        `${method} cannot be used when onStoreError is an asynchronous store (it could only answer a failure with a promise); use ${method.slice(0, -4)}()`,
       );
     }
     return this.decision(identity, options, mode, true) as Decision;
@@ -463,7 +464,7 @@ function checkName(value: unknown, field: string): string {
   return value;
 }
 
-const RULE_ALGORITHMS = new Set(['fixed-window', 'sliding-window-log', 'sliding-window-counter', 'token-bucket', 'leaky-bucket', 'gcra']);
+const RULE_ALGORITHMS: ReadonlySet<string> = new Set(ALGORITHM_NAMES);
 
 function checkRules(value: unknown, field: string): readonly Rule[] {
   const list = (Array.isArray(value) ? value : [value]) as unknown[];
