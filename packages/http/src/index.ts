@@ -16,12 +16,8 @@ export { HTTP_OPTION_NAMES } from './options.js';
 
 export { clientIpResolver, PLATFORM_HEADERS } from './client-ip.js';
 export type { AddressSource, ClientIpOptions, ClientIpResult, Platform } from './client-ip.js';
-export { embeddedIpv4, formatIp, inPrefix, maskIp, parseAddressText, parseIp, parseIpv4, parseIpv6 } from './ip-address.js';
-export type { AddressTextOptions, IpAddress } from './ip-address.js';
-export { compileRanges, NAMED_RANGES, parseRange } from './ip-range.js';
-export type { IpRange } from './ip-range.js';
-export { parseForwarded, parseXForwardedFor } from './forwarded.js';
-export type { MalformedHop } from './forwarded.js';
+// A resolved client's `address` is one; the functions that parse and format it are on `@sluice/http/ip`.
+export type { IpAddress } from './ip-address.js';
 
 export { ceilSeconds, HEADER_STYLES, nodeHeaderTarget, rateLimitFields, sfString, writeHeaders } from './header-fields.js';
 export type { HeaderField, HeaderStyle, HeaderTarget, LegacyReset, PolicyReport, RateLimitFieldsOptions } from './header-fields.js';
