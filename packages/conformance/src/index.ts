@@ -1,4 +1,6 @@
 export { describeStoreConformance } from './describe-store-conformance.js';
 export type { InspectKeysContext, StoreConformanceOptions } from './options.js';
-export { ReferenceStore, referenceStore } from './reference-store.js';
+// The model's class is a type only: a reference store is made by its factory, like every store.
+export { referenceStore } from './reference-store.js';
+export type { ReferenceStore } from './reference-store.js';
 export { T0, clockOffset } from './time.js';

@@ -1,2 +1,3 @@
-export { MemoryStore, memoryStore } from './memory-store.js';
-export type { MemoryStoreOptions } from './memory-store.js';
+// The class is a type only (for `store: MemoryStore` annotations): a store is made by its factory.
+export { memoryStore } from './memory-store.js';
+export type { MemoryStore, MemoryStoreOptions } from './memory-store.js';

@@ -1,2 +1,3 @@
-export { RedisStore, redisStore } from './redis-store.js';
-export type { RedisStoreOptions } from './redis-store.js';
+// The class is a type only (for `store: RedisStore` annotations): a store is made by its factory.
+export { redisStore } from './redis-store.js';
+export type { RedisStore, RedisStoreOptions } from './redis-store.js';
