@@ -17,7 +17,7 @@ import { MAX_VERBATIM_IDENTITY, hash32, identityKey } from './identity.js';
 import { NEVER, isStepMode, type Mode, type StepMode } from './algorithm.js';
 import { ALGORITHM_NAMES } from './algorithm-names.js';
 import type { ResolvedRule, Rule } from './rules.js';
-import type { FastPathStore, LimitRequest, LimitResult, RuleAnswer, Store, SyncStore } from './store.js';
+import type { FastPath, FastPathStore, FastRequest, LimitRequest, LimitResult, RuleAnswer, Store, SyncStore } from './store.js';
 import { rejectUnknownOptions, requireObject } from './validate.js';
 
 /** `enforce` denies; `shadow` counts and reports but never denies (dark launch); `off` is the kill switch. */
@@ -142,13 +142,13 @@ class LimiterImpl implements SyncLimiter {
   private readonly policy: FailurePolicy;
   private readonly quotaCache = new WeakMap<object, readonly Rule[]>();
   private readonly cacheKeys: boolean;
-  /** The store answers single-rule step-mode requests through `limitOne` (a FastPathStore, see store.ts), into `answer`. */
-  private readonly fastPath: boolean;
+  /** The store's fast path over this limiter's keys (a FastPathStore, see store.ts): single-rule step-mode requests, into `answer`. */
+  private readonly fastPath: FastPath | undefined;
   private readonly answer: RuleAnswer = { allowed: true, remaining: 0, resetAt: 0, retryAt: 0 };
   /** The two ways of running the store, made once (the policy calls them; no closure per decision). */
   private readonly callLimit = (request: LimitRequest): LimitResult | Promise<LimitResult> => this.store.limit(request);
   private readonly callLimitOne = (request: LimitRequest): RuleAnswer => {
-    (this.store as FastPathStore).limitOne(request as LimitRequest & { readonly mode: StepMode }, this.answer);
+    this.fastPath!.limitOne(request as IdentityRequest, this.answer);
     return this.answer;
   };
   private keys = new Map<string, string>();
@@ -165,13 +165,14 @@ class LimiterImpl implements SyncLimiter {
       throw new SluiceError('INVALID_OPTION', `createLimiter: store.capabilities.operations must list 'limit' and 'reset', got ${describe(operations)}`);
     }
     this.cacheKeys = this.store.capabilities.synchronous === true;
-    this.fastPath = this.cacheKeys && this.store.capabilities.clock === 'client' && typeof (this.store as Partial<FastPathStore>).limitOne === 'function';
     this.name = checkName(options.name ?? 'default', 'name');
     const prefix = checkName(options.prefix ?? 'sluice', 'prefix');
     this.keyPrefix = `${prefix}:${this.name}:{`;
     if (options.clock !== undefined && typeof options.clock !== 'function') {
       throw new SluiceError('INVALID_OPTION', `createLimiter: clock must be a function returning epoch ms, got ${describe(options.clock)}`);
     }
+    const bind = (this.store as Partial<FastPathStore>).bindFastPath;
+    this.fastPath = this.cacheKeys && this.store.capabilities.clock === 'client' && typeof bind === 'function' ? bind.call(this.store, this.keyPrefix) : undefined;
     this.clock = options.clock ?? Date.now;
     if (options.quota !== undefined && typeof options.quota !== 'function') {
       throw new SluiceError('INVALID_OPTION', `createLimiter: quota must be a function (identity) => rules | undefined, got ${describe(options.quota)}`);
@@ -321,7 +322,7 @@ class LimiterImpl implements SyncLimiter {
     const rules = this.rulesFor(identity);
     const request = this.request(identity, options, mode, rules);
     if (this.currentMode === 'off') return withModeFields(disabled(rules, request.now), request);
-    const call: (request: LimitRequest) => LimitResult | RuleAnswer | Promise<LimitResult> = this.fastPath && request.rules === rules && rules.length === 1 && isStepMode(mode) ? this.callLimitOne : this.callLimit;
+    const call: (request: LimitRequest) => LimitResult | RuleAnswer | Promise<LimitResult> = request instanceof IdentityRequest ? this.callLimitOne : this.callLimit;
     if (sync) return this.shape(rules, request, this.policy.runSync(request, call as (request: LimitRequest) => LimitResult | RuleAnswer));
     const answer = this.policy.run(request, call);
     return isPromise(answer) ? this.later(answer, rules, request) : this.shape(rules, request, answer);
@@ -383,6 +384,12 @@ class LimiterImpl implements SyncLimiter {
     const key = this.keyFor(identity);
     const cost = options === undefined ? 1 : readCost(options, mode);
     const request: LimitRequest = { key, rules: hasStagger(rules) ? stagger(rules, identity) : rules, cost, mode: cost === 0 && isStepMode(mode) ? 'peek' : mode, now: this.now() };
+    if (this.fastPath !== undefined && rules.length === 1 && !rules[0]!.stagger && isStepMode(mode)) {
+      // The fast path finds the identity without its key (the store builds it only for an identity it does not hold).
+      if (typeof identity !== 'string' || identity.length === 0) identityKey(identity);
+      const cost = options === undefined ? 1 : readCost(options, mode);
+      return new IdentityRequest(identity, this.keyPrefix, rules, cost, cost === 0 ? 'peek' : mode, this.now());
+    }
     return mode === 'reserve' ? { ...request, maxWaitMs: (options as ReserveOptions).maxWaitMs } : request;
   }
 
@@ -410,8 +417,30 @@ class LimiterImpl implements SyncLimiter {
 }
 
 /**
+ * A fast-path request (see FastRequest in store.ts). Its key is built on first read: a store that holds the
+ * identity finds it by the identity alone, and building `prefix:name:{identity}` makes a rope string that V8
+ * flattens and hashes on its first Map lookup, the largest cost of an in-process decision.
+ */
+class IdentityRequest implements FastRequest {
+  private builtKey: string | undefined = undefined;
+
+  constructor(
+    readonly identity: string,
+    private readonly keyPrefix: string,
+    readonly rules: readonly Rule[],
+    readonly cost: number,
+    readonly mode: StepMode,
+    readonly now: number,
+  ) {}
+
+  get key(): string {
+    return (this.builtKey ??= this.keyPrefix + identityKey(this.identity) + '}');
+  }
+}
+/**
  * Fills `granted` / `startAt` on answers that did not come from the store's evaluation (limiter off, failure
  * policy): an allowed answer grants the whole cost and starts now; a denied one grants nothing and starts when
+
  * `retryAfter` says (-1 when never).
  */
 function withModeFields(decision: Decision, request: LimitRequest): Decision {

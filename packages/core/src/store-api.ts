@@ -25,7 +25,9 @@ export type { AlgorithmName, Evaluation, ParamsByAlgorithm, ResolvedRule, Rule, 
 
 export { EXPIRY_GRACE_MS, decodeState, encodeState } from './store.js';
 export type {
+  FastPath,
   FastPathStore,
+  FastRequest,
   LimitRequest,
   LimitResult,
   RuleAnswer,

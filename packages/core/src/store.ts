@@ -79,16 +79,33 @@ export interface RuleAnswer {
 
 /**
  * Not part of the contract: an optional seam for in-process stores that want the limiter's allocation-free
- * path. A synchronous, `clock: 'client'` store with a `limitOne` method gets every single-rule `consume`, `peek`
- * and `refund` request (cost 0 arrives as `peek`) through it instead of `limit`; everything else still goes to
- * `limit`. It must be exactly `limit(request)` for that request, state and writes included, writing the
- * outcome's varying fields into `out` instead of returning a result; a failure throws as `limit` would. The
- * limiter runs it under the same failure policy and shapes its answer like any other (see core's README,
- * "How a decision flows"). The memory store implements it; `test/fast-path.test.ts` there proves it equal to
- * the general path.
+ * path. A synchronous, `clock: 'client'` store with a `bindFastPath` method is asked once per limiter for a
+ * `FastPath` over that limiter's keys, and gets every single-rule `consume`, `peek` and `refund` request whose
+ * rule is not staggered (cost 0 arrives as `peek`) through it instead of `limit`; everything else still goes to
+ * `limit`. The limiter runs it under the same failure policy and shapes its answer like any other (see core's
+ * README, "How a decision flows"). The memory store implements it; `test/fast-path.test.ts` there proves it
+ * equal to the general path.
  */
 export interface FastPathStore extends SyncStore {
-  limitOne(request: LimitRequest & { readonly mode: StepMode }, out: RuleAnswer): void;
+  /** A fast path for requests whose keys are `keyPrefix + identityKey(identity) + '}'` (one limiter's keys). */
+  bindFastPath(keyPrefix: string): FastPath;
+}
+
+export interface FastPath {
+  /**
+   * Exactly `limit(request)` for this request, state and writes included, writing the outcome's varying fields
+   * into `out` instead of returning a result; a failure throws as `limit` would. The request also carries the
+   * raw identity, so a store can find the identity's state without building its key: `request.key` is computed
+   * on first read.
+   */
+  limitOne(request: FastRequest, out: RuleAnswer): void;
+}
+
+/** A single-rule step-mode request on a fast path: a `LimitRequest` that also carries the identity it is for. */
+export interface FastRequest extends LimitRequest {
+  readonly mode: StepMode;
+  /** A non-empty string; `key` is `keyPrefix + identityKey(identity) + '}'`. */
+  readonly identity: string;
 }
 
 /**

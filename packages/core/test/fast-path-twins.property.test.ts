@@ -4,26 +4,28 @@
  * - `stepRuleInto` (and through it `tokenBucketInto`, the only step written into a scratch) equals `stepRule`,
  *   with one scratch reused across calls as the memory store reuses it;
  * - `decideOne` (the limiter's single-rule seam over a FastPathStore) equals `decide` field for field;
- * - a limiter over a FastPathStore (its single-rule requests answered by `limitOne`) gives the same decisions,
+ * - a limiter over a FastPathStore (its single-rule requests answered by its bound `FastPath`) gives the same decisions,
  *   and leaves the same states, as one over the same store without the seam.
  */
 import fc from 'fast-check';
 import { describe, expect, test } from 'vitest';
 import { decideOne } from '../src/decision.js';
-import { createLimiter, tokenBucket, type Decision, type SyncStore } from '../src/index.js';
+import { createLimiter, fixedWindow, tokenBucket, type Decision, type SyncStore } from '../src/index.js';
 import {
   decide,
   evaluate,
+  identityKey,
   newStepScratch,
   stepRule,
   stepRuleInto,
+  type FastPath,
   type FastPathStore,
+  type FastRequest,
   type LimitRequest,
   type LimitResult,
   type RuleAnswer,
   type RuleOutcome,
   type State,
-  type StepMode,
 } from '../src/store-api.js';
 import { PLAIN, forEachCase, type AlgorithmCase } from './support/cases.js';
 import { RUNS, T0, costArb, moveArb, modeArb } from './support/scenario.js';
@@ -57,8 +59,14 @@ class SeamStore implements FastPathStore {
     return { now: request.now, outcomes: evaluation.outcomes };
   }
 
-  limitOne(request: LimitRequest & { readonly mode: StepMode }, out: RuleAnswer): void {
-    const key = `${request.key}:${request.rules[0]!.id}`;
+  bindFastPath(keyPrefix: string): FastPath {
+    return { limitOne: (request, out) => this.limitOne(keyPrefix, request, out) };
+  }
+
+  /** Finds the state by prefix and identity, as a store with an identity index would; the request's key must agree. */
+  limitOne(keyPrefix: string, request: FastRequest, out: RuleAnswer): void {
+    const key = `${keyPrefix}${identityKey(request.identity)}}:${request.rules[0]!.id}`;
+    if (`${request.key}:${request.rules[0]!.id}` !== key) throw new Error(`request.key ${request.key} is not the identity's key`);
     const step = this.scratch;
     stepRuleInto(request.rules[0]!, this.read(key, request.now), request.now, request.cost, request.mode, step);
     if (request.cost > 0 && (request.mode === 'refund' || (request.mode === 'consume' && step.allowed))) {
@@ -161,13 +169,16 @@ function twinProperties<P>(c: AlgorithmCase<P>): void {
 forEachCase(twinProperties);
 
 describe('the seam is taken', () => {
-  test('a FastPathStore answers single-rule step-mode requests through limitOne, everything else through limit', () => {
+  test('a FastPathStore answers single-rule step-mode requests through its FastPath, everything else through limit', () => {
     const store = new SeamStore();
     const calls: string[] = [];
     const spy: FastPathStore = {
       capabilities: store.capabilities,
       limit: (request) => (calls.push(`limit:${request.mode}`), store.limit(request)),
-      limitOne: (request, out) => (calls.push(`limitOne:${request.mode}`), store.limitOne(request, out)),
+      bindFastPath: (keyPrefix) => {
+        calls.push(`bind:${keyPrefix}`);
+        return { limitOne: (request, out) => (calls.push(`limitOne:${request.mode}:${request.identity}`), store.limitOne(keyPrefix, request, out)) };
+      },
       reset: (key, ids) => store.reset(key, ids),
     };
     const now = T0;
@@ -177,6 +188,17 @@ describe('the seam is taken', () => {
     one.limitSync('a', { cost: 0 });
     const two = createLimiter({ store: spy, rules: [tokenBucket({ capacity: 3, refillRate: 1 }), tokenBucket({ capacity: 9, refillRate: 1, id: 'day' })], clock: () => now, name: 'two' });
     two.limitSync('a');
-    expect(calls).toEqual(['limitOne:consume', 'limitOne:peek', 'limitOne:peek', 'limit:consume']);
+    const staggered = createLimiter({ store: spy, rules: fixedWindow({ limit: 3, window: '1s', stagger: true }), clock: () => now, name: 'staggered' });
+    staggered.limitSync('a');
+    expect(calls).toEqual([
+      'bind:sluice:default:{',
+      'limitOne:consume:a',
+      'limitOne:peek:a',
+      'limitOne:peek:a',
+      'bind:sluice:two:{',
+      'limit:consume',
+      'bind:sluice:staggered:{',
+      'limit:consume',
+    ]);
   });
 });

@@ -5,17 +5,18 @@
  *   shared options object per operation avoids that (lru-cache only writes `status` on it, which stays undefined
  *   while no diagnostics channel subscribes).
  * - Recency is kept lazily: a hit is a `peek`, and becomes a recency-updating `get` only when more than `slack`
- *   (maxKeys / 8) operations passed since the entry was last moved, so a busy identity does not rewrite its
- *   scattered list neighbours on every decision. The bound this keeps: an entry is evicted only after at least
- *   maxKeys − 1 − slack other entries were used more recently than its last use (exact LRU: maxKeys − 1).
- *   Below 8 keys it is exact.
+ *   (maxKeys / 8) entries were moved to the front (inserted, or moved by such a `get`) since this one was, so a
+ *   busy identity does not rewrite its scattered list neighbours on every decision. Only moves push an entry
+ *   toward eviction, so they are what is counted: with no new identities arriving, nothing moves at all.
+ *   The bound this keeps: an entry is evicted only after at least maxKeys − 1 − slack other entries were used
+ *   more recently than its last use (exact LRU: maxKeys − 1). Below 8 keys it is exact.
  */
 import { LRUCache } from 'lru-cache';
 
 export interface LruEntry {
   /** The key the entry is held under; set by `set`. */
   key: string;
-  /** The operation count when lru-cache last counted the entry as used; maintained by the Lru. */
+  /** The move count when lru-cache last put the entry at the front; maintained by the Lru. */
   movedAt: number;
 }
 
@@ -25,12 +26,16 @@ const SET_OPTIONS = {};
 
 export class Lru<E extends LruEntry> {
   private readonly cache: LRUCache<string, E>;
-  /** Operations (get and set) so far. */
-  private ops = 0;
+  /**
+   * Entries put at the front of lru-cache's list so far (sets, and gets that moved one). An entry with k moves
+   * after its own is at most k places from the front, and lru-cache evicts from place maxKeys.
+   */
+  private moves = 0;
   private readonly slack: number;
 
-  constructor(max: number) {
-    this.cache = new LRUCache<string, E>({ max });
+  /** `released` is told of every entry the cache lets go: evicted, replaced by `set`, deleted or cleared. */
+  constructor(max: number, released?: (entry: E) => void) {
+    this.cache = new LRUCache<string, E>(released === undefined ? { max } : { max, dispose: released });
     this.slack = Math.floor(max / 8);
   }
 
@@ -38,15 +43,22 @@ export class Lru<E extends LruEntry> {
     return this.cache.size;
   }
 
-  /** The entry, counted as used now (lru-cache's recency is updated unless it was within the last `slack` operations). */
+  /** The entry, counted as used now (moved to the front unless fewer than `slack` entries were moved there since it). */
   get(key: string): E | undefined {
-    const ops = ++this.ops;
     const entry = this.cache.peek(key, PEEK_OPTIONS);
-    if (entry !== undefined && ops - entry.movedAt > this.slack) {
+    if (entry !== undefined && this.moves - entry.movedAt > this.slack) {
       this.cache.get(key, GET_OPTIONS);
-      entry.movedAt = ops;
+      entry.movedAt = ++this.moves;
     }
     return entry;
+  }
+
+  /** Counts an entry already in hand (found by its key earlier) as used now, as `get` would. */
+  touch(entry: E): void {
+    if (this.moves - entry.movedAt > this.slack) {
+      this.cache.get(entry.key, GET_OPTIONS);
+      entry.movedAt = ++this.moves;
+    }
   }
 
   /** The entry, recency untouched. */
@@ -57,7 +69,7 @@ export class Lru<E extends LruEntry> {
   /** Holds `entry` under `key` as the most recently used, replacing any entry there; evicts the oldest when full. */
   set(key: string, entry: E): void {
     entry.key = key;
-    entry.movedAt = ++this.ops;
+    entry.movedAt = ++this.moves;
     this.cache.set(key, entry, SET_OPTIONS);
   }
 

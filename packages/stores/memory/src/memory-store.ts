@@ -6,10 +6,14 @@ import {
   evaluate,
   newStepScratch,
   stepRuleInto,
+  MAX_VERBATIM_IDENTITY,
+  type FastPath,
   type FastPathStore,
+  type FastRequest,
   type LimitRequest,
   type LimitResult,
   type StepMode,
+  type ResolvedRule,
   type RuleAnswer,
   type RuleOutcome,
   type State,
@@ -33,14 +37,18 @@ export interface MemoryStoreOptions {
 
 /**
  * One rule's state for one identity. An identity's slots form a chain (a handful of rules at most, so walking it
- * beats a map); the cache holds the first, which also carries the lazy-recency counter (unused on the
- * others: one shape for every slot). One small object per rule keeps a tracked identity to a few hundred bytes.
+ * beats a map); the cache holds the first, which also carries the lazy-recency counter and its place in a fast
+ * path's index (unused on the others: one shape for every slot). One small object per rule keeps a tracked
+ * identity to a few hundred bytes.
  */
 interface Slot extends LruEntry {
   readonly id: string;
   state: State;
   expiresAt: number;
   next: Slot | undefined;
+  /** The fast-path index that holds this first slot under `identity`, if one does. */
+  index: Map<string, Slot> | undefined;
+  identity: string;
 }
 
 /**
@@ -49,7 +57,7 @@ interface Slot extends LruEntry {
  * heap number, one per decision, hung off a long-lived slot.
  */
 function newSlot(id: string, state: State, expiresAt: number): Slot {
-  return { key: '', movedAt: 0, id, state, expiresAt, next: undefined };
+  return { key: '', movedAt: 0, id, state, expiresAt, next: undefined, index: undefined, identity: '' };
 }
 
 const SWEEP_EVERY = 1024;
@@ -74,6 +82,13 @@ export class MemoryStore implements FastPathStore {
     operations: ['limit', 'reset', 'take', 'reserve'],
   };
   private readonly cache: Lru<Slot>;
+  /**
+   * One index per limiter key prefix, identity to first slot, for the fast path: a decision on a held identity is
+   * one Map lookup by the identity string the caller already has (its hash cached in the string), instead of
+   * building `prefix:name:{identity}` and hashing that. The indexes only point into the cache: a slot leaves its
+   * index when the cache lets it go (evicted, replaced, deleted), so they hold at most maxKeys identities.
+   */
+  private readonly indexes = new Map<string, Map<string, Slot>>();
   private writes = 0;
   /** Reused by every decision: a step's outcome is copied out of it before the next one runs. */
   private readonly scratch = newStepScratch();
@@ -91,7 +106,7 @@ export class MemoryStore implements FastPathStore {
         `memoryStore: maxKeys must be an integer from 1 to ${MAX_KEYS_LIMIT} (memory grows with it: a few hundred bytes per identity), got ${describe(maxKeys)}`,
       );
     }
-    this.cache = new Lru<Slot>(maxKeys);
+    this.cache = new Lru<Slot>(maxKeys, unindex);
   }
 
   /** Identities currently held (expired ones included until they are swept or evicted). */
@@ -112,7 +127,7 @@ export class MemoryStore implements FastPathStore {
     if (rules.length === 1 && (mode === 'consume' || mode === 'peek' || mode === 'refund')) {
       const rule = rules[0]!;
       const answer = this.answer;
-      this.limitOne(request as LimitRequest & { readonly mode: StepMode }, answer);
+      this.stepOne(this.cache.get(key), key, rule, request.cost, mode, now, answer);
       const outcome: RuleOutcome = {
         id: rule.id,
         allowed: answer.allowed,
@@ -142,36 +157,61 @@ export class MemoryStore implements FastPathStore {
     return { now, outcomes: evaluation.outcomes };
   }
 
+  /** Core's fast-path seam (see FastPathStore): requests for one limiter's keys, found by identity. */
+  bindFastPath(keyPrefix: string): FastPath {
+    let index = this.indexes.get(keyPrefix);
+    if (index === undefined) this.indexes.set(keyPrefix, (index = new Map()));
+    return new IndexedPath(this, index);
+  }
+
+  /** @internal The fast path's decision: `limit(request)` for one rule, found through the identity index. */
+  limitIndexed(index: Map<string, Slot>, request: FastRequest, out: RuleAnswer): void {
+    const identity = request.identity;
+    let first = index.get(identity);
+    let key: string;
+    if (first !== undefined) {
+      this.cache.touch(first);
+      key = first.key;
+    } else {
+      key = request.key;
+      first = this.cache.get(key);
+      // Long identities are not indexed: the index would keep the whole identity alive (their keys are bounded).
+      if (first !== undefined && identity.length <= MAX_VERBATIM_IDENTITY) link(index, identity, first);
+    }
+    const head = this.stepOne(first, key, request.rules[0]!, request.cost, request.mode, request.now, out);
+    if (head !== first && head !== undefined && identity.length <= MAX_VERBATIM_IDENTITY) link(index, identity, head);
+  }
+
   /**
-   * The single-rule fast path (core's `FastPathStore` seam; `limit` uses it too): exactly what `evaluate` does
-   * for one rule (step; write when consume was allowed or on refund, never for cost 0), with the step written
-   * into a reused scratch and the state copied into the slot's own array: no allocation once an identity is tracked.
+   * One rule, one identity: exactly what `evaluate` does for one rule (step; write when consume was allowed or on
+   * refund, never for cost 0), with the step written into a reused scratch and the state copied into the slot's
+   * own array: no allocation once an identity is tracked. Returns the identity's first slot afterwards.
    */
-  limitOne(request: LimitRequest & { readonly mode: StepMode }, out: RuleAnswer): void {
-    const { key, cost, mode, now } = request;
-    const rule = request.rules[0]!;
-    const first = this.cache.get(key);
+  private stepOne(first: Slot | undefined, key: string, rule: ResolvedRule, cost: number, mode: StepMode, now: number, out: RuleAnswer): Slot | undefined {
     let slot = first;
     while (slot !== undefined && slot.id !== rule.id) slot = slot.next;
     const step = this.scratch;
     stepRuleInto(rule, slot !== undefined && slot.expiresAt > now ? slot.state : undefined, now, cost, mode, step);
+    let head = first;
     if (cost > 0 && (mode === 'refund' || (mode === 'consume' && step.allowed))) {
       const expiresAt = now + step.ttlMs;
       if (step.ttlMs <= 0) {
         // Worth nothing (a refund back to full): deleted, as every executor does, not kept for a backward clock.
-        if (slot !== undefined) this.reset(key, [rule.id]);
+        if (slot !== undefined) head = this.drop(key, [rule.id]);
       } else if (slot !== undefined) {
         overwrite(slot, step.next);
         slot.expiresAt = expiresAt;
         if (++this.writes % SWEEP_EVERY === 0) this.sweep(now);
       } else {
-        this.wrote(key, first, put(first, rule.id, step.next.slice(), expiresAt), now);
+        head = put(first, rule.id, step.next.slice(), expiresAt);
+        this.wrote(key, first, head, now);
       }
     }
     out.allowed = step.allowed;
     out.remaining = step.remaining;
     out.resetAt = step.resetAt;
     out.retryAt = step.retryAt;
+    return head;
   }
 
   private wrote(key: string, first: Slot | undefined, head: Slot, now: number): void {
@@ -180,8 +220,13 @@ export class MemoryStore implements FastPathStore {
   }
 
   reset(key: string, ruleIds: readonly string[]): void {
+    this.drop(key, ruleIds);
+  }
+
+  /** Forgets some rules' states for one key; returns the key's first slot afterwards. */
+  private drop(key: string, ruleIds: readonly string[]): Slot | undefined {
     const first = this.cache.get(key);
-    if (first === undefined) return;
+    if (first === undefined) return undefined;
     let head: Slot | undefined;
     let tail: Slot | undefined;
     for (let slot: Slot | undefined = first; slot !== undefined; slot = slot.next) {
@@ -193,6 +238,7 @@ export class MemoryStore implements FastPathStore {
     }
     if (head === undefined) this.cache.delete(key);
     else this.cache.set(key, head);
+    return head;
   }
 
   /** Drops every identity whose states have all expired by `now`. O(size); the hot path never calls it. */
@@ -218,6 +264,31 @@ export class MemoryStore implements FastPathStore {
       if (isExpired(first, before)) this.cache.delete(first.key);
     }
   }
+}
+
+/** A limiter's view of the store (see `bindFastPath`). */
+class IndexedPath implements FastPath {
+  constructor(
+    private readonly store: MemoryStore,
+    private readonly index: Map<string, Slot>,
+  ) {}
+
+  limitOne(request: FastRequest, out: RuleAnswer): void {
+    this.store.limitIndexed(this.index, request, out);
+  }
+}
+
+function link(index: Map<string, Slot>, identity: string, first: Slot): void {
+  index.set(identity, first);
+  first.index = index;
+  first.identity = identity;
+}
+
+/** The cache let go of a first slot: its index entry goes too (unless the index already points elsewhere). */
+function unindex(first: Slot): void {
+  const index = first.index;
+  if (index !== undefined && index.get(first.identity) === first) index.delete(first.identity);
+  first.index = undefined;
 }
 
 function read(first: Slot, id: string, now: number): State | undefined {
