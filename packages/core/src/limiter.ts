@@ -1,9 +1,11 @@
 import type { CircuitBreakerOptions, CircuitState } from './circuit-breaker.js';
 import { decide, decideOne, type Decision } from './decision.js';
 import { withDeadline } from './deadline.js';
+import { durationOption, type Duration, type DurationRange } from './duration.js';
 import { SluiceError, describe } from './errors.js';
 import {
   Failover,
+  RENAMED_POLICY_OPTIONS,
   asStoreError,
   checkStore,
   createFailurePolicy,
@@ -43,16 +45,17 @@ export interface LimiterOptions<S extends Store = Store> {
    * Deadline for one store call (and for an asynchronous fallback store), async stores only. A healthy local
    * Redis answers in well under a millisecond and a cross-zone one in a few, so 250 ms is far beyond any normal
    * answer yet rides out a GC pause or a reconnect blip; it bounds what a dead or hung store adds to a request
-   * to a quarter second. See "Failure policy" in core's README. @default 250
+   * to a quarter second. Milliseconds or a string like `'250ms'`. See "Failure policy" in core's README.
+   * @default '250ms'
    */
-  timeoutMs?: number | string;
+  timeout?: Duration;
   /**
    * `'allow'` fails open, `'deny'` fails closed, a store (e.g. `memoryStore()`) keeps limiting locally. Every
    * answer given by the policy has `degraded: true` and `error.code` STORE_TIMEOUT, STORE_ERROR or CIRCUIT_OPEN.
    * @default 'allow' (fail open, so a store outage does not become an API outage)
    */
   onStoreError?: StoreErrorPolicy;
-  /** Stop calling a failing store for a while. `false` turns it off. @default { failureThreshold: 5, cooldownMs: 2000 } */
+  /** Stop calling a failing store for a while. `false` turns it off. @default { failureThreshold: 5, cooldown: '2s' } */
   circuitBreaker?: CircuitBreakerOptions | false;
 }
 
@@ -69,8 +72,8 @@ export interface TakeOptions {
 export interface ReserveOptions {
   /** Units to book, a non-negative integer. @default 1 */
   cost?: number;
-  /** Longest wait accepted, ms, a non-negative integer: a booking that would start later is refused. */
-  maxWaitMs: number;
+  /** Longest wait accepted (ms or a string like `'5s'`, from 0): a booking that would start later is refused. */
+  maxWait: Duration;
 }
 
 export interface Limiter {
@@ -99,10 +102,10 @@ export interface Limiter {
    */
   take(identity: string, options?: TakeOptions): Promise<Decision>;
   /**
-   * Books `cost` at the earliest time it fits on every rule, if that is within `maxWaitMs`; `startAt` says when
+   * Books `cost` at the earliest time it fits on every rule, if that is within `maxWait`; `startAt` says when
    * to start (wait `startAt − now`). Later requests queue behind the booking. Denied (nothing booked) when the
    * start is further away. Needs a store that announces `reserve` (memory, SQLite, Redis, Upstash).
-   * @example const d = await limiter.reserve('api.example.com', { maxWaitMs: 5000 }); if (d.allowed) await sleep(d.startAt - d.now);
+   * @example const d = await limiter.reserve('api.example.com', { maxWait: '5s' }); if (d.allowed) await sleep(d.startAt - d.now);
    */
   reserve(identity: string, options: ReserveOptions): Promise<Decision>;
 }
@@ -116,7 +119,7 @@ export interface SyncLimiter extends Limiter {
   reserveSync(identity: string, options: ReserveOptions): Decision;
 }
 
-const KNOWN = ['store', 'rules', 'name', 'prefix', 'clock', 'mode', 'quota', 'timeoutMs', 'onStoreError', 'circuitBreaker'];
+const KNOWN = ['store', 'rules', 'name', 'prefix', 'clock', 'mode', 'quota', 'timeout', 'onStoreError', 'circuitBreaker'];
 const NAME_PATTERN = /^[A-Za-z0-9_.-]{1,64}$/;
 /** Latest time a clock may return: 2^47 ms, about the year 6429; keeps every time sum of the steps below 2^53. */
 const MAX_CLOCK_MS = 2 ** 47;
@@ -158,7 +161,7 @@ class LimiterImpl implements SyncLimiter {
 
   constructor(raw: LimiterOptions) {
     const options = requireObject(raw, 'createLimiter') as unknown as LimiterOptions;
-    rejectUnknownOptions(options, KNOWN, 'createLimiter');
+    rejectUnknownOptions(options, KNOWN, 'createLimiter', RENAMED_POLICY_OPTIONS);
     this.store = checkStore(options.store, 'createLimiter: store');
     const { operations } = this.store.capabilities;
     if (!Array.isArray(operations) || !operations.includes('limit') || !operations.includes('reset')) {
@@ -179,7 +182,7 @@ class LimiterImpl implements SyncLimiter {
     }
     this.quota = options.quota;
     this.policy = createFailurePolicy({
-      timeoutMs: options.timeoutMs,
+      timeout: options.timeout,
       onStoreError: options.onStoreError,
       circuitBreaker: options.circuitBreaker,
       clock: () => this.now(),
@@ -342,7 +345,7 @@ class LimiterImpl implements SyncLimiter {
       );
     }
     if (mode === 'reserve' && (typeof options !== 'object' || options === null)) {
-      throw new SluiceError('INVALID_OPTION', `reserve options must be an object such as { maxWaitMs: 1000 }, got ${describe(options)}`);
+      throw new SluiceError('INVALID_OPTION', `reserve options must be an object such as { maxWait: '1s' }, got ${describe(options)}`);
     }
   }
 
@@ -390,7 +393,7 @@ class LimiterImpl implements SyncLimiter {
       const cost = options === undefined ? 1 : readCost(options, mode);
       return new IdentityRequest(identity, this.keyPrefix, rules, cost, cost === 0 ? 'peek' : mode, this.now());
     }
-    return mode === 'reserve' ? { ...request, maxWaitMs: (options as ReserveOptions).maxWaitMs } : request;
+    return mode === 'reserve' ? { ...request, maxWaitMs: readMaxWait(options as ReserveOptions) } : request;
   }
 
   /**
@@ -516,7 +519,6 @@ function checkRules(value: unknown, field: string): readonly Rule[] {
 
 function readCost(options: LimitOptions, mode: Mode): number {
   checkLimitOptions(options, mode);
-  if (mode === 'reserve') checkMaxWait((options as ReserveOptions).maxWaitMs);
   const cost = options.cost;
   if (cost === undefined) return 1;
   if (!Number.isSafeInteger(cost) || cost < 0) {
@@ -525,25 +527,28 @@ function readCost(options: LimitOptions, mode: Mode): number {
   return cost;
 }
 
-/** Per-call options: `limit(id, 5)` or `{ weight: 5 }` would otherwise silently cost 1. A for-in is cheap here. */
+/** The options each mode accepts, and the error's prefix: constants, so a check that passes allocates nothing. */
+const MODE_OPTIONS: Readonly<Record<Mode, { readonly known: readonly string[]; readonly where: string }>> = {
+  consume: { known: ['cost'], where: 'limit options' },
+  peek: { known: ['cost'], where: 'peek options' },
+  refund: { known: ['cost'], where: 'refund options' },
+  take: { known: ['cost'], where: 'take options' },
+  reserve: { known: ['cost', 'maxWait'], where: 'reserve options' },
+};
+const RENAMED_RESERVE_OPTIONS: Readonly<Record<string, string>> = { maxWaitMs: 'maxWait' };
+/** reserve's maxWait: up to 2^47 ms, the clock's own range, so `now + maxWait` stays exact. */
+const MAX_WAIT_RANGE: DurationRange = { min: 0, max: MAX_CLOCK_MS };
+
+/** Per-call options: `limit(id, 5)` or `{ weight: 5 }` would otherwise silently cost 1. */
 function checkLimitOptions(options: LimitOptions, mode: Mode): void {
   if (typeof options !== 'object' || options === null) {
     throw new SluiceError('INVALID_OPTION', `limit options must be an object such as { cost: 2 }, got ${describe(options)}`);
   }
-  for (const key in options) {
-    if (key !== 'cost' && (key !== 'maxWaitMs' || mode !== 'reserve')) {
-      const accepted = mode === 'reserve' ? 'the accepted options are cost and maxWaitMs' : 'the accepted option is cost';
-      throw new SluiceError('UNKNOWN_OPTION', `${mode === 'consume' ? 'limit' : mode} options: unknown option ${JSON.stringify(key)}; ${accepted}`);
-    }
-  }
+  const accepted = MODE_OPTIONS[mode];
+  rejectUnknownOptions(options, accepted.known, accepted.where, mode === 'reserve' ? RENAMED_RESERVE_OPTIONS : undefined);
 }
 
-/** reserve's maxWaitMs: required, whole milliseconds, at most 2^47 (the clock's own range). */
-function checkMaxWait(value: unknown): void {
-  if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < 0 || value > MAX_CLOCK_MS) {
-    throw new SluiceError(
-      'INVALID_OPTION',
-      `reserve options: maxWaitMs must be a whole number of milliseconds from 0 to ${MAX_CLOCK_MS}, got ${describe(value)}`,
-    );
-  }
+/** reserve's maxWait (required), in ms. */
+function readMaxWait(options: ReserveOptions): number {
+  return durationOption(options.maxWait, 'reserve options: maxWait', MAX_WAIT_RANGE);
 }

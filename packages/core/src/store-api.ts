@@ -1,7 +1,7 @@
 // `@sluice/core/store`: what a store author needs and an application does not. The evaluator and the step functions,
-// the state codec, identity keys, option checks, the failure policy and the store contract's types. The limiter,
-// the rule factories and SluiceError are in the root export (src/index.ts); internals (ceilDiv, STEPS, hash32,
-// CircuitBreaker) are exported from neither.
+// the state codec, identity keys, option checks (unknown names, durations, callbacks), the promise check, the
+// failure policy and the store contract's types. The limiter, the rule factories and SluiceError are in the root
+// export (src/index.ts); internals (ceilDiv, STEPS, hash32, CircuitBreaker) are exported from neither.
 export { decide, decideOne } from './decision.js';
 
 export { fixedWindowStep } from './algorithms/fixed-window.js';
@@ -40,5 +40,8 @@ export type {
 export { createFailurePolicy, Failover } from './failure-policy.js';
 export type { FailurePolicy, FailurePolicyOptions } from './failure-policy.js';
 export { describe as describeValue } from './errors.js';
-export { rejectUnknownOptions } from './validate.js';
+export { optionalFunction, rejectUnknownOptions } from './validate.js';
+export { durationOption } from './duration.js';
+export type { DurationRange } from './duration.js';
+export { isPromiseLike } from './promise.js';
 export { identityKey, MAX_VERBATIM_IDENTITY } from './identity.js';

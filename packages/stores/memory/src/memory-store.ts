@@ -6,7 +6,6 @@ import {
   evaluate,
   newStepScratch,
   stepRuleInto,
-  MAX_VERBATIM_IDENTITY,
   type FastPath,
   type FastPathStore,
   type FastRequest,
@@ -37,18 +36,14 @@ export interface MemoryStoreOptions {
 
 /**
  * One rule's state for one identity. An identity's slots form a chain (a handful of rules at most, so walking it
- * beats a map); the cache holds the first, which also carries the lazy-recency counter and its place in a fast
- * path's index (unused on the others: one shape for every slot). One small object per rule keeps a tracked
- * identity to a few hundred bytes.
+ * beats a map); the cache holds the first, which also carries the lazy-recency counter (unused on the others:
+ * one shape for every slot). One small object per rule keeps a tracked identity to a few hundred bytes.
  */
 interface Slot extends LruEntry {
   readonly id: string;
   state: State;
   expiresAt: number;
   next: Slot | undefined;
-  /** The fast-path index that holds this first slot under `identity`, if one does. */
-  index: Map<string, Slot> | undefined;
-  identity: string;
 }
 
 /**
@@ -57,7 +52,7 @@ interface Slot extends LruEntry {
  * heap number, one per decision, hung off a long-lived slot.
  */
 function newSlot(id: string, state: State, expiresAt: number): Slot {
-  return { key: '', movedAt: 0, id, state, expiresAt, next: undefined, index: undefined, identity: '' };
+  return { key: '', movedAt: 0, id, state, expiresAt, next: undefined };
 }
 
 const SWEEP_EVERY = 1024;
@@ -85,8 +80,9 @@ export class MemoryStore implements FastPathStore {
   /**
    * One index per limiter key prefix, identity to first slot, for the fast path: a decision on a held identity is
    * one Map lookup by the identity string the caller already has (its hash cached in the string), instead of
-   * building `prefix:name:{identity}` and hashing that. The indexes only point into the cache: a slot leaves its
-   * index when the cache lets it go (evicted, replaced, deleted), so they hold at most maxKeys identities.
+   * building `prefix:name:{identity}` and hashing that. Only identities kept verbatim in their key are indexed
+   * (so the identity can be read back from the key). The indexes only point into the cache: an identity leaves
+   * its index when the cache lets its slot go (evicted, replaced, deleted), so they hold at most maxKeys.
    */
   private readonly indexes = new Map<string, Map<string, Slot>>();
   private writes = 0;
@@ -106,7 +102,7 @@ export class MemoryStore implements FastPathStore {
         `memoryStore: maxKeys must be an integer from 1 to ${MAX_KEYS_LIMIT} (memory grows with it: a few hundred bytes per identity), got ${describe(maxKeys)}`,
       );
     }
-    this.cache = new Lru<Slot>(maxKeys, unindex);
+    this.cache = new Lru<Slot>(maxKeys, (first) => this.unindex(first));
   }
 
   /** Identities currently held (expired ones included until they are swept or evicted). */
@@ -159,27 +155,43 @@ export class MemoryStore implements FastPathStore {
 
   /** Core's fast-path seam (see FastPathStore): requests for one limiter's keys, found by identity. */
   bindFastPath(keyPrefix: string): FastPath {
+    if (keyPrefix.indexOf('{') !== keyPrefix.length - 1) {
+      throw new SluiceError('INVALID_OPTION', `memoryStore: a fast-path key prefix must end with its only '{', got ${describe(keyPrefix)}`);
+    }
     let index = this.indexes.get(keyPrefix);
     if (index === undefined) this.indexes.set(keyPrefix, (index = new Map()));
-    return new IndexedPath(this, index);
+    return new IndexedPath(this, index, keyPrefix.length);
   }
 
   /** @internal The fast path's decision: `limit(request)` for one rule, found through the identity index. */
-  limitIndexed(index: Map<string, Slot>, request: FastRequest, out: RuleAnswer): void {
+  limitIndexed(index: Map<string, Slot>, prefixLength: number, request: FastRequest, out: RuleAnswer): void {
     const identity = request.identity;
     let first = index.get(identity);
     let key: string;
+    let verbatim = true;
     if (first !== undefined) {
       this.cache.touch(first);
       key = first.key;
     } else {
       key = request.key;
       first = this.cache.get(key);
-      // Long identities are not indexed: the index would keep the whole identity alive (their keys are bounded).
-      if (first !== undefined && identity.length <= MAX_VERBATIM_IDENTITY) link(index, identity, first);
+      // The key holds the identity verbatim exactly when their lengths agree (a hashed form is longer than any
+      // verbatim identity); others (long ones, whose whole string the index would keep alive) are not indexed.
+      verbatim = key.length === prefixLength + identity.length + 1;
+      if (first !== undefined && verbatim) index.set(identity, first);
     }
     const head = this.stepOne(first, key, request.rules[0]!, request.cost, request.mode, request.now, out);
-    if (head !== first && head !== undefined && identity.length <= MAX_VERBATIM_IDENTITY) link(index, identity, head);
+    if (head !== first && head !== undefined && verbatim) index.set(identity, head);
+  }
+
+  /** The cache let go of a first slot: its identity leaves its fast-path index, if that points at this slot. */
+  private unindex(first: Slot): void {
+    const key = first.key;
+    const open = key.indexOf('{');
+    const index = this.indexes.get(key.slice(0, open + 1));
+    if (index === undefined) return;
+    const identity = key.slice(open + 1, -1);
+    if (index.get(identity) === first) index.delete(identity);
   }
 
   /**
@@ -271,24 +283,12 @@ class IndexedPath implements FastPath {
   constructor(
     private readonly store: MemoryStore,
     private readonly index: Map<string, Slot>,
+    private readonly prefixLength: number,
   ) {}
 
   limitOne(request: FastRequest, out: RuleAnswer): void {
-    this.store.limitIndexed(this.index, request, out);
+    this.store.limitIndexed(this.index, this.prefixLength, request, out);
   }
-}
-
-function link(index: Map<string, Slot>, identity: string, first: Slot): void {
-  index.set(identity, first);
-  first.index = index;
-  first.identity = identity;
-}
-
-/** The cache let go of a first slot: its index entry goes too (unless the index already points elsewhere). */
-function unindex(first: Slot): void {
-  const index = first.index;
-  if (index !== undefined && index.get(first.identity) === first) index.delete(first.identity);
-  first.index = undefined;
 }
 
 function read(first: Slot, id: string, now: number): State | undefined {
