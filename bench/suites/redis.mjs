@@ -114,7 +114,7 @@ export async function run({ options, log }) {
 
 function makeContestants(client) {
   const sluice = (name, rules, options) => {
-    const limiter = createLimiter({ store: redisStore(client, options), rules, name: name.replace(/\W+/g, '-'), timeoutMs: 10_000 });
+    const limiter = createLimiter({ store: redisStore(client, options), rules, name: name.replace(/\W+/g, '-'), timeout: 10_000 });
     const c = {
       name,
       failures: 0,

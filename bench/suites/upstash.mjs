@@ -173,7 +173,7 @@ function sluiceContestant(fixture, pair, clock) {
     decide: undefined,
     async setup() {
       const store = upstashStore(client(fixture), { clock });
-      const limiter = createLimiter({ store, rules: pair.sluice(), name: `bench-${slug(pair.key)}-${clock}`, timeoutMs: 10_000 });
+      const limiter = createLimiter({ store, rules: pair.sluice(), name: `bench-${slug(pair.key)}-${clock}`, timeout: 10_000 });
       c.decide = async (id) => {
         const decision = await limiter.limit(id);
         if (decision.degraded) c.degraded++;

@@ -26,7 +26,7 @@ export function createApp(redis, hooks = {}) {
   const store = redisStore(redis);
   // Every Redis call has a 250 ms deadline (a hung Redis adds at most that to a request); after 5 failures in a row
   // the breaker stops calling Redis for 500 ms, then lets one probe through.
-  const resilience = { timeoutMs: 250, circuitBreaker: { failureThreshold: 5, cooldownMs: 500 } };
+  const resilience = { timeout: '250ms', circuitBreaker: { failureThreshold: 5, cooldown: '500ms' } };
 
   // The general API: bursts of 10, 5 per second, per user (API key) or per client IP. Fails open: a Redis outage
   // must not become an API outage; those answers are marked degraded, never passed off as ordinary allows.

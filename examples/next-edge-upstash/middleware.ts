@@ -17,7 +17,7 @@ const limiter = createLimiter({
   // Bursts of 5, then one request every 20 seconds.
   rules: tokenBucket({ capacity: 5, refillRate: 1, interval: '20s' }),
   // One HTTP round trip to the database's region; give it more than the 250 ms default.
-  timeoutMs: 500,
+  timeout: '500ms',
 });
 
 const limit = rateLimit({

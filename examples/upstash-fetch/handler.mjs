@@ -10,7 +10,7 @@ const limiter = createLimiter({
   name: 'api',
   // Compound: bursts of 5 refilled at 1 per second, and at most 8 per minute. One HTTP request decides both.
   rules: [tokenBucket({ capacity: 5, refillRate: 1, interval: '1s', id: 'burst' }), fixedWindow({ limit: 8, window: '1m', id: 'minute' })],
-  timeoutMs: 1000,
+  timeout: '1s',
 });
 
 export default {

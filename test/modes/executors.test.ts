@@ -78,7 +78,7 @@ function call(limiter: SyncLimiter, event: ModeEvent): Decision {
     case 'take':
       return limiter.takeSync('id', { cost });
     case 'reserve':
-      return limiter.reserveSync('id', { cost, maxWaitMs: event.maxWaitMs });
+      return limiter.reserveSync('id', { cost, maxWait: event.maxWaitMs });
   }
 }
 

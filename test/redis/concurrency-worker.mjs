@@ -19,16 +19,16 @@ process.on('message', async (message) => {
     store: redisStore(client, { batch: batch === '1' }),
     rules: message.rules,
     name: message.name,
-    timeoutMs: 30_000,
+    timeout: 30_000,
     circuitBreaker: false,
     onStoreError: 'deny',
   });
-  // limit (the default), take with message.cost, or reserve with message.maxWaitMs.
+  // limit (the default), take with message.cost, or reserve with message.maxWait.
   const decide = () =>
     message.mode === 'take'
       ? limiter.take(message.identity, { cost: message.cost })
       : message.mode === 'reserve'
-        ? limiter.reserve(message.identity, { maxWaitMs: message.maxWaitMs })
+        ? limiter.reserve(message.identity, { maxWait: message.maxWait })
         : limiter.limit(message.identity);
   let issued = 0;
   const counts = { allowed: 0, denied: 0, degraded: 0, granted: 0 };

@@ -72,8 +72,8 @@ afterAll(async () => {
   await server?.stop();
 });
 
-/** How every request of a run decides: limit, take of `cost`, or reserve within `maxWaitMs`. */
-type RunMode = { mode: 'limit' } | { mode: 'take'; cost: number } | { mode: 'reserve'; maxWaitMs: number };
+/** How every request of a run decides: limit, take of `cost`, or reserve within `maxWait`. */
+type RunMode = { mode: 'limit' } | { mode: 'take'; cost: number } | { mode: 'reserve'; maxWait: number };
 
 /** Sends one run to every process at once and adds up what they were allowed (granted, and the starts booked). */
 async function hammer(rules: readonly Rule[], how: RunMode = { mode: 'limit' }): Promise<{ allowed: number; denied: number; degraded: number; granted: number; starts: number[] }> {
@@ -146,7 +146,7 @@ describe(`take and reserve: ${PROCESSES} processes × ${IN_FLIGHT} in flight on 
   });
 
   test('reserve: every request is booked, and no two bookings are closer than the bucket allows (1 per 10 ms, capacity 1)', async () => {
-    const totals = await hammer([tokenBucket({ capacity: 1, refillRate: 1, interval: 10 })], { mode: 'reserve', maxWaitMs: 600_000 });
+    const totals = await hammer([tokenBucket({ capacity: 1, refillRate: 1, interval: 10 })], { mode: 'reserve', maxWait: 600_000 });
     expect(totals.degraded).toBe(0);
     expect(totals.allowed).toBe(PROCESSES * REQUESTS);
     const starts = totals.starts.sort((a, b) => a - b);

@@ -5,7 +5,7 @@
  * test and steps backwards as several app servers with clocks a few ms apart make it step: that is where the
  * executors used to disagree (a refunded-to-full state kept by memory and deleted by the others; cost 0 denied by
  * the script; an expired sliding-window-counter state read differently). Every mode runs, through the limiters'
- * own methods: limit, peek, refund, take and reserve (maxWaitMs 0, short or huge), on every algorithm and on
+ * own methods: limit, peek, refund, take and reserve (maxWait 0, short or huge), on every algorithm and on
  * compound rules.
  *
  * Each sequence runs in a few ms of real time, far inside the Redis store's real-time expiry slack, so a key
@@ -81,7 +81,7 @@ async function agree(rules: readonly ResolvedRule[], start: number, sequence: re
     store,
     // Redis and Upstash share one redis-server: a prefix per store keeps their keys apart. A generous deadline:
     // this suite compares answers, it does not time the stores.
-    limiter: createLimiter({ store: s, rules: asRules(rules), name, prefix: `sluice-${store}`, clock: () => now, timeoutMs: 5_000, circuitBreaker: false, onStoreError: 'deny' }),
+    limiter: createLimiter({ store: s, rules: asRules(rules), name, prefix: `sluice-${store}`, clock: () => now, timeout: 5_000, circuitBreaker: false, onStoreError: 'deny' }),
   }));
   const history: string[] = [];
   for (const event of sequence) {
@@ -93,7 +93,7 @@ async function agree(rules: readonly ResolvedRule[], start: number, sequence: re
     for (const { store, limiter } of limiters) {
       const decision =
         event.mode === 'reserve'
-          ? await limiter.reserve('id', { cost: event.cost, maxWaitMs: event.maxWaitMs ?? 0 })
+          ? await limiter.reserve('id', { cost: event.cost, maxWait: event.maxWaitMs ?? 0 })
           : await limiter[event.mode === 'consume' ? 'limit' : event.mode]('id', { cost: event.cost });
       answers.push({ store, decision: view(decision) });
     }

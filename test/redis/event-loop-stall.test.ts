@@ -46,7 +46,7 @@ describe('a stalled event loop is not a store failure (issue 8 item 8)', () => {
         store: redisStore(client),
         rules: tokenBucket({ capacity: 5, refillRate: 1, interval: '1h' }),
         onStoreError: policy,
-        timeoutMs: 250,
+        timeout: 250,
       });
       await limiter.limit('warm-up'); // a running server: the script is loaded, the connection is up
       const pending = Array.from({ length: 20 }, () => limiter.limit('attacker'));

@@ -49,7 +49,7 @@ describe.each(MAJORS)('issue 8 item 14: a decision that timed out while Redis wa
       },
       reset: (key, ids) => store.reset(key, ids),
     };
-    // The limiter's default deadline (250 ms): the store's default offlineWaitMs (200 ms) stays below it.
+    // The limiter's default deadline (250 ms): the store's default offlineWait (200 ms) stays below it.
     const limiter = createLimiter({ store: tracked, rules, name: 'offline', circuitBreaker: false });
 
     for (let i = 0; i < 6; i++) {
@@ -86,14 +86,14 @@ describe.each(MAJORS)('issue 8 item 14: a decision that timed out while Redis wa
     expect(await limiter.limit('user')).toMatchObject({ allowed: true, remaining: LIMIT - 1, degraded: false });
   });
 
-  test('offlineWaitMs: 0 refuses at once while not ready, with a STORE_ERROR that says nothing was sent', async () => {
+  test('offlineWait: 0 refuses at once while not ready, with a STORE_ERROR that says nothing was sent', async () => {
     const server = await downServer();
     const client = connect(server.port);
     cleanup.push(() => client.disconnect());
-    const store = redisStore(client, { offlineWaitMs: 0 });
+    const store = redisStore(client, { offlineWait: 0 });
     const error: unknown = await store.limit({ key: 'k:{u}', rules: [rules], cost: 1, mode: 'consume', now: 0 }).catch((e: unknown) => e);
     expect(isSluiceError(error) && error.code).toBe('STORE_ERROR');
-    expect(String(error)).toMatch(/offlineWaitMs \(0 ms\); the decision was not sent/);
+    expect(String(error)).toMatch(/offlineWait \(0 ms\); the decision was not sent/);
     await server.restart();
     await settled(client);
     expect(await client.keys('*')).toEqual([]);
@@ -110,12 +110,33 @@ describe.each(MAJORS)('issue 8 item 14: a decision that timed out while Redis wa
   });
 });
 
-test('redisStore: offlineWaitMs is validated, naming the field', async () => {
+test("redisStore: offlineWait takes a duration: '150ms' and 150 hold a decision alike, then fail it unsent", async () => {
   const server = await downServer();
   const [{ connect, redisStore }] = MAJORS;
   const client = connect(server.port);
   cleanup.push(() => client.disconnect());
-  for (const bad of [-1, 1.5, Number.NaN, '200', 2 ** 31]) {
-    expect(() => redisStore(client, { offlineWaitMs: bad as number })).toThrow(/offlineWaitMs must be an integer number of ms from 0 to 2147483647/);
+  for (const offlineWait of ['150ms', 150] as const) {
+    const store = redisStore(client, { offlineWait });
+    const start = performance.now();
+    const error: unknown = await store.limit({ key: 'k:{u}', rules: [rules], cost: 1, mode: 'consume', now: 0 }).catch((e: unknown) => e);
+    const held = performance.now() - start;
+    expect(String(error)).toMatch(/within offlineWait \(150 ms\); the decision was not sent/);
+    expect(held).toBeGreaterThanOrEqual(145);
+    expect(held).toBeLessThan(1_000);
   }
+});
+
+test('redisStore: offlineWait is validated, naming the field; the former name offlineWaitMs is answered with the current one', async () => {
+  const server = await downServer();
+  const [{ connect, redisStore }] = MAJORS;
+  const client = connect(server.port);
+  cleanup.push(() => client.disconnect());
+  for (const bad of [-1, 1.5, Number.NaN, '200', '1 sec', 2 ** 31]) {
+    expect(() => redisStore(client, { offlineWait: bad as never })).toThrow(
+      /^\[sluice\] redisStore: offlineWait must be a duration from 0 to 2147483647 ms \(a whole number of ms or a string like '250ms'/,
+    );
+  }
+  expect(() => redisStore(client, { offlineWaitMs: 200 } as never)).toThrow(
+    expect.objectContaining({ code: 'UNKNOWN_OPTION', message: expect.stringMatching(/redisStore: unknown option "offlineWaitMs"; did you mean "offlineWait"\? Accepted options are/) }),
+  );
 });

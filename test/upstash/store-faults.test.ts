@@ -34,9 +34,9 @@ async function limiter() {
   const redis = new Redis({ url: fixture.url, token: fixture.token, enableTelemetry: false, retry: { retries: 0 } });
   const store = upstashStore(redis);
   const rules = fixedWindow({ limit: 100, window: '1m' });
-  const patient = createLimiter({ store, rules, timeoutMs: 5_000, circuitBreaker: false });
+  const patient = createLimiter({ store, rules, timeout: 5_000, circuitBreaker: false });
   expect((await patient.limit('warmup')).degraded).toBe(false);
-  return { limit: createLimiter({ store, rules, timeoutMs: TIMEOUT_MS, circuitBreaker: false }), patient };
+  return { limit: createLimiter({ store, rules, timeout: TIMEOUT_MS, circuitBreaker: false }), patient };
 }
 
 async function timed(run: () => Promise<Decision>): Promise<{ decision: Decision; ms: number }> {

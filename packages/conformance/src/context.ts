@@ -73,7 +73,7 @@ export class TestContext<S extends Store = Store> {
       clock: this.clientClock ? () => this.fakeNow : Date.now,
       circuitBreaker: false,
       onStoreError: 'deny',
-      timeoutMs: this.options.timeoutMs,
+      timeout: this.options.timeoutMs,
     });
   }
 

@@ -1,5 +1,5 @@
-import { SluiceError, type Store } from '@sluice/core';
-import { describeValue, rejectUnknownOptions } from '@sluice/core/store';
+import { SluiceError, type Duration, type Store } from '@sluice/core';
+import { describeValue, durationOption, rejectUnknownOptions, type DurationRange } from '@sluice/core/store';
 
 /** What `inspectKeys` is given: the store, the test's unique key prefix, and the suite's current time. */
 export interface InspectKeysContext<S extends Store = Store> {
@@ -50,11 +50,14 @@ export interface StoreConformanceOptions<S extends Store = Store> {
   inspectKeys?: (context: InspectKeysContext<S>) => readonly string[] | Promise<readonly string[]>;
   /** Start of every test's unique prefix; letters, digits, '_', '.', '-'. @default 'conformance' */
   keyPrefix?: string;
-  /** Deadline the suite's limiters give each store call; a miss fails the test with the store's error. @default 5000 */
-  timeoutMs?: number;
+  /** Deadline the suite's limiters give each store call (ms or a string like `'5s'`); a miss fails the test with the store's error. @default '5s' */
+  timeout?: Duration;
 }
 
-const KNOWN = ['name', 'createStore', 'clock', 'capabilities', 'teardown', 'storeScope', 'inspectKeys', 'keyPrefix', 'timeoutMs'];
+const KNOWN = ['name', 'createStore', 'clock', 'capabilities', 'teardown', 'storeScope', 'inspectKeys', 'keyPrefix', 'timeout'];
+const RENAMED = { timeoutMs: 'timeout' };
+/** What the limiters' own `timeout` accepts. */
+const TIMEOUT_RANGE: DurationRange = { min: 1, max: 2_147_483_647 };
 
 /** Validated options with defaults filled in. */
 export interface ResolvedOptions<S extends Store> {
@@ -67,6 +70,7 @@ export interface ResolvedOptions<S extends Store> {
   readonly storeScope: 'test' | 'suite';
   readonly inspectKeys: StoreConformanceOptions<S>['inspectKeys'];
   readonly keyPrefix: string;
+  /** The store-call deadline, in ms. */
   readonly timeoutMs: number;
 }
 
@@ -76,7 +80,7 @@ function fail(message: string): never {
 
 export function resolveOptions<S extends Store>(options: StoreConformanceOptions<S>): ResolvedOptions<S> {
   if (typeof options !== 'object' || options === null) fail(`options must be an object, got ${describeValue(options)}`);
-  rejectUnknownOptions(options, KNOWN, 'describeStoreConformance');
+  rejectUnknownOptions(options, KNOWN, 'describeStoreConformance', RENAMED);
   if (typeof options.name !== 'string' || options.name.length === 0) fail(`name must be a non-empty string, got ${describeValue(options.name)}`);
   if (typeof options.createStore !== 'function') fail(`createStore must be a function returning a store (or a promise of one), got ${describeValue(options.createStore)}`);
   if (options.clock !== 'client' && options.clock !== 'store') fail(`clock must be 'client' or 'store', got ${describeValue(options.clock)}`);
@@ -94,8 +98,7 @@ export function resolveOptions<S extends Store>(options: StoreConformanceOptions
   if (typeof keyPrefix !== 'string' || !/^[A-Za-z0-9_.-]{1,40}$/.test(keyPrefix)) {
     fail(`keyPrefix must be 1 to 40 characters of letters, digits, '_', '.' or '-', got ${describeValue(keyPrefix)}`);
   }
-  const timeoutMs = options.timeoutMs ?? 5000;
-  if (!Number.isSafeInteger(timeoutMs) || timeoutMs < 1) fail(`timeoutMs must be a positive whole number of ms, got ${describeValue(timeoutMs)}`);
+  const timeoutMs = durationOption(options.timeout ?? 5000, 'describeStoreConformance: timeout', TIMEOUT_RANGE);
   return {
     name: options.name,
     createStore: options.createStore,

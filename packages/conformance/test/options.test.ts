@@ -23,6 +23,11 @@ describe('describeStoreConformance options', () => {
     expect(resolved.inspectKeys).toBeUndefined();
   });
 
+  it("takes timeout as a duration: '2s' and 2000 alike", () => {
+    expect(resolveOptions({ ...valid, timeout: '2s' }).timeoutMs).toBe(2000);
+    expect(resolveOptions({ ...valid, timeout: 2000 }).timeoutMs).toBe(2000);
+  });
+
   it.each([
     [{ ...valid, name: '' }, 'INVALID_OPTION', 'name must be a non-empty string'],
     [{ ...valid, createStore: undefined }, 'INVALID_OPTION', 'createStore must be a function'],
@@ -30,7 +35,9 @@ describe('describeStoreConformance options', () => {
     [{ ...valid, capabilities: { synchronous: 'yes' } }, 'INVALID_OPTION', 'capabilities.synchronous must be true or false'],
     [{ ...valid, storeScope: 'file' }, 'INVALID_OPTION', `storeScope must be 'test' or 'suite'`],
     [{ ...valid, keyPrefix: 'has space' }, 'INVALID_OPTION', 'keyPrefix must be 1 to 40 characters'],
-    [{ ...valid, timeoutMs: 0 }, 'INVALID_OPTION', 'timeoutMs must be a positive whole number'],
+    [{ ...valid, timeout: 0 }, 'INVALID_OPTION', 'timeout must be a duration from 1 to 2147483647 ms'],
+    [{ ...valid, timeout: 'soon' }, 'INVALID_OPTION', "timeout must be a duration from 1 to 2147483647 ms (a whole number of ms or a string like '250ms'"],
+    [{ ...valid, timeoutMs: 5000 }, 'UNKNOWN_OPTION', 'unknown option "timeoutMs"; did you mean "timeout"? Accepted options are'],
     [{ ...valid, inspectKeys: 'keys' }, 'INVALID_OPTION', 'inspectKeys must be a function'],
     [{ ...valid, clok: 'client' }, 'UNKNOWN_OPTION', 'unknown option "clok"'],
     [null, 'INVALID_OPTION', 'options must be an object'],

@@ -1,14 +1,16 @@
 /**
  * A consecutive-failure circuit breaker. Closed: every call goes to the store. After `failureThreshold`
  * failures in a row it opens: calls are answered by the failure policy without touching the store. After
- * `cooldownMs` one probe call is let through (half-open); its success closes the circuit, its failure opens it
+ * `cooldown` one probe call is let through (half-open); its success closes the circuit, its failure opens it
  * for another cooldown. Time comes from the limiter's clock, so tests drive it with a fake clock.
  */
+import type { Duration } from './duration.js';
+
 export interface CircuitBreakerOptions {
   /** Consecutive failures that open the circuit. @default 5 */
   failureThreshold?: number;
-  /** How long the circuit stays open before a probe. @default 2000 */
-  cooldownMs?: number;
+  /** How long the circuit stays open before a probe: ms or a string like `'2s'`. @default '2s' */
+  cooldown?: Duration;
 }
 
 export type CircuitState = 'closed' | 'open' | 'half-open';

@@ -1,5 +1,5 @@
 /**
- * Deadlines on store calls. A decision never waits longer than its limiter's `timeoutMs` for a store (plus
+ * Deadlines on store calls. A decision never waits longer than its limiter's `timeout` for a store (plus
  * event-loop latency and the process's own stalls); a late outcome is consumed, a timer is always cleared or
  * stops by itself, and nothing rejects unhandled. Used by the failure policy (failure-policy.ts).
  */

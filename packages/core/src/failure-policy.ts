@@ -2,7 +2,7 @@
  * What happens to a decision when its store fails: one unit, built by `createFailurePolicy`, that a limiter (or a
  * tier around its remote store) puts around every store call. In order:
  * - the circuit breaker: while open, the store is not called and the failure is answered at once (`CIRCUIT_OPEN`);
- * - the deadline: a call that returns a promise races `timeoutMs` (one shared timer, stall-aware: deadline.ts);
+ * - the deadline: a call that returns a promise races `timeout` (one shared timer, stall-aware: deadline.ts);
  * - the classification: a throw, a rejection or a missed deadline is one failure of the store (`STORE_ERROR`
  *   with the original in `cause`, or `STORE_TIMEOUT`), counted by the breaker; a success closes it;
  * - the answer: `'allow'` or `'deny'` as a verdict, or a fallback store's result (held to the same deadline; if
@@ -14,21 +14,22 @@
 import { CircuitBreaker, type CircuitBreakerOptions, type CircuitState } from './circuit-breaker.js';
 import type { Decision } from './decision.js';
 import { Deadlines, withDeadline } from './deadline.js';
-import { parseDuration } from './duration.js';
+import { durationOption, type Duration, type DurationRange } from './duration.js';
 import { SluiceError, describe, isSluiceError } from './errors.js';
 import type { Rule } from './rules.js';
 import type { LimitRequest, LimitResult, Store } from './store.js';
+import { isPromiseLike } from './promise.js';
 import { rejectUnknownOptions, requireObject } from './validate.js';
 
 /** What to do when the store fails or misses its deadline: fail open, fail closed, or ask another store. */
 export type StoreErrorPolicy = 'allow' | 'deny' | Store;
 
 export interface FailurePolicyOptions {
-  /** Deadline for one store call that returns a promise (and for an asynchronous fallback store). @default 250 */
-  timeoutMs?: number | string;
+  /** Deadline for one store call that returns a promise (and for an asynchronous fallback store): ms or a string like `'250ms'`. @default '250ms' */
+  timeout?: Duration;
   /** @default 'allow' */
   onStoreError?: StoreErrorPolicy;
-  /** `false` turns the breaker off. @default { failureThreshold: 5, cooldownMs: 2000 } */
+  /** `false` turns the breaker off. @default { failureThreshold: 5, cooldown: '2s' } */
   circuitBreaker?: CircuitBreakerOptions | false;
   /** Epoch ms, for the breaker's cooldown. @default Date.now */
   clock?: () => number;
@@ -49,6 +50,7 @@ export class Failover {
 }
 
 export interface FailurePolicy {
+  /** The deadline in effect, in ms. */
   readonly timeoutMs: number;
   /** State of the breaker (`'closed'` when it is turned off). */
   readonly circuit: CircuitState;
@@ -63,23 +65,27 @@ export interface FailurePolicy {
   runSync<T>(request: LimitRequest, call: (request: LimitRequest) => T): T | Failover;
 }
 
-/** setTimeout clamps larger delays to 1 ms in every runtime, which would time out every call at once. */
-const MAX_TIMEOUT_MS = 2_147_483_647;
+/** setTimeout clamps delays above 2^31 - 1 ms to 1 ms in every runtime, which would time out every call at once. */
+const TIMEOUT_RANGE: DurationRange = { min: 1, max: 2_147_483_647 };
+const COOLDOWN_RANGE: DurationRange = { min: 1 };
 
 /** How long a caller told "denied by policy" should wait: the order of a reconnect, not of a rate window. */
 export const POLICY_RETRY_AFTER_MS = 1000;
 
-const KNOWN = ['timeoutMs', 'onStoreError', 'circuitBreaker', 'clock', 'caller'];
+const KNOWN = ['timeout', 'onStoreError', 'circuitBreaker', 'clock', 'caller'];
+/** Former option names (before one duration convention), answered with the current ones. */
+export const RENAMED_POLICY_OPTIONS: Readonly<Record<string, string>> = { timeoutMs: 'timeout' };
+const RENAMED_BREAKER_OPTIONS: Readonly<Record<string, string>> = { cooldownMs: 'cooldown' };
 
 /**
  * Builds a failure policy, validating its options once.
  * @example
- * const policy = createFailurePolicy({ timeoutMs: 100, onStoreError: memoryStore() });
+ * const policy = createFailurePolicy({ timeout: '100ms', onStoreError: memoryStore() });
  * const answer = await policy.run(request, (r) => remote.limit(r)); // a LimitResult, or a Failover
  */
 export function createFailurePolicy(options: FailurePolicyOptions = {}): FailurePolicy {
   const caller = options.caller ?? 'createFailurePolicy';
-  rejectUnknownOptions(requireObject(options, caller), KNOWN, caller);
+  rejectUnknownOptions(requireObject(options, caller), KNOWN, caller, RENAMED_POLICY_OPTIONS);
   return new Policy(options, caller);
 }
 
@@ -93,7 +99,7 @@ class Policy implements FailurePolicy {
   private readonly clock: () => number;
 
   constructor(options: FailurePolicyOptions, caller: string) {
-    this.timeoutMs = checkTimeout(options.timeoutMs ?? 250, caller);
+    this.timeoutMs = durationOption(options.timeout ?? 250, `${caller}: timeout`, TIMEOUT_RANGE);
     this.deadlines = new Deadlines(this.timeoutMs);
     this.breaker = makeBreaker(options.circuitBreaker, caller);
     const policy = options.onStoreError ?? 'allow';
@@ -185,23 +191,15 @@ function synchronously(answer: Failover | Promise<Failover>): Failover {
   throw new SluiceError('UNSUPPORTED_OPERATION', 'a synchronous decision cannot wait for a fallback store that answers with a promise');
 }
 
-function checkTimeout(value: unknown, caller: string): number {
-  const ms = parseDuration(value, `${caller}: timeoutMs`);
-  if (ms > MAX_TIMEOUT_MS) {
-    throw new SluiceError('INVALID_OPTION', `${caller}: timeoutMs must be at most ${MAX_TIMEOUT_MS} ms (about 24.8 days), got ${describe(value)}`);
-  }
-  return ms;
-}
-
 function makeBreaker(value: CircuitBreakerOptions | false | undefined, caller: string): CircuitBreaker | undefined {
   if (value === false) return undefined;
   const options = value === undefined ? {} : requireObject(value, `${caller}: circuitBreaker`);
-  rejectUnknownOptions(options, ['failureThreshold', 'cooldownMs'], `${caller}: circuitBreaker`);
+  rejectUnknownOptions(options, ['failureThreshold', 'cooldown'], `${caller}: circuitBreaker`, RENAMED_BREAKER_OPTIONS);
   const threshold = options.failureThreshold ?? 5;
   if (typeof threshold !== 'number' || !Number.isSafeInteger(threshold) || threshold < 1) {
     throw new SluiceError('INVALID_OPTION', `${caller}: circuitBreaker.failureThreshold must be a positive integer, got ${describe(threshold)}`);
   }
-  return new CircuitBreaker(threshold, parseDuration(options.cooldownMs ?? 2000, `${caller}: circuitBreaker.cooldownMs`));
+  return new CircuitBreaker(threshold, durationOption(options.cooldown ?? 2000, `${caller}: circuitBreaker.cooldown`, COOLDOWN_RANGE));
 }
 
 /** A store as the limiter and the policy accept it: an object with `limit` and `capabilities`. */
@@ -213,9 +211,8 @@ export function checkStore(value: unknown, field: string): Store {
   return store;
 }
 
-export function isPromise<T>(value: T | Promise<T>): value is Promise<T> {
-  return typeof (value as { then?: unknown } | null)?.then === 'function';
-}
+/** isPromiseLike, typed for a value that is an answer or a promise of one. */
+export const isPromise: <T>(value: T | Promise<T>) => value is Promise<T> = isPromiseLike as <T>(value: T | Promise<T>) => value is Promise<T>;
 
 /** Every failure becomes a SluiceError with a code that says why; the original stays in `cause`. */
 export function asStoreError(error: unknown): SluiceError {

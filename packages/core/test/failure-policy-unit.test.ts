@@ -49,10 +49,10 @@ describe('createFailurePolicy', () => {
     expect(answer).toMatchObject({ verdict: 'allow', result: undefined, error: { code: 'STORE_ERROR' } });
   });
 
-  test('the breaker opens after failureThreshold failures: the call is then not made (CIRCUIT_OPEN), until cooldownMs', () => {
+  test('the breaker opens after failureThreshold failures: the call is then not made (CIRCUIT_OPEN), until cooldown', () => {
     let now = T0;
     let calls = 0;
-    const policy = createFailurePolicy({ circuitBreaker: { failureThreshold: 2, cooldownMs: 1000 }, clock: () => now });
+    const policy = createFailurePolicy({ circuitBreaker: { failureThreshold: 2, cooldown: 1000 }, clock: () => now });
     const call = (): LimitResult => {
       calls++;
       return fail();
@@ -68,8 +68,8 @@ describe('createFailurePolicy', () => {
     expect(policy.circuit).toBe('closed');
   });
 
-  test('a call that hangs is answered at timeoutMs with STORE_TIMEOUT', async () => {
-    const policy = createFailurePolicy({ timeoutMs: 30 });
+  test('a call that hangs is answered at timeout with STORE_TIMEOUT', async () => {
+    const policy = createFailurePolicy({ timeout: 30 });
     const start = Date.now();
     const answer = await policy.run(request, () => new Promise<LimitResult>(() => {}));
     expect(answer).toMatchObject({ verdict: 'allow', error: { code: 'STORE_TIMEOUT' } });
@@ -78,7 +78,7 @@ describe('createFailurePolicy', () => {
 
   test('an asynchronous call is answered with its value when it is in time', async () => {
     const store = new AsyncMapStore();
-    const answer = await createFailurePolicy({ timeoutMs: 1000 }).run(request, (r) => store.limit(r));
+    const answer = await createFailurePolicy({ timeout: 1000 }).run(request, (r) => store.limit(r));
     expect((answer as LimitResult).outcomes[0]).toMatchObject({ allowed: true });
   });
 
@@ -89,7 +89,7 @@ describe('createFailurePolicy', () => {
   });
 
   test('options are validated with the caller named', () => {
-    expect(() => createFailurePolicy({ timeoutMs: -1 })).toThrow(/createFailurePolicy: timeoutMs/);
+    expect(() => createFailurePolicy({ timeout: -1 })).toThrow(/createFailurePolicy: timeout must be a duration from 1 to 2147483647 ms/);
     expect(() => createFailurePolicy({ onStoreError: 'maybe' as never, caller: 'tier' })).toThrow(/tier: onStoreError must be 'allow', 'deny' or a store/);
     expect(() => createFailurePolicy({ deadline: 5 } as never)).toThrow(expect.objectContaining({ code: 'UNKNOWN_OPTION' }));
   });
@@ -106,7 +106,7 @@ describe('capabilities.operations is checked by the limiter', () => {
     const store = new MapStore();
     const limiter = createLimiter({ store, rules: rule, clock: () => T0 });
     expect(() => limiter.takeSync('a')).toThrow(expect.objectContaining({ code: 'UNSUPPORTED_OPERATION' }));
-    await expect(limiter.reserve('a', { maxWaitMs: 10 })).rejects.toMatchObject({ code: 'UNSUPPORTED_OPERATION' });
+    await expect(limiter.reserve('a', { maxWait: 10 })).rejects.toMatchObject({ code: 'UNSUPPORTED_OPERATION' });
     expect(store.calls).toBe(0);
   });
 });

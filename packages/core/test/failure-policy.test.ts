@@ -118,10 +118,10 @@ async function timed<T>(work: () => Promise<T>): Promise<{ value: T; elapsedMs: 
 }
 
 describe('deadline', () => {
-  test('a hung store is answered by the policy at timeoutMs, degraded, STORE_TIMEOUT; no timer is left', async () => {
+  test('a hung store is answered by the policy at timeout, degraded, STORE_TIMEOUT; no timer is left', async () => {
     const store = new FaultyStore();
     store.behaviour = 'hang';
-    const limiter = createLimiter({ store, rules, timeoutMs: 100, circuitBreaker: false });
+    const limiter = createLimiter({ store, rules, timeout: 100, circuitBreaker: false });
     const { value, elapsedMs } = await timed(() => limiter.limit('u'));
     expect(elapsedMs).toBe(101); // the deadline, plus one turn of the event loop for a reply already read from the socket;
     expect(value).toMatchObject({ allowed: true, reason: 'store_unavailable', degraded: true, rule: 'tb' });
@@ -133,13 +133,13 @@ describe('deadline', () => {
   test('deny policy fails closed with a retry hint, still degraded', async () => {
     const store = new FaultyStore();
     store.behaviour = 'hang';
-    const limiter = createLimiter({ store, rules, timeoutMs: '50ms', onStoreError: 'deny', circuitBreaker: false });
+    const limiter = createLimiter({ store, rules, timeout: '50ms', onStoreError: 'deny', circuitBreaker: false });
     const { value } = await timed(() => limiter.limit('u'));
     expect(value).toMatchObject({ allowed: false, reason: 'store_unavailable', degraded: true, remaining: 0, retryAfter: 1000 });
   });
 
   test('healthy answers share one deadline timer, which stops by itself once nothing is in flight', async () => {
-    const limiter = createLimiter({ store: new FaultyStore(), rules, timeoutMs: 10_000 });
+    const limiter = createLimiter({ store: new FaultyStore(), rules, timeout: 10_000 });
     for (let i = 0; i < 50; i++) {
       expect(await limiter.limit(`u${i}`)).toMatchObject({ allowed: true, degraded: false, reason: 'ok', remaining: 2 });
     }
@@ -151,7 +151,7 @@ describe('deadline', () => {
   test('a store that rejects after the deadline causes no unhandled rejection', async () => {
     const store = new FaultyStore();
     store.behaviour = 'late-reject';
-    const limiter = createLimiter({ store, rules, timeoutMs: 100, circuitBreaker: false });
+    const limiter = createLimiter({ store, rules, timeout: 100, circuitBreaker: false });
     const { value, elapsedMs } = await timed(() => limiter.limit('u'));
     expect(elapsedMs).toBe(101);
     expect(value.degraded).toBe(true);
@@ -161,7 +161,7 @@ describe('deadline', () => {
   test('a late success after the deadline does not change the decision already given', async () => {
     const store = new FaultyStore();
     store.behaviour = 'late-resolve';
-    const limiter = createLimiter({ store, rules, timeoutMs: 100, onStoreError: 'deny', circuitBreaker: false });
+    const limiter = createLimiter({ store, rules, timeout: 100, onStoreError: 'deny', circuitBreaker: false });
     const { value } = await timed(() => limiter.limit('u'));
     expect(value).toMatchObject({ allowed: false, degraded: true });
   });
@@ -169,7 +169,7 @@ describe('deadline', () => {
   test('calls started at different times each get their own deadline from one shared timer', async () => {
     const store = new FaultyStore();
     store.behaviour = 'hang';
-    const limiter = createLimiter({ store, rules, timeoutMs: 100, circuitBreaker: false });
+    const limiter = createLimiter({ store, rules, timeout: 100, circuitBreaker: false });
     const settledAt: number[] = [];
     const start = Date.now();
     const calls: Array<Promise<unknown>> = [];
@@ -195,7 +195,7 @@ describe('deadline', () => {
       },
       reset: () => Promise.resolve(),
     };
-    const limiter = createLimiter({ store: switching, rules, timeoutMs: 100, circuitBreaker: false });
+    const limiter = createLimiter({ store: switching, rules, timeout: 100, circuitBreaker: false });
     const decisions = await (async () => {
       const pending = Array.from({ length: 10 }, (_, i) => limiter.limit(`u${i}`));
       await vi.advanceTimersByTimeAsync(0);
@@ -208,10 +208,10 @@ describe('deadline', () => {
     expect(vi.getTimerCount()).toBe(0); // the shared timer fired for the hung calls; nothing is left in flight
   });
 
-  test('timeoutMs is validated when the limiter is built', () => {
+  test('timeout is validated when the limiter is built', () => {
     const store = new FaultyStore();
-    expect(() => createLimiter({ store, rules, timeoutMs: 0 })).toThrow(/timeoutMs must be a whole number of milliseconds of at least 1/);
-    expect(() => createLimiter({ store, rules, timeoutMs: 2 ** 31 })).toThrow(/timeoutMs must be at most 2147483647 ms/);
+    expect(() => createLimiter({ store, rules, timeout: 0 })).toThrow(/createLimiter: timeout must be a duration from 1 to 2147483647 ms \(a whole number of ms or a string like '250ms', '1s', '5m', '1h', '1d'\), got 0$/);
+    expect(() => createLimiter({ store, rules, timeout: 2 ** 31 })).toThrow(/createLimiter: timeout must be a duration from 1 to 2147483647 ms/);
     expect(() => createLimiter({ store, rules, onStoreError: 'maybe' as never })).toThrow(/onStoreError must be 'allow', 'deny' or a store/);
   });
 });
@@ -223,7 +223,7 @@ describe('the deadline measures the store, not the application (issue 8 item 8)'
   test('regression: a reply that arrived while the loop was stalled is used, not timed out, and the breaker stays closed', async () => {
     const store = new FaultyStore();
     store.behaviour = 'manual';
-    const limiter = createLimiter({ store, rules, timeoutMs: 100, circuitBreaker: { failureThreshold: 1, cooldownMs: 2000 } });
+    const limiter = createLimiter({ store, rules, timeout: 100, circuitBreaker: { failureThreshold: 1, cooldown: 2000 } });
     const decisions = Array.from({ length: 20 }, (_, i) => limiter.limit(`u${i}`));
     await vi.advanceTimersByTimeAsync(10);
     stall(400); // a 400 ms synchronous handler
@@ -238,7 +238,7 @@ describe('the deadline measures the store, not the application (issue 8 item 8)'
   test('a stall moves the deadline of every call in flight by its length', async () => {
     const store = new FaultyStore();
     store.behaviour = 'manual';
-    const limiter = createLimiter({ store, rules, timeoutMs: 100, circuitBreaker: false });
+    const limiter = createLimiter({ store, rules, timeout: 100, circuitBreaker: false });
     const start = Date.now();
     const first = limiter.limit('a');
     await vi.advanceTimersByTimeAsync(90);
@@ -255,7 +255,7 @@ describe('the deadline measures the store, not the application (issue 8 item 8)'
   test('a store that does not answer is still refused: a stall buys no extra time beyond its own length', async () => {
     const store = new FaultyStore();
     store.behaviour = 'hang';
-    const limiter = createLimiter({ store, rules, timeoutMs: 100, circuitBreaker: false });
+    const limiter = createLimiter({ store, rules, timeout: 100, circuitBreaker: false });
     const start = Date.now();
     const pending = limiter.limit('u');
     stall(1000);
@@ -284,7 +284,7 @@ describe('errors', () => {
   test('reset on a hung store rejects with STORE_TIMEOUT instead of hanging', async () => {
     const store = new FaultyStore();
     store.behaviour = 'hang';
-    const limiter = createLimiter({ store, rules, timeoutMs: 100 });
+    const limiter = createLimiter({ store, rules, timeout: 100 });
     const outcome = limiter.reset('u').then(
       () => 'resolved',
       (error: unknown) => (isSluiceError(error) ? error.code : 'other'),
@@ -315,7 +315,7 @@ describe('fallback store', () => {
     store.behaviour = 'hang';
     const fallback = new FaultyStore();
     fallback.behaviour = 'hang';
-    const limiter = createLimiter({ store, rules, timeoutMs: 100, onStoreError: fallback, circuitBreaker: false });
+    const limiter = createLimiter({ store, rules, timeout: 100, onStoreError: fallback, circuitBreaker: false });
     const { value, elapsedMs } = await timed(() => limiter.limit('u'));
     expect(elapsedMs).toBe(201); // the store's deadline (one loop turn of grace) then the fallback's;
     expect(value).toMatchObject({ allowed: true, reason: 'store_unavailable', degraded: true });
@@ -324,11 +324,11 @@ describe('fallback store', () => {
 });
 
 describe('circuit breaker', () => {
-  test('opens after failureThreshold failures, stops calling the store, probes after cooldownMs, closes on success', async () => {
+  test('opens after failureThreshold failures, stops calling the store, probes after cooldown, closes on success', async () => {
     const store = new FaultyStore();
     store.behaviour = 'reject';
     let now = 1_700_000_000_000;
-    const limiter = createLimiter({ store, rules, clock: () => now, circuitBreaker: { failureThreshold: 3, cooldownMs: 1000 } });
+    const limiter = createLimiter({ store, rules, clock: () => now, circuitBreaker: { failureThreshold: 3, cooldown: 1000 } });
     for (let i = 0; i < 3; i++) expect((await limiter.limit('u')).error).toMatchObject({ code: 'STORE_ERROR' });
     expect(limiter.circuit).toBe('open');
     for (let i = 0; i < 10; i++) expect((await limiter.limit('u')).error).toMatchObject({ code: 'CIRCUIT_OPEN' });
@@ -351,7 +351,7 @@ describe('circuit breaker', () => {
     const store = new FaultyStore();
     store.behaviour = 'hang';
     let now = 0;
-    const limiter = createLimiter({ store, rules, clock: () => now, timeoutMs: 100, circuitBreaker: { failureThreshold: 1, cooldownMs: 500 } });
+    const limiter = createLimiter({ store, rules, clock: () => now, timeout: 100, circuitBreaker: { failureThreshold: 1, cooldown: 500 } });
     await timed(() => limiter.limit('u'));
     now = 500;
     const probe = limiter.limit('u');
@@ -378,7 +378,7 @@ describe('circuit breaker', () => {
       reset: (key: string, ids: readonly string[]) => inner.reset(key, ids),
     };
     let now = 0;
-    const limiter = createLimiter({ store, rules, clock: () => now, circuitBreaker: { failureThreshold: 2, cooldownMs: 100 } });
+    const limiter = createLimiter({ store, rules, clock: () => now, circuitBreaker: { failureThreshold: 2, cooldown: 100 } });
     expect(limiter.limitSync('u').error).toMatchObject({ code: 'STORE_ERROR' });
     expect(limiter.limitSync('u').error).toMatchObject({ code: 'STORE_ERROR' });
     expect(limiter.limitSync('u').error).toMatchObject({ code: 'CIRCUIT_OPEN' });

@@ -105,7 +105,7 @@ describe('item 10: shadow mode never refuses', () => {
       rules: tokenBucket({ capacity: 1, refillRate: 1 }),
       onStoreError: 'deny',
       mode: 'shadow',
-      circuitBreaker: { failureThreshold: 1, cooldownMs: 60_000 },
+      circuitBreaker: { failureThreshold: 1, cooldown: 60_000 },
       clock: () => HOUR,
     });
     await limiter.limit('user');

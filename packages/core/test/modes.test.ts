@@ -32,44 +32,44 @@ describe('limiter.take and limiter.reserve', () => {
     expect(limiter.takeSync('a')).toMatchObject({ allowed: false, granted: 0 });
   });
 
-  test('reserve returns startAt, queues later requests behind the booking, and refuses beyond maxWaitMs', async () => {
+  test('reserve returns startAt, queues later requests behind the booking, and refuses beyond maxWait', async () => {
     const now = { t: T0 };
     const limiter = limiterOn(new ModeStore(), now);
-    for (let i = 0; i < 3; i++) expect(limiter.reserveSync('a', { maxWaitMs: 0 })).toMatchObject({ allowed: true, startAt: T0 });
-    expect(await limiter.reserve('a', { maxWaitMs: 2_000 })).toMatchObject({ allowed: true, startAt: T0 + 1_000 });
-    expect(limiter.reserveSync('a', { cost: 2, maxWaitMs: 2_000 })).toMatchObject({ allowed: false, startAt: T0 + 3_000, retryAfter: 3_000 });
+    for (let i = 0; i < 3; i++) expect(limiter.reserveSync('a', { maxWait: 0 })).toMatchObject({ allowed: true, startAt: T0 });
+    expect(await limiter.reserve('a', { maxWait: 2_000 })).toMatchObject({ allowed: true, startAt: T0 + 1_000 });
+    expect(limiter.reserveSync('a', { cost: 2, maxWait: 2_000 })).toMatchObject({ allowed: false, startAt: T0 + 3_000, retryAfter: 3_000 });
     expect(limiter.limitSync('a')).toMatchObject({ allowed: false, retryAfter: 2_000 });
-    expect(limiter.reserveSync('a', { cost: 4, maxWaitMs: 1e9 })).toMatchObject({ allowed: false, reason: 'cost_exceeds_limit', startAt: -1 });
+    expect(limiter.reserveSync('a', { cost: 4, maxWait: 1e9 })).toMatchObject({ allowed: false, reason: 'cost_exceeds_limit', startAt: -1 });
   });
 
   test('a store that does not announce a mode is refused with UNSUPPORTED_OPERATION naming the mode, and nothing is counted', async () => {
     const store = new MapStore();
     const limiter = limiterOn(store, { t: T0 });
     await expect(limiter.take('a', { cost: 1 })).rejects.toMatchObject({ code: 'UNSUPPORTED_OPERATION', message: expect.stringContaining('take') });
-    expect(() => limiter.reserveSync('a', { maxWaitMs: 10 })).toThrow(expect.objectContaining({ code: 'UNSUPPORTED_OPERATION', message: expect.stringContaining('reserve') }));
+    expect(() => limiter.reserveSync('a', { maxWait: 10 })).toThrow(expect.objectContaining({ code: 'UNSUPPORTED_OPERATION', message: expect.stringContaining('reserve') }));
     expect(store.calls).toBe(0);
     const remote = createLimiter({ store: new AsyncMapStore(), rules: fixedWindow({ limit: 1, window: '1s' }) });
-    await expect(remote.reserve('a', { maxWaitMs: 10 })).rejects.toMatchObject({ code: 'UNSUPPORTED_OPERATION' });
+    await expect(remote.reserve('a', { maxWait: 10 })).rejects.toMatchObject({ code: 'UNSUPPORTED_OPERATION' });
   });
 
   test('options are validated with errors naming the field', async () => {
     const limiter = limiterOn(new ModeStore(), { t: T0 });
-    await expect(limiter.reserve('a', undefined as never)).rejects.toMatchObject({ code: 'INVALID_OPTION', message: expect.stringContaining('maxWaitMs') });
-    await expect(limiter.reserve('a', {} as never)).rejects.toMatchObject({ code: 'INVALID_OPTION', message: expect.stringContaining('maxWaitMs') });
-    for (const bad of [-1, 1.5, Number.NaN, Number.POSITIVE_INFINITY, '1s', 2 ** 48]) {
-      expect(() => limiter.reserveSync('a', { maxWaitMs: bad as number })).toThrow(/reserve options: maxWaitMs must be a whole number of milliseconds/);
+    await expect(limiter.reserve('a', undefined as never)).rejects.toMatchObject({ code: 'INVALID_OPTION', message: expect.stringContaining('maxWait') });
+    await expect(limiter.reserve('a', {} as never)).rejects.toMatchObject({ code: 'INVALID_OPTION', message: expect.stringContaining('maxWait') });
+    for (const bad of [-1, 1.5, Number.NaN, Number.POSITIVE_INFINITY, '1 sec', '-1s', 2 ** 48]) {
+      expect(() => limiter.reserveSync('a', { maxWait: bad as number })).toThrow(/reserve options: maxWait must be a duration from 0 to 140737488355328 ms/);
     }
     expect(() => limiter.takeSync('a', { cost: -1 })).toThrow(expect.objectContaining({ code: 'INVALID_COST' }));
-    expect(() => limiter.takeSync('a', { cost: 1, maxWaitMs: 5 } as never)).toThrow(/take options: unknown option "maxWaitMs"; the accepted option is cost/);
-    expect(() => limiter.reserveSync('a', { maxWaitMs: 5, wait: 1 } as never)).toThrow(/accepted options are cost and maxWaitMs/);
-    // maxWaitMs belongs to reserve only: limit() still refuses it rather than ignore it.
-    expect(() => limiter.limitSync('a', { maxWaitMs: 5 } as never)).toThrow(/limit options: unknown option "maxWaitMs"/);
+    expect(() => limiter.takeSync('a', { cost: 1, maxWait: 5 } as never)).toThrow(/take options: unknown option "maxWait"; accepted options are cost$/);
+    expect(() => limiter.reserveSync('a', { maxWait: 5, wait: 1 } as never)).toThrow(/reserve options: unknown option "wait"; accepted options are cost, maxWait$/);
+    // maxWait belongs to reserve only: limit() still refuses it rather than ignore it.
+    expect(() => limiter.limitSync('a', { maxWait: 5 } as never)).toThrow(/limit options: unknown option "maxWait"/);
   });
 
   test('answers given without the store (limiter off, failure policy) still say granted and startAt', async () => {
     const off = createLimiter({ store: new ModeStore(), rules: tokenBucket({ capacity: 2, refillRate: 1 }), mode: 'off', clock: () => T0 });
     expect(off.takeSync('a', { cost: 5 })).toMatchObject({ allowed: true, reason: 'disabled', granted: 5 });
-    expect(off.reserveSync('a', { maxWaitMs: 0 })).toMatchObject({ allowed: true, startAt: T0 });
+    expect(off.reserveSync('a', { maxWait: 0 })).toMatchObject({ allowed: true, startAt: T0 });
     class Broken extends ModeStore {
       override limit(): never {
         throw new Error('down');
@@ -77,10 +77,10 @@ describe('limiter.take and limiter.reserve', () => {
     }
     const denying = createLimiter({ store: new Broken(), rules: tokenBucket({ capacity: 2, refillRate: 1 }), onStoreError: 'deny', clock: () => T0 });
     expect(denying.takeSync('a', { cost: 2 })).toMatchObject({ allowed: false, degraded: true, granted: 0 });
-    const refused = denying.reserveSync('a', { maxWaitMs: 0 });
+    const refused = denying.reserveSync('a', { maxWait: 0 });
     expect(refused).toMatchObject({ allowed: false, degraded: true });
     expect(refused.startAt).toBe(T0 + refused.retryAfter);
     const allowing = createLimiter({ store: new Broken(), rules: tokenBucket({ capacity: 2, refillRate: 1 }), clock: () => T0 });
-    expect(allowing.reserveSync('a', { maxWaitMs: 0 })).toMatchObject({ allowed: true, degraded: true, startAt: T0 });
+    expect(allowing.reserveSync('a', { maxWait: 0 })).toMatchObject({ allowed: true, degraded: true, startAt: T0 });
   });
 });

@@ -4,7 +4,7 @@
  */
 import { describe, expect, test } from 'vitest';
 import { isSluiceError } from '../src/index.js';
-import { describeValue, rejectUnknownOptions } from '../src/store-api.js';
+import { describeValue, isPromiseLike, optionalFunction, rejectUnknownOptions } from '../src/store-api.js';
 
 describe('rejectUnknownOptions', () => {
   test('a typo is UNKNOWN_OPTION naming where, the option and every accepted one', () => {
@@ -21,6 +21,15 @@ describe('rejectUnknownOptions', () => {
   test('known options, and no options at all, pass', () => {
     expect(() => rejectUnknownOptions({ a: 1, b: undefined }, ['a', 'b', 'c'], 'x')).not.toThrow();
     expect(() => rejectUnknownOptions({}, [], 'x')).not.toThrow();
+  });
+
+  test('a former name listed in `renamed` is answered with the current one', () => {
+    expect(() => rejectUnknownOptions({ offlineWaitMs: 5 }, ['offlineWait', 'clock'], 'redisStore', { offlineWaitMs: 'offlineWait' })).toThrow(
+      /^\[sluice\] redisStore: unknown option "offlineWaitMs"; did you mean "offlineWait"\? Accepted options are offlineWait, clock$/,
+    );
+    // Only the names listed: another typo, or a key the map inherits, reads as before.
+    expect(() => rejectUnknownOptions({ clok: 1 }, ['clock'], 'x', { offlineWaitMs: 'offlineWait' })).toThrow(/^\[sluice\] x: unknown option "clok"; accepted options are clock$/);
+    expect(() => rejectUnknownOptions({ toString: 1 }, ['clock'], 'x', {})).toThrow(/unknown option "toString"; accepted/);
   });
 
   test('inherited keys are not options; own symbol keys are not read', () => {
@@ -43,5 +52,24 @@ describe('describeValue', () => {
     expect(describeValue(Object.create(null))).toBe('an object');
     expect(describeValue(() => 1)).toBe('function');
     expect(describeValue(Symbol('s'))).toBe('symbol');
+  });
+});
+
+describe('optionalFunction', () => {
+  test('undefined and functions pass through; anything else is INVALID_OPTION showing the call it should take', () => {
+    const hook = () => true;
+    expect(optionalFunction(undefined, 'skip', '(request) => boolean')).toBeUndefined();
+    expect(optionalFunction(hook, 'skip', '(request) => boolean')).toBe(hook);
+    expect(() => optionalFunction('yes' as never, 'skip', '(request) => boolean')).toThrow(
+      expect.objectContaining({ code: 'INVALID_OPTION', message: '[sluice] skip must be a function (request) => boolean, got "yes"' }),
+    );
+  });
+});
+
+describe('isPromiseLike', () => {
+  test('any thenable is a promise; answers, null and objects with a non-function then are not', () => {
+    expect(isPromiseLike(Promise.resolve(1))).toBe(true);
+    expect(isPromiseLike({ then: () => undefined })).toBe(true);
+    expect([1, null, undefined, {}, { then: 1 }, 'then'].map((v) => isPromiseLike(v))).toEqual([false, false, false, false, false, false]);
   });
 });

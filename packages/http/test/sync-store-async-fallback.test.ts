@@ -30,7 +30,7 @@ describe('a synchronous store falling back to an asynchronous one (issue 8 item 
       name: 'api',
       rules: tokenBucket({ capacity: 10, refillRate: 1, interval: '1h' }),
       onStoreError: fallback,
-      circuitBreaker: { failureThreshold: 4, cooldownMs: 60_000 },
+      circuitBreaker: { failureThreshold: 4, cooldown: 60_000 },
     });
     const handler = createHandler({ limiter });
     for (let i = 1; i <= 3; i++) {

@@ -18,7 +18,7 @@ interface ModeStep {
   at: number;
   op: 'take' | 'reserve' | 'limit';
   cost?: number;
-  maxWaitMs?: number;
+  maxWait?: number;
   expect: Partial<Pick<Decision, 'allowed' | 'remaining' | 'retryAfter' | 'reason' | 'granted'>> & { wait?: number };
 }
 
@@ -68,26 +68,26 @@ export const MODE_VECTORS: ModeVector[] = [
     mode: 'reserve',
     rules: () => tokenBucket({ id: 'tb', capacity: 2, refillRate: 1, interval: '1s' }),
     steps: [
-      { at: 0, op: 'reserve', maxWaitMs: 5_000, expect: { allowed: true, wait: 0, remaining: 1 } },
-      { at: 0, op: 'reserve', maxWaitMs: 5_000, expect: { allowed: true, wait: 0, remaining: 0 } },
-      { at: 0, op: 'reserve', maxWaitMs: 5_000, expect: { allowed: true, wait: 1_000, remaining: 0 } },
-      { at: 0, op: 'reserve', maxWaitMs: 5_000, expect: { allowed: true, wait: 2_000, remaining: 0 } },
-      { at: 0, op: 'reserve', maxWaitMs: 2_500, expect: { allowed: false, wait: 3_000, retryAfter: 3_000, reason: 'rate_limited' } },
+      { at: 0, op: 'reserve', maxWait: 5_000, expect: { allowed: true, wait: 0, remaining: 1 } },
+      { at: 0, op: 'reserve', maxWait: 5_000, expect: { allowed: true, wait: 0, remaining: 0 } },
+      { at: 0, op: 'reserve', maxWait: 5_000, expect: { allowed: true, wait: 1_000, remaining: 0 } },
+      { at: 0, op: 'reserve', maxWait: 5_000, expect: { allowed: true, wait: 2_000, remaining: 0 } },
+      { at: 0, op: 'reserve', maxWait: 2_500, expect: { allowed: false, wait: 3_000, retryAfter: 3_000, reason: 'rate_limited' } },
       { at: 0, op: 'limit', expect: { allowed: false, retryAfter: 3_000 } },
-      { at: 500, op: 'reserve', maxWaitMs: 2_500, expect: { allowed: true, wait: 2_500 } },
+      { at: 500, op: 'reserve', maxWait: 2_500, expect: { allowed: true, wait: 2_500 } },
     ],
   },
   {
-    title: 'reserve: a fixed window of 2 per minute books into the next window, within maxWaitMs only',
+    title: 'reserve: a fixed window of 2 per minute books into the next window, within maxWait only',
     mode: 'reserve',
     rules: () => fixedWindow({ id: 'fw', limit: 2, window: '1m' }),
     steps: [
-      { at: 10_000, op: 'reserve', cost: 2, maxWaitMs: 60_000, expect: { allowed: true, wait: 0, remaining: 0 } },
-      { at: 10_000, op: 'reserve', maxWaitMs: 60_000, expect: { allowed: true, wait: 50_000, remaining: 1 } },
-      { at: 10_000, op: 'reserve', cost: 2, maxWaitMs: 60_000, expect: { allowed: false, wait: 110_000, retryAfter: 110_000 } },
+      { at: 10_000, op: 'reserve', cost: 2, maxWait: 60_000, expect: { allowed: true, wait: 0, remaining: 0 } },
+      { at: 10_000, op: 'reserve', maxWait: 60_000, expect: { allowed: true, wait: 50_000, remaining: 1 } },
+      { at: 10_000, op: 'reserve', cost: 2, maxWait: 60_000, expect: { allowed: false, wait: 110_000, retryAfter: 110_000 } },
       // A consume before the booked window starts is counted in that window (as after a clock that stepped back).
       { at: 10_000, op: 'limit', expect: { allowed: true, remaining: 0 } },
-      { at: 10_000, op: 'reserve', maxWaitMs: 200_000, expect: { allowed: true, wait: 110_000, remaining: 1 } },
+      { at: 10_000, op: 'reserve', maxWait: 200_000, expect: { allowed: true, wait: 110_000, remaining: 1 } },
     ],
   },
   {
@@ -95,9 +95,9 @@ export const MODE_VECTORS: ModeVector[] = [
     mode: 'reserve',
     rules: () => [tokenBucket({ id: 'tb', capacity: 1, refillRate: 1, interval: '1s' }), fixedWindow({ id: 'fw', limit: 2, window: '10s' })],
     steps: [
-      { at: 0, op: 'reserve', maxWaitMs: 60_000, expect: { allowed: true, wait: 0 } },
-      { at: 0, op: 'reserve', maxWaitMs: 60_000, expect: { allowed: true, wait: 1_000 } },
-      { at: 0, op: 'reserve', maxWaitMs: 60_000, expect: { allowed: true, wait: 10_000 } },
+      { at: 0, op: 'reserve', maxWait: 60_000, expect: { allowed: true, wait: 0 } },
+      { at: 0, op: 'reserve', maxWait: 60_000, expect: { allowed: true, wait: 1_000 } },
+      { at: 0, op: 'reserve', maxWait: 60_000, expect: { allowed: true, wait: 10_000 } },
     ],
   },
   {
@@ -105,8 +105,8 @@ export const MODE_VECTORS: ModeVector[] = [
     mode: 'reserve',
     rules: () => tokenBucket({ id: 'tb', capacity: 2, refillRate: 1, interval: '1s' }),
     steps: [
-      { at: 0, op: 'reserve', cost: 5, maxWaitMs: 60_000, expect: { allowed: false, reason: 'cost_exceeds_limit', retryAfter: Number.POSITIVE_INFINITY } },
-      { at: 0, op: 'reserve', cost: 0, maxWaitMs: 0, expect: { allowed: true, wait: 0, remaining: 2 } },
+      { at: 0, op: 'reserve', cost: 5, maxWait: 60_000, expect: { allowed: false, reason: 'cost_exceeds_limit', retryAfter: Number.POSITIVE_INFINITY } },
+      { at: 0, op: 'reserve', cost: 0, maxWait: 0, expect: { allowed: true, wait: 0, remaining: 2 } },
     ],
   },
 ];
@@ -114,7 +114,7 @@ export const MODE_VECTORS: ModeVector[] = [
 async function call(limiter: Limiter, step: ModeStep, identity: string): Promise<Decision> {
   const cost = step.cost ?? 1;
   if (step.op === 'take') return limiter.take(identity, { cost });
-  if (step.op === 'reserve') return limiter.reserve(identity, { cost, maxWaitMs: step.maxWaitMs ?? 0 });
+  if (step.op === 'reserve') return limiter.reserve(identity, { cost, maxWait: step.maxWait ?? 0 });
   return limiter.limit(identity, { cost });
 }
 
@@ -156,7 +156,7 @@ export function modeTests(get: () => TestContext<Store>, modes: ReadonlyArray<Mo
         const context = get();
         const rules = tokenBucket({ id: 'tb', capacity: 2, refillRate: 1, interval: '1h' });
         const limiter = context.rawLimiter({ rules });
-        const refused = mode === 'take' ? limiter.take('alice', { cost: 1 }) : limiter.reserve('alice', { maxWaitMs: 1000 });
+        const refused = mode === 'take' ? limiter.take('alice', { cost: 1 }) : limiter.reserve('alice', { maxWait: 1000 });
         await expect(refused).rejects.toMatchObject({ code: 'UNSUPPORTED_OPERATION' });
         // The store itself refuses too, when called directly.
         let caught: unknown;

@@ -60,8 +60,8 @@ describe('issue 8 item 16: the degraded-store warning has one prefix and names t
     server = undefined;
   });
 
-  async function status(store: Store, timeoutMs?: number): Promise<number> {
-    const limiter = createLimiter({ store, name: 'api', rules: fixedWindow({ limit: 5, window: '1s' }), circuitBreaker: false, ...(timeoutMs === undefined ? {} : { timeoutMs }) });
+  async function status(store: Store, timeout?: number): Promise<number> {
+    const limiter = createLimiter({ store, name: 'api', rules: fixedWindow({ limit: 5, window: '1s' }), circuitBreaker: false, ...(timeout === undefined ? {} : { timeout }) });
     const app = express();
     app.use(rateLimit({ limiter }));
     app.get('/', (_req, res) => void res.send('ok'));

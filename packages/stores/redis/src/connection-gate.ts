@@ -9,7 +9,7 @@ import { SluiceError } from '@sluice/core';
  * The gate sends at once when the client is `ready` (or when a command cannot wait anyway: offline queue off,
  * client ended). Otherwise it holds the command itself, for at most `waitMs` from the moment it was issued, and
  * sends it when the client becomes ready within that time; past it the command is never sent and fails with a
- * STORE_ERROR, which the limiter's failure policy answers. With `waitMs` at most the limiter's `timeoutMs`, a held
+ * STORE_ERROR, which the limiter's failure policy answers. With `waitMs` at most the limiter's `timeout`, a held
  * command is sent only while its decision is still waiting for it. A client built with `lazyConnect` is connected
  * by the gate, as ioredis's own first command would.
  *
@@ -102,6 +102,6 @@ export class ConnectionGate {
 function notReady(status: string | undefined, waitMs: number): SluiceError {
   return new SluiceError(
     'STORE_ERROR',
-    `redisStore: the Redis client was not connected (status ${JSON.stringify(status)}) within offlineWaitMs (${waitMs} ms); the decision was not sent and will never count`,
+    `redisStore: the Redis client was not connected (status ${JSON.stringify(status)}) within offlineWait (${waitMs} ms); the decision was not sent and will never count`,
   );
 }

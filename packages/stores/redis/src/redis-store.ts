@@ -1,5 +1,5 @@
-import { SluiceError, type Store } from '@sluice/core';
-import type { LimitRequest, LimitResult, StoreCapabilities } from '@sluice/core/store';
+import { SluiceError, type Duration, type Store } from '@sluice/core';
+import { describeValue, durationOption, type DurationRange, type LimitRequest, type LimitResult, type StoreCapabilities } from '@sluice/core/store';
 import { Command, type Cluster, type Redis } from 'ioredis';
 import { ConnectionGate, type GatedClient } from './connection-gate.js';
 import { LIMIT_FUNCTION, LIMIT_LIBRARY, LIMIT_SCRIPT, LIMIT_SCRIPT_SHA1, LimitBatcher, scriptStoreOptions } from '@sluice/redis-script';
@@ -35,24 +35,26 @@ export interface RedisStoreOptions {
    */
   functions?: boolean;
   /**
-   * How long a decision issued while the client is not connected (starting, reconnecting) waits for it, in ms.
+   * How long a decision issued while the client is not connected (starting, reconnecting) waits for it: ms or a
+   * string like `'200ms'`.
    * The store holds such a decision itself, never in ioredis's offline queue, and sends it only if the client
    * becomes ready within this time; otherwise it fails with a STORE_ERROR (the limiter's failure policy answers)
    * and is never sent, so a decision that was already answered can never spend budget later. Keep it at most
-   * the limiters' `timeoutMs` (250 ms by default). 0 fails at once whenever the client is not ready.
-   * @default 200
+   * the limiters' `timeout` (250 ms by default). 0 fails at once whenever the client is not ready.
+   * @default '200ms'
    */
-  offlineWaitMs?: number;
+  offlineWait?: Duration;
 }
 
 /** The ioredis members the store uses; `Redis` and `Cluster` both have them. */
 type ScriptClient = Pick<Redis, 'evalsha' | 'eval' | 'del' | 'sendCommand'> &
   GatedClient & { readonly options?: { keyPrefix?: string; showFriendlyErrorStack?: boolean; enableOfflineQueue?: boolean } };
 
-/** Most offlineWaitMs: what a timer can wait. */
-const MAX_OFFLINE_WAIT_MS = 2 ** 31 - 1;
+/** At most what a timer can wait. */
+const OFFLINE_WAIT_RANGE: DurationRange = { min: 0, max: 2 ** 31 - 1 };
 
-const KNOWN = ['clock', 'batch', 'maxBatch', 'functions', 'offlineWaitMs'];
+const KNOWN = ['clock', 'batch', 'maxBatch', 'functions', 'offlineWait'];
+const RENAMED = { offlineWaitMs: 'offlineWait' };
 
 /**
  * Store on the user's ioredis client, standalone `Redis` or `Cluster`, with or without `enableAutoPipelining`.
@@ -87,13 +89,10 @@ export class RedisStore implements Store {
     ) {
       throw new SluiceError('INVALID_OPTION', 'redisStore: client must be an ioredis Redis or Cluster instance, e.g. redisStore(new Redis())');
     }
-    const { clock, batch, maxBatch } = scriptStoreOptions(options, KNOWN, 'redisStore');
+    const { clock, batch, maxBatch } = scriptStoreOptions(options, KNOWN, 'redisStore', RENAMED);
     const functions = options.functions ?? true;
-    if (typeof functions !== 'boolean') throw new SluiceError('INVALID_OPTION', `redisStore: functions must be true or false, got ${JSON.stringify(functions)}`);
-    const offlineWaitMs = options.offlineWaitMs ?? 200;
-    if (!Number.isSafeInteger(offlineWaitMs) || offlineWaitMs < 0 || offlineWaitMs > MAX_OFFLINE_WAIT_MS) {
-      throw new SluiceError('INVALID_OPTION', `redisStore: offlineWaitMs must be an integer number of ms from 0 to ${MAX_OFFLINE_WAIT_MS}, got ${JSON.stringify(offlineWaitMs)}`);
-    }
+    if (typeof functions !== 'boolean') throw new SluiceError('INVALID_OPTION', `redisStore: functions must be true or false, got ${describeValue(functions)}`);
+    const offlineWaitMs = durationOption(options.offlineWait ?? 200, 'redisStore: offlineWait', OFFLINE_WAIT_RANGE);
     this.client = client as ScriptClient;
     this.gate = new ConnectionGate(this.client, offlineWaitMs);
     this.useFunction = functions && (client as { isCluster?: boolean }).isCluster !== true;

@@ -194,10 +194,10 @@ describe.each([
     await client.config('RESETSTAT');
     const [take, first, second, tooFar, never] = await Promise.all([
       limiter.take('q', { cost: 5 }),
-      limiter.reserve('q', { maxWaitMs: 5_000 }),
-      limiter.reserve('q', { maxWaitMs: 5_000 }),
-      limiter.reserve('q', { maxWaitMs: 500 }),
-      limiter.reserve('q', { cost: 3, maxWaitMs: 60_000 }),
+      limiter.reserve('q', { maxWait: 5_000 }),
+      limiter.reserve('q', { maxWait: 5_000 }),
+      limiter.reserve('q', { maxWait: 500 }),
+      limiter.reserve('q', { cost: 3, maxWait: 60_000 }),
     ]);
     const calls = await commandCalls(client);
     expect(calls[call]).toBe(1);

@@ -1,5 +1,5 @@
-import { SluiceError, parseDuration, type Duration } from '@sluice/core';
-import { describeValue, rejectUnknownOptions } from '@sluice/core/store';
+import { SluiceError, type Duration } from '@sluice/core';
+import { describeValue, durationOption, rejectUnknownOptions, type DurationRange } from '@sluice/core/store';
 
 export interface SqliteStoreOptions {
   /**
@@ -18,9 +18,10 @@ export interface SqliteStoreOptions {
    * How long a decision waits for another connection's write lock before it fails with STORE_ERROR (and the
    * limiter's `onStoreError` policy answers). The store is synchronous, so this wait blocks the thread: keep it
    * short. Sets `PRAGMA busy_timeout` on the connection you pass. `0` fails at once when the file is locked.
+   * Milliseconds or a string like `'250ms'`.
    * @default the connection's own setting (better-sqlite3's `timeout`, 5000 ms) or 5000 ms when it is 0
    */
-  busyTimeoutMs?: Duration | 0;
+  busyTimeout?: Duration;
   /**
    * `PRAGMA synchronous` for the connection. `'normal'` with WAL never corrupts the file and survives a process
    * crash; a power loss may forget the last decisions, which a rate limiter can afford. `'full'` syncs to disk on
@@ -48,7 +49,10 @@ export interface ResolvedOptions {
   sweepBatch: number;
 }
 
-const KNOWN = ['table', 'wal', 'busyTimeoutMs', 'synchronous', 'sweepEvery', 'sweepBatch'];
+const KNOWN = ['table', 'wal', 'busyTimeout', 'synchronous', 'sweepEvery', 'sweepBatch'];
+const RENAMED = { busyTimeoutMs: 'busyTimeout' };
+/** SQLite keeps busy_timeout in a C int. */
+const BUSY_TIMEOUT_RANGE: DurationRange = { min: 0, max: 2_147_483_647 };
 const TABLE_PATTERN = /^[A-Za-z_][A-Za-z0-9_]{0,47}$/;
 
 export function resolveOptions(raw: unknown): ResolvedOptions {
@@ -56,7 +60,7 @@ export function resolveOptions(raw: unknown): ResolvedOptions {
     throw new SluiceError('INVALID_OPTION', `sqliteStore: options must be an object, got ${describeValue(raw)}`);
   }
   const options = raw as Record<string, unknown>;
-  rejectUnknownOptions(options, KNOWN, 'sqliteStore');
+  rejectUnknownOptions(options, KNOWN, 'sqliteStore', RENAMED);
   const table = options.table ?? 'sluice_state';
   if (typeof table !== 'string' || !TABLE_PATTERN.test(table)) {
     throw new SluiceError(
@@ -68,8 +72,7 @@ export function resolveOptions(raw: unknown): ResolvedOptions {
   if (typeof wal !== 'boolean') {
     throw new SluiceError('INVALID_OPTION', `sqliteStore: wal must be true or false, got ${describeValue(wal)}`);
   }
-  const busy = options.busyTimeoutMs;
-  const busyTimeoutMs = busy === undefined || busy === 0 ? busy : parseDuration(busy, 'sqliteStore: busyTimeoutMs');
+  const busyTimeoutMs = options.busyTimeout === undefined ? undefined : durationOption(options.busyTimeout, 'sqliteStore: busyTimeout', BUSY_TIMEOUT_RANGE);
   const synchronous = options.synchronous ?? 'normal';
   if (synchronous !== 'normal' && synchronous !== 'full' && synchronous !== 'keep') {
     throw new SluiceError('INVALID_OPTION', `sqliteStore: synchronous must be 'normal', 'full' or 'keep', got ${describeValue(synchronous)}`);

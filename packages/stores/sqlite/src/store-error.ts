@@ -36,7 +36,7 @@ export function openError(file: string, error: unknown): SluiceError {
       `${where} is not a valid SQLite database (corrupt, or another kind of file): restore it, or point the ` +
       `store at a new path and it will create its table there`;
   } else if (code.startsWith('SQLITE_BUSY')) {
-    advice = `${where} stayed locked by another connection while the store set it up: retry, or raise busyTimeoutMs`;
+    advice = `${where} stayed locked by another connection while the store set it up: retry, or raise busyTimeout`;
   } else if (code.startsWith('SQLITE_CANTOPEN') || code.startsWith('SQLITE_IOERR') || code === 'SQLITE_FULL') {
     advice = `${where} cannot be read or written (disk full, missing folder or I/O error)`;
   } else {

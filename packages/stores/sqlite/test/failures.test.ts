@@ -45,7 +45,7 @@ function thrown(fn: () => unknown): SluiceError {
 describe('a write lock held by another connection beyond busy_timeout', () => {
   function locked() {
     const file = folder.file(`busy${++counter}.db`);
-    const store = sqliteStore(database(file), { busyTimeoutMs: 20 });
+    const store = sqliteStore(database(file), { busyTimeout: '20ms' });
     const blocker = database(file);
     blocker.exec('BEGIN IMMEDIATE'); // holds the write lock until COMMIT
     return { store, blocker };

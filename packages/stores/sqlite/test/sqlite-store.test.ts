@@ -24,7 +24,7 @@ const T0 = 1_800_000_000_000;
 describe('construction', () => {
   it('creates its tables and schema version, and sets WAL, busy_timeout and synchronous', () => {
     const db = database();
-    const store = sqliteStore(db, { busyTimeoutMs: 750 });
+    const store = sqliteStore(db, { busyTimeout: 750 });
     const objects = db.prepare(`SELECT type, name FROM sqlite_master ORDER BY name`).all();
     expect(objects).toEqual([
       { type: 'table', name: 'sluice_state' },
@@ -42,8 +42,27 @@ describe('construction', () => {
   it("keeps the connection's busy_timeout by default, and replaces a 0 with 5000 ms", () => {
     expect(sqliteStore(database(undefined, { timeout: 1234 })).busyTimeoutMs).toBe(1234);
     expect(sqliteStore(database(undefined, { timeout: 0 })).busyTimeoutMs).toBe(5000);
-    expect(sqliteStore(database(undefined, { timeout: 0 }), { busyTimeoutMs: 0 }).busyTimeoutMs).toBe(0);
-    expect(sqliteStore(database(), { busyTimeoutMs: '2s' }).busyTimeoutMs).toBe(2000);
+    expect(sqliteStore(database(undefined, { timeout: 0 }), { busyTimeout: 0 }).busyTimeoutMs).toBe(0);
+    expect(sqliteStore(database(undefined, { timeout: 0 }), { busyTimeout: '0ms' }).busyTimeoutMs).toBe(0);
+  });
+
+  it("busyTimeout takes a duration: '1s' and 1000 set the same busy_timeout", () => {
+    for (const busyTimeout of ['1s', 1000] as const) {
+      const db = database();
+      expect(sqliteStore(db, { busyTimeout }).busyTimeoutMs).toBe(1000);
+      expect(db.pragma('busy_timeout', { simple: true })).toBe(1000);
+    }
+  });
+
+  it('busyTimeout: a bad value is refused naming the field, the former name busyTimeoutMs with the current one', () => {
+    const db = database();
+    expect(() => sqliteStore(db, { busyTimeout: '5 sec' as never })).toThrow(
+      /^\[sluice\] sqliteStore: busyTimeout must be a duration from 0 to 2147483647 ms \(a whole number of ms or a string like '250ms', '1s'/,
+    );
+    expect(() => sqliteStore(db, { busyTimeout: 2 ** 31 })).toThrow(/sqliteStore: busyTimeout must be a duration from 0 to 2147483647 ms/);
+    expect(() => sqliteStore(db, { busyTimeoutMs: 1000 } as never)).toThrow(
+      expect.objectContaining({ code: 'UNKNOWN_OPTION', message: expect.stringMatching(/sqliteStore: unknown option "busyTimeoutMs"; did you mean "busyTimeout"\?/) }),
+    );
   });
 
   it("leaves the journal mode and synchronous alone when told to", () => {
@@ -104,7 +123,7 @@ describe('construction', () => {
     expect(codeOf(() => sqliteStore(db, { tabel: 'x' } as never))).toMatch(/^UNKNOWN_OPTION: .*"tabel"; accepted options are table, wal/);
     expect(codeOf(() => sqliteStore(db, { table: 'x; DROP' }))).toMatch(/^INVALID_OPTION: .*table must be/);
     expect(codeOf(() => sqliteStore(db, { wal: 'yes' as never }))).toMatch(/^INVALID_OPTION: .*wal must be true or false/);
-    expect(codeOf(() => sqliteStore(db, { busyTimeoutMs: -5 }))).toMatch(/^INVALID_OPTION: .*busyTimeoutMs/);
+    expect(codeOf(() => sqliteStore(db, { busyTimeout: -5 }))).toMatch(/^INVALID_OPTION: .*busyTimeout must be a duration/);
     expect(codeOf(() => sqliteStore(db, { synchronous: 'off' as never }))).toMatch(/^INVALID_OPTION: .*synchronous must be/);
     expect(codeOf(() => sqliteStore(db, { sweepEvery: 0 }))).toMatch(/^INVALID_OPTION: .*sweepEvery must be an integer/);
     expect(codeOf(() => sqliteStore(db, { sweepBatch: 1.5 }))).toMatch(/^INVALID_OPTION: .*sweepBatch must be an integer/);

@@ -15,8 +15,8 @@ afterEach(() => control.reset()); // also answers requests still held by `hang`
 const rules = fixedWindow({ limit: 5, window: '1m' });
 
 describe('a fixture that hangs', () => {
-  it('hits the deadline: degraded STORE_TIMEOUT within timeoutMs plus a small margin', async () => {
-    const limiter = createLimiter({ store: upstashStore(client()), rules, timeoutMs: 100, circuitBreaker: false });
+  it('hits the deadline: degraded STORE_TIMEOUT within timeout plus a small margin', async () => {
+    const limiter = createLimiter({ store: upstashStore(client()), rules, timeout: 100, circuitBreaker: false });
     await control.fault('hang');
     const started = Date.now();
     const decision = await limiter.limit(identity('hang'));
@@ -28,7 +28,7 @@ describe('a fixture that hangs', () => {
   });
 
   it("fails closed with onStoreError: 'deny'", async () => {
-    const limiter = createLimiter({ store: upstashStore(client()), rules, timeoutMs: 50, onStoreError: 'deny', circuitBreaker: false });
+    const limiter = createLimiter({ store: upstashStore(client()), rules, timeout: 50, onStoreError: 'deny', circuitBreaker: false });
     await control.fault('hang');
     const decision = await limiter.limit(identity('deny'));
     expect(decision).toMatchObject({ allowed: false, degraded: true, reason: 'store_unavailable' });
@@ -67,7 +67,7 @@ describe('the circuit breaker', () => {
       store: upstashStore(client(), { clock: 'client' }),
       rules,
       clock: () => now,
-      circuitBreaker: { failureThreshold: 3, cooldownMs: 1_000 },
+      circuitBreaker: { failureThreshold: 3, cooldown: 1_000 },
     });
     const who = identity('breaker');
     await control.fault('status-500');
