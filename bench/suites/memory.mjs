@@ -6,8 +6,8 @@ import { runNodeChild } from '../lib/child.mjs';
 import { compare } from '../lib/harness.mjs';
 import { target } from '../lib/report.mjs';
 import { addRatios, formatInteger, formatRatio, formatTable } from '../lib/table.mjs';
-import { FLOOR, RLF, SLUICE_LIMIT, SLUICE_SYNC, contestants } from './memory/contestants.mjs';
-import { CAPACITY, IDENTITIES, REFILL_PER_SECOND, makeOrder } from './memory/workload.mjs';
+import { ERL, FLOOR, LIMITER, RLF, SLUICE_LIMIT, SLUICE_SYNC, contestants } from './memory/contestants.mjs';
+import { CAPACITY, IDENTITIES, LARGE_IDENTITIES, REFILL_PER_SECOND, SMALL, largeWorkload, makeOrder } from './memory/workload.mjs';
 
 export const builds = ['@sluice/memory'];
 
@@ -38,9 +38,26 @@ export async function run({ options, log }) {
   const limitedRounds = Math.max(3, Math.ceil(rounds / 2));
   log(`limited: ${limitedIdentities} identities, ${limitedOps} decisions per round, ${limitedRounds} rounds`);
   const limitedRows = addRatios(
-    await compare(contestants(makeOrder(limitedIdentities)), { ops: limitedOps, rounds: limitedRounds, warmupRounds, clock, log }),
+    await compare(contestants({ ...SMALL, order: makeOrder(limitedIdentities) }), { ops: limitedOps, rounds: limitedRounds, warmupRounds, clock, log }),
     ratios,
   );
+
+  // The same contestants on 2^20 identities, all held before timing starts (the warmup is one pass over them):
+  // every decision finds an identity used a million decisions ago, cold in the CPU caches. Sluice's store gets
+  // maxKeys = 2^20 so that it keeps them all, as the peers' unbounded Maps do. rate-limiter-flexible is left out:
+  // it arms a timer per key, a million of them.
+  const large = options.large === false || options.large === 'false' ? undefined : largeWorkload();
+  let largeRows;
+  if (large !== undefined) {
+    const largeOps = quick ? 2 ** 17 : 2 ** 18;
+    const largeRounds = quick ? 3 : 5;
+    const largeWarmup = LARGE_IDENTITIES / largeOps;
+    log(`large: ${LARGE_IDENTITIES} identities, ${largeWarmup} warmup rounds (one pass) + ${largeRounds} rounds of ${largeOps}`);
+    largeRows = addRatios(
+      await compare(contestants(large, { maxKeys: LARGE_IDENTITIES, skip: [RLF] }), { ops: largeOps, rounds: largeRounds, warmupRounds: largeWarmup, clock, log }),
+      ratios,
+    );
+  }
 
   const identities = Number(options.identities ?? 1_000_000);
   const maxKeys = Number(options.maxKeys ?? 100_000);
@@ -49,9 +66,14 @@ export async function run({ options, log }) {
     args: [String(identities), String(maxKeys)],
   });
 
-  const byName = (name) => rows.find((r) => r.name === name);
+  const byName = (name, table = rows) => table.find((r) => r.name === name);
   const speedup = byName(RLF).nsPerOp / byName(SLUICE_LIMIT).nsPerOp;
   const syncVsFloor = byName(SLUICE_SYNC).nsPerOp / byName(FLOOR).nsPerOp;
+  const limitVsSync = byName(SLUICE_LIMIT).nsPerOp / byName(SLUICE_SYNC).nsPerOp;
+  /** limitSync's time over the faster of `limiter` and express-rate-limit: below 1 means ahead of both. */
+  const vsPeers = (table) => byName(SLUICE_SYNC, table).nsPerOp / Math.min(byName(LIMITER, table).nsPerOp, byName(ERL, table).nsPerOp);
+  const countLabel = formatInteger(IDENTITIES);
+  const largeLabel = formatInteger(LARGE_IDENTITIES);
   const mib = (bytes) => `${(bytes / MiB).toFixed(1)} MiB`;
 
   return {
@@ -67,6 +89,14 @@ export async function run({ options, log }) {
         heading: `Mostly limited: the same contestants on ${formatInteger(limitedIdentities)} identities (${formatInteger(limitedOps)} decisions per round, median of ${limitedRounds} rounds)`,
         lines: formatTable(limitedRows, { ratios, columns: [{ key: 'allowedPct', label: 'allowed', format: (v) => `${v.toFixed(1)}%` }] }).split('\n'),
       },
+      ...(largeRows === undefined
+        ? []
+        : [
+            {
+              heading: `${largeLabel} identities, all held before timing (memoryStore({ maxKeys: ${largeLabel} }); rate-limiter-flexible left out: a timer per key)`,
+              lines: formatTable(largeRows, { ratios, columns: [{ key: 'allowedPct', label: 'allowed', format: (v) => `${v.toFixed(1)}%` }] }).split('\n'),
+            },
+          ]),
       {
         heading: `Heap: ${formatInteger(heap.identities)} distinct identities through memoryStore({ maxKeys: ${formatInteger(heap.maxKeys)} })`,
         lines: [
@@ -80,13 +110,27 @@ export async function run({ options, log }) {
     ],
     targets: [
       target('sluice limit() at least 3x faster per decision than rate-limiter-flexible consume', speedup, '>=', 3, (v) => `${v.toFixed(2)}x faster`),
-      target('sluice limitSync() within 2.5x of the floor', syncVsFloor, '<=', 2.5, formatRatio),
+      target(`sluice limitSync() ahead of both limiter and express-rate-limit, ${countLabel} identities (time ÷ the faster peer's)`, vsPeers(rows), '<', 1, formatRatio),
+      target(`sluice limitSync() within 2x of the floor, ${countLabel} identities`, syncVsFloor, '<=', 2, formatRatio),
+      ...(largeRows === undefined
+        ? []
+        : [
+            target(`sluice limitSync() ahead of both limiter and express-rate-limit, ${largeLabel} identities`, vsPeers(largeRows), '<', 1, formatRatio),
+            target(
+              `sluice limitSync() within 2x of the floor, ${largeLabel} identities`,
+              byName(SLUICE_SYNC, largeRows).nsPerOp / byName(FLOOR, largeRows).nsPerOp,
+              '<=',
+              2,
+              formatRatio,
+            ),
+          ]),
+      target(`sluice limit() within 1.3x of limitSync(), ${countLabel} identities`, limitVsSync, '<=', 1.3, formatRatio),
       target(`heap growth for ${formatInteger(heap.identities)} identities (cap ${formatInteger(heap.maxKeys)}) under 64 MiB`, heap.heapGrowthBytes / MiB, '<', 64, (v) => `${v.toFixed(1)} MiB`),
     ],
     notes: [
       'Ratios are time per decision divided by the base row\'s: below 1.00x is faster. "spread" is half the (max − min) range of the rounds around the median.',
       '"allowed" is each contestant\'s share of allowed decisions over the run; faster contestants spend tokens faster (real clocks), so they see more denials.',
     ],
-    data: { heap, limited: limitedRows, limitSpeedupVsRlf: Math.round(speedup * 100) / 100, limitSyncVsFloor: Math.round(syncVsFloor * 100) / 100 },
+    data: { heap, limited: limitedRows, large: largeRows, limitSpeedupVsRlf: Math.round(speedup * 100) / 100, limitSyncVsFloor: Math.round(syncVsFloor * 100) / 100 },
   };
 }

@@ -6,7 +6,7 @@ import { MemoryStore as ExpressMemoryStore } from 'express-rate-limit';
 import { TokenBucket } from 'limiter';
 import { RateLimiterMemory, RateLimiterRes } from 'rate-limiter-flexible';
 import { createFloor } from './floor.mjs';
-import { CAPACITY, MASK, REFILL_PER_SECOND, WINDOW_MS, consumeRlf, ids, order as defaultOrder } from './workload.mjs';
+import { CAPACITY, REFILL_PER_SECOND, SMALL, WINDOW_MS, consumeRlf } from './workload.mjs';
 
 function counted(name, body) {
   const tally = { allowed: 0, total: 0, cursor: 0 };
@@ -17,9 +17,9 @@ function counted(name, body) {
   };
 }
 
-function sluiceLimiter() {
+function sluiceLimiter(maxKeys) {
   return createLimiter({
-    store: memoryStore(),
+    store: memoryStore(maxKeys === undefined ? {} : { maxKeys }),
     rules: tokenBucket({ capacity: CAPACITY, refillRate: REFILL_PER_SECOND, interval: '1s' }),
   });
 }
@@ -31,13 +31,19 @@ export const ERL = 'express-rate-limit increment';
 export const LIMITER = 'limiter tryRemoveTokens';
 export const FLOOR = 'floor (Map + arithmetic)';
 
-/** @param {Uint16Array} order which identity each decision is for (see workload.mjs) */
-export function contestants(order = defaultOrder) {
+/**
+ * @param {{ ids: string[], order: Uint16Array | Uint32Array, mask: number }} workload the identities and which one each
+ *   decision is for (see workload.mjs)
+ * @param {{ maxKeys?: number, skip?: string[] }} options the memory store's maxKeys (default: the store's);
+ *   contestants to leave out
+ */
+export function contestants(workload = SMALL, { maxKeys, skip = [] } = {}) {
+  const { ids, order, mask: MASK } = workload;
   return [
     counted(SLUICE_LIMIT, (tally) => {
       let limiter;
       return {
-        setup: () => void (limiter = sluiceLimiter()),
+        setup: () => void (limiter = sluiceLimiter(maxKeys)),
         async run(n) {
           let allowed = 0;
           let c = tally.cursor;
@@ -51,7 +57,7 @@ export function contestants(order = defaultOrder) {
     counted(SLUICE_SYNC, (tally) => {
       let limiter;
       return {
-        setup: () => void (limiter = sluiceLimiter()),
+        setup: () => void (limiter = sluiceLimiter(maxKeys)),
         run(n) {
           let allowed = 0;
           let c = tally.cursor;
@@ -67,7 +73,7 @@ export function contestants(order = defaultOrder) {
       return {
         // Fixed window of 100 points per 2 s per key: no token bucket in RateLimiterMemory; same rate and burst.
         setup: () => void (limiter = new RateLimiterMemory({ points: CAPACITY, duration: WINDOW_MS / 1000 })),
-        run: (n) => consumeRlf(limiter, RateLimiterRes, order, tally, n),
+        run: (n) => consumeRlf(limiter, RateLimiterRes, order, tally, n, workload),
       };
     }),
     counted(ERL, (tally) => {
@@ -125,5 +131,5 @@ export function contestants(order = defaultOrder) {
         },
       };
     }),
-  ];
+  ].filter((contestant) => !skip.includes(contestant.name));
 }
