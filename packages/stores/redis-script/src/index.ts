@@ -8,5 +8,7 @@ export { appendDecision, encodeCall, newCall, parseCallReply, ruleSpec, specEntr
 export type { ScriptCallArguments } from './arguments.js';
 export { LimitBatcher } from './batcher.js';
 export type { LimitBatcherOptions, ScriptCall } from './batcher.js';
+export { isNoScript, runScript } from './run-script.js';
+export type { ScriptCommands } from './run-script.js';
 export { scriptStoreOptions } from './store-options.js';
 export type { ScriptStoreOptions } from './store-options.js';

@@ -2,7 +2,7 @@ import { SluiceError, type Duration, type Store } from '@sluice/core';
 import { describeValue, durationOption, type DurationRange, type LimitRequest, type LimitResult, type StoreCapabilities } from '@sluice/core/store';
 import { Command, type Cluster, type Redis } from 'ioredis';
 import { ConnectionGate, type GatedClient } from './connection-gate.js';
-import { LIMIT_FUNCTION, LIMIT_LIBRARY, LIMIT_SCRIPT, LIMIT_SCRIPT_SHA1, LimitBatcher, scriptStoreOptions } from '@sluice/redis-script';
+import { LIMIT_FUNCTION, LIMIT_LIBRARY, LIMIT_SCRIPT, LIMIT_SCRIPT_SHA1, LimitBatcher, runScript, scriptStoreOptions, type ScriptCommands } from '@sluice/redis-script';
 
 export interface RedisStoreOptions {
   /**
@@ -76,6 +76,11 @@ export class RedisStore implements Store {
   private useFunction: boolean;
   /** The FUNCTION LOAD in flight, shared by every call that found the function missing. */
   private loading: Promise<void> | undefined;
+  /** EVALSHA and EVAL of the script, for runScript's NOSCRIPT fallback. */
+  private readonly script: ScriptCommands = {
+    evalsha: (keys, args) => this.send('evalsha', [LIMIT_SCRIPT_SHA1, keys.length, keys, args]),
+    eval: (keys, args) => this.send('eval', [LIMIT_SCRIPT, keys.length, keys, args]),
+  };
 
   constructor(client: Redis | Cluster, options: RedisStoreOptions = {}) {
     const candidate = client as Partial<ScriptClient> | null | undefined;
@@ -136,13 +141,7 @@ export class RedisStore implements Store {
         }
       }
     }
-    try {
-      return await this.send('evalsha', [LIMIT_SCRIPT_SHA1, keys.length, keys, args]);
-    } catch (error) {
-      // NOSCRIPT means the script did not run (fresh or flushed server), so one EVAL cannot double count.
-      if (!isNoScript(error)) throw error;
-      return this.send('eval', [LIMIT_SCRIPT, keys.length, keys, args]);
-    }
+    return runScript(this.script, keys, args);
   };
 
   /**
@@ -204,10 +203,6 @@ function hashTag(key: string): string | undefined {
   const close = key.indexOf('}', open + 1);
   if (close <= open + 1) return undefined;
   return key.slice(open + 1, close);
-}
-
-function isNoScript(error: unknown): boolean {
-  return error instanceof Error && error.message.startsWith('NOSCRIPT');
 }
 
 /** Redis 7 answers FCALL of an unknown function (fresh, restarted or FUNCTION FLUSHed server) this way. */

@@ -1,6 +1,6 @@
 import { SluiceError, type Store } from '@sluice/core';
 import { describeValue, type LimitRequest, type LimitResult, type StoreCapabilities } from '@sluice/core/store';
-import { LimitBatcher, scriptStoreOptions } from '@sluice/redis-script';
+import { LimitBatcher, runScript, scriptStoreOptions, type ScriptCommands } from '@sluice/redis-script';
 import { UPSTASH_LIMIT_SCRIPT, upstashLimitScriptSha1 } from './upstash-script.js';
 
 export interface UpstashStoreOptions {
@@ -90,28 +90,20 @@ export class UpstashStore implements Store {
     await this.redis.del(...ruleIds.map((id) => `${key}:${id}`));
   }
 
+  /** EVALSHA and EVAL of the script for runScript's NOSCRIPT fallback, made once its SHA-1 is known. */
+  private script: ScriptCommands | undefined;
+
   private readonly call = async (keys: string[], args: string[]): Promise<unknown> => {
     const pending = upstashLimitScriptSha1();
     const { sha1 } = 'then' in pending ? await pending : pending;
+    // No WebCrypto digest here: the script goes by its text every time.
     if (sha1 === undefined) return this.redis.eval(UPSTASH_LIMIT_SCRIPT, keys, args);
-    try {
-      return await this.redis.evalsha(sha1, keys, args);
-    } catch (error) {
-      // NOSCRIPT means the script did not run (new database, or its script cache was flushed), so exactly one
-      // EVAL cannot double count; it also caches the script for the next EVALSHA. Any other error may or may
-      // not have run it: never retried here, the limiters' failure policies decide.
-      if (!isNoScript(error)) throw error;
-      return this.redis.eval(UPSTASH_LIMIT_SCRIPT, keys, args);
-    }
+    this.script ??= {
+      evalsha: (k, a) => this.redis.evalsha(sha1, k, a),
+      eval: (k, a) => this.redis.eval(UPSTASH_LIMIT_SCRIPT, k, a),
+    };
+    return runScript(this.script, keys, args);
   };
-}
-
-/**
- * @upstash/redis reports a script miss as "NOSCRIPT ..., command was: ..." (one command per request) or
- * "Command failed: NOSCRIPT ..." (auto-pipelined): the Redis error code leads the server's message either way.
- */
-function isNoScript(error: unknown): boolean {
-  return error instanceof Error && /(?:^|: )NOSCRIPT\b/.test(error.message);
 }
 
 function kind(value: unknown): string {
