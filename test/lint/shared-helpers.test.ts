@@ -1,6 +1,7 @@
-// Option checks and value descriptions are written once, in @sluice/core/store (rejectUnknownOptions, describeValue),
-// and every package uses them: this fails when a package's source grows its own unknown-option loop or its own
-// copy of describe, so the messages a user reads stay the same everywhere.
+// Option checks, value descriptions, duration parsing and the promise check are written once, in @sluice/core/store
+// (rejectUnknownOptions, describeValue, durationOption, optionalFunction, isPromiseLike), and the NOSCRIPT fallback
+// once, in @sluice/redis-script (runScript, isNoScript); every package uses them: this fails when a package's source
+// grows its own copy, so the messages a user reads and the behaviour they rely on stay the same everywhere.
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -8,8 +9,14 @@ import { describe, expect, it } from 'vitest';
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
 
-/** Where the one copy lives, and the per-call check of limit options (mode-aware, on the hot path). */
-const HOME = new Set(['packages/core/src/validate.ts', 'packages/core/src/errors.ts', 'packages/core/src/limiter.ts']);
+/** Where the one copy of each lives. */
+const HOME = new Set([
+  'packages/core/src/validate.ts',
+  'packages/core/src/errors.ts',
+  'packages/core/src/duration.ts',
+  'packages/core/src/promise.ts',
+  'packages/stores/redis-script/src/run-script.ts',
+]);
 
 function sources(dir: string): string[] {
   const out: string[] = [];
@@ -36,6 +43,26 @@ describe('shared option helpers', () => {
 
   it('no package keeps its own copy of describe: they call describeValue', () => {
     const own = files.filter((f) => !HOME.has(f.path) && /'an array'|"an array"/.test(f.text)).map((f) => f.path);
+    expect(own).toEqual([]);
+  });
+
+  it('no package checks for a promise its own way: they call isPromiseLike', () => {
+    const own = files.filter((f) => !HOME.has(f.path) && /then\?: unknown|\.then === 'function'/.test(f.text)).map((f) => f.path);
+    expect(own).toEqual([]);
+  });
+
+  it('no package writes its own callback-option check: they call optionalFunction', () => {
+    const own = files.filter((f) => !HOME.has(f.path) && /must be a function \$\{/.test(f.text)).map((f) => f.path);
+    expect(own).toEqual([]);
+  });
+
+  it('no package parses durations its own way: they call durationOption (or parseDuration)', () => {
+    const own = files.filter((f) => !HOME.has(f.path) && /\(ms\|s\|m\|h\|d\)|must be an integer number of ms|number of ms from/.test(f.text)).map((f) => f.path);
+    expect(own).toEqual([]);
+  });
+
+  it('no store detects NOSCRIPT its own way: they call runScript', () => {
+    const own = files.filter((f) => !HOME.has(f.path) && /NOSCRIPT\\b|startsWith\('NOSCRIPT/.test(f.text)).map((f) => f.path);
     expect(own).toEqual([]);
   });
 });

@@ -1,4 +1,5 @@
 import type { Decision, LimitOptions, Limiter, LimiterMode, Rule, Store, SyncLimiter } from '@sluice/core';
+import { isPromiseLike } from '@sluice/core/store';
 import { expect } from 'vitest';
 import type { TestContext } from './context.js';
 
@@ -52,7 +53,7 @@ export class TrackedLimiter {
       const sync = this.real as SyncLimiter;
       const answer: unknown =
         operation === 'limit' ? sync.limitSync(identity, options) : operation === 'peek' ? sync.peekSync(identity, options) : sync.refundSync(identity, options);
-      if (typeof (answer as { then?: unknown }).then === 'function') {
+      if (isPromiseLike(answer)) {
         throw new Error(`${what}Sync returned a promise: a synchronous store must answer directly`);
       }
       decision = answer as Decision;

@@ -1,10 +1,9 @@
 import { SluiceError, type Limiter } from '@sluice/core';
-import { describeValue as describe, rejectUnknownOptions } from '@sluice/core/store';
+import { describeValue as describe, isPromiseLike, optionalFunction, rejectUnknownOptions } from '@sluice/core/store';
 import { clientIpResolver, type ClientIpResult } from './client-ip.js';
 import { HEADER_STYLES, type HeaderStyle, type LegacyReset, type PolicyItemCache } from './header-fields.js';
 import { HTTP_OPTION_NAMES, type HttpLimitOptions, type IdentityValue, type LimiterEntry, type ShadowBanOptions } from './options.js';
 import type { HttpRequest } from './request.js';
-import { isPromiseLike } from './maybe-async.js';
 import { warner, type Warner } from './report.js';
 
 type MaybePromise<T> = T | Promise<T>;
@@ -52,11 +51,6 @@ const BUCKET_PATTERN = /^[\x21-\x7e]{1,64}$/;
 
 function fail(message: string): never {
   throw new SluiceError('INVALID_OPTION', message);
-}
-
-function optionalFunction<T>(value: T | undefined, field: string, shape: string): T | undefined {
-  if (value !== undefined && typeof value !== 'function') fail(`${field} must be a function ${shape}, got ${describe(value)}`);
-  return value;
 }
 
 function checkCost<R>(value: unknown, field: string): number | ((request: R) => MaybePromise<number>) | undefined {

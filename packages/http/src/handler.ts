@@ -1,8 +1,9 @@
 import type { Decision } from '@sluice/core';
+import { isPromiseLike } from '@sluice/core/store';
 import { compileOptions, type CompiledEntry, type CompiledOptions } from './compile-options.js';
 import { consume, DEGRADED, giveBack, note, REFUSED, SHADOWED, type LimiterResult } from './decision.js';
 import { afterIdentify, identityText, resolveShared, type SharedIdentity } from './identity.js';
-import { drive, isPromiseLike } from './maybe-async.js';
+import { drive } from './maybe-async.js';
 import type { HttpLimitOptions, IdentityValue } from './options.js';
 import { report } from './report.js';
 import type { HttpRequest } from './request.js';

@@ -1,8 +1,7 @@
 import { SluiceError } from '@sluice/core';
-import { describeValue } from '@sluice/core/store';
+import { describeValue, isPromiseLike } from '@sluice/core/store';
 import type { ClientIpResult } from './client-ip.js';
 import type { CompiledOptions } from './compile-options.js';
-import { isPromiseLike } from './maybe-async.js';
 import type { IdentityValue } from './options.js';
 import type { HttpRequest } from './request.js';
 

@@ -1,12 +1,10 @@
+import { isPromiseLike } from '@sluice/core/store';
+
 /**
  * Runs a generator that yields values which may be promises, synchronously for as long as none is. A request on
  * a synchronous store with synchronous hooks never allocates a promise; the first real promise switches the rest
  * of the run to async. Each yield evaluates to the settled value (or throws its rejection) either way.
  */
-export function isPromiseLike<T>(value: unknown): value is PromiseLike<T> {
-  return typeof (value as { then?: unknown } | null)?.then === 'function';
-}
-
 export function drive<T>(flow: Generator<unknown, T, unknown>): T | Promise<T> {
   let step = flow.next();
   while (!step.done) {

@@ -1,5 +1,5 @@
 import { fixedWindow, isSluiceError, tokenBucket, type SluiceError, type Store } from '@sluice/core';
-import type { LimitRequest, LimitResult } from '@sluice/core/store';
+import { isPromiseLike, type LimitRequest, type LimitResult } from '@sluice/core/store';
 import { describe, expect, it } from 'vitest';
 import type { TestContext } from '../context.js';
 
@@ -30,7 +30,7 @@ export function capabilityTests(get: () => TestContext<Store>): void {
         const request: LimitRequest = { key, rules, cost, mode, now: context.now };
         const pending = context.store.limit(request);
         if (context.options.synchronous) {
-          expect(typeof (pending as { then?: unknown }).then, 'a synchronous store must answer limit() without a promise').not.toBe('function');
+          expect(isPromiseLike(pending), 'a synchronous store must answer limit() without a promise').toBe(false);
         }
         const result = await pending;
         expect(Number.isSafeInteger(result.now), 'LimitResult.now must be integer epoch ms').toBe(true);
@@ -61,7 +61,7 @@ export function syncCapabilityTest(get: () => TestContext<Store>, synchronous: b
     };
     if (synchronous) {
       for (const answer of [limiter.limitSync('alice'), limiter.peekSync('alice'), limiter.refundSync('alice')]) {
-        expect(typeof (answer as { then?: unknown }).then).not.toBe('function');
+        expect(isPromiseLike(answer)).toBe(false);
         expect(answer).toMatchObject({ allowed: true, degraded: false });
       }
     } else {

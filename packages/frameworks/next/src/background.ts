@@ -1,10 +1,9 @@
+import { isPromiseLike } from '@sluice/core/store';
 import { throttledWarning, type ErrorEvent } from './http.js';
 import type { NextRequest } from 'next/server';
 
 type Sink = (promise: Promise<unknown>) => void;
 type OnError = (error: unknown, event: ErrorEvent<NextRequest>) => unknown;
-
-const isPromiseLike = (value: unknown): value is PromiseLike<unknown> => typeof (value as { then?: unknown } | null)?.then === 'function';
 
 /**
  * Background work started by hooks. The hooks run inside @sluice/http's handler, which hands them the request

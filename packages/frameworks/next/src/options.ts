@@ -1,5 +1,4 @@
 import { SluiceError, type Limiter } from '@sluice/core';
-import { describeValue as describe } from '@sluice/core/store';
 import type { ErrorEvent, HandleResult, HttpLimitOptions, LimitedEvent, LimiterEntry } from './http.js';
 import type { NextRequest } from 'next/server';
 
@@ -40,11 +39,6 @@ export const NEXT_OPTION_NAMES: readonly string[] = ['onDecision', 'waitUntil'];
 
 function fail(message: string): never {
   throw new SluiceError('INVALID_OPTION', message);
-}
-
-export function optionalFunction<T>(value: T | undefined, field: string, shape: string): T | undefined {
-  if (value !== undefined && typeof value !== 'function') fail(`${field} must be a function ${shape}, got ${describe(value)}`);
-  return value;
 }
 
 function hasOwnIdentify(entry: unknown): boolean {

@@ -1,9 +1,9 @@
 import { SluiceError } from '@sluice/core';
-import { describeValue as describe } from '@sluice/core/store';
+import { describeValue as describe, optionalFunction } from '@sluice/core/store';
 import { checkOptionsObject, createHandler, type HandleResult, type HttpLimitOptions, type HttpRequest } from './http.js';
 import { NextResponse, type NextRequest } from 'next/server';
 import { Background } from './background.js';
-import { checkNextIdentity, optionalFunction, type NextRateLimitOptions, type WaitUntilEvent } from './options.js';
+import { checkNextIdentity, type NextRateLimitOptions, type WaitUntilEvent } from './options.js';
 import { toNextResponse, withRateLimitHeaders } from './responses.js';
 
 /**
