@@ -171,11 +171,11 @@ class LimiterImpl implements SyncLimiter {
     this.name = checkName(options.name ?? 'default', 'name');
     const prefix = checkName(options.prefix ?? 'sluice', 'prefix');
     this.keyPrefix = `${prefix}:${this.name}:{`;
+    const bind = (this.store as Partial<FastPathStore>).bindFastPath;
+    this.fastPath = this.cacheKeys && this.store.capabilities.clock === 'client' && typeof bind === 'function' ? bind.call(this.store, this.keyPrefix) : undefined;
     if (options.clock !== undefined && typeof options.clock !== 'function') {
       throw new SluiceError('INVALID_OPTION', `createLimiter: clock must be a function returning epoch ms, got ${describe(options.clock)}`);
     }
-    const bind = (this.store as Partial<FastPathStore>).bindFastPath;
-    this.fastPath = this.cacheKeys && this.store.capabilities.clock === 'client' && typeof bind === 'function' ? bind.call(this.store, this.keyPrefix) : undefined;
     this.clock = options.clock ?? Date.now;
     if (options.quota !== undefined && typeof options.quota !== 'function') {
       throw new SluiceError('INVALID_OPTION', `createLimiter: quota must be a function (identity) => rules | undefined, got ${describe(options.quota)}`);
@@ -384,15 +384,15 @@ class LimiterImpl implements SyncLimiter {
   }
 
   private request(identity: string, options: LimitOptions | undefined, mode: Mode, rules: readonly Rule[]): LimitRequest {
-    const key = this.keyFor(identity);
-    const cost = options === undefined ? 1 : readCost(options, mode);
-    const request: LimitRequest = { key, rules: hasStagger(rules) ? stagger(rules, identity) : rules, cost, mode: cost === 0 && isStepMode(mode) ? 'peek' : mode, now: this.now() };
     if (this.fastPath !== undefined && rules.length === 1 && !rules[0]!.stagger && isStepMode(mode)) {
       // The fast path finds the identity without its key (the store builds it only for an identity it does not hold).
       if (typeof identity !== 'string' || identity.length === 0) identityKey(identity);
       const cost = options === undefined ? 1 : readCost(options, mode);
       return new IdentityRequest(identity, this.keyPrefix, rules, cost, cost === 0 ? 'peek' : mode, this.now());
     }
+    const key = this.keyFor(identity);
+    const cost = options === undefined ? 1 : readCost(options, mode);
+    const request: LimitRequest = { key, rules: hasStagger(rules) ? stagger(rules, identity) : rules, cost, mode: cost === 0 && isStepMode(mode) ? 'peek' : mode, now: this.now() };
     return mode === 'reserve' ? { ...request, maxWaitMs: readMaxWait(options as ReserveOptions) } : request;
   }
 
@@ -440,10 +440,10 @@ class IdentityRequest implements FastRequest {
     return (this.builtKey ??= this.keyPrefix + identityKey(this.identity) + '}');
   }
 }
+
 /**
  * Fills `granted` / `startAt` on answers that did not come from the store's evaluation (limiter off, failure
  * policy): an allowed answer grants the whole cost and starts now; a denied one grants nothing and starts when
-
  * `retryAfter` says (-1 when never).
  */
 function withModeFields(decision: Decision, request: LimitRequest): Decision {
