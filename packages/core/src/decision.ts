@@ -43,7 +43,7 @@ export interface Decision {
   readonly granted?: number;
   /**
    * `reserve` only: when the booked cost may start, epoch ms (wait `startAt − now`). On a denial, the start it
-   * would have had beyond `maxWaitMs`, or -1 when the cost can never fit.
+   * would have had beyond `maxWait`, or -1 when the cost can never fit.
    */
   readonly startAt?: number;
 }
