@@ -160,11 +160,12 @@ export class MemoryStore implements FastPathStore {
     }
     let index = this.indexes.get(keyPrefix);
     if (index === undefined) this.indexes.set(keyPrefix, (index = new Map()));
-    return new IndexedPath(this, index, keyPrefix.length);
+    const prefixLength = keyPrefix.length;
+    return { limitOne: (request, out) => this.limitIndexed(index, prefixLength, request, out) };
   }
 
-  /** @internal The fast path's decision: `limit(request)` for one rule, found through the identity index. */
-  limitIndexed(index: Map<string, Slot>, prefixLength: number, request: FastRequest, out: RuleAnswer): void {
+  /** The fast path's decision: `limit(request)` for one rule, found through the identity index. */
+  private limitIndexed(index: Map<string, Slot>, prefixLength: number, request: FastRequest, out: RuleAnswer): void {
     const identity = request.identity;
     let first = index.get(identity);
     let key: string;
@@ -275,19 +276,6 @@ export class MemoryStore implements FastPathStore {
     for (const first of this.cache.oldest(SWEEP_BATCH)) {
       if (isExpired(first, before)) this.cache.delete(first.key);
     }
-  }
-}
-
-/** A limiter's view of the store (see `bindFastPath`). */
-class IndexedPath implements FastPath {
-  constructor(
-    private readonly store: MemoryStore,
-    private readonly index: Map<string, Slot>,
-    private readonly prefixLength: number,
-  ) {}
-
-  limitOne(request: FastRequest, out: RuleAnswer): void {
-    this.store.limitIndexed(this.index, this.prefixLength, request, out);
   }
 }
 
