@@ -107,11 +107,14 @@ export function ceilDiv(a: number, b: number): number {
 
 /**
  * Level of a bucket that moves toward `target` by `rate` scaled units per elapsed millisecond, never past it.
- * Written to avoid forming elapsed × rate when the gap would close anyway (large gaps would overflow 2^53).
+ * Only a product below the gap (so below 2^53, exact) is ever added to the level.
  */
 export function approach(level: number, target: number, elapsedMs: number, rate: number, rising: boolean): number {
   const gap = rising ? target - level : level - target;
   if (gap <= 0) return target;
-  if (elapsedMs >= ceilDiv(gap, rate)) return target;
-  return rising ? level + elapsedMs * rate : level - elapsedMs * rate;
+  // elapsed × rate >= gap, compared without a division: the product is exact whenever it is below 2^53, and
+  // rounding a larger one cannot bring it below a gap that is itself below 2^53.
+  const moved = elapsedMs * rate;
+  if (moved >= gap) return target;
+  return rising ? level + moved : level - moved;
 }

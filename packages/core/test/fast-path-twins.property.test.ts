@@ -5,7 +5,8 @@
  *   with one scratch reused across calls as the memory store reuses it;
  * - `decideOne` (the limiter's single-rule seam over a FastPathStore) equals `decide` field for field;
  * - a limiter over a FastPathStore (its single-rule requests answered by its bound `FastPath`) gives the same decisions,
- *   and leaves the same states, as one over the same store without the seam.
+ *   and leaves the same states, as one over the same store without the seam, also through the limiter's shortcut
+ *   for `limit`/`limitSync` without options (in every mode, across configure(), with bad identities).
  */
 import fc from 'fast-check';
 import { describe, expect, test } from 'vitest';
@@ -148,11 +149,14 @@ function twinProperties<P>(c: AlgorithmCase<P>): void {
           const fast = createLimiter({ store: fastStore, rules: c.rule(params), clock });
           const general = createLimiter({ store: withoutSeam(generalStore), rules: c.rule(params), clock });
           const identity = c.identity(params);
-          for (const event of events) {
+          for (const [i, event] of events.entries()) {
             now = Math.max(0, now + event.move);
+            // A cost of 1 is asked without options every other time: the call the limiter's `one` shortcut answers.
             const call = (limiter: typeof fast): Decision =>
               event.mode === 'consume'
-                ? limiter.limitSync(identity, { cost: event.cost })
+                ? event.cost === 1 && i % 2 === 0
+                  ? limiter.limitSync(identity)
+                  : limiter.limitSync(identity, { cost: event.cost })
                 : event.mode === 'peek'
                   ? limiter.peekSync(identity, { cost: event.cost })
                   : limiter.refundSync(identity, { cost: event.cost });
@@ -167,6 +171,63 @@ function twinProperties<P>(c: AlgorithmCase<P>): void {
 }
 
 forEachCase(twinProperties);
+
+describe("the limiter's shortcut for limit/limitSync without options", () => {
+  test('answers as the general path in enforce, shadow and off modes, across configure() and for bad identities', async () => {
+    let now = T0;
+    const clock = () => now;
+    const rule = tokenBucket({ capacity: 2, refillRate: 1 });
+    const fastStore = new SeamStore();
+    const fast = createLimiter({ store: fastStore, rules: rule, clock });
+    const general = createLimiter({ store: withoutSeam(new SeamStore()), rules: rule, clock });
+    const both = async (): Promise<void> => {
+      expect(fast.limitSync('k')).toStrictEqual(general.limitSync('k'));
+      expect(await fast.limit('k')).toStrictEqual(await general.limit('k'));
+    };
+    for (const mode of ['enforce', 'shadow', 'off', 'enforce'] as const) {
+      fast.configure({ mode });
+      general.configure({ mode });
+      for (let i = 0; i < 3; i++) await both();
+      now += 700;
+    }
+    const two = [rule, tokenBucket({ capacity: 5, refillRate: 1, interval: '1m', id: 'slow' })];
+    fast.configure({ rules: two });
+    general.configure({ rules: two });
+    for (let i = 0; i < 4; i++) await both();
+    expect(fast.limitSync('k').rules).toHaveLength(2);
+    fast.configure({ rules: rule });
+    general.configure({ rules: rule });
+    await both();
+    expect(fastStore.states.size).toBeGreaterThan(0);
+    for (const bad of ['', 7, undefined]) {
+      expect(() => fast.limitSync(bad as string)).toThrow(expect.objectContaining({ code: 'INVALID_IDENTITY' }));
+      await expect(fast.limit(bad as string)).rejects.toMatchObject({ code: 'INVALID_IDENTITY' });
+    }
+  });
+
+  test('a store that throws on the fast path is answered by the failure policy, once, without a second attempt', () => {
+    let calls = 0;
+    const failing: FastPathStore = {
+      capabilities: { synchronous: true, clock: 'client', operations: ['limit', 'reset'] },
+      limit: () => {
+        calls++;
+        throw new Error('limit failed');
+      },
+      bindFastPath: () => ({
+        limitOne: () => {
+          calls++;
+          throw new Error('limitOne failed');
+        },
+      }),
+      reset: () => undefined,
+    };
+    const denying = createLimiter({ store: failing, rules: tokenBucket({ capacity: 2, refillRate: 1 }), onStoreError: 'deny', clock: () => T0 });
+    const decision = denying.limitSync('k');
+    expect(decision).toMatchObject({ allowed: false, degraded: true, reason: 'store_unavailable' });
+    expect((decision.error as { code: string }).code).toBe('STORE_ERROR');
+    expect(calls).toBe(1);
+  });
+});
 
 describe('the seam is taken', () => {
   test('a FastPathStore answers single-rule step-mode requests through its FastPath, everything else through limit', () => {

@@ -11,13 +11,13 @@ export interface LimiterResult {
   readonly decision: Decision;
 }
 
-/** The options object for the usual cost, made once rather than per request. */
-const COST_ONE = Object.freeze({ cost: 1 });
-
-/** `limitSync` where the store allows it (learnt once per limiter), `limit` otherwise. */
+/**
+ * `limitSync` where the store allows it (learnt once per limiter), `limit` otherwise. The usual cost of 1 is
+ * passed as no options at all: that is the call core's fast seam answers directly.
+ */
 export function consume<R>(entry: CompiledEntry<R>, key: string, cost: number): Decision | Promise<Decision> {
-  const options = cost === 1 ? COST_ONE : { cost };
-  const limiter = entry.limiter as typeof entry.limiter & { limitSync?: (id: string, o: { cost: number }) => Decision };
+  const options = cost === 1 ? undefined : { cost };
+  const limiter = entry.limiter as typeof entry.limiter & { limitSync?: (id: string, o?: { cost: number }) => Decision };
   if (entry.sync !== false && typeof limiter.limitSync === 'function') {
     try {
       const decision = limiter.limitSync(key, options);

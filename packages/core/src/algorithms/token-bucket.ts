@@ -54,16 +54,19 @@ export function tokenBucketInto(
 
 function smoothStep(state: State | undefined, now: number, cost: number, mode: StepMode, p: TokenBucketParams, out: StepScratch): void {
   // Levels are kept in scaled units (tokens × intervalMs) so that refill per millisecond is the integer refillRate.
-  const full = p.capacity * p.intervalMs;
+  const interval = p.intervalMs;
+  const rate = p.refillRate;
+  const full = p.capacity * interval;
   let level = full;
   let t = now;
   if (state !== undefined) {
     const last = state[1]!;
-    t = Math.max(now, last);
-    const stored = rescale(state[0]!, state[2] ?? p.intervalMs, p.intervalMs);
-    level = approach(Math.min(stored, full), full, t - last, p.refillRate, true);
+    if (last > now) t = last;
+    const scale = state[2];
+    const stored = scale === undefined || scale === interval ? state[0]! : rescale(state[0]!, scale, interval);
+    if (stored < full) level = approach(stored, full, t - last, rate, true);
   }
-  const need = cost * p.intervalMs;
+  const need = cost * interval;
   let allowed = true;
   let retryAt = now;
   if (mode === 'refund') {
@@ -71,12 +74,13 @@ function smoothStep(state: State | undefined, now: number, cost: number, mode: S
   } else {
     allowed = cost === 0 || level >= need;
     if (allowed && mode === 'consume') level -= need;
-    if (!allowed) retryAt = cost > p.capacity ? NEVER : t + ceilDiv(need - level, p.refillRate);
+    if (!allowed) retryAt = cost > p.capacity ? NEVER : t + ceilDiv(need - level, rate);
   }
-  const resetAt = t + ceilDiv(full - level, p.refillRate);
+  // A full bucket (the common case for a quiet identity) needs neither division.
+  const resetAt = level === full ? t : t + ceilDiv(full - level, rate);
   out.allowed = allowed;
-  setTriple(out.next, level, t, p.intervalMs);
-  out.remaining = Math.floor(level / p.intervalMs);
+  setTriple(out.next, level, t, interval);
+  out.remaining = level === full ? p.capacity : Math.floor(level / interval);
   out.resetAt = resetAt;
   out.retryAt = retryAt;
   out.ttlMs = resetAt - now;
