@@ -6,7 +6,7 @@ import { runNodeChild } from '../lib/child.mjs';
 import { compare } from '../lib/harness.mjs';
 import { target } from '../lib/report.mjs';
 import { addRatios, formatInteger, formatRatio, formatTable } from '../lib/table.mjs';
-import { ERL, FLOOR, LIMITER, RLF, SLUICE_LIMIT, SLUICE_SYNC, contestants } from './memory/contestants.mjs';
+import { CLOCK, ERL, FLOOR, LIMITER, RLF, SLUICE_LIMIT, SLUICE_SYNC, contestants } from './memory/contestants.mjs';
 import { CAPACITY, IDENTITIES, LARGE_IDENTITIES, REFILL_PER_SECOND, SMALL, largeWorkload, makeOrder } from './memory/workload.mjs';
 
 export const builds = ['@sluice/memory'];
@@ -130,6 +130,7 @@ export async function run({ options, log }) {
     notes: [
       'Ratios are time per decision divided by the base row\'s: below 1.00x is faster. "spread" is half the (max − min) range of the rounds around the median.',
       '"allowed" is each contestant\'s share of allowed decisions over the run; faster contestants spend tokens faster (real clocks), so they see more denials.',
+      `Beyond the clock (${byName(CLOCK).nsPerOp.toFixed(1)} ns here), limitSync() spent ${(byName(SLUICE_SYNC).nsPerOp - byName(CLOCK).nsPerOp).toFixed(1)} ns and the floor ${(byName(FLOOR).nsPerOp - byName(CLOCK).nsPerOp).toFixed(1)} ns per decision at ${countLabel} identities. limitSync() returns a Decision (10 fields and a one-rule report: three objects, its epoch-ms fields boxed); the floor and limiter return a boolean.`,
     ],
     data: { heap, limited: limitedRows, large: largeRows, limitSpeedupVsRlf: Math.round(speedup * 100) / 100, limitSyncVsFloor: Math.round(syncVsFloor * 100) / 100 },
   };
