@@ -441,7 +441,11 @@ class LimiterImpl implements SyncLimiter {
         answer.result !== undefined
           ? degrade(this.shaped(decide(rules, answer.result.outcomes, answer.result.now)), answer.error)
           : this.shaped(failOpenOrClosed(answer.verdict!, rules, request.now, answer.error));
-    } else decision = this.shaped(decide(rules, (answer as LimitResult).outcomes, (answer as LimitResult).now));
+    } else {
+      const result = answer as LimitResult;
+      const decided = decide(rules, result.outcomes, result.now);
+      decision = this.shaped(result.error === undefined ? decided : degrade(decided, result.error));
+    }
     return withModeFields(decision, request);
   }
 

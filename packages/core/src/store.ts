@@ -16,6 +16,7 @@
  * `FastPathStore` (below) is an optional seam for in-process stores, not part of the contract.
  */
 import type { Mode, StepMode, State } from './algorithm.js';
+import type { SluiceError } from './errors.js';
 import type { ResolvedRule, RuleOutcome } from './rules.js';
 
 /** `limit` and `reset` are required; `take` and `reserve` name the optional modes of `limit`. */
@@ -49,6 +50,12 @@ export interface LimitResult {
   readonly now: number;
   /** One outcome per rule, in request order (for `take` and `reserve`, each carries `granted` or `startAt`). */
   readonly outcomes: readonly RuleOutcome[];
+  /**
+   * Set by a store that answered without its shared state (a tier deciding on its local share while its remote
+   * store is down): why. The limiter marks the decision `degraded` with this error, as it does a failure
+   * policy's answer.
+   */
+  readonly error?: SluiceError;
 }
 
 export interface Store {

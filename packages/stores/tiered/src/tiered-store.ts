@@ -1,0 +1,562 @@
+import {
+  Failover,
+  NEVER,
+  createFailurePolicy,
+  isPromiseLike,
+  type FailurePolicy,
+  type LimitRequest,
+  type LimitResult,
+  type ResolvedRule,
+  type RuleOutcome,
+  type Store,
+  type StoreCapabilities,
+  type StoreOperation,
+} from '@sluice/core/store';
+import { LRUCache } from 'lru-cache';
+import { LocalShare } from './local-share.js';
+import { resolveOptions, type ResolvedOptions, type TierStrategy, type TieredStoreOptions } from './options.js';
+import { leasable, leaseDeadline } from './rule-windows.js';
+
+/** Counters since the tier was built; `pnpm bench tiered` and the simulation read them. */
+export interface TierStats {
+  /** Decisions asked of the tier (consume, peek, refund, take, reserve). */
+  decisions: number;
+  /** Decisions answered from process memory, with no remote call. */
+  local: number;
+  /** Of those, refusals answered by the deny cache. */
+  denyCacheHits: number;
+  /** Calls made to the remote store (decisions, batch takes, flushes, lease returns). */
+  remoteCalls: number;
+  /** Answers given on the local share because the remote store failed or its circuit was open. */
+  degraded: number;
+  /** `lease`: units taken in batches, and units given back unspent. */
+  leasedUnits: number;
+  returnedUnits: number;
+  /** `lease`: unspent units that could not be given back (past their window, or the remote store failed): lost to the fleet until they expire. */
+  droppedUnits: number;
+  /** `async`: units counted remotely by flushes, and of those the ones the remote store had no room for (over-admission). */
+  flushedUnits: number;
+  overAdmittedUnits: number;
+}
+
+/** A refusal the remote store gave, replayed locally until `until` (remote clock) for costs of at least `cost`. */
+interface Denial {
+  cost: number;
+  until: number;
+  outcomes: readonly RuleOutcome[];
+}
+
+/** `lease`: units taken from the remote store and not yet spent. */
+interface Lease {
+  balance: number;
+  /** Remote clock: spend no unit at or after this. */
+  expiresAt: number;
+  /** Remote clock: give units back only before this (a refund must land inside the window they were counted in). */
+  returnBefore: number;
+  /** Per rule, as the take left them: remaining after it, and reset time. */
+  remaining: number[];
+  resetAt: number[];
+  takenAt: number;
+  /** Units spent from this batch so far: the identity's rate, for sizing the next one. */
+  spent: number;
+}
+
+/** `async`: units admitted locally and not yet counted remotely. */
+interface Counts {
+  /** Admitted, not yet sent. */
+  unflushed: number;
+  /** Sent in a flush that has not answered yet. */
+  inflight: number;
+  /** Per rule, remaining as the remote store last reported it (undefined: never asked). */
+  known: number[] | undefined;
+  resetAt: number[];
+  lastFlushAt: number;
+  flushing: Promise<void> | undefined;
+}
+
+interface Entry {
+  readonly key: string;
+  /** The rule ids the local state was built for; another set of rules starts it over. */
+  signature: string;
+  rules: readonly ResolvedRule[];
+  /** Local clock, last decision. */
+  lastSeen: number;
+  denial: Denial | undefined;
+  lease: Lease | undefined;
+  fetching: Promise<unknown> | undefined;
+  counts: Counts | undefined;
+}
+
+/** Timers exist in every runtime the tier targets, but the package compiles without DOM or Node typings. */
+const timers = globalThis as unknown as {
+  setInterval?: (callback: () => void, ms: number) => unknown;
+  clearInterval?: (handle: unknown) => void;
+};
+
+const SWEEP_EVERY = 64;
+const SWEEP_BATCH = 8;
+/** A lease stops being spent this long before its window's end: local and remote clocks agree only to a round trip. */
+const WINDOW_GUARD_MS = 10;
+/** How long a cost that can never fit is refused locally (it can only start fitting if the rules change). */
+const NEVER_DENIAL_MS = 1000;
+
+/**
+ * A Store in front of a shared store that answers from process memory where its strategy allows. See the
+ * package README for the strategies, their bounds and how they were measured.
+ * @example
+ * const store = tieredStore({ remote: redisStore(redis), instances: 4, strategy: 'lease' });
+ * const limiter = createLimiter({ store, rules: fixedWindow({ limit: 1000, window: '1s' }) });
+ */
+export function tieredStore(options: TieredStoreOptions): TieredStore {
+  return new TieredStore(options);
+}
+
+export class TieredStore implements Store {
+  readonly capabilities: StoreCapabilities;
+  readonly strategy: TierStrategy;
+  private readonly options: ResolvedOptions;
+  private readonly remote: Store;
+  private readonly policy: FailurePolicy;
+  private readonly entries: LRUCache<string, Entry>;
+  private readonly counters: TierStats = {
+    decisions: 0,
+    local: 0,
+    denyCacheHits: 0,
+    remoteCalls: 0,
+    degraded: 0,
+    leasedUnits: 0,
+    returnedUnits: 0,
+    droppedUnits: 0,
+    flushedUnits: 0,
+    overAdmittedUnits: 0,
+  };
+  /** Remote clock minus local clock, from the last remote answer (0 for a client-clock remote store). */
+  private offset = 0;
+  private calls = 0;
+  private timer: unknown;
+  private timerTried = false;
+  private closed = false;
+  private readonly pending = new Set<Promise<unknown>>();
+  private readonly signatures = new WeakMap<readonly ResolvedRule[], string>();
+  private readonly callRemote = (request: LimitRequest): LimitResult | Promise<LimitResult> => {
+    this.counters.remoteCalls++;
+    return this.remote.limit(request);
+  };
+
+  constructor(options: TieredStoreOptions) {
+    this.options = resolveOptions(options);
+    this.remote = this.options.remote;
+    this.strategy = this.options.strategy;
+    const operations = this.remote.capabilities.operations.filter((op): op is StoreOperation => op === 'limit' || op === 'reset' || op === 'take' || op === 'reserve');
+    this.capabilities = { synchronous: false, clock: 'client', operations };
+    this.policy = createFailurePolicy({
+      timeout: this.options.timeout,
+      circuitBreaker: this.options.circuitBreaker,
+      onStoreError: new LocalShare(this.options.instances, this.options.maxKeys),
+      clock: this.options.clock,
+      caller: 'tieredStore',
+    });
+    this.entries = new LRUCache<string, Entry>({ max: this.options.maxKeys, dispose: (entry, _key, reason) => this.evicted(entry, reason) });
+  }
+
+  /** A copy of the counters. */
+  stats(): TierStats {
+    return { ...this.counters };
+  }
+
+  limit(request: LimitRequest): LimitResult | Promise<LimitResult> {
+    this.counters.decisions++;
+    if (this.closed) return this.decideRemotely(request, undefined);
+    this.housekeeping();
+    const entry = this.entryFor(request);
+    const { mode } = request;
+    if (mode === 'consume' || mode === 'peek') {
+      const replay = this.denied(entry, request);
+      if (replay !== undefined) return replay;
+    }
+    if (mode !== 'consume') {
+      // A refund (or a take, or a booking) changes the shared state; a refusal remembered from before may no longer hold.
+      if (mode !== 'peek') entry.denial = undefined;
+      return this.decideRemotely(request, entry);
+    }
+    if (this.strategy === 'lease' && leasable(request.rules)) return this.leased(entry, request);
+    if (this.strategy === 'async') return this.counted(entry, request);
+    return this.decideRemotely(request, entry);
+  }
+
+  reset(key: string, ruleIds: readonly string[]): void | Promise<void> {
+    // Local state goes without being returned or flushed: the remote state it belongs to is being forgotten too.
+    const entry = this.entries.peek(key);
+    if (entry !== undefined) {
+      entry.lease = undefined;
+      entry.counts = undefined;
+      entry.denial = undefined;
+      this.entries.delete(key);
+    }
+    return this.remote.reset(key, ruleIds);
+  }
+
+  /**
+   * Gives back every unspent leased unit it safely can and counts every local admission remotely, then stops the
+   * timer. The remote store stays open (it is the caller's). Calls after close go straight to the remote store.
+   */
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    if (this.timer !== undefined) timers.clearInterval?.(this.timer);
+    const work: Array<Promise<unknown>> = [];
+    for (const entry of this.entries.values()) work.push(this.release(entry), this.flushAll(entry));
+    work.push(...this.pending);
+    await Promise.allSettled(work);
+    this.entries.clear();
+  }
+
+  /** Gives back every lease and flushes every count now, as close() does, but keeps the tier open (before a deploy, in tests). */
+  async sync(): Promise<void> {
+    const work: Array<Promise<unknown>> = [];
+    const now = this.options.clock();
+    for (const entry of this.entries.rvalues()) if (entry !== undefined) work.push(this.tidy(entry, now, true));
+    await Promise.allSettled(work);
+  }
+
+  // ---------------------------------------------------------------------------------------------------------------
+  // Remote decisions and the deny cache
+
+  /** One remote call under the failure policy; on a failure, the local share answers (marked with the error). */
+  private decideRemotely(request: LimitRequest, entry: Entry | undefined): LimitResult | Promise<LimitResult> {
+    const answer = this.policy.run(request, this.callRemote);
+    if (isPromiseLike(answer)) return answer.then((a) => this.settled(request, entry, a));
+    return this.settled(request, entry, answer);
+  }
+
+  private settled(request: LimitRequest, entry: Entry | undefined, answer: LimitResult | Failover): LimitResult {
+    if (answer instanceof Failover) return this.degraded(answer);
+    this.observe(request, answer);
+    if (entry !== undefined && (request.mode === 'consume' || request.mode === 'peek')) this.remember(entry, request.cost, answer);
+    if (entry?.counts !== undefined && request.mode === 'consume') {
+      entry.counts.known = answer.outcomes.map((o) => o.remaining);
+      entry.counts.resetAt = answer.outcomes.map((o) => o.resetAt);
+    }
+    return answer;
+  }
+
+  private degraded(failover: Failover): LimitResult {
+    this.counters.degraded++;
+    const result = failover.result;
+    if (result === undefined) throw failover.error; // not reached: the local share is synchronous and does not fail
+    return { ...result, error: failover.error };
+  }
+
+  /** The remote clock's lead over the local one (a store-clock remote answers in its own time). */
+  private observe(request: LimitRequest, result: LimitResult): void {
+    this.offset = this.remote.capabilities.clock === 'store' ? result.now - request.now : 0;
+  }
+
+  /** Remembers a refusal until the time the remote store said the same cost could pass. */
+  private remember(entry: Entry, cost: number, result: LimitResult): void {
+    let until = Number.NEGATIVE_INFINITY;
+    for (const o of result.outcomes) {
+      if (o.allowed) continue;
+      const retry = o.retryAt === NEVER ? result.now + NEVER_DENIAL_MS : o.retryAt;
+      if (retry > until) until = retry;
+    }
+    if (until <= result.now) return;
+    const outcomes = result.outcomes.map(withoutModeFields);
+    entry.denial = { cost: Math.max(1, cost), until, outcomes };
+  }
+
+  /** A remembered refusal that covers this request, replayed as the remote store gave it. */
+  private denied(entry: Entry, request: LimitRequest): LimitResult | undefined {
+    const denial = entry.denial;
+    if (denial === undefined) return undefined;
+    const now = request.now + this.offset;
+    if (now >= denial.until) {
+      entry.denial = undefined;
+      return undefined;
+    }
+    if (request.cost < denial.cost) return undefined;
+    this.counters.local++;
+    this.counters.denyCacheHits++;
+    return { now, outcomes: denial.outcomes };
+  }
+
+  // ---------------------------------------------------------------------------------------------------------------
+  // Leased batches
+
+  private leased(entry: Entry, request: LimitRequest): LimitResult | Promise<LimitResult> {
+    const now = request.now + this.offset;
+    let lease = entry.lease;
+    if (lease !== undefined && now >= lease.expiresAt) {
+      this.background(this.release(entry));
+      lease = undefined;
+    }
+    if (lease !== undefined && lease.balance >= request.cost) {
+      lease.balance -= request.cost;
+      lease.spent += request.cost;
+      this.counters.local++;
+      return this.leaseAnswer(request, lease, now);
+    }
+    // Another call is fetching a batch for this identity: wait for it rather than fetch a second one.
+    if (entry.fetching !== undefined) return entry.fetching.then(() => this.again(entry, request));
+    // A cost above one is decided remotely, exactly; batches serve the usual cost of 1.
+    if (request.cost !== 1) return this.decideRemotely(request, entry);
+    const fetch = this.fetch(entry, request, lease);
+    entry.fetching = fetch;
+    return fetch.finally(() => {
+      if (entry.fetching === fetch) entry.fetching = undefined;
+    });
+  }
+
+  /** After waiting for another call's batch: the deny cache first (the batch may have come back empty), then the lease. */
+  private again(entry: Entry, request: LimitRequest): LimitResult | Promise<LimitResult> {
+    return this.denied(entry, request) ?? this.leased(entry, request);
+  }
+
+  /** Takes a batch sized to the identity's rate, spends one unit of it on this request, keeps the rest. */
+  private async fetch(entry: Entry, request: LimitRequest, previous: Lease | undefined): Promise<LimitResult> {
+    const batch = this.batchSize(previous, request.now + this.offset);
+    const answer = await this.policy.run({ key: request.key, rules: request.rules, cost: batch, mode: 'take', now: request.now }, this.callRemote);
+    if (answer instanceof Failover) return this.degraded(answer);
+    this.observe(request, answer);
+    const granted = answer.outcomes[0]?.granted ?? 0;
+    const outcomes = answer.outcomes.map(withoutModeFields);
+    if (granted === 0) {
+      // Nothing fits: the take's outcomes are those of a one-unit peek, a refusal to remember.
+      const refusal = { now: answer.now, outcomes };
+      this.remember(entry, 1, refusal);
+      return refusal;
+    }
+    this.counters.leasedUnits += granted;
+    const deadline = leaseDeadline(request.rules, answer.now);
+    const lease: Lease = {
+      balance: granted - 1,
+      expiresAt: Math.min(answer.now + this.options.leaseTtlMs, deadline - WINDOW_GUARD_MS),
+      returnBefore: deadline - this.policy.timeoutMs,
+      remaining: outcomes.map((o) => o.remaining),
+      resetAt: outcomes.map((o) => o.resetAt),
+      takenAt: answer.now,
+      spent: 1,
+    };
+    entry.lease = lease;
+    return { now: answer.now, outcomes: outcomes.map((o) => ({ ...o, remaining: Math.min(o.limit, o.remaining + lease.balance) })) };
+  }
+
+  /** 1 for an identity with no history; otherwise the units it spent per ms over its last batch, times the lease ttl. */
+  private batchSize(previous: Lease | undefined, now: number): number {
+    if (previous === undefined) return 1;
+    const elapsed = Math.max(1, now - previous.takenAt);
+    const wanted = Math.ceil((previous.spent * this.options.leaseTtlMs) / elapsed);
+    return Math.max(1, Math.min(this.options.maxBatch, wanted));
+  }
+
+  private leaseAnswer(request: LimitRequest, lease: Lease, now: number): LimitResult {
+    const outcomes = request.rules.map((rule, i) => ({
+      id: rule.id,
+      allowed: true,
+      limit: rule.limit,
+      remaining: Math.min(rule.limit, (lease.remaining[i] ?? 0) + lease.balance),
+      resetAt: Math.max(now, lease.resetAt[i] ?? now),
+      retryAt: now,
+    }));
+    return { now, outcomes };
+  }
+
+  /** Gives a lease's unspent units back if they would still land in the window they were counted in; otherwise they are dropped. */
+  private release(entry: Entry): Promise<void> {
+    const lease = entry.lease;
+    entry.lease = undefined;
+    if (lease === undefined || lease.balance === 0) return Promise.resolve();
+    const units = lease.balance;
+    const local = this.options.clock();
+    if (local + this.offset >= lease.returnBefore) {
+      this.counters.droppedUnits += units;
+      return Promise.resolve();
+    }
+    const refund: LimitRequest = { key: entry.key, rules: entry.rules, cost: units, mode: 'refund', now: local };
+    return Promise.resolve(this.policy.run(refund, this.callRemote)).then((answer) => {
+      if (answer instanceof Failover) this.counters.droppedUnits += units;
+      else this.counters.returnedUnits += units;
+    });
+  }
+
+  // ---------------------------------------------------------------------------------------------------------------
+  // Asynchronous counting
+
+  private counted(entry: Entry, request: LimitRequest): LimitResult | Promise<LimitResult> {
+    const counts = (entry.counts ??= { unflushed: 0, inflight: 0, known: undefined, resetAt: [], lastFlushAt: this.options.clock(), flushing: undefined });
+    const cost = request.cost;
+    const known = counts.known;
+    const unsynced = counts.unflushed + counts.inflight;
+    if (known !== undefined && unsynced + cost <= this.options.maxUnsynced && least(known) - unsynced - cost >= this.options.threshold) {
+      counts.unflushed += cost;
+      this.counters.local++;
+      const now = request.now + this.offset;
+      if (counts.flushing === undefined && (counts.unflushed >= this.options.flushEvery || request.now - counts.lastFlushAt >= this.options.syncIntervalMs)) {
+        this.background(this.flush(entry));
+      }
+      const left = unsynced + cost;
+      const outcomes = request.rules.map((rule, i) => ({
+        id: rule.id,
+        allowed: true,
+        limit: rule.limit,
+        remaining: Math.max(0, (known[i] ?? 0) - left),
+        resetAt: Math.max(now, counts.resetAt[i] ?? now),
+        retryAt: now,
+      }));
+      return { now, outcomes };
+    }
+    // Near the limit, or nothing known yet, or too much uncounted: count what is pending, then decide remotely.
+    if (counts.unflushed > 0 || counts.flushing !== undefined) return this.flushAll(entry).then(() => this.decideRemotely(request, entry));
+    return this.decideRemotely(request, entry);
+  }
+
+  /** Counts the units admitted locally so far with one `take`; what the remote store had no room for is over-admission. */
+  private flush(entry: Entry): Promise<void> {
+    const counts = entry.counts;
+    if (counts === undefined || counts.unflushed === 0 || counts.flushing !== undefined) return counts?.flushing ?? Promise.resolve();
+    const units = counts.unflushed;
+    counts.unflushed = 0;
+    counts.inflight += units;
+    const local = this.options.clock();
+    counts.lastFlushAt = local;
+    const take: LimitRequest = { key: entry.key, rules: entry.rules, cost: units, mode: 'take', now: local };
+    const flushing = Promise.resolve(this.policy.run(take, this.callRemote))
+      .then((answer) => {
+        if (answer instanceof Failover) {
+          // Not counted (or not known to be): kept, and sent again with the next flush.
+          counts.unflushed += units;
+          return;
+        }
+        this.observe(take, answer);
+        const granted = answer.outcomes[0]?.granted ?? 0;
+        this.counters.flushedUnits += units;
+        this.counters.overAdmittedUnits += units - granted;
+        counts.known = answer.outcomes.map((o) => o.remaining);
+        counts.resetAt = answer.outcomes.map((o) => o.resetAt);
+      })
+      .finally(() => {
+        counts.inflight -= units;
+        counts.flushing = undefined;
+      });
+    counts.flushing = flushing;
+    return flushing;
+  }
+
+  /** Flushes until nothing admitted locally is uncounted (or a flush fails: then the units wait for the next one). */
+  private async flushAll(entry: Entry): Promise<void> {
+    for (let round = 0; round < 3; round++) {
+      const counts = entry.counts;
+      if (counts === undefined) return;
+      if (counts.flushing !== undefined) await counts.flushing.catch(() => undefined);
+      if (counts.unflushed === 0) return;
+      await this.flush(entry).catch(() => undefined);
+    }
+  }
+
+  // ---------------------------------------------------------------------------------------------------------------
+  // Entries and housekeeping
+
+  private entryFor(request: LimitRequest): Entry {
+    const signature = this.signatureOf(request.rules);
+    let entry = this.entries.get(request.key);
+    if (entry === undefined) {
+      entry = { key: request.key, signature, rules: request.rules, lastSeen: 0, denial: undefined, lease: undefined, fetching: undefined, counts: undefined };
+      this.entries.set(request.key, entry);
+    } else if (entry.signature !== signature) {
+      // The rules changed (configure, a quota): local state was built for others. Leases go back, counts are sent.
+      this.background(this.release(entry));
+      this.background(this.flushAll(entry));
+      entry = { key: request.key, signature, rules: request.rules, lastSeen: 0, denial: undefined, lease: undefined, fetching: undefined, counts: undefined };
+      this.entries.set(request.key, entry);
+    }
+    entry.rules = request.rules;
+    entry.lastSeen = this.options.clock();
+    return entry;
+  }
+
+  private signatureOf(rules: readonly ResolvedRule[]): string {
+    let signature = this.signatures.get(rules);
+    if (signature === undefined) {
+      signature = rules.map((r) => `${r.id}:${r.algorithm}:${r.limit}:${JSON.stringify(r.params)}`).join('|');
+      this.signatures.set(rules, signature);
+    }
+    return signature;
+  }
+
+  /** Every 64 calls, the least recently used entries get their housekeeping; a timer does it too where one can be unref'd. */
+  private housekeeping(): void {
+    if (!this.timerTried) this.startTimer();
+    if (++this.calls % SWEEP_EVERY !== 0) return;
+    const now = this.options.clock();
+    let seen = 0;
+    for (const entry of this.entries.rvalues()) {
+      if (++seen > SWEEP_BATCH) break;
+      if (entry !== undefined) this.background(this.tidy(entry, now, false));
+    }
+  }
+
+  /** A quiet identity's lease goes back; counts waiting longer than syncInterval are flushed. */
+  private tidy(entry: Entry, now: number, force: boolean): Promise<unknown> {
+    const work: Array<Promise<unknown>> = [];
+    const lease = entry.lease;
+    if (lease !== undefined && entry.fetching === undefined) {
+      const quiet = now - entry.lastSeen >= this.options.leaseTtlMs / 4;
+      if (force || quiet || now + this.offset >= lease.expiresAt) work.push(this.release(entry));
+    }
+    const counts = entry.counts;
+    if (counts !== undefined && counts.unflushed > 0 && (force || now - counts.lastFlushAt >= this.options.syncIntervalMs)) work.push(this.flush(entry));
+    return Promise.allSettled(work);
+  }
+
+  private startTimer(): void {
+    this.timerTried = true;
+    const { setInterval, clearInterval } = timers;
+    if (!this.options.timers || typeof setInterval !== 'function' || typeof clearInterval !== 'function') return;
+    const period = Math.max(10, Math.min(this.options.leaseTtlMs / 4, this.options.syncIntervalMs));
+    const timer = setInterval(() => {
+      const now = this.options.clock();
+      for (const entry of this.entries.rvalues()) if (entry !== undefined) this.background(this.tidy(entry, now, false));
+    }, period);
+    const unref = (timer as { unref?: () => void }).unref;
+    if (typeof unref === 'function') {
+      unref.call(timer);
+      this.timer = timer;
+    } else {
+      // A timer that would keep the runtime alive (or run outside any request on an edge platform): none.
+      clearInterval(timer);
+    }
+  }
+
+  /** An entry the LRU let go (full, or deleted): its lease goes back and its counts are sent, in the background. */
+  private evicted(entry: Entry, reason: string): void {
+    if (reason === 'set' || this.closed) return; // replaced by entryFor, which already released it; or close() does it
+    if (entry.lease !== undefined) this.background(this.release(entry));
+    if (entry.counts !== undefined && entry.counts.unflushed > 0) this.background(this.flushAll(entry));
+  }
+
+  /** Background work never rejects unhandled; with waitUntil the platform keeps it alive, otherwise close() waits for it. */
+  private background(work: Promise<unknown>): void {
+    const settled = work.then(
+      () => undefined,
+      () => undefined,
+    );
+    if (this.options.waitUntil !== undefined) {
+      this.options.waitUntil(settled);
+      return;
+    }
+    this.pending.add(settled);
+    void settled.then(() => this.pending.delete(settled));
+  }
+}
+
+function least(values: readonly number[]): number {
+  let min = Number.POSITIVE_INFINITY;
+  for (const v of values) if (v < min) min = v;
+  return min;
+}
+
+/** A take's outcome as a consume's: `granted` belongs to the take the tier made, not to the caller's request. */
+function withoutModeFields(outcome: RuleOutcome): RuleOutcome {
+  if (outcome.granted === undefined && outcome.startAt === undefined) return outcome;
+  return { id: outcome.id, allowed: outcome.allowed, limit: outcome.limit, remaining: outcome.remaining, resetAt: outcome.resetAt, retryAt: outcome.retryAt };
+}
