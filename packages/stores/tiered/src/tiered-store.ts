@@ -42,6 +42,8 @@ export interface TierStats {
 /** A refusal the remote store gave, replayed locally until `until` (remote clock) for costs of at least `cost`. */
 interface Denial {
   cost: number;
+  /** Remote clock: when it was given. A clock that steps back before it asks the shared store again (retry times move with it). */
+  at: number;
   until: number;
   outcomes: readonly RuleOutcome[];
 }
@@ -232,7 +234,11 @@ export class TieredStore implements Store {
   private settled(request: LimitRequest, entry: Entry | undefined, answer: LimitResult | Failover): LimitResult {
     if (answer instanceof Failover) return this.degraded(answer);
     this.observe(request, answer);
-    if (entry !== undefined && (request.mode === 'consume' || request.mode === 'peek')) this.remember(entry, request.cost, answer);
+    if (entry !== undefined && (request.mode === 'consume' || request.mode === 'peek')) {
+      // Anything this instance consumed moves the retry time of a refusal it remembers: forgotten.
+      if (request.mode === 'consume' && request.cost > 0 && answer.outcomes.every((o) => o.allowed)) entry.denial = undefined;
+      else this.remember(entry, request.cost, answer);
+    }
     if (entry?.counts !== undefined && request.mode === 'consume') {
       entry.counts.known = answer.outcomes.map((o) => o.remaining);
       entry.counts.resetAt = answer.outcomes.map((o) => o.resetAt);
@@ -262,7 +268,7 @@ export class TieredStore implements Store {
     }
     if (until <= result.now) return;
     const outcomes = result.outcomes.map(withoutModeFields);
-    entry.denial = { cost: Math.max(1, cost), until, outcomes };
+    entry.denial = { cost, at: result.now, until, outcomes };
   }
 
   /** A remembered refusal that covers this request, replayed as the remote store gave it. */
@@ -270,11 +276,12 @@ export class TieredStore implements Store {
     const denial = entry.denial;
     if (denial === undefined) return undefined;
     const now = request.now + this.offset;
-    if (now >= denial.until) {
+    if (now >= denial.until || now < denial.at) {
       entry.denial = undefined;
       return undefined;
     }
-    if (request.cost < denial.cost) return undefined;
+    // Only the same cost: a larger one can have a later retryAt, or never fit at all (cost_exceeds_limit).
+    if (request.cost !== denial.cost) return undefined;
     this.counters.local++;
     this.counters.denyCacheHits++;
     return { now, outcomes: denial.outcomes };

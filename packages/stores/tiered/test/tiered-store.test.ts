@@ -1,0 +1,315 @@
+/**
+ * @sluice/tiered against an in-process shared store (a memory store behind promises, test/support.ts), with a
+ * fake clock: the deny cache equals the shared store alone; fleets of tiers keep the README's bounds under
+ * random interleavings; failures fall back to the local share and come back; close() returns and flushes.
+ * The multi-process simulation against a real redis-server is test/tiered/fleet-simulation.test.ts (repository root).
+ */
+import fc from 'fast-check';
+import { describe, expect, test } from 'vitest';
+import {
+  createLimiter,
+  fixedWindow,
+  gcra,
+  leakyBucket,
+  slidingWindowCounter,
+  slidingWindowLog,
+  tokenBucket,
+  type Decision,
+  type Limiter,
+  type Rule,
+} from '@sluice/core';
+import { memoryStore } from '@sluice/memory';
+import { tieredStore, type TieredStoreOptions, type TierStrategy } from '../src/index.js';
+import { SharedStore, prng } from './support.js';
+
+const T0 = 1_700_000_000_000;
+
+const RULES: ReadonlyArray<readonly [string, () => Rule]> = [
+  ['fixed window', () => fixedWindow({ limit: 5, window: '1s' })],
+  ['token bucket', () => tokenBucket({ capacity: 5, refillRate: 2, interval: '1s' })],
+  ['token bucket (interval refill)', () => tokenBucket({ capacity: 5, refillRate: 2, interval: '1s', refill: 'interval' })],
+  ['leaky bucket', () => leakyBucket({ capacity: 5, leakRate: 2, interval: '1s' })],
+  ['gcra', () => gcra({ limit: 4, period: '1s', burst: 2 })],
+  ['sliding window log', () => slidingWindowLog({ limit: 5, window: '1s' })],
+  ['sliding window counter', () => slidingWindowCounter({ limit: 5, window: '1s' })],
+];
+
+/** Clock moves with the nasty cases: backward steps, zero, small, and gaps far longer than any window. */
+const moveArb = fc.oneof(fc.integer({ min: -1500, max: -1 }), fc.constant(0), fc.integer({ min: 1, max: 400 }), fc.integer({ min: 5_000, max: 10_000_000 }));
+/** Costs with zero and oversize ones (every rule above holds at most 5). */
+const costArb = fc.oneof(fc.constant(1), fc.constant(1), fc.constant(0), fc.integer({ min: 2, max: 4 }), fc.integer({ min: 6, max: 50 }));
+const eventArb = fc.record({ move: moveArb, cost: costArb, peek: fc.boolean() });
+
+function tier(remote: SharedStore, strategy: TierStrategy, clock: () => number, extra: Partial<TieredStoreOptions> = {}) {
+  return tieredStore({ remote, instances: 4, strategy, clock, timers: false, ...extra });
+}
+
+describe('options', () => {
+  const remote = new SharedStore();
+  test.each([
+    [{}, /remote must be a store/],
+    [{ remote, instances: 0 }, /instances must be an integer from 1/],
+    [{ remote, instances: 2.5 }, /instances must be an integer from 1/],
+    [{ remote, instances: 2, strategy: 'lru' }, /strategy must be 'deny-cache', 'lease' or 'async'/],
+    [{ remote, instances: 2, lease: { maxBatch: 0 } }, /lease.maxBatch must be an integer from 1/],
+    [{ remote, instances: 2, lease: { ttl: 'soon' } }, /lease.ttl/],
+    [{ remote, instances: 2, lease: { size: 3 } }, /unknown option "size"/],
+    [{ remote, instances: 2, async: { flushEvery: 10, maxUnsynced: 5 } }, /async.maxUnsynced \(5\) must be at least async.flushEvery \(10\)/],
+    [{ remote, instances: 2, timers: 'yes' }, /timers must be true or false/],
+    [{ remote, instances: 2, waitUntil: 3 }, /waitUntil must be a function/],
+    [{ remote, instances: 2, ttl: '1s' }, /unknown option "ttl"/],
+  ])('%j is refused, naming the field', (options, message) => {
+    expect(() => tieredStore(options as unknown as TieredStoreOptions)).toThrow(message);
+  });
+
+  test('lease and async need a remote store that announces take', () => {
+    const noTake = { capabilities: { synchronous: false, clock: 'client', operations: ['limit', 'reset'] }, limit: remote.limit.bind(remote), reset: remote.reset.bind(remote) } as const;
+    expect(() => tieredStore({ remote: noTake, instances: 2, strategy: 'lease' })).toThrow(/needs a remote store that supports take/);
+    expect(tieredStore({ remote: noTake, instances: 2 }).strategy).toBe('deny-cache');
+  });
+});
+
+describe('deny cache: one instance decides exactly as the shared store alone', () => {
+  test.each(RULES)('%s', async (_name, rule) => {
+    await fc.assert(
+      fc.asyncProperty(fc.array(eventArb, { minLength: 1, maxLength: 60 }), async (events) => {
+        let now = T0;
+        const clock = () => now;
+        const shared = new SharedStore();
+        const viaTier = createLimiter({ store: tier(shared, 'deny-cache', clock), rules: rule(), clock });
+        const alone = createLimiter({ store: memoryStore(), rules: rule(), clock });
+        let steppedBack = false;
+        for (const event of events) {
+          now = Math.max(0, now + event.move);
+          if (event.move < 0) steppedBack = true;
+          const call = (limiter: Limiter): Promise<Decision> => (event.peek ? limiter.peek('id', { cost: event.cost }) : limiter.limit('id', { cost: event.cost }));
+          const [got, want] = [await call(viaTier), await call(alone)];
+          expect({ allowed: got.allowed, reason: got.reason }).toEqual({ allowed: want.allowed, reason: want.reason });
+          // A replayed refusal carries the shared store's retry time. Once the clock has stepped back, GCRA's own
+          // retry time drifts with the clock (its capped lead), and the replay may say sooner, never later.
+          if (steppedBack) expect(got.retryAfter).toBeLessThanOrEqual(want.retryAfter);
+          else expect(got.retryAfter).toBe(want.retryAfter);
+        }
+      }),
+      { numRuns: 60 },
+    );
+  });
+
+  test('a refused identity is refused locally until retryAt, then asks the shared store again', async () => {
+    let now = T0;
+    const clock = () => now;
+    const shared = new SharedStore();
+    const store = tier(shared, 'deny-cache', clock);
+    const limiter = createLimiter({ store, rules: fixedWindow({ limit: 3, window: '1s' }), clock });
+    now = Math.ceil(T0 / 1000) * 1000; // the start of a window
+    for (let i = 0; i < 3; i++) expect((await limiter.limit('a')).allowed).toBe(true);
+    const refused = await limiter.limit('a');
+    expect(refused).toMatchObject({ allowed: false, retryAfter: 1000 });
+    const callsAfterFirstRefusal = shared.calls;
+    now += 400;
+    for (let i = 0; i < 50; i++) expect(await limiter.limit('a')).toMatchObject({ allowed: false, retryAfter: 600, degraded: false });
+    expect(shared.calls).toBe(callsAfterFirstRefusal);
+    expect(store.stats().denyCacheHits).toBe(50);
+    now += 600;
+    expect((await limiter.limit('a')).allowed).toBe(true);
+    expect(shared.calls).toBe(callsAfterFirstRefusal + 1);
+  });
+
+  test('a refund forgets the refusal', async () => {
+    let now = Math.ceil(T0 / 1000) * 1000;
+    const clock = () => now;
+    const shared = new SharedStore();
+    const limiter = createLimiter({ store: tier(shared, 'deny-cache', clock), rules: fixedWindow({ limit: 1, window: '1s' }), clock });
+    expect((await limiter.limit('a')).allowed).toBe(true);
+    expect((await limiter.limit('a')).allowed).toBe(false);
+    await limiter.refund('a');
+    now += 1;
+    expect((await limiter.limit('a')).allowed).toBe(true);
+  });
+});
+
+/**
+ * A fleet of tiers over one shared store, driven by a seeded random interleaving: each step picks an instance,
+ * fires a burst of concurrent decisions on a few identities (one of them hot), and moves the clock. Admissions are
+ * counted per identity and per fixed window of the rule, attributed by `decision.now`.
+ */
+async function runFleet(strategy: TierStrategy, seed: number, options: Partial<TieredStoreOptions> = {}) {
+  const limit = 20;
+  let now = Math.ceil(T0 / 1000) * 1000;
+  const clock = () => now;
+  const shared = new SharedStore();
+  const tiers = Array.from({ length: 4 }, () => tier(shared, strategy, clock, options));
+  const limiters = tiers.map((store) => createLimiter({ store, rules: fixedWindow({ limit, window: '1s' }), clock }));
+  const random = prng(seed);
+  const admitted = new Map<string, number>();
+  let decisions = 0;
+  for (let step = 0; step < 300; step++) {
+    const limiter = limiters[Math.floor(random() * limiters.length)]!;
+    const burst = 1 + Math.floor(random() * 12);
+    const answers = await Promise.all(
+      Array.from({ length: burst }, () => {
+        const identity = random() < 0.7 ? 'hot' : `cold-${Math.floor(random() * 5)}`;
+        return limiter.limit(identity).then((d) => [identity, d] as const);
+      }),
+    );
+    decisions += burst;
+    for (const [identity, d] of answers) {
+      if (!d.allowed) continue;
+      const window = `${identity}@${Math.floor(d.now / 1000)}`;
+      admitted.set(window, (admitted.get(window) ?? 0) + 1);
+    }
+    now += Math.floor(random() * 40);
+    if (random() < 0.05) await tiers[Math.floor(random() * tiers.length)]!.sync();
+  }
+  for (const t of tiers) await t.close();
+  const stats = tiers.map((t) => t.stats());
+  return { limit, admitted, decisions, remoteCalls: shared.calls, stats };
+}
+
+describe('fleets of four instances over one shared store (fixed window, limit 20 per second)', () => {
+  test('deny cache and leased batches: never more than the limit in any window, for any identity', async () => {
+    for (const strategy of ['deny-cache', 'lease'] as const) {
+      for (let seed = 1; seed <= 12; seed++) {
+        const run = await runFleet(strategy, seed);
+        const worst = Math.max(...run.admitted.values());
+        expect(worst, `${strategy}, seed ${seed}`).toBeLessThanOrEqual(run.limit);
+        expect(run.stats.reduce((sum, s) => sum + s.overAdmittedUnits, 0)).toBe(0);
+      }
+    }
+  });
+
+  test('leased batches answer most decisions without a remote call', async () => {
+    const run = await runFleet('lease', 7);
+    const hotWindows = [...run.admitted.entries()].filter(([key]) => key.startsWith('hot@'));
+    // The hot identity filled its windows: batches did not starve it.
+    expect(hotWindows.filter(([, n]) => n === run.limit).length).toBeGreaterThan(hotWindows.length / 2);
+    expect(run.remoteCalls / run.decisions).toBeLessThan(0.25);
+  });
+
+  test('asynchronous counting: at most the limit + instances × maxUnsynced in any window', async () => {
+    const maxUnsynced = 3;
+    let worstOver = 0;
+    for (let seed = 1; seed <= 12; seed++) {
+      const run = await runFleet('async', seed, { async: { flushEvery: 2, maxUnsynced } });
+      const worst = Math.max(...run.admitted.values());
+      expect(worst, `seed ${seed}`).toBeLessThanOrEqual(run.limit + 4 * maxUnsynced);
+      worstOver = Math.max(worstOver, worst - run.limit);
+    }
+    // The bound is not vacuous here: the interleavings do over-admit, by up to the bound.
+    expect(worstOver).toBeGreaterThan(0);
+  });
+});
+
+describe('leases', () => {
+  test('one batch is fetched at a time per identity, and a hot identity gets bigger batches', async () => {
+    let now = T0;
+    const clock = () => now;
+    const shared = new SharedStore();
+    const limiter = createLimiter({ store: tier(shared, 'lease', clock), rules: tokenBucket({ capacity: 1000, refillRate: 1000, interval: '1s' }), clock });
+    const first = await Promise.all(Array.from({ length: 64 }, () => limiter.limit('hot')));
+    expect(first.every((d) => d.allowed)).toBe(true);
+    const takes = shared.modes.filter((m) => m.startsWith('take:'));
+    // Cold: a batch of 1; then the batches grow with the rate the identity showed.
+    expect(takes[0]).toBe('take:1');
+    expect(Math.max(...takes.map((m) => Number(m.split(':')[1])))).toBeGreaterThan(1);
+    expect(takes.length).toBeLessThan(64);
+  });
+
+  test('a cost above 1 is decided remotely, exactly, and batches stay for the usual cost', async () => {
+    let now = T0;
+    const clock = () => now;
+    const shared = new SharedStore();
+    const limiter = createLimiter({ store: tier(shared, 'lease', clock), rules: fixedWindow({ limit: 10, window: '1s' }), clock });
+    expect((await limiter.limit('a', { cost: 3 })).allowed).toBe(true);
+    expect(shared.modes).toEqual(['consume:3']);
+  });
+
+  test('close() gives unspent units back; a lease past its window is not given back into the next one', async () => {
+    let now = Math.ceil(T0 / 1000) * 1000;
+    const clock = () => now;
+    const shared = new SharedStore();
+    const store = tier(shared, 'lease', clock);
+    const rule = fixedWindow({ limit: 100, window: '1s' });
+    const limiter = createLimiter({ store, rules: rule, clock });
+    await limiter.limit('a');
+    for (let i = 0; i < 10; i++) await Promise.all(Array.from({ length: 8 }, () => limiter.limit('a')));
+    const held = createLimiter({ store: shared.inner, rules: rule, clock, name: 'default' });
+    const before = (await held.peek('a')).remaining;
+    await store.close();
+    const after = (await held.peek('a')).remaining;
+    expect(store.stats().returnedUnits).toBeGreaterThan(0);
+    expect(after - before).toBe(store.stats().returnedUnits);
+    expect(81 + after).toBeLessThanOrEqual(100 + 0); // 81 spent; the rest is back
+
+    // A lease whose window has ended is dropped, not refunded into the next window.
+    const shared2 = new SharedStore();
+    const store2 = tier(shared2, 'lease', clock);
+    const limiter2 = createLimiter({ store: store2, rules: rule, clock });
+    await limiter2.limit('b');
+    await Promise.all(Array.from({ length: 20 }, () => limiter2.limit('b')));
+    now += 1000;
+    await store2.close();
+    expect(store2.stats().returnedUnits).toBe(0);
+    expect(shared2.modes.some((m) => m.startsWith('refund'))).toBe(false);
+  });
+});
+
+describe('asynchronous counting', () => {
+  test('counts reach the shared store: by flushes, and all of them on close()', async () => {
+    let now = T0;
+    const clock = () => now;
+    const shared = new SharedStore();
+    const store = tier(shared, 'async', clock, { async: { flushEvery: 5 } });
+    const rule = fixedWindow({ limit: 1000, window: '1m' });
+    const limiter = createLimiter({ store, rules: rule, clock });
+    for (let i = 0; i < 37; i++) expect((await limiter.limit('a')).allowed).toBe(true);
+    await store.close();
+    const held = createLimiter({ store: shared.inner, rules: rule, clock });
+    expect((await held.peek('a')).remaining).toBe(1000 - 37);
+    expect(store.stats().local).toBeGreaterThan(20);
+  });
+});
+
+describe('failures', () => {
+  test('the remote store down: degraded answers on the local share, back to the shared state after the cooldown', async () => {
+    for (const strategy of ['deny-cache', 'lease', 'async'] as const) {
+      let now = Math.ceil(T0 / 60_000) * 60_000;
+      const clock = () => now;
+      const shared = new SharedStore();
+      const store = tier(shared, strategy, clock);
+      const limiter = createLimiter({ store, rules: fixedWindow({ limit: 40, window: '1m' }), clock });
+      expect((await limiter.limit('warm')).degraded).toBe(false);
+      shared.failing = true;
+      const during: Decision[] = [];
+      for (let i = 0; i < 30; i++) during.push(await limiter.limit(`down-${strategy}`));
+      // limit 40 ÷ 4 instances: this instance admits 10 on its own.
+      expect(during.filter((d) => d.allowed)).toHaveLength(10);
+      expect(during.every((d) => d.degraded && d.reason !== 'ok' ? true : d.degraded)).toBe(true);
+      expect(during[0]!.error).toMatchObject({ code: 'STORE_ERROR' });
+      expect(during[29]!.error).toMatchObject({ code: 'CIRCUIT_OPEN' });
+      shared.failing = false;
+      now += 600; // past the 500 ms cooldown
+      const back = await limiter.limit(`after-${strategy}`);
+      expect(back).toMatchObject({ allowed: true, degraded: false });
+      await store.close();
+    }
+  });
+
+  test('a rejected background flush or lease return never surfaces as an unhandled rejection, and the counts are kept', async () => {
+    let now = T0;
+    const clock = () => now;
+    const shared = new SharedStore();
+    const store = tier(shared, 'async', clock, { async: { flushEvery: 1 } });
+    const limiter = createLimiter({ store, rules: fixedWindow({ limit: 1000, window: '1m' }), clock });
+    await limiter.limit('a');
+    shared.failing = true;
+    await limiter.limit('a');
+    await limiter.limit('a');
+    await store.sync();
+    shared.failing = false;
+    now += 600;
+    await store.close();
+    const held = createLimiter({ store: shared.inner, rules: fixedWindow({ limit: 1000, window: '1m' }), clock });
+    expect((await held.peek('a')).remaining).toBe(997);
+  });
+});
