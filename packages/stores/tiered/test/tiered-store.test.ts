@@ -202,7 +202,7 @@ describe('fleets of four instances over one shared store (fixed window, limit 20
 
 describe('leases', () => {
   test('one batch is fetched at a time per identity, and a hot identity gets bigger batches', async () => {
-    let now = T0;
+    const now = T0;
     const clock = () => now;
     const shared = new SharedStore();
     const limiter = createLimiter({ store: tier(shared, 'lease', clock), rules: tokenBucket({ capacity: 1000, refillRate: 1000, interval: '1s' }), clock });
@@ -216,7 +216,7 @@ describe('leases', () => {
   });
 
   test('a cost above 1 is decided remotely, exactly, and batches stay for the usual cost', async () => {
-    let now = T0;
+    const now = T0;
     const clock = () => now;
     const shared = new SharedStore();
     const limiter = createLimiter({ store: tier(shared, 'lease', clock), rules: fixedWindow({ limit: 10, window: '1s' }), clock });
@@ -256,7 +256,7 @@ describe('leases', () => {
 
 describe('asynchronous counting', () => {
   test('counts reach the shared store: by flushes, and all of them on close()', async () => {
-    let now = T0;
+    const now = T0;
     const clock = () => now;
     const shared = new SharedStore();
     const store = tier(shared, 'async', clock, { async: { flushEvery: 5 } });
