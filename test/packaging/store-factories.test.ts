@@ -11,6 +11,7 @@ const STORES = [
   { name: '@sluice/sqlite', factory: 'sqliteStore', type: 'SqliteStore' },
   { name: '@sluice/redis', factory: 'redisStore', type: 'RedisStore' },
   { name: '@sluice/upstash', factory: 'upstashStore', type: 'UpstashStore' },
+  { name: '@sluice/tiered', factory: 'tieredStore', type: 'TieredStore' },
   { name: '@sluice/conformance', factory: 'referenceStore', type: 'ReferenceStore' },
 ];
 
