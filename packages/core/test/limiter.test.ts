@@ -7,9 +7,11 @@ import {
   slidingWindowCounter,
   slidingWindowLog,
   tokenBucket,
+  SluiceError,
   type Rule,
+  type Store,
 } from '../src/index.js';
-import { evaluate } from '../src/store-api.js';
+import { evaluate, type LimitRequest } from '../src/store-api.js';
 import { AsyncMapStore, MapStore } from './support/map-store.js';
 import { T0, harness } from './support/scenario.js';
 
@@ -333,3 +335,29 @@ describe('per-call options are checked', () => {
     expect((await limiter.limit('a', { cost: 2 })).remaining).toBe(3);
   });
 });
+
+describe('a store that answers without its shared state (result.error)', () => {
+  test('the decision keeps the store outcome and is degraded with that error, synchronously and not', async () => {
+    const error = new SluiceError('STORE_ERROR', 'the remote store is down; answered on the local share');
+    const rule = fixedWindow({ limit: 3, window: '1s' });
+    for (const synchronous of [true, false]) {
+      const store = {
+        capabilities: { synchronous, clock: 'client', operations: ['limit', 'reset'] },
+        limit(request: LimitRequest) {
+          const result = { ...evaluateResult(request), error };
+          return synchronous ? result : Promise.resolve(result);
+        },
+        reset: () => undefined,
+      } as const;
+      const limiter = createLimiter({ store: store as unknown as Store, rules: rule, clock: () => T0 });
+      const decision = await limiter.limit('a');
+      expect(decision).toMatchObject({ allowed: true, remaining: 2, degraded: true, reason: 'ok' });
+      expect(decision.error).toBe(error);
+    }
+  });
+});
+
+function evaluateResult(request: LimitRequest) {
+  const evaluation = evaluate(request.rules, request.rules.map(() => undefined), request.now, request.cost, request.mode);
+  return { now: request.now, outcomes: evaluation.outcomes };
+}
