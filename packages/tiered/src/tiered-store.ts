@@ -284,7 +284,8 @@ export class TieredStore implements Store {
     if (request.cost !== denial.cost) return undefined;
     this.counters.local++;
     this.counters.denyCacheHits++;
-    return { now, outcomes: denial.outcomes };
+    // A rule that had room in a compound refusal says "now" for its retry time, as a fresh answer would.
+    return { now, outcomes: denial.outcomes.map((o) => (o.allowed ? { ...o, retryAt: now } : o)) };
   }
 
   // ---------------------------------------------------------------------------------------------------------------
