@@ -49,7 +49,8 @@ export interface TieredStoreOptions {
   async?: AsyncCountingOptions;
   /**
    * Deadline for one remote call. Below the limiter's own (250 ms by default), so the tier answers from its local
-   * share before the limiter gives up on it. @default '150ms'
+   * share before the limiter gives up on it. It also bounds lease returns: unspent units of a fixed window are
+   * given back only while the return can land before the window ends (its end minus this deadline). @default '150ms'
    */
   timeout?: Duration;
   /**
@@ -68,7 +69,10 @@ export interface TieredStoreOptions {
    * (Node, Bun): elsewhere background work piggybacks on later calls. @default true
    */
   timers?: boolean;
-  /** Epoch ms, for background work and the timer. @default Date.now */
+  /**
+   * Epoch ms, for background work (lease returns, flushes) and the timer. Give the limiter's clock if the limiter
+   * has its own: decisions are timed by the limiter's clock, background work by this one. @default Date.now
+   */
   clock?: () => number;
 }
 

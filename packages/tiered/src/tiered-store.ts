@@ -32,7 +32,12 @@ export interface TierStats {
   /** `lease`: units taken in batches, and units given back unspent. */
   leasedUnits: number;
   returnedUnits: number;
-  /** `lease`: unspent units that could not be given back (past their window, or the remote store failed): lost to the fleet until they expire. */
+  /**
+   * `lease`: unspent units not given back because a return could no longer land in the fixed window they were
+   * counted in (that window is over, or ends within the remote timeout): harmless, the window's budget ends with it.
+   */
+  lapsedUnits: number;
+  /** `lease`: unspent units whose return failed (the remote store was down): lost to the fleet until their window ends or their bucket refills. */
   droppedUnits: number;
   /** `async`: units counted remotely by flushes, and of those the ones the remote store had no room for (over-admission). */
   flushedUnits: number;
@@ -128,6 +133,7 @@ export class TieredStore implements Store {
     degraded: 0,
     leasedUnits: 0,
     returnedUnits: 0,
+    lapsedUnits: 0,
     droppedUnits: 0,
     flushedUnits: 0,
     overAdmittedUnits: 0,
@@ -377,7 +383,7 @@ export class TieredStore implements Store {
     const units = lease.balance;
     const local = this.options.clock();
     if (local + this.offset >= lease.returnBefore) {
-      this.counters.droppedUnits += units;
+      this.counters.lapsedUnits += units;
       return Promise.resolve();
     }
     const refund: LimitRequest = { key: entry.key, rules: entry.rules, cost: units, mode: 'refund', now: local };
