@@ -254,6 +254,27 @@ describe('leases', () => {
   });
 });
 
+describe('a process that dies holding a lease', () => {
+  test('loses at most that lease: its window ends, and the next one has the whole limit', async () => {
+    let now = Math.ceil(T0 / 1000) * 1000;
+    const clock = () => now;
+    const shared = new SharedStore();
+    const rule = fixedWindow({ limit: 50, window: '1s' });
+    const dying = createLimiter({ store: tier(shared, 'lease', clock), rules: rule, clock });
+    await dying.limit('a');
+    await Promise.all(Array.from({ length: 10 }, () => dying.limit('a')));
+    // Never closed: its unspent units stay counted in this window. Another instance gets only what is left.
+    const other = createLimiter({ store: tier(shared, 'lease', clock), rules: rule, clock });
+    let admitted = 0;
+    for (let i = 0; i < 60; i++) if ((await other.limit('a')).allowed) admitted++;
+    expect(admitted).toBeLessThan(50 - 11);
+    now += 1000;
+    let next = 0;
+    for (let i = 0; i < 60; i++) if ((await other.limit('a')).allowed) next++;
+    expect(next).toBe(50);
+  });
+});
+
 describe('asynchronous counting', () => {
   test('counts reach the shared store: by flushes, and all of them on close()', async () => {
     const now = T0;
