@@ -172,12 +172,12 @@ class LimiterImpl implements SyncLimiter {
     if (!Array.isArray(operations) || !operations.includes('limit') || !operations.includes('reset')) {
       throw new SluiceError('INVALID_OPTION', `createLimiter: store.capabilities.operations must list 'limit' and 'reset', got ${describe(operations)}`);
     }
-    this.cacheKeys = this.store.capabilities.synchronous === true;
+    this.cacheKeys = this.store.capabilities.synchronous === true || this.store.capabilities.memoryFirst === true;
     this.name = checkName(options.name ?? 'default', 'name');
     const prefix = checkName(options.prefix ?? 'sluice', 'prefix');
     this.keyPrefix = `${prefix}:${this.name}:{`;
     const bind = (this.store as Partial<FastPathStore>).bindFastPath;
-    this.fastPath = this.cacheKeys && this.store.capabilities.clock === 'client' && typeof bind === 'function' ? bind.call(this.store, this.keyPrefix) : undefined;
+    this.fastPath = this.store.capabilities.synchronous === true && this.store.capabilities.clock === 'client' && typeof bind === 'function' ? bind.call(this.store, this.keyPrefix) : undefined;
     if (options.clock !== undefined && typeof options.clock !== 'function') {
       throw new SluiceError('INVALID_OPTION', `createLimiter: clock must be a function returning epoch ms, got ${describe(options.clock)}`);
     }
@@ -398,7 +398,7 @@ class LimiterImpl implements SyncLimiter {
    * The store key of an identity. Building `prefix:name:{identity}` makes a rope string, and V8 flattens and
    * hashes a rope in its runtime on its first Map lookup (about 200 ns, the largest cost of a memory-store
    * decision); handing an in-process store the same string again for a recent identity keeps its cached hash.
-   * Only for synchronous stores (a remote round trip dwarfs it) and identities short enough to be kept verbatim
+   * Only for synchronous and memory-first stores (for others a remote round trip dwarfs it) and identities short enough to be kept verbatim
    * (so the cache's memory is bounded): two generations of at most KEY_CACHE_SIZE identities each.
    */
   private keyFor(identity: string): string {

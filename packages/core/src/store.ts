@@ -29,6 +29,12 @@ export interface StoreCapabilities {
   readonly clock: 'client' | 'store';
   /** The operations implemented. `limit` and `reset` are required; `take` and `reserve` when `limit` runs those modes. */
   readonly operations: readonly StoreOperation[];
+  /**
+   * True for an asynchronous store that answers many requests from process memory (a local tier such as
+   * `@sluice/tiered`): the limiter then keeps recent identities' keys, as it does for synchronous stores, so a
+   * local answer does not pay for building and hashing the key string. @default false
+   */
+  readonly memoryFirst?: boolean;
 }
 
 export interface LimitRequest {

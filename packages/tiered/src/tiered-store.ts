@@ -47,6 +47,8 @@ export interface TierStats {
 /** A refusal the remote store gave, replayed locally until `until` (remote clock) for costs of at least `cost`. */
 interface Denial {
   cost: number;
+  /** Whether a rule had room (a compound refusal): its retry time is rewritten to "now" on every replay. */
+  mixed: boolean;
   /** Remote clock: when it was given. A clock that steps back before it asks the shared store again (retry times move with it). */
   at: number;
   until: number;
@@ -74,6 +76,8 @@ interface Counts {
   unflushed: number;
   /** Sent in a flush that has not answered yet. */
   inflight: number;
+  /** Cost of this instance's remote decisions in flight: not in `known` yet, so counted as if admitted. */
+  deciding: number;
   /** Per rule, remaining as the remote store last reported it (undefined: never asked). */
   known: number[] | undefined;
   resetAt: number[];
@@ -85,6 +89,8 @@ interface Entry {
   readonly key: string;
   /** The rule ids the local state was built for; another set of rules starts it over. */
   signature: string;
+  /** Whether the rules can be leased (no sliding window), worked out once per set of rules. */
+  leasable: boolean;
   rules: readonly ResolvedRule[];
   /** Local clock, last decision. */
   lastSeen: number;
@@ -99,6 +105,10 @@ const timers = globalThis as unknown as {
   setInterval?: (callback: () => void, ms: number) => unknown;
   clearInterval?: (handle: unknown) => void;
 };
+
+/** lru-cache's get and peek default their options to a new `{}` per call; one shared object instead (lru-cache only writes `status` on it, with diagnostics on). */
+const GET_OPTIONS = {};
+const PEEK_OPTIONS = {};
 
 const SWEEP_EVERY = 64;
 const SWEEP_BATCH = 8;
@@ -146,6 +156,8 @@ export class TieredStore implements Store {
   private closed = false;
   private readonly pending = new Set<Promise<unknown>>();
   private readonly signatures = new WeakMap<readonly ResolvedRule[], string>();
+  private lastRules: readonly ResolvedRule[] | undefined;
+  private lastSignature = '';
   private readonly callRemote = (request: LimitRequest): LimitResult | Promise<LimitResult> => {
     this.counters.remoteCalls++;
     return this.remote.limit(request);
@@ -156,7 +168,7 @@ export class TieredStore implements Store {
     this.remote = this.options.remote;
     this.strategy = this.options.strategy;
     const operations = this.remote.capabilities.operations.filter((op): op is StoreOperation => op === 'limit' || op === 'reset' || op === 'take' || op === 'reserve');
-    this.capabilities = { synchronous: false, clock: 'client', operations };
+    this.capabilities = { synchronous: false, clock: 'client', operations, memoryFirst: true };
     this.policy = createFailurePolicy({
       timeout: this.options.timeout,
       circuitBreaker: this.options.circuitBreaker,
@@ -187,14 +199,14 @@ export class TieredStore implements Store {
       if (mode !== 'peek') entry.denial = undefined;
       return this.decideRemotely(request, entry);
     }
-    if (this.strategy === 'lease' && leasable(request.rules)) return this.leased(entry, request);
+    if (this.strategy === 'lease' && entry.leasable) return this.leased(entry, request);
     if (this.strategy === 'async') return this.counted(entry, request);
     return this.decideRemotely(request, entry);
   }
 
   reset(key: string, ruleIds: readonly string[]): void | Promise<void> {
     // Local state goes without being returned or flushed: the remote state it belongs to is being forgotten too.
-    const entry = this.entries.peek(key);
+    const entry = this.entries.peek(key, PEEK_OPTIONS);
     if (entry !== undefined) {
       entry.lease = undefined;
       entry.counts = undefined;
@@ -274,7 +286,7 @@ export class TieredStore implements Store {
     }
     if (until <= result.now) return;
     const outcomes = result.outcomes.map(withoutModeFields);
-    entry.denial = { cost, at: result.now, until, outcomes };
+    entry.denial = { cost, mixed: outcomes.some((o) => o.allowed), at: result.now, until, outcomes };
   }
 
   /** A remembered refusal that covers this request, replayed as the remote store gave it. */
@@ -291,7 +303,7 @@ export class TieredStore implements Store {
     this.counters.local++;
     this.counters.denyCacheHits++;
     // A rule that had room in a compound refusal says "now" for its retry time, as a fresh answer would.
-    return { now, outcomes: denial.outcomes.map((o) => (o.allowed ? { ...o, retryAt: now } : o)) };
+    return { now, outcomes: denial.mixed ? denial.outcomes.map((o) => (o.allowed ? { ...o, retryAt: now } : o)) : denial.outcomes };
   }
 
   // ---------------------------------------------------------------------------------------------------------------
@@ -397,10 +409,10 @@ export class TieredStore implements Store {
   // Asynchronous counting
 
   private counted(entry: Entry, request: LimitRequest): LimitResult | Promise<LimitResult> {
-    const counts = (entry.counts ??= { unflushed: 0, inflight: 0, known: undefined, resetAt: [], lastFlushAt: this.options.clock(), flushing: undefined });
+    const counts = (entry.counts ??= { unflushed: 0, inflight: 0, deciding: 0, known: undefined, resetAt: [], lastFlushAt: request.now, flushing: undefined });
     const cost = request.cost;
     const known = counts.known;
-    const unsynced = counts.unflushed + counts.inflight;
+    const unsynced = counts.unflushed + counts.inflight + counts.deciding;
     if (known !== undefined && unsynced + cost <= this.options.maxUnsynced && least(known) - unsynced - cost >= this.options.threshold) {
       counts.unflushed += cost;
       this.counters.local++;
@@ -420,8 +432,22 @@ export class TieredStore implements Store {
       return { now, outcomes };
     }
     // Near the limit, or nothing known yet, or too much uncounted: count what is pending, then decide remotely.
-    if (counts.unflushed > 0 || counts.flushing !== undefined) return this.flushAll(entry).then(() => this.decideRemotely(request, entry));
-    return this.decideRemotely(request, entry);
+    counts.deciding += cost;
+    const done = (result: LimitResult): LimitResult => {
+      counts.deciding -= cost;
+      return result;
+    };
+    const failed = (error: unknown): never => {
+      counts.deciding -= cost;
+      throw error;
+    };
+    if (counts.unflushed > 0 || counts.flushing !== undefined) {
+      return this.flushAll(entry)
+        .then(() => this.decideRemotely(request, entry))
+        .then(done, failed);
+    }
+    const answer = this.decideRemotely(request, entry);
+    return isPromiseLike(answer) ? answer.then(done, failed) : done(answer);
   }
 
   /** Counts the units admitted locally so far with one `take`; what the remote store had no room for is over-admission. */
@@ -472,28 +498,46 @@ export class TieredStore implements Store {
 
   private entryFor(request: LimitRequest): Entry {
     const signature = this.signatureOf(request.rules);
-    let entry = this.entries.get(request.key);
+    let entry = this.entries.get(request.key, GET_OPTIONS);
     if (entry === undefined) {
-      entry = { key: request.key, signature, rules: request.rules, lastSeen: 0, denial: undefined, lease: undefined, fetching: undefined, counts: undefined };
+      entry = this.newEntry(request, signature);
       this.entries.set(request.key, entry);
     } else if (entry.signature !== signature) {
       // The rules changed (configure, a quota): local state was built for others. Leases go back, counts are sent.
       this.background(this.release(entry));
       this.background(this.flushAll(entry));
-      entry = { key: request.key, signature, rules: request.rules, lastSeen: 0, denial: undefined, lease: undefined, fetching: undefined, counts: undefined };
+      entry = this.newEntry(request, signature);
       this.entries.set(request.key, entry);
     }
     entry.rules = request.rules;
-    entry.lastSeen = this.options.clock();
+    entry.lastSeen = request.now;
     return entry;
   }
 
+  private newEntry(request: LimitRequest, signature: string): Entry {
+    const fresh: Entry = {
+      key: request.key,
+      signature,
+      leasable: leasable(request.rules),
+      rules: request.rules,
+      lastSeen: 0,
+      denial: undefined,
+      lease: undefined,
+      fetching: undefined,
+      counts: undefined,
+    };
+    return fresh;
+  }
+
   private signatureOf(rules: readonly ResolvedRule[]): string {
+    if (rules === this.lastRules) return this.lastSignature;
     let signature = this.signatures.get(rules);
     if (signature === undefined) {
       signature = rules.map((r) => `${r.id}:${r.algorithm}:${r.limit}:${JSON.stringify(r.params)}`).join('|');
       this.signatures.set(rules, signature);
     }
+    this.lastRules = rules;
+    this.lastSignature = signature;
     return signature;
   }
 
