@@ -2,12 +2,23 @@ import { defineConfig } from 'vitest/config';
 
 // Cross-package suites. They start real processes (npm, node, redis-server), so each file runs in its own fork
 // and the default per-test budget is generous; suites that need more state their own timeout.
+// The tier's fleet simulation keeps four processes with 64 decisions in flight each busy for half a minute: it runs
+// after every other suite, alone (a later group), so that it neither starves their deadlines nor is starved by them.
+const shared = {
+  pool: 'forks',
+  testTimeout: 30_000,
+  hookTimeout: 60_000,
+} as const;
+const FLEET = 'tiered/fleet-simulation.test.ts';
+
 export default defineConfig({
   test: {
-    include: ['**/*.test.ts'],
-    exclude: ['**/node_modules/**', '**/fixtures/**'],
-    pool: 'forks',
-    testTimeout: 30_000,
-    hookTimeout: 60_000,
+    projects: [
+      {
+        extends: true,
+        test: { ...shared, name: 'suites', include: ['**/*.test.ts'], exclude: ['**/node_modules/**', '**/fixtures/**', FLEET], sequence: { groupOrder: 0 } },
+      },
+      { extends: true, test: { ...shared, name: 'fleet', include: [FLEET], sequence: { groupOrder: 1 } } },
+    ],
   },
 });

@@ -1,3 +1,4 @@
+import type { SluiceError } from '@sluice/core';
 import {
   Failover,
   NEVER,
@@ -80,6 +81,8 @@ interface Counts {
   deciding: number;
   /** Per rule, remaining as the remote store last reported it (undefined: never asked). */
   known: number[] | undefined;
+  /** Remote clock: when `known` was reported. Local answers are never stamped earlier. */
+  knownAt: number;
   resetAt: number[];
   lastFlushAt: number;
   flushing: Promise<void> | undefined;
@@ -96,7 +99,7 @@ interface Entry {
   lastSeen: number;
   denial: Denial | undefined;
   lease: Lease | undefined;
-  fetching: Promise<unknown> | undefined;
+  fetching: Promise<LimitResult> | undefined;
   counts: Counts | undefined;
 }
 
@@ -134,6 +137,8 @@ export class TieredStore implements Store {
   private readonly options: ResolvedOptions;
   private readonly remote: Store;
   private readonly policy: FailurePolicy;
+  /** What this instance limits on while the remote store is down. */
+  private readonly share: LocalShare;
   private readonly entries: LRUCache<string, Entry>;
   private readonly counters: TierStats = {
     decisions: 0,
@@ -169,10 +174,13 @@ export class TieredStore implements Store {
     this.strategy = this.options.strategy;
     const operations = this.remote.capabilities.operations.filter((op): op is StoreOperation => op === 'limit' || op === 'reset' || op === 'take' || op === 'reserve');
     this.capabilities = { synchronous: false, clock: 'client', operations, memoryFirst: true };
+    this.share = new LocalShare(this.options.instances, this.options.maxKeys);
     this.policy = createFailurePolicy({
       timeout: this.options.timeout,
       circuitBreaker: this.options.circuitBreaker,
-      onStoreError: new LocalShare(this.options.instances, this.options.maxKeys),
+      // No fallback store in the policy: the tier answers a failure on its share itself, for the caller's
+      // request (a failed batch take must cost the share one unit, not the batch).
+      onStoreError: 'allow',
       clock: this.options.clock,
       caller: 'tieredStore',
     });
@@ -250,7 +258,7 @@ export class TieredStore implements Store {
   }
 
   private settled(request: LimitRequest, entry: Entry | undefined, answer: LimitResult | Failover): LimitResult {
-    if (answer instanceof Failover) return this.degraded(answer);
+    if (answer instanceof Failover) return this.onShare(request, answer.error);
     this.observe(request, answer);
     if (entry !== undefined && (request.mode === 'consume' || request.mode === 'peek')) {
       // Anything this instance consumed moves the retry time of a refusal it remembers: forgotten.
@@ -259,16 +267,16 @@ export class TieredStore implements Store {
     }
     if (entry?.counts !== undefined && request.mode === 'consume') {
       entry.counts.known = answer.outcomes.map((o) => o.remaining);
+      entry.counts.knownAt = answer.now;
       entry.counts.resetAt = answer.outcomes.map((o) => o.resetAt);
     }
     return answer;
   }
 
-  private degraded(failover: Failover): LimitResult {
+  /** The caller's request decided on this instance's share of the limit, marked with why the remote store did not answer. */
+  private onShare(request: LimitRequest, error: SluiceError): LimitResult {
     this.counters.degraded++;
-    const result = failover.result;
-    if (result === undefined) throw failover.error; // not reached: the local share is synchronous and does not fail
-    return { ...result, error: failover.error };
+    return { ...this.share.limit(request), error };
   }
 
   /** The remote clock's lead over the local one (a store-clock remote answers in its own time). */
@@ -320,10 +328,15 @@ export class TieredStore implements Store {
       lease.balance -= request.cost;
       lease.spent += request.cost;
       this.counters.local++;
-      return this.leaseAnswer(request, lease, now);
+      // Never stamped before the take that counted the unit (the offset is shared by every identity and moves).
+      return this.leaseAnswer(request, lease, Math.max(now, lease.takenAt));
     }
     // Another call is fetching a batch for this identity: wait for it rather than fetch a second one.
-    if (entry.fetching !== undefined) return entry.fetching.then(() => this.again(entry, request));
+    // If that fetch failed, the remote store is down: the share answers at once rather than a second remote call
+    // (two calls in a row could outlast the limiter's own deadline).
+    if (entry.fetching !== undefined) {
+      return entry.fetching.then((result) => (result.error !== undefined ? this.onShare(request, result.error) : this.again(entry, request)));
+    }
     // A cost above one is decided remotely, exactly; batches serve the usual cost of 1.
     if (request.cost !== 1) return this.decideRemotely(request, entry);
     const fetch = this.fetch(entry, request, lease);
@@ -340,9 +353,9 @@ export class TieredStore implements Store {
 
   /** Takes a batch sized to the identity's rate, spends one unit of it on this request, keeps the rest. */
   private async fetch(entry: Entry, request: LimitRequest, previous: Lease | undefined): Promise<LimitResult> {
-    const batch = this.batchSize(previous, request.now + this.offset);
+    const batch = this.batchSize(previous, request.now + this.offset, request.rules);
     const answer = await this.policy.run({ key: request.key, rules: request.rules, cost: batch, mode: 'take', now: request.now }, this.callRemote);
-    if (answer instanceof Failover) return this.degraded(answer);
+    if (answer instanceof Failover) return this.onShare(request, answer.error);
     this.observe(request, answer);
     const granted = answer.outcomes[0]?.granted ?? 0;
     const outcomes = answer.outcomes.map(withoutModeFields);
@@ -367,11 +380,15 @@ export class TieredStore implements Store {
     return { now: answer.now, outcomes: outcomes.map((o) => ({ ...o, remaining: Math.min(o.limit, o.remaining + lease.balance) })) };
   }
 
-  /** 1 for an identity with no history; otherwise the units it spent per ms over its last batch, times the lease ttl. */
-  private batchSize(previous: Lease | undefined, now: number): number {
+  /**
+   * 1 for an identity with no history; otherwise the units it spent per ms over its last batch, times the time the
+   * new batch can be spent in (the lease ttl, or what is left of the fixed window, whichever is shorter).
+   */
+  private batchSize(previous: Lease | undefined, now: number, rules: readonly ResolvedRule[]): number {
     if (previous === undefined) return 1;
     const elapsed = Math.max(1, now - previous.takenAt);
-    const wanted = Math.ceil((previous.spent * this.options.leaseTtlMs) / elapsed);
+    const horizon = Math.max(1, Math.min(this.options.leaseTtlMs, leaseDeadline(rules, now) - WINDOW_GUARD_MS - now));
+    const wanted = Math.ceil((previous.spent * horizon) / elapsed);
     return Math.max(1, Math.min(this.options.maxBatch, wanted));
   }
 
@@ -409,14 +426,14 @@ export class TieredStore implements Store {
   // Asynchronous counting
 
   private counted(entry: Entry, request: LimitRequest): LimitResult | Promise<LimitResult> {
-    const counts = (entry.counts ??= { unflushed: 0, inflight: 0, deciding: 0, known: undefined, resetAt: [], lastFlushAt: request.now, flushing: undefined });
+    const counts = (entry.counts ??= { unflushed: 0, inflight: 0, deciding: 0, known: undefined, knownAt: 0, resetAt: [], lastFlushAt: request.now, flushing: undefined });
     const cost = request.cost;
     const known = counts.known;
     const unsynced = counts.unflushed + counts.inflight + counts.deciding;
     if (known !== undefined && unsynced + cost <= this.options.maxUnsynced && least(known) - unsynced - cost >= this.options.threshold) {
       counts.unflushed += cost;
       this.counters.local++;
-      const now = request.now + this.offset;
+      const now = Math.max(request.now + this.offset, counts.knownAt);
       if (counts.flushing === undefined && (counts.unflushed >= this.options.flushEvery || request.now - counts.lastFlushAt >= this.options.syncIntervalMs)) {
         this.background(this.flush(entry));
       }
@@ -431,7 +448,7 @@ export class TieredStore implements Store {
       }));
       return { now, outcomes };
     }
-    // Near the limit, or nothing known yet, or too much uncounted: count what is pending, then decide remotely.
+    // Near the limit, or nothing known yet, or too much uncounted: decide remotely.
     counts.deciding += cost;
     const done = (result: LimitResult): LimitResult => {
       counts.deciding -= cost;
@@ -441,11 +458,9 @@ export class TieredStore implements Store {
       counts.deciding -= cost;
       throw error;
     };
-    if (counts.unflushed > 0 || counts.flushing !== undefined) {
-      return this.flushAll(entry)
-        .then(() => this.decideRemotely(request, entry))
-        .then(done, failed);
-    }
+    // What is admitted locally is sent first, not waited for: on one connection the remote store counts it before
+    // this decision, and a decision never waits for more than its own round trip.
+    if (counts.unflushed > 0 && counts.flushing === undefined) this.background(this.flush(entry));
     const answer = this.decideRemotely(request, entry);
     return isPromiseLike(answer) ? answer.then(done, failed) : done(answer);
   }
@@ -472,6 +487,7 @@ export class TieredStore implements Store {
         this.counters.flushedUnits += units;
         this.counters.overAdmittedUnits += units - granted;
         counts.known = answer.outcomes.map((o) => o.remaining);
+        counts.knownAt = answer.now;
         counts.resetAt = answer.outcomes.map((o) => o.resetAt);
       })
       .finally(() => {
