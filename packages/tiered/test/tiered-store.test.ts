@@ -17,6 +17,7 @@ import {
   type Decision,
   type Limiter,
   type Rule,
+  type Store,
 } from '@sluice/core';
 import { memoryStore } from '@sluice/memory';
 import { tieredStore, type TieredStoreOptions, type TierStrategy } from '../src/index.js';
@@ -251,6 +252,33 @@ describe('leases', () => {
     await store2.close();
     expect(store2.stats().returnedUnits).toBe(0);
     expect(shared2.modes.some((m) => m.startsWith('refund'))).toBe(false);
+  });
+});
+
+describe('a remote store on its own clock', () => {
+  test('a leased unit is never answered with a time before the take that counted it, whatever other identities did to the clock offset', async () => {
+    // The remote store decides at its own time (a store clock), which leads or lags the local one per call.
+    const inner = memoryStore();
+    let remoteNow = 0;
+    const remote: Store = {
+      capabilities: { synchronous: false, clock: 'store', operations: ['limit', 'reset', 'take', 'reserve'] },
+      limit: (request) => Promise.resolve(inner.limit({ ...request, now: remoteNow })),
+      reset: (key, ids) => inner.reset(key, ids),
+    };
+    const local = 1_000_000_000;
+    const store = tieredStore({ remote, instances: 1, strategy: 'lease', timers: false, clock: () => local });
+    const limiter = createLimiter({ store, rules: fixedWindow({ limit: 100, window: '1s' }), clock: () => local });
+    remoteNow = local + 10; // a new window on the remote clock: 1,000,000,010
+    await limiter.limit('a');
+    await Promise.all(Array.from({ length: 8 }, () => limiter.limit('a'))); // a batch for 'a', taken at +10
+    remoteNow = local - 2; // another identity's answer moves the offset back, into the previous window
+    await limiter.limit('b');
+    const spent = await Promise.all(Array.from({ length: 5 }, () => limiter.limit('a')));
+    expect(store.stats().local).toBeGreaterThan(0);
+    for (const d of spent) {
+      expect(d.allowed).toBe(true);
+      expect(d.now).toBeGreaterThanOrEqual(local + 10);
+    }
   });
 });
 
