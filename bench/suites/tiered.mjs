@@ -40,7 +40,7 @@ export const builds = ['@sluice/tiered', '@sluice/redis', '@sluice/upstash', '@s
 const LIMIT = 1_000;
 const WINDOW_MS = 1_000;
 const HOT = 'hot';
-const BUCKET_MS = 100;
+const BUCKET_MS = 20;
 const CHART_FILE = 'tiered-hot-identity.svg';
 const DOCS_CHART = join(dirname(fileURLToPath(import.meta.url)), '..', '..', 'packages', 'tiered', 'docs', 'hot-identity.svg');
 /** Commands that start a script: each is one remote decision (or one batch of them) whatever the script does inside. */
@@ -173,9 +173,10 @@ export async function run({ options, log }) {
       );
     }
 
-    // The chart: the plain store and the three strategies.
+    // The chart: every contestant whose windows are the clock's, so that a peer's over- or under-admission shows
+    // beside the tier's strategies (rate-limiter-flexible's windows start at its first consume: left out).
     const svg = chartSvg(
-      [PLAIN, DENY, LEASE, ASYNC].map((name) => ({ name, ...hot.get(name) })),
+      [PLAIN, DENY, LEASE, ASYNC, UP_EPHEMERAL, UP_CACHED].filter((name) => hot.has(name)).map((name) => ({ name, ...hot.get(name) })),
       { rate, inFlight },
     );
     mkdirSync(RESULTS_DIR, { recursive: true });
@@ -246,7 +247,7 @@ export async function run({ options, log }) {
         `"over"/"under": worst admitted-per-window above / below the limit over the full windows of the paced phase (windows as each limiter reports them: resetAt, reset, msBeforeNext). With one instance every strategy's bound is 0 over; the tier's multi-instance bounds (instances × maxUnsynced for async; other instances' leases for lease) are not exercised here.`,
         `The deny-cache strategy still decides every admitted unit remotely: per window it makes about limit + in-flight remote calls, so its reduction is at most offered ÷ (limit + ${inFlight}) (${formatRatio(rate / (LIMIT + inFlight))} at ${formatInteger(rate)}/s); it can reach 100x only when the hot identity is offered >= 100x its limit.`,
         'Latency: from the call to the answer, in µs. Hot: the paced phase (local answers and the remote ones among them). Cold: one in flight, fresh identities. Throughput (ns/op, ops/s): the closed loop, per process.',
-        `Chart: ${CHART_FILE} (and packages/tiered/docs/hot-identity.svg): admitted so far in the current 1 s window at the end of each ${BUCKET_MS} ms bucket, per contestant, against the limit.`,
+        `Chart: ${CHART_FILE} (and packages/tiered/docs/hot-identity.svg): admitted so far in the current 1 s window at the end of each ${BUCKET_MS} ms bucket, per contestant (rate-limiter-flexible left out: its windows start at its first consume, not on the clock), against the limit.`,
         ...rows
           .filter((r) => hot.get(r.name).achievedRate < rate * 0.95)
           .map((r) => `${r.name} reached only ${formatInteger(hot.get(r.name).achievedRate)} of the ${formatInteger(rate)} decisions/s offered in the paced phase (its remote decisions queued; it stopped after 1.5x the phase): any under-admission it shows there is capacity on this machine, not its algorithm.`),
@@ -684,7 +685,7 @@ function chartSvg(series, { rate, inFlight }) {
       `<text x="${left}" y="${y0 - 8}" font-weight="600" fill="#111">${esc(s.name)}<tspan dx="10" font-weight="400" fill="#555">worst per window: over ${over}, under ${under}; ${remoteText(s.scriptCallsPerDecision)} remote calls per decision</tspan></text>`,
     );
     out.push(`<rect x="${left}" y="${y0}" width="${plotWidth}" height="${panelHeight}" fill="#fafbfc" stroke="#d0d7de"/>`);
-    for (const v of [0, LIMIT / 2, LIMIT]) {
+    for (const v of maxValue >= 2 * LIMIT ? [0, LIMIT, 2 * LIMIT] : [0, LIMIT / 2, LIMIT]) {
       out.push(`<line x1="${left - 4}" y1="${y(v).toFixed(1)}" x2="${left}" y2="${y(v).toFixed(1)}" stroke="#666"/>`);
       out.push(`<text x="${left - 7}" y="${(y(v) + 4).toFixed(1)}" text-anchor="end" fill="#555">${formatInteger(v)}</text>`);
     }
