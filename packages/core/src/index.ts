@@ -25,4 +25,6 @@ export type { CircuitBreakerOptions, CircuitState } from './circuit-breaker.js';
 export { SluiceError, isSluiceError } from './errors.js';
 export type { SluiceErrorCode } from './errors.js';
 export { parseDuration } from './duration.js';
+export { createUtilizationShedder, eventLoopSignal } from './utilization-shedder.js';
+export type { EventLoopSignal, EventLoopSignalOptions, ShedDecision, UtilizationShedder, UtilizationShedderOptions } from './utilization-shedder.js';
 export type { Duration, DurationUnit } from './duration.js';

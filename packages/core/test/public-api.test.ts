@@ -7,6 +7,8 @@ import * as storeSource from '../src/store-api.js';
 const ROOT = [
   'SluiceError',
   'createLimiter',
+  'createUtilizationShedder',
+  'eventLoopSignal',
   'fixedWindow',
   'gcra',
   'isSluiceError',
