@@ -7,6 +7,7 @@ import { edgeTests } from './groups/edges.js';
 import { expiryTests } from './groups/expiry.js';
 import { identityTests } from './groups/identities.js';
 import { isolationTests } from './groups/isolation.js';
+import { leaseTests } from './groups/leases.js';
 import { modeTests } from './groups/modes.js';
 import { resetTests } from './groups/reset.js';
 import { vectorTests } from './groups/vectors.js';
@@ -44,6 +45,7 @@ export function describeStoreConformance<S extends Store>(options: StoreConforma
     identityTests(get, inspect);
     concurrencyTests(get);
     modeTests(get, resolved.modes, clientClock);
+    leaseTests(get, resolved.leases, clientClock, inspect);
     if (resolved.synchronous) {
       describe('the same vectors through limitSync, peekSync and refundSync', () => {
         vectorTests(get, clientClock, 'sync');

@@ -35,6 +35,12 @@ export interface StoreConformanceOptions<S extends Store = Store> {
      * @default []
      */
     modes?: ReadonlyArray<'take' | 'reserve'>;
+    /**
+     * The store runs concurrency leases (`store.lease()`, announced as `lease` in `capabilities.operations`): their
+     * vectors run, or are reported as skipped and the store must be refused by `createConcurrencyLimiter`.
+     * @default false
+     */
+    leases?: boolean;
   };
   /** Releases a store after use. @default store => store.close?.() */
   teardown?: (store: S) => void | Promise<void>;
@@ -66,6 +72,7 @@ export interface ResolvedOptions<S extends Store> {
   readonly clock: 'client' | 'store';
   readonly synchronous: boolean;
   readonly modes: ReadonlyArray<'take' | 'reserve'>;
+  readonly leases: boolean;
   readonly teardown: (store: S) => void | Promise<void>;
   readonly storeScope: 'test' | 'suite';
   readonly inspectKeys: StoreConformanceOptions<S>['inspectKeys'];
@@ -90,6 +97,8 @@ export function resolveOptions<S extends Store>(options: StoreConformanceOptions
   if (!Array.isArray(modes) || modes.some((m) => m !== 'take' && m !== 'reserve')) {
     fail(`capabilities.modes must be an array of 'take' and 'reserve', got ${describeValue(modes)}`);
   }
+  const leases = options.capabilities?.leases ?? false;
+  if (typeof leases !== 'boolean') fail(`capabilities.leases must be true or false, got ${describeValue(leases)}`);
   if (options.teardown !== undefined && typeof options.teardown !== 'function') fail(`teardown must be a function, got ${describeValue(options.teardown)}`);
   const storeScope = options.storeScope ?? 'test';
   if (storeScope !== 'test' && storeScope !== 'suite') fail(`storeScope must be 'test' or 'suite', got ${describeValue(storeScope)}`);
@@ -105,6 +114,7 @@ export function resolveOptions<S extends Store>(options: StoreConformanceOptions
     clock: options.clock,
     synchronous,
     modes,
+    leases,
     teardown: options.teardown ?? ((store: S) => store.close?.()),
     storeScope,
     inspectKeys: options.inspectKeys,

@@ -63,6 +63,11 @@ export interface FailurePolicy {
   run<T>(request: LimitRequest, call: (request: LimitRequest) => T | Promise<T>): T | Failover | Promise<T | Failover>;
   /** `run` for a call that answers synchronously; throws UNSUPPORTED_OPERATION if a failure's answer would need a promise. */
   runSync<T>(request: LimitRequest, call: (request: LimitRequest) => T): T | Failover;
+  /**
+   * `run` for a store call that is not a rate decision (a concurrency lease): the same breaker and deadline; a
+   * failure is a `Failover` with a verdict only (a fallback store is not asked: `'allow'` when it is one).
+   */
+  runOperation<T>(now: number, call: () => T | Promise<T>): T | Failover | Promise<T | Failover>;
 }
 
 /** setTimeout clamps delays above 2^31 - 1 ms to 1 ms in every runtime, which would time out every call at once. */
@@ -145,6 +150,33 @@ class Policy implements FailurePolicy {
     }
     breaker?.onSuccess();
     return value;
+  }
+
+  runOperation<T>(now: number, call: () => T | Promise<T>): T | Failover | Promise<T | Failover> {
+    const breaker = this.breaker;
+    if (breaker !== undefined && !breaker.allowRequest(now)) return new Failover(circuitOpen(), undefined, this.verdict ?? 'allow');
+    let pending: T | Promise<T>;
+    try {
+      pending = call();
+    } catch (error) {
+      return this.operationFailed(error);
+    }
+    if (!isPromise(pending)) {
+      breaker?.onSuccess();
+      return pending;
+    }
+    return this.deadlines.race(pending).then(
+      (value) => {
+        this.breaker?.onSuccess();
+        return value;
+      },
+      (error: unknown) => this.operationFailed(error),
+    );
+  }
+
+  private operationFailed(error: unknown): Failover {
+    this.breaker?.onFailure(this.clock());
+    return new Failover(asStoreError(error), undefined, this.verdict ?? 'allow');
   }
 
   private async settle<T>(pending: Promise<T>, request: LimitRequest): Promise<T | Failover> {

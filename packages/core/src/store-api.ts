@@ -24,6 +24,8 @@ export { ALGORITHM_NAMES } from './algorithm-names.js';
 export type { AlgorithmName, Evaluation, ParamsByAlgorithm, ResolvedRule, Rule, RuleOutcome } from './rules.js';
 
 export { EXPIRY_GRACE_MS, decodeState, encodeState } from './store.js';
+export { LEASE_ID_PATTERN, evaluateLease } from './leases.js';
+export type { LeaseEntries, LeaseEvaluation, LeaseOp, LeaseRequest, LeaseResult } from './leases.js';
 export type {
   FastPath,
   FastPathStore,

@@ -17,10 +17,14 @@
  */
 import type { Mode, StepMode, State } from './algorithm.js';
 import type { SluiceError } from './errors.js';
+import type { LeaseRequest, LeaseResult } from './leases.js';
 import type { ResolvedRule, RuleOutcome } from './rules.js';
 
-/** `limit` and `reset` are required; `take` and `reserve` name the optional modes of `limit`. */
-export type StoreOperation = 'limit' | 'reset' | 'take' | 'reserve';
+/**
+ * `limit` and `reset` are required; `take` and `reserve` name the optional modes of `limit`; `lease` the optional
+ * concurrency operations (`store.lease(request)`: acquire, release, extend; see leases.ts).
+ */
+export type StoreOperation = 'limit' | 'reset' | 'take' | 'reserve' | 'lease';
 
 export interface StoreCapabilities {
   /** True when every method returns its result directly, never a promise. Enables `limitSync`. */
@@ -70,6 +74,11 @@ export interface Store {
   limit(request: LimitRequest): LimitResult | Promise<LimitResult>;
   /** Forgets the state of the given rules for one base key. */
   reset(key: string, ruleIds: readonly string[]): void | Promise<void>;
+  /**
+   * Concurrency leases for one base key (acquire, release, extend), atomically, as `evaluateLease()` defines them;
+   * kept under `${key}:lease` with the expiry of its latest lease. Required when `operations` lists `lease`.
+   */
+  lease?(request: LeaseRequest): LeaseResult | Promise<LeaseResult>;
   /** Releases what the store opened itself (never the client the user passed in). */
   close?(): void | Promise<void>;
 }

@@ -6,6 +6,7 @@ import * as storeSource from '../src/store-api.js';
 
 const ROOT = [
   'SluiceError',
+  'createConcurrencyLimiter',
   'createLimiter',
   'createUtilizationShedder',
   'eventLoopSignal',
@@ -23,6 +24,7 @@ const STORE = [
   'ALGORITHM_NAMES',
   'EXPIRY_GRACE_MS',
   'Failover',
+  'LEASE_ID_PATTERN',
   'MAX_VERBATIM_IDENTITY',
   'NEVER',
   'createFailurePolicy',
@@ -33,6 +35,7 @@ const STORE = [
   'durationOption',
   'encodeState',
   'evaluate',
+  'evaluateLease',
   'fixedWindowStep',
   'gcraStep',
   'identityKey',

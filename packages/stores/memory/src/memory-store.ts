@@ -1,7 +1,9 @@
 import { SluiceError } from '@sluice/core';
 import {
   EXPIRY_GRACE_MS,
+  LEASE_ID_PATTERN,
   describeValue as describe,
+  evaluateLease,
   rejectUnknownOptions,
   evaluate,
   newStepScratch,
@@ -9,6 +11,9 @@ import {
   type FastPath,
   type FastPathStore,
   type FastRequest,
+  type LeaseEntries,
+  type LeaseRequest,
+  type LeaseResult,
   type LimitRequest,
   type LimitResult,
   type StepMode,
@@ -46,6 +51,12 @@ interface Slot extends LruEntry {
   next: Slot | undefined;
 }
 
+/** One identity's concurrency leases (`lease()`), held apart from its rule states, bounded by the same maxKeys. */
+interface LeaseRecord extends LruEntry {
+  entries: LeaseEntries;
+  expiresAt: number;
+}
+
 /**
  * A plain object literal, not a class with declared fields: ES2022 class fields start as `undefined`, which
  * makes V8 keep `expiresAt` as a generic field and box every epoch-ms double written to it in a new 16-byte
@@ -74,9 +85,11 @@ export class MemoryStore implements FastPathStore {
   readonly capabilities: StoreCapabilities & { readonly synchronous: true } = {
     synchronous: true,
     clock: 'client',
-    operations: ['limit', 'reset', 'take', 'reserve'],
+    operations: ['limit', 'reset', 'take', 'reserve', 'lease'],
   };
   private readonly cache: Lru<Slot>;
+  /** Concurrency leases, per base key; as bounded as the states (an evicted record frees its slots: size maxKeys above the identities in flight). */
+  private readonly leases: Lru<LeaseRecord>;
   /**
    * One index per limiter key prefix, identity to first slot, for the fast path: a decision on a held identity is
    * one Map lookup by the identity string the caller already has (its hash cached in the string), instead of
@@ -103,6 +116,7 @@ export class MemoryStore implements FastPathStore {
       );
     }
     this.cache = new Lru<Slot>(maxKeys, (first) => this.unindex(first));
+    this.leases = new Lru<LeaseRecord>(maxKeys);
   }
 
   /** Identities currently held (expired ones included until they are swept or evicted). */
@@ -110,10 +124,14 @@ export class MemoryStore implements FastPathStore {
     return this.cache.size;
   }
 
-  /** The base keys currently held, most recently used first (as nearly as the Lru keeps recency); for inspection and tests, not the hot path. */
+  /**
+   * The base keys currently held, most recently used first (as nearly as the Lru keeps recency), then the lease
+   * records (`base key:lease`); for inspection and tests, not the hot path.
+   */
   keys(): string[] {
     const keys: string[] = [];
     for (const first of this.cache.newestFirst()) keys.push(first.key);
+    for (const record of this.leases.newestFirst()) keys.push(record.key);
     return keys;
   }
 
@@ -236,6 +254,26 @@ export class MemoryStore implements FastPathStore {
     this.drop(key, ruleIds);
   }
 
+  /** Concurrency leases for one base key, as core's `evaluateLease()` defines them (acquire, release, extend). */
+  lease(request: LeaseRequest): LeaseResult {
+    if (typeof request.id !== 'string' || !LEASE_ID_PATTERN.test(request.id)) {
+      throw new SluiceError('INVALID_OPTION', `memoryStore: a lease id must be 1 to 64 characters of letters, digits, '_' or '-', got ${describe(request.id)}`);
+    }
+    const key = `${request.key}:lease`;
+    const record = this.leases.get(key);
+    const held = record !== undefined && record.expiresAt > request.now ? record.entries : undefined;
+    const evaluation = evaluateLease(held, request, request.now);
+    if (evaluation.ttlMs <= 0) {
+      if (record !== undefined) this.leases.delete(key);
+    } else if (record !== undefined) {
+      record.entries = evaluation.entries;
+      record.expiresAt = request.now + evaluation.ttlMs;
+    } else {
+      this.leases.set(key, { key: '', movedAt: 0, entries: evaluation.entries, expiresAt: request.now + evaluation.ttlMs });
+    }
+    return evaluation.result;
+  }
+
   /** Forgets some rules' states for one key; returns the key's first slot afterwards. */
   private drop(key: string, ruleIds: readonly string[]): Slot | undefined {
     const first = this.cache.get(key);
@@ -254,7 +292,7 @@ export class MemoryStore implements FastPathStore {
     return head;
   }
 
-  /** Drops every identity whose states have all expired by `now`. O(size); the hot path never calls it. */
+  /** Drops every identity whose states have all expired by `now`, and every expired lease record. O(size); the hot path never calls it. */
   purgeExpired(now: number): number {
     let dropped = 0;
     for (const first of this.cache.newestFirst()) {
@@ -263,11 +301,15 @@ export class MemoryStore implements FastPathStore {
         dropped++;
       }
     }
+    for (const record of this.leases.newestFirst()) {
+      if (record.expiresAt <= now) this.leases.delete(record.key);
+    }
     return dropped;
   }
 
   clear(): void {
     this.cache.clear();
+    this.leases.clear();
   }
 
   private sweep(now: number): void {
