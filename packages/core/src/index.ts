@@ -27,6 +27,8 @@ export type { SluiceErrorCode } from './errors.js';
 export { parseDuration } from './duration.js';
 export { createUtilizationShedder, eventLoopSignal } from './utilization-shedder.js';
 export { createConcurrencyLimiter } from './concurrency.js';
+export { createFleetShedder } from './fleet-shedder.js';
+export type { FleetDecision, FleetShedder, FleetShedderOptions } from './fleet-shedder.js';
 export type { AbortSignalLike, AcquireOptions, ConcurrencyLimiter, ConcurrencyLimiterOptions, Lease, LeaseDecision } from './concurrency.js';
 export type { EventLoopSignal, EventLoopSignalOptions, ShedDecision, UtilizationShedder, UtilizationShedderOptions } from './utilization-shedder.js';
 export type { Duration, DurationUnit } from './duration.js';

@@ -7,6 +7,7 @@ import * as storeSource from '../src/store-api.js';
 const ROOT = [
   'SluiceError',
   'createConcurrencyLimiter',
+  'createFleetShedder',
   'createLimiter',
   'createUtilizationShedder',
   'eventLoopSignal',

@@ -1,0 +1,122 @@
+/**
+ * The fleet-usage load shedder (seed 000, "Fleet usage load shedder"): it keeps a fraction of the fleet's capacity
+ * for critical work. Fleet-wide in-flight work is counted as concurrency leases on one global key of the shared
+ * store, so every instance sees the same count. A class may hold leases only while fewer than its share of the
+ * capacity are held: the first (most important) class up to the whole capacity, the last up to
+ * (1 − reserve) × capacity, the classes between on a straight line. So when the fleet fills up, the least
+ * important class is shed first, and critical requests still pass until the capacity itself is reached. Refusals
+ * are 503s: the fleet is at capacity, the client did nothing wrong.
+ */
+import { createConcurrencyLimiter, type AcquireOptions, type ConcurrencyLimiter, type ConcurrencyLimiterOptions, type LeaseDecision } from './concurrency.js';
+import { SluiceError, describe } from './errors.js';
+import { rejectUnknownOptions, requireObject } from './validate.js';
+
+export interface FleetShedderOptions extends Omit<ConcurrencyLimiterOptions, 'limit'> {
+  /** Requests the whole fleet can have in flight at once, a positive integer. */
+  capacity: number;
+  /** Fraction of the capacity kept for the first class: the last class is shed from (1 − reserve) × capacity. @default 0.2 */
+  reserve?: number;
+  /** Priority classes, most important first. @default ['critical', 'write', 'read', 'test'] */
+  classes?: readonly string[];
+}
+
+export interface FleetDecision extends Omit<LeaseDecision, 'reason'> {
+  /** `shed` (503): the fleet is at this class's share of capacity. The others as for a lease decision. */
+  readonly reason: 'ok' | 'shed' | 'shadow' | 'disabled' | 'store_unavailable';
+  readonly priority: string;
+}
+
+export interface FleetShedder {
+  readonly classes: readonly string[];
+  /** Takes a fleet-wide lease for one request of class `priority`; release it when the request ends. */
+  acquire(priority: string, options?: AcquireOptions): Promise<FleetDecision>;
+  /** Most leases the fleet may hold when a request of this class arrives. */
+  limitFor(priority: string): number;
+  /** Changes the capacity, the reserve or the mode at run time; held leases are kept. */
+  configure(changes: { capacity?: number; reserve?: number; mode?: 'enforce' | 'shadow' | 'off' }): void;
+}
+
+const WHERE = 'createFleetShedder';
+const KNOWN = ['store', 'capacity', 'reserve', 'classes', 'ttl', 'name', 'prefix', 'clock', 'mode', 'timeout', 'onStoreError', 'circuitBreaker'];
+const DEFAULT_CLASSES: readonly string[] = ['critical', 'write', 'read', 'test'];
+/** The key every instance counts on: one identity for the whole fleet. */
+const FLEET = 'fleet';
+
+/**
+ * @example
+ * const fleet = createFleetShedder({ store: redisStore(redis), capacity: 400, reserve: 0.2 });
+ * const d = await fleet.acquire(isCharge ? 'critical' : 'read'); if (!d.allowed) return respond(503);
+ * try { await handle(); } finally { await d.lease?.release(); }
+ */
+export function createFleetShedder(options: FleetShedderOptions): FleetShedder {
+  return new Fleet(options);
+}
+
+class Fleet implements FleetShedder {
+  readonly classes: readonly string[];
+  private readonly limiters = new Map<string, ConcurrencyLimiter>();
+  private capacity!: number;
+  private reserve!: number;
+
+  constructor(raw: FleetShedderOptions) {
+    const options = requireObject(raw, WHERE) as unknown as FleetShedderOptions;
+    rejectUnknownOptions(options, KNOWN, WHERE);
+    const { capacity, reserve, classes, ...rest } = options;
+    const list = classes ?? DEFAULT_CLASSES;
+    if (!Array.isArray(list) || list.length === 0 || list.some((c) => typeof c !== 'string' || c === '') || new Set(list).size !== list.length) {
+      throw new SluiceError('INVALID_OPTION', `${WHERE}: classes must be distinct non-empty strings, most important first, got ${describe(list)}`);
+    }
+    this.classes = Object.freeze([...list]);
+    this.setShares(capacity, reserve ?? 0.2);
+    // One concurrency limiter per class, all counting the same fleet-wide key (same name, same identity).
+    for (const [i, priority] of this.classes.entries()) {
+      this.limiters.set(priority, createConcurrencyLimiter({ ...rest, name: rest.name ?? 'fleet', limit: this.share(i) }));
+    }
+  }
+
+  limitFor(priority: string): number {
+    return this.share(this.rankOf(priority));
+  }
+
+  configure(changes: { capacity?: number; reserve?: number; mode?: 'enforce' | 'shadow' | 'off' }): void {
+    rejectUnknownOptions(requireObject(changes, 'configure'), ['capacity', 'reserve', 'mode'], 'configure');
+    this.setShares(changes.capacity ?? this.capacity, changes.reserve ?? this.reserve);
+    for (const [i, priority] of this.classes.entries()) {
+      this.limiters.get(priority)!.configure({ limit: this.share(i), ...(changes.mode === undefined ? {} : { mode: changes.mode }) });
+    }
+  }
+
+  async acquire(priority: string, options?: AcquireOptions): Promise<FleetDecision> {
+    const limiter = this.limiters.get(priority);
+    if (limiter === undefined) this.rankOf(priority); // throws, naming the classes
+    const decision = await limiter!.acquire(FLEET, options);
+    const reason = decision.reason === 'concurrency_limited' ? 'shed' : decision.reason;
+    return { ...decision, reason, priority };
+  }
+
+  private rankOf(priority: string): number {
+    const rank = this.classes.indexOf(priority);
+    if (rank < 0) {
+      throw new SluiceError('INVALID_OPTION', `${WHERE}: unknown priority class ${describe(priority)}; the classes are ${this.classes.map((c) => JSON.stringify(c)).join(', ')}`);
+    }
+    return rank;
+  }
+
+  /** Class i's share: the whole capacity for the first, (1 − reserve) × capacity for the last, linear between; at least 1. */
+  private share(rank: number): number {
+    const last = this.classes.length - 1;
+    const fraction = last === 0 ? 1 : 1 - (this.reserve * rank) / last;
+    return Math.max(1, Math.floor(this.capacity * fraction));
+  }
+
+  private setShares(capacity: unknown, reserve: unknown): void {
+    if (typeof capacity !== 'number' || !Number.isSafeInteger(capacity) || capacity < 1) {
+      throw new SluiceError('INVALID_OPTION', `${WHERE}: capacity must be a positive integer, got ${describe(capacity)}`);
+    }
+    if (typeof reserve !== 'number' || !(reserve >= 0 && reserve < 1)) {
+      throw new SluiceError('INVALID_OPTION', `${WHERE}: reserve must be a fraction from 0 (no reserve) up to but not including 1, got ${describe(reserve)}`);
+    }
+    this.capacity = capacity;
+    this.reserve = reserve;
+  }
+}

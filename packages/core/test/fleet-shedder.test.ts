@@ -1,0 +1,72 @@
+/**
+ * The fleet-usage shedder (seed 000) over a lease store: a reserve of the capacity for the first class, the least
+ * important class shed first, 503-style `shed` refusals, shared by every instance that counts on the same store.
+ */
+import { describe, expect, test } from 'vitest';
+import { createFleetShedder, type FleetShedderOptions, type Store } from '../src/index.js';
+import { evaluateLease, type LeaseEntries, type LeaseRequest, type LeaseResult } from '../src/store-api.js';
+
+/** A shared lease store over a Map (what several instances would reach over the network). */
+class LeaseStore implements Store {
+  readonly capabilities = { synchronous: false, clock: 'client', operations: ['limit', 'reset', 'lease'] } as const;
+  private readonly records = new Map<string, LeaseEntries>();
+
+  limit(): never {
+    throw new Error('not used');
+  }
+
+  reset(): void {}
+
+  lease(request: LeaseRequest): Promise<LeaseResult> {
+    const evaluation = evaluateLease(this.records.get(request.key), request, request.now);
+    this.records.set(request.key, evaluation.entries);
+    return Promise.resolve(evaluation.result);
+  }
+}
+
+const T0 = 1_700_000_000_000;
+
+function fleet(store: Store, options: Partial<FleetShedderOptions> = {}) {
+  return createFleetShedder({ store, capacity: 10, reserve: 0.2, clock: () => T0, ...options });
+}
+
+describe('createFleetShedder', () => {
+  test("the seed's two classes: non-critical work is shed past 80% of the capacity, critical passes up to 100%", async () => {
+    const store = new LeaseStore();
+    const shedder = fleet(store, { classes: ['critical', 'normal'] });
+    expect([shedder.limitFor('critical'), shedder.limitFor('normal')]).toEqual([10, 8]);
+    const normal = await Promise.all(Array.from({ length: 9 }, () => shedder.acquire('normal')));
+    expect(normal.filter((d) => d.allowed)).toHaveLength(8);
+    expect(normal.find((d) => !d.allowed)).toMatchObject({ reason: 'shed', priority: 'normal', held: 8 });
+    const critical = await Promise.all(Array.from({ length: 3 }, () => shedder.acquire('critical')));
+    expect(critical.map((d) => d.allowed)).toEqual([true, true, false]);
+    // Another instance on the same store sees the same fleet.
+    expect(await fleet(store, { classes: ['critical', 'normal'] }).acquire('critical')).toMatchObject({ allowed: false, held: 10 });
+    await normal[0]!.lease!.release();
+    await normal[1]!.lease!.release();
+    await normal[2]!.lease!.release();
+    expect((await shedder.acquire('normal')).allowed).toBe(true);
+  });
+
+  test('four classes: test traffic goes first, then reads, then writes; critical last', async () => {
+    const shedder = fleet(new LeaseStore(), { capacity: 100, reserve: 0.3 });
+    expect(shedder.classes.map((c) => shedder.limitFor(c))).toEqual([100, 90, 80, 70]);
+    for (let i = 0; i < 70; i++) expect((await shedder.acquire('critical')).allowed).toBe(true);
+    expect(await shedder.acquire('test')).toMatchObject({ allowed: false, reason: 'shed' });
+    expect((await shedder.acquire('read')).allowed).toBe(true);
+  });
+
+  test('shadow reports and never sheds; configure changes the capacity live; errors name the field', async () => {
+    const shedder = fleet(new LeaseStore(), { capacity: 1, classes: ['critical', 'normal'] });
+    expect((await shedder.acquire('critical')).allowed).toBe(true);
+    shedder.configure({ mode: 'shadow' });
+    expect(await shedder.acquire('normal')).toMatchObject({ allowed: true, reason: 'shadow' });
+    shedder.configure({ mode: 'enforce', capacity: 5 });
+    expect(shedder.limitFor('normal')).toBe(4);
+    expect((await shedder.acquire('normal')).allowed).toBe(true);
+    await expect(shedder.acquire('vip')).rejects.toThrow(/unknown priority class "vip"/);
+    expect(() => fleet(new LeaseStore(), { reserve: 1 })).toThrow(/reserve must be a fraction from 0/);
+    expect(() => fleet(new LeaseStore(), { capacity: 0 })).toThrow(/capacity must be a positive integer/);
+    expect(() => fleet(new LeaseStore(), { limit: 3 } as unknown as Partial<FleetShedderOptions>)).toThrow(/unknown option "limit"/);
+  });
+});
