@@ -75,6 +75,12 @@ export function trafficStack<Req extends IncomingMessage = ExpressRequest>(optio
       released = true;
       for (const lease of leases) void lease.release();
     };
+    /** Keeps a lease for the request, or gives it back at once if the response has already ended (a client gone). */
+    const hold = (lease: Lease | undefined): void => {
+      if (lease === undefined) return;
+      if (released) void lease.release();
+      else leases.push(lease);
+    };
     // Every way a response ends: 'finish' when it was sent, 'close' when the connection went first (an aborted
     // client, a timeout) and after 'finish' too. Release is idempotent.
     res.once('finish', release);
@@ -95,20 +101,18 @@ export function trafficStack<Req extends IncomingMessage = ExpressRequest>(optio
         if (identity !== undefined) {
           const d = await concurrency.limiter.acquire(identity);
           if (!d.allowed) return refuse('concurrency', 'limited', concurrency.limiter.name, d.retryAfter, cls);
-          if (d.lease !== undefined) leases.push(d.lease);
+          hold(d.lease);
         }
       }
       if (fleet !== undefined) {
         const d = await fleet.acquire(cls!);
         if (!d.allowed) return refuse('fleet', 'shed', 'fleet', d.retryAfter, cls);
-        if (d.lease !== undefined) leases.push(d.lease);
+        hold(d.lease);
       }
       if (worker !== undefined) {
         const d = worker.check(cls!);
         if (!d.allowed) return refuse('worker', 'shed', 'worker', d.retryAfter, cls);
       }
-      // A response that ended while the layers decided (a client that went away) releases what they took.
-      if (res.writableEnded || res.destroyed) release();
       request.trafficStack = { refusedBy: undefined, priority: cls };
       next();
     };
