@@ -10,6 +10,9 @@
  *     rule:       the rule id
  *     state:      the algorithm's integers, comma-separated (core's encodeState)
  *     expires_at: epoch ms after which the row means nothing and may be deleted (not indexed: see sweeper.ts)
+ *   Concurrency leases share it, one row per limiter key: key `<base key>:lease`, rule '', state the held leases as
+ *   `id:expiresAt` pairs joined by ',', expires_at the latest lease's expiry (so the sweep and purgeExpired take
+ *   them like any row, and a process of an earlier release sharing the file reads past them).
  *   <table>_meta(name TEXT PRIMARY KEY, value INTEGER) WITHOUT ROWID, row ('schema_version', 1)
  */
 import { SluiceError } from '@sluice/core';

@@ -1,9 +1,15 @@
 import { SluiceError, type SyncStore } from '@sluice/core';
 import {
   EXPIRY_GRACE_MS,
+  LEASE_ID_PATTERN,
   decodeState,
+  describeValue,
   encodeState,
   evaluate,
+  evaluateLease,
+  type LeaseEntries,
+  type LeaseRequest,
+  type LeaseResult,
   type LimitRequest,
   type LimitResult,
   type ResolvedRule,
@@ -16,6 +22,15 @@ import { ensureSchema } from './schema.js';
 import { openError, storeError } from './store-error.js';
 import { Sweeper } from './sweeper.js';
 
+/**
+ * Concurrency leases live in the state table, one row per limiter key: key `${base key}:lease` (a base key ends in
+ * '}', so it never equals one), rule '' (no rule id is empty), state the held leases in acquisition order as
+ * `id:expiresAt` pairs joined by ',' (ids never contain ':' or ','), expires_at the latest lease's expiry.
+ */
+const LEASE_RULE = '';
+const LEASE_OPS: readonly string[] = ['acquire', 'release', 'extend'];
+const LEASE_ENTRY = /^([A-Za-z0-9_-]{1,64}):(\d{1,16})$/;
+
 /** better-sqlite3 sets busy_timeout from its `timeout` option, 5000 ms unless told otherwise. */
 const DEFAULT_BUSY_TIMEOUT_MS = 5000;
 
@@ -24,6 +39,7 @@ const DEFAULT_BUSY_TIMEOUT_MS = 5000;
  * Each decision is one short IMMEDIATE write transaction that reads the identity's rows, runs core's `evaluate`
  * and writes the result, so concurrent processes are serialised by SQLite's write lock. Peeks read without a
  * write transaction. Synchronous: limiters over it get `limitSync`. Time comes from the limiter's clock.
+ * Runs concurrency leases too (`createConcurrencyLimiter`): each acquire, release or extend is one such transaction.
  * @example
  * const store = sqliteStore(new Database('ratelimit.db'));
  * const limiter = createLimiter({ store, rules: tokenBucket({ capacity: 20, refillRate: 10 }) });
@@ -36,7 +52,7 @@ export class SqliteStore implements SyncStore {
   readonly capabilities: StoreCapabilities & { readonly synchronous: true } = {
     synchronous: true,
     clock: 'client',
-    operations: ['limit', 'reset', 'take', 'reserve'],
+    operations: ['limit', 'reset', 'take', 'reserve', 'lease'],
   };
   /** The state table's name. */
   readonly table: string;
@@ -52,6 +68,7 @@ export class SqliteStore implements SyncStore {
   private readonly purge: SqliteStatement;
   private readonly removeAll: SqliteStatement;
   private readonly write: SqliteTransaction<(request: LimitRequest) => LimitResult>;
+  private readonly leaseWrite: SqliteTransaction<(request: LeaseRequest) => LeaseResult>;
   private readonly forget: SqliteTransaction<(key: string, ruleIds: readonly string[]) => void>;
   private readonly sweepEvery: number;
   private readonly sweeper: Sweeper;
@@ -89,6 +106,7 @@ export class SqliteStore implements SyncStore {
       throw openError(db.name, error);
     }
     this.write = db.transaction((request: LimitRequest) => this.run(request));
+    this.leaseWrite = db.transaction((request: LeaseRequest) => this.runLease(request));
     this.forget = db.transaction((key: string, ruleIds: readonly string[]) => {
       for (const id of ruleIds) this.remove.run(key, id);
     });
@@ -109,6 +127,31 @@ export class SqliteStore implements SyncStore {
       this.forget.immediate(key, ruleIds);
     } catch (error) {
       throw storeError('reset', error, this.busyTimeoutMs);
+    }
+  }
+
+  /**
+   * Concurrency leases for one base key (acquire, release, extend), as core's `evaluateLease()` defines them: one
+   * IMMEDIATE write transaction reads the key's lease row, evaluates at `request.now` and writes the row back (or
+   * deletes it when no lease is left), so processes sharing the file never hold more than `limit` between them.
+   */
+  lease(request: LeaseRequest): LeaseResult {
+    if (typeof request !== 'object' || request === null || typeof request.key !== 'string') {
+      throw new SluiceError('INVALID_OPTION', `sqliteStore: lease request.key must be a string, got ${describeValue(request?.key)}`);
+    }
+    if (typeof request.id !== 'string' || !LEASE_ID_PATTERN.test(request.id)) {
+      throw new SluiceError(
+        'INVALID_OPTION',
+        `sqliteStore: lease request.id must be 1 to 64 characters of letters, digits, '_' or '-', got ${describeValue(request.id)}`,
+      );
+    }
+    if (!LEASE_OPS.includes(request.op)) {
+      throw new SluiceError('INVALID_OPTION', `sqliteStore: lease request.op must be 'acquire', 'release' or 'extend', got ${describeValue(request.op)}`);
+    }
+    try {
+      return this.leaseWrite.immediate(request);
+    } catch (error) {
+      throw storeError('lease', error, this.busyTimeoutMs);
     }
   }
 
@@ -149,6 +192,21 @@ export class SqliteStore implements SyncStore {
     return { now, outcomes: evaluation.outcomes };
   }
 
+  /** Reads, evaluates and writes one lease operation; runs inside the lease write transaction. */
+  private runLease(request: LeaseRequest): LeaseResult {
+    const { now } = request;
+    const key = `${request.key}:lease`;
+    const row = this.selectOne.get(key, LEASE_RULE) as [string, number] | undefined;
+    const evaluation = evaluateLease(row !== undefined && row[1] > now ? decodeLeases(row[0]) : undefined, request, now);
+    if (evaluation.ttlMs > 0) this.upsert.run(key, LEASE_RULE, encodeLeases(evaluation.entries), now + evaluation.ttlMs);
+    else if (row !== undefined) this.remove.run(key, LEASE_RULE);
+    if (++this.writes >= this.sweepEvery) {
+      this.writes = 0;
+      this.sweeper.sweep(now - EXPIRY_GRACE_MS);
+    }
+    return evaluation.result;
+  }
+
   private read(key: string, rules: readonly ResolvedRule[], now: number): Array<State | undefined> {
     if (rules.length === 1) {
       const row = this.selectOne.get(key, rules[0]!.id) as [string, number] | undefined;
@@ -163,6 +221,23 @@ export class SqliteStore implements SyncStore {
     }
     return states;
   }
+}
+
+function encodeLeases(entries: LeaseEntries): string {
+  let text = '';
+  for (const [id, expiresAt] of entries) text += (text === '' ? '' : ',') + id + ':' + expiresAt;
+  return text;
+}
+
+/** The held leases of a row; a malformed entry (a row written by hand, or damaged) is dropped rather than trusted. */
+function decodeLeases(text: string): LeaseEntries {
+  const entries: Array<readonly [string, number]> = [];
+  if (typeof text !== 'string' || text === '') return entries;
+  for (const part of text.split(',')) {
+    const match = LEASE_ENTRY.exec(part);
+    if (match !== null) entries.push([match[1]!, Number(match[2])]);
+  }
+  return entries;
 }
 
 /** Raw rows (arrays) and plain numbers whatever `defaultSafeIntegers` the user set on the connection. */

@@ -22,11 +22,14 @@ describeStoreConformance<SqliteStore>({
     databases.get(store)?.close();
   },
   clock: 'client',
-  capabilities: { synchronous: true, modes: ['take', 'reserve'] },
+  capabilities: { synchronous: true, modes: ['take', 'reserve'], leases: true },
+  // A rule's row shows as `key:rule`; a lease row (rule '') as its key, `base key:lease`.
   inspectKeys: ({ store, prefix, now }) =>
     (databases
       .get(store)!
-      .prepare(`SELECT key || ':' || rule FROM sluice_state WHERE substr(key, 1, ?) = ? AND expires_at > ?`)
+      .prepare(
+        `SELECT CASE rule WHEN '' THEN key ELSE key || ':' || rule END FROM sluice_state WHERE substr(key, 1, ?) = ? AND expires_at > ?`,
+      )
       .pluck()
       .all(prefix.length + 1, `${prefix}:`, now) as string[]),
 });
