@@ -13,6 +13,8 @@
  * The record's time to live is the latest expiry it holds (it expires by itself when every lease has).
  */
 
+import { SluiceError, describe } from './errors.js';
+
 /** Ids: what `createConcurrencyLimiter` makes (random), and what a store may be asked to keep. */
 export const LEASE_ID_PATTERN = /^[A-Za-z0-9_-]{1,64}$/;
 
@@ -55,6 +57,12 @@ export interface LeaseEvaluation {
 
 /** The reference: what every executor must compute from the entries it holds for `request.key`. */
 export function evaluateLease(held: LeaseEntries | undefined, request: LeaseRequest, now: number): LeaseEvaluation {
+  if (request.op !== 'acquire' && request.op !== 'release' && request.op !== 'extend') {
+    throw new SluiceError('INVALID_OPTION', `lease request: op must be 'acquire', 'release' or 'extend', got ${describe(request.op)}`);
+  }
+  if (request.op === 'acquire' && !(Number.isSafeInteger(request.limit) && request.limit >= 1)) {
+    throw new SluiceError('INVALID_OPTION', `lease request: limit must be a positive integer, got ${describe(request.limit)}`);
+  }
   const live = (held ?? []).filter(([, expiresAt]) => expiresAt > now);
   const mine = live.findIndex(([id]) => id === request.id);
   let ok = false;
@@ -73,7 +81,7 @@ export function evaluateLease(held: LeaseEntries | undefined, request: LeaseRequ
       ok = true;
       entries = live.filter((_, i) => i !== mine);
     }
-  } else if (mine >= 0) {
+  } else if (request.op === 'extend' && mine >= 0) {
     ok = true;
     expiresAt = now + request.ttlMs;
     entries = live.map((e, i) => (i === mine ? ([e[0], expiresAt] as const) : e));
