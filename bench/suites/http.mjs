@@ -1,20 +1,24 @@
 // HTTP suite: requests per second through bare Express and Fastify, each with sluice (memory store) and with
 // the peer a user would pick instead (express-rate-limit, @fastify/rate-limit), measured with autocannon on
 // 127.0.0.1. Each server runs in its own process; autocannon runs here. Limits are far above what a run sends,
-// so every request is allowed and the table measures the cost of the limiter, not of refusals.
+// so every request is allowed and the table measures the cost of the limiter, not of refusals. --stack adds
+// @sluice/express's trafficStack with its four layers added one at a time, and a table of what each layer adds.
 import autocannon from 'autocannon';
 import { spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { target } from '../lib/report.mjs';
-import { addRatios, formatInteger } from '../lib/table.mjs';
+import { addRatios, formatInteger, formatRatio } from '../lib/table.mjs';
 
+export const builds = ['@sluice/express', '@sluice/fastify', '@sluice/memory'];
 export const description = 'autocannon on localhost: bare Express/Fastify vs + sluice (memory) vs + express-rate-limit / @fastify/rate-limit';
 
 const SERVER = join(dirname(fileURLToPath(import.meta.url)), 'http', 'server.mjs');
 const MAIN = ['express', 'express+sluice', 'express+express-rate-limit', 'fastify', 'fastify+sluice', 'fastify+@fastify/rate-limit'];
 const HEADERS_OFF = ['express+sluice (no headers)', 'fastify+sluice (no headers)'];
+const STACK = ['express+stack(rate)', 'express+stack(rate,concurrency)', 'express+stack(rate,concurrency,fleet)', 'express+stack(all four)'];
+const SLUICE_HEADER = /^"bench";r=\d+;t=\d+$/;
 /** What each variant must send, checked on one request before timing: a limiter that sends nothing is not running. */
 const SIGNATURE = {
   express: (h) => h.ratelimit === undefined,
@@ -25,7 +29,37 @@ const SIGNATURE = {
   'fastify+@fastify/rate-limit': (h) => h['x-ratelimit-limit'] !== undefined,
   'express+sluice (no headers)': (h) => h.ratelimit === undefined,
   'fastify+sluice (no headers)': (h) => h.ratelimit === undefined,
+  'express+stack(rate)': (h) => SLUICE_HEADER.test(h.ratelimit ?? ''),
+  'express+stack(rate,concurrency)': (h) => SLUICE_HEADER.test(h.ratelimit ?? ''),
+  'express+stack(rate,concurrency,fleet)': (h) => SLUICE_HEADER.test(h.ratelimit ?? ''),
+  'express+stack(all four)': (h) => SLUICE_HEADER.test(h.ratelimit ?? ''),
 };
+/**
+ * The stack variants also answer GET /probe through the same stack with what each layer shows of itself (see
+ * useStack in http/server.mjs), checked before the timed run and again after it. The rate layer resolved the
+ * client (its RateLimit header is checked above); only trafficStack sets req.trafficStack; a held count of 2 is
+ * the stack's lease for the probe request plus the one the handler takes to count (1: the stack took none; more:
+ * leases leaked during the run); the worker shedder read its signal, which only its check() does, and is at rest.
+ */
+const stackLayer = (b) => typeof b.identity === 'string' && b.trafficStack?.refusedBy === undefined && typeof b.trafficStack === 'object';
+const concurrencyLayer = (b) => b.concurrencyHeld === 2;
+const fleetLayer = (b) => b.fleetHeld === 2;
+const workerLayer = (b) => b.workerSignalReads >= 1 && b.workerAmount < 0;
+const PROBE = {
+  'express+stack(rate)': (b) => stackLayer(b) && b.concurrencyHeld === undefined && b.fleetHeld === undefined && b.workerSignalReads === undefined,
+  'express+stack(rate,concurrency)': (b) => stackLayer(b) && concurrencyLayer(b) && b.fleetHeld === undefined && b.workerSignalReads === undefined,
+  'express+stack(rate,concurrency,fleet)': (b) => stackLayer(b) && concurrencyLayer(b) && fleetLayer(b) && b.workerSignalReads === undefined,
+  'express+stack(all four)': (b) => stackLayer(b) && concurrencyLayer(b) && fleetLayer(b) && workerLayer(b),
+};
+/** What each layer adds per request: [what, from, to], the difference of the two rows' medians. */
+const LAYER_STEPS = [
+  ['rate: rateLimit() alone', 'express', 'express+sluice'],
+  ['rate: trafficStack({ rate }) vs rateLimit() alone', 'express+sluice', 'express+stack(rate)'],
+  ['+ concurrency (memory lease per client)', 'express+stack(rate)', 'express+stack(rate,concurrency)'],
+  ['+ fleet (memory lease on the fleet key)', 'express+stack(rate,concurrency)', 'express+stack(rate,concurrency,fleet)'],
+  ['+ worker (utilization shedder, default signal)', 'express+stack(rate,concurrency,fleet)', 'express+stack(all four)'],
+  ['all four vs rateLimit() alone', 'express+sluice', 'express+stack(all four)'],
+];
 
 function startServer(variant) {
   return new Promise((resolve, reject) => {
@@ -70,6 +104,15 @@ function cannon(url, { connections, durationS }) {
   });
 }
 
+async function probeStack(variant, url, when) {
+  const response = await fetch(`${url}probe`);
+  const body = await response.json();
+  if (response.status !== 200 || !PROBE[variant](body)) {
+    throw new Error(`${variant}: GET /probe ${when} did not show every layer at work (status ${response.status}, body ${JSON.stringify(body)})`);
+  }
+  return body;
+}
+
 async function measure(variant, settings, log) {
   const { child, port } = await startServer(variant);
   const url = `http://127.0.0.1:${port}/`;
@@ -79,15 +122,22 @@ async function measure(variant, settings, log) {
     if (probe.status !== 200 || !SIGNATURE[variant](headers)) {
       throw new Error(`${variant}: the probe request did not look right (status ${probe.status}, headers ${JSON.stringify(headers)})`);
     }
+    if (PROBE[variant] !== undefined) await probeStack(variant, url, 'before the run');
     await cannon(url, { connections: settings.connections, durationS: settings.warmupS });
     const cpuBefore = serverCpuNs(child.pid);
     const result = await cannon(url, { connections: settings.connections, durationS: settings.durationS });
     const cpuAfter = serverCpuNs(child.pid);
+    let after;
+    if (PROBE[variant] !== undefined) {
+      const body = await probeStack(variant, url, 'after the run');
+      const worker = body.workerAmount === undefined ? '' : `; worker shedder amount ${body.workerAmount.toFixed(3)} (sheds 'read' from 0.333), utilization ${body.workerUtilization.toFixed(2)}`;
+      after = `after the run: probe ok${body.concurrencyHeld === undefined ? '' : ', no lease leaked'}${worker}`;
+    }
     const refused = result.non2xx + result.errors + result.timeouts;
     const total = result.requests.total;
     const cpuNsPerRequest = cpuBefore === undefined || cpuAfter === undefined || total === 0 ? undefined : (cpuAfter - cpuBefore) / total;
     const cpu = cpuNsPerRequest === undefined ? '' : `, ${(cpuNsPerRequest / 1000).toFixed(1)} µs server CPU per request`;
-    log(`${variant}: ${formatInteger(result.requests.average)} req/s, p99 ${result.latency.p99} ms${cpu}, ${refused} not 2xx/failed`);
+    log(`${variant}: ${formatInteger(result.requests.average)} req/s, p99 ${result.latency.p99} ms${cpu}, ${refused} not 2xx/failed${after === undefined ? '' : `; ${after}`}`);
     return { reqPerSec: result.requests.average, p99Ms: result.latency.p99, refused, total, cpuNsPerRequest };
   } finally {
     await stopServer(child);
@@ -101,7 +151,7 @@ export async function run({ options, log }) {
     connections: Number(options.connections ?? 10),
   };
   const rounds = Number(options.rounds ?? 1);
-  const VARIANTS = options['headers-off'] ? [...MAIN, ...HEADERS_OFF] : MAIN;
+  const VARIANTS = [...MAIN, ...(options['headers-off'] ? HEADERS_OFF : []), ...(options.stack ? STACK : [])];
   log(`${VARIANTS.length} servers × ${rounds} round(s): ${settings.warmupS} s warmup + ${settings.durationS} s at ${settings.connections} connections each`);
   const samples = new Map(VARIANTS.map((v) => [v, []]));
   for (let r = 0; r < rounds; r++) {
@@ -153,6 +203,31 @@ export async function run({ options, log }) {
     target('fastify+sluice within 10% of bare fastify', cost('fastify+sluice') / cost('fastify'), '<=', 1.1, pct),
     target('no request refused or failed during the runs', rows.reduce((sum, r) => sum + r.refused, 0), '<=', 0, String),
   ];
+  const sections = [];
+  if (options.stack) {
+    // Each step is the difference of two rows' medians; with several rounds, each round's own difference follows
+    // (the rows of one round ran minutes apart at most), to show how much of a small step is noise.
+    const cpu = (s) => (cpuAvailable ? s.cpuNsPerRequest : 1e9 / s.reqPerSec);
+    const perRound = (from, to) => samples.get(to).map((s, i) => (cpu(s) - cpu(samples.get(from)[i])) / 1000);
+    const express = cost('express');
+    const lines = LAYER_STEPS.map(([what, from, to]) => {
+      const added = (cost(to) - cost(from)) / 1000;
+      const rounds = samples.get(to).length > 1 ? `  rounds: ${perRound(from, to).map((d) => `${d >= 0 ? '+' : ''}${d.toFixed(1)}`).join(', ')}` : '';
+      return [what, `${added >= 0 ? '+' : ''}${added.toFixed(1)} µs`, `${((added * 1000 * 100) / express).toFixed(1)}%`, formatRatio(cost(to) / cost(from)), rounds];
+    });
+    const header = ['', 'added/request', '÷ bare express', 'ratio', ''];
+    const widths = header.map((h, i) => Math.max(h.length, ...lines.map((l) => l[i].length)));
+    const line = (cells) => cells.map((c, i) => (i === 0 || i === cells.length - 1 ? c.padEnd(widths[i]) : c.padStart(widths[i]))).join('  ').trimEnd();
+    sections.push({
+      heading: `What each layer adds per request (${cpuAvailable ? 'server CPU' : 'wall'} time, difference of the two rows' medians; ratio = the second row's cost ÷ the first's)`,
+      lines: [line(header), ...lines.map(line)],
+    });
+    targets.splice(
+      4,
+      0,
+      target('express+stack(rate) within 5% of express+sluice (the stack adds nothing when only rate is on)', cost('express+stack(rate)') / cost('express+sluice'), '<=', 1.05, pct),
+    );
+  }
   return {
     title: `HTTP, GET / on 127.0.0.1, autocannon ${settings.connections} connections, ${settings.durationS} s per server after ${settings.warmupS} s warmup, median of ${rounds} round(s); ${rows[0].clock === 'cpu' ? 'cpu ns/op = server main-thread CPU time per request, ops/s = what one core would serve at that cost' : 'ns/op = 1e9 / req/s'}`,
     rows,
@@ -162,11 +237,17 @@ export async function run({ options, log }) {
       { key: 'p99Ms', label: 'p99 ms', format: (v) => String(v) },
       { key: 'requests', label: 'requests', format: (v) => formatInteger(v) },
     ],
+    sections,
     targets,
     notes: [
       'Peers are configured to send comparable headers: express-rate-limit draft-8 RateLimit fields (legacy off); @fastify/rate-limit its defaults (x-ratelimit-*).',
       'One client address, so every limiter works on a single hot key; each server process has one core, autocannon the other.',
       '--rounds=N for a median of N interleaved rounds; --headers-off adds sluice with headers: false, to separate the decision from the two header fields.',
+      ...(options.stack
+        ? [
+            '--stack: express+stack(…) is @sluice/express trafficStack with the named layers on one memoryStore (limits and fleet capacity 1e9, worker: createUtilizationShedder() defaults, every request class \'read\'); each variant answers GET /probe before and after its run with each layer at work (see http/server.mjs).',
+          ]
+        : []),
     ],
     data: { settings, rounds, samples: Object.fromEntries(samples) },
   };
