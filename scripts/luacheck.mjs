@@ -1,8 +1,8 @@
 #!/usr/bin/env node
-// `pnpm lint`'s Lua half: runs luacheck (config: .luacheckrc) on the Redis script and the Redis Function library
-// exactly as they ship, assembled from packages/stores/redis-script/src/lua by its build step, and reports each
-// warning at its line in the .lua file it came from. Every .lua file there must be part of what ships (an orphan
-// file would go unlinted). Exits 1 on any warning, and loudly when luacheck is missing.
+// `pnpm lint`'s Lua half: runs luacheck (config: .luacheckrc) on the Redis script, the Redis Function library and
+// the lease script exactly as they ship, assembled from packages/stores/redis-script/src/lua by its build step, and
+// reports each warning at its line in the .lua file it came from. Every .lua file there must be part of what ships
+// (an orphan file would go unlinted). Exits 1 on any warning, and loudly when luacheck is missing.
 // Usage: node scripts/luacheck.mjs [lua-dir]   (the directory argument is for tests)
 import { spawnSync } from 'node:child_process';
 import { readdirSync } from 'node:fs';
@@ -37,6 +37,7 @@ const used = new Set();
 for (const [name, text, map] of [
   ['script.lua', assembled.script, assembled.maps.script],
   ['library.lua', assembled.library, assembled.maps.library],
+  ['lease.lua', assembled.lease, assembled.maps.lease],
 ]) {
   for (const { file } of map) used.add(file);
   const run = spawnSync('luacheck', ['--config', join(root, '.luacheckrc'), '--formatter', 'plain', '--codes', '--no-color', '--filename', name, '-'], {
@@ -66,4 +67,4 @@ if (unique.length > 0) {
   console.error(`luacheck: ${unique.length} problem(s) in ${relative(root, dir)}`);
   process.exit(1);
 }
-console.log(`luacheck: ${files.length} files clean (${version.stdout.split('\n')[0]}; script ${assembled.sha1.slice(0, 12)} and its Function library)`);
+console.log(`luacheck: ${files.length} files clean (${version.stdout.split('\n')[0]}; script ${assembled.sha1.slice(0, 12)}, its Function library and lease script ${assembled.leaseSha1.slice(0, 12)})`);

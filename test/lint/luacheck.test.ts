@@ -38,7 +38,7 @@ describe('luacheck in pnpm lint', () => {
 
   it("passes on the repository's Lua", () => {
     const { status, output } = lint();
-    expect(output).toMatch(/luacheck: 11 files clean/);
+    expect(output).toMatch(/luacheck: 12 files clean/);
     expect(status).toBe(0);
   });
 
@@ -53,6 +53,19 @@ describe('luacheck in pnpm lint', () => {
     expect(status).toBe(1);
     expect(output).toContain(`steps/fixed-window.lua:${at + 1}:`);
     expect(output).toMatch(/\(W113\) accessing undefined variable 'flor'/);
+  });
+
+  it('lints the lease script too, reporting at its line in lease.lua', () => {
+    const dir = copyOfLua();
+    const file = join(dir, 'lease.lua');
+    const lines = readFileSync(file, 'utf8').split('\n');
+    const at = lines.findIndex((line) => line.includes("redis.call('ZCARD', key)"));
+    lines[at] = lines[at]!.replace('key)', 'kee)');
+    writeFileSync(file, lines.join('\n'));
+    const { status, output } = lint(dir);
+    expect(status).toBe(1);
+    expect(output).toContain(`lease.lua:${at + 1}:`);
+    expect(output).toMatch(/\(W113\) accessing undefined variable 'kee'/);
   });
 
   it('fails on a .lua file that no #include reaches (it would ship unlinted, or not at all)', () => {

@@ -10,7 +10,10 @@ export interface Assembled {
   sha1: string;
   functionName: string;
   library: string;
-  maps: { script: LineOrigin[]; library: LineOrigin[] };
+  /** src/lua/lease.lua assembled: the concurrency-lease script. */
+  lease: string;
+  leaseSha1: string;
+  maps: { script: LineOrigin[]; library: LineOrigin[]; lease: LineOrigin[] };
 }
 export const LUA_DIR: string;
 export const VIRTUAL_ID: string;

@@ -8,6 +8,7 @@
 // `if code == '<code>' then` arm per file of steps/, indented into step_for's chain, in the order of STEPS.
 // `@VERSION@` is the first 12 hex digits of the script's SHA-1. A file's leading `---` lines document it in this
 // repository and are not shipped. Nothing else is rewritten, so what Redis runs is the files' text.
+// lease.lua is a second EVAL script (concurrency leases), assembled the same way, with its own SHA-1.
 import { createHash } from 'node:crypto';
 import { readFileSync, readdirSync } from 'node:fs';
 import { dirname, join } from 'node:path';
@@ -68,8 +69,8 @@ function stepChain(dir, at) {
 const text = (lines) => lines.map((l) => `${l.text}\n`).join('');
 
 /**
- * The EVAL script, the Function library and the names derived from the script's digest, each text with a line
- * map (`map[i]` is where line i + 1 came from).
+ * The EVAL script, the Function library and the names derived from the script's digest, and the lease script and
+ * its digest, each text with a line map (`map[i]` is where line i + 1 came from).
  */
 export function assemble(dir = LUA_DIR) {
   const scriptLines = expand(dir, 'script.lua');
@@ -83,22 +84,29 @@ export function assemble(dir = LUA_DIR) {
   if (locals === null || !library.includes(`\nlocal ${locals[1]}\n`) || !library.includes(`\n  ${locals[1]} = ${locals[2]}\n`)) {
     throw new Error('script.lua\'s first line (local names = standard functions) and library.lua\'s declaration and bind() must list the same names and functions');
   }
+  const leaseLines = expand(dir, 'lease.lua');
+  const lease = text(leaseLines);
+  const origins = (lines) => lines.map(({ file, line }) => ({ file, line }));
   return {
     script,
     sha1,
     functionName: `sluice_limit_${version}`,
     library,
-    maps: { script: scriptLines.map(({ file, line }) => ({ file, line })), library: libraryLines.map(({ file, line }) => ({ file, line })) },
+    lease,
+    leaseSha1: createHash('sha1').update(lease).digest('hex'),
+    maps: { script: origins(scriptLines), library: origins(libraryLines), lease: origins(leaseLines) },
   };
 }
 
 /** The virtual module's source: the texts and names, no line maps. */
 export function virtualModule(dir = LUA_DIR) {
-  const { script, sha1, functionName, library } = assemble(dir);
+  const { script, sha1, functionName, library, lease, leaseSha1 } = assemble(dir);
   return `export const script = ${JSON.stringify(script)};
 export const sha1 = ${JSON.stringify(sha1)};
 export const functionName = ${JSON.stringify(functionName)};
 export const library = ${JSON.stringify(library)};
+export const leaseScript = ${JSON.stringify(lease)};
+export const leaseSha1 = ${JSON.stringify(leaseSha1)};
 `;
 }
 

@@ -8,4 +8,8 @@ declare module 'virtual:sluice-lua' {
   export const functionName: string;
   /** src/lua/library.lua with its includes: the Redis Function library defining `functionName`. */
   export const library: string;
+  /** src/lua/lease.lua assembled: the concurrency-lease script (EVAL / EVALSHA). */
+  export const leaseScript: string;
+  /** SHA-1 of `leaseScript`, hex. */
+  export const leaseSha1: string;
 }

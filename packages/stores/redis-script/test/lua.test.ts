@@ -11,7 +11,7 @@ import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { Redis } from 'ioredis';
 import { assemble, LUA_DIR, STEPS } from '../build/lua.mjs';
-import { CLIENT_CLOCK_EXPIRY_SLACK_MS, LIMIT_FUNCTION, LIMIT_LIBRARY, LIMIT_SCRIPT, LIMIT_SCRIPT_SHA1 } from '../src/index.js';
+import { CLIENT_CLOCK_EXPIRY_SLACK_MS, LEASE_SCRIPT, LEASE_SCRIPT_SHA1, LIMIT_FUNCTION, LIMIT_LIBRARY, LIMIT_SCRIPT, LIMIT_SCRIPT_SHA1 } from '../src/index.js';
 import { startRedis, type RedisServer } from '../../../../test/harness/redis.js';
 
 const stepFiles = readdirSync(join(LUA_DIR, 'steps')).filter((f) => f.endsWith('.lua'));
@@ -48,8 +48,15 @@ describe('the script is src/lua assembled', () => {
     expect(LIMIT_LIBRARY).toContain(`if not floor then bind() end\n${body}end\n`);
   });
 
-  test('the client-clock slack in the driver is CLIENT_CLOCK_EXPIRY_SLACK_MS', () => {
+  test('the client-clock slack in the driver and the lease script is CLIENT_CLOCK_EXPIRY_SLACK_MS', () => {
     expect(LIMIT_SCRIPT).toContain(`slack = ${CLIENT_CLOCK_EXPIRY_SLACK_MS} -- CLIENT_CLOCK_EXPIRY_SLACK_MS`);
+    expect(LEASE_SCRIPT).toContain(`, ${CLIENT_CLOCK_EXPIRY_SLACK_MS} -- CLIENT_CLOCK_EXPIRY_SLACK_MS`);
+  });
+
+  test('the lease script is lease.lua as it ships, with its own SHA-1', () => {
+    expect(LEASE_SCRIPT).toBe(shipped('lease.lua'));
+    expect(LEASE_SCRIPT_SHA1).toBe(createHash('sha1').update(LEASE_SCRIPT).digest('hex'));
+    expect(assemble().lease).toBe(LEASE_SCRIPT);
   });
 
   test('a step file that STEPS does not dispatch fails the build instead of being left out', () => {
@@ -100,6 +107,11 @@ describe('on a real redis-server', () => {
     expect(await client.function('LOAD', 'REPLACE', LIMIT_LIBRARY)).toBe(`sluice_${LIMIT_SCRIPT_SHA1.slice(0, 12)}`);
     // One fixed-window decision (limit 2, window 1 s) on the client's clock, through the Function.
     expect(await client.fcall(LIMIT_FUNCTION, 1, 'k:{a}:r', '@1000', '#fw 2 1000 0', '1')).toEqual([0, 1, 1, 2000, 1000]);
+  });
+
+  test('SCRIPT LOAD answers LEASE_SCRIPT_SHA1; one acquire on the client clock', async () => {
+    expect(await client.script('LOAD', LEASE_SCRIPT)).toBe(LEASE_SCRIPT_SHA1);
+    expect(await client.evalsha(LEASE_SCRIPT_SHA1, 1, 'k:{a}:lease', 'acquire', 'id-1', '2', '500', '@1000')).toEqual([1000, 1, 1, 1500]);
   });
 });
 

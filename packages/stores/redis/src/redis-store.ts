@@ -1,8 +1,29 @@
 import { SluiceError, type Duration, type Store } from '@sluice/core';
-import { describeValue, durationOption, type DurationRange, type LimitRequest, type LimitResult, type StoreCapabilities } from '@sluice/core/store';
+import {
+  describeValue,
+  durationOption,
+  type DurationRange,
+  type LeaseRequest,
+  type LeaseResult,
+  type LimitRequest,
+  type LimitResult,
+  type StoreCapabilities,
+} from '@sluice/core/store';
 import { Command, type Cluster, type Redis } from 'ioredis';
 import { ConnectionGate, type GatedClient } from './connection-gate.js';
-import { LIMIT_FUNCTION, LIMIT_LIBRARY, LIMIT_SCRIPT, LIMIT_SCRIPT_SHA1, LimitBatcher, runScript, scriptStoreOptions, type ScriptCommands } from '@sluice/redis-script';
+import {
+  LEASE_SCRIPT,
+  LEASE_SCRIPT_SHA1,
+  LIMIT_FUNCTION,
+  LIMIT_LIBRARY,
+  LIMIT_SCRIPT,
+  LIMIT_SCRIPT_SHA1,
+  LimitBatcher,
+  runLease,
+  runScript,
+  scriptStoreOptions,
+  type ScriptCommands,
+} from '@sluice/redis-script';
 
 export interface RedisStoreOptions {
   /**
@@ -31,6 +52,7 @@ export interface RedisStoreOptions {
    * Run the script as a Redis 7 Function (FCALL), loaded by the store on first use (FUNCTION LOAD), where its
    * helpers and parsed rules outlive the call. Where Functions are unavailable (Redis before 7, an ACL without
    * FUNCTION or FCALL) the store falls back to EVALSHA by itself; on a Cluster it always uses EVALSHA.
+   * Concurrency leases (`lease()`) always run their own script by EVALSHA.
    * @default true
    */
   functions?: boolean;
@@ -81,6 +103,12 @@ export class RedisStore implements Store {
     evalsha: (keys, args) => this.send('evalsha', [LIMIT_SCRIPT_SHA1, keys.length, keys, args]),
     eval: (keys, args) => this.send('eval', [LIMIT_SCRIPT, keys.length, keys, args]),
   };
+  /** EVALSHA and EVAL of the lease script. */
+  private readonly leaseScript: ScriptCommands = {
+    evalsha: (keys, args) => this.send('evalsha', [LEASE_SCRIPT_SHA1, keys.length, keys, args]),
+    eval: (keys, args) => this.send('eval', [LEASE_SCRIPT, keys.length, keys, args]),
+  };
+  private readonly clock: 'store' | 'client';
 
   constructor(client: Redis | Cluster, options: RedisStoreOptions = {}) {
     const candidate = client as Partial<ScriptClient> | null | undefined;
@@ -99,9 +127,10 @@ export class RedisStore implements Store {
     if (typeof functions !== 'boolean') throw new SluiceError('INVALID_OPTION', `redisStore: functions must be true or false, got ${describeValue(functions)}`);
     const offlineWaitMs = durationOption(options.offlineWait ?? 200, 'redisStore: offlineWait', OFFLINE_WAIT_RANGE);
     this.client = client as ScriptClient;
+    this.clock = clock;
     this.gate = new ConnectionGate(this.client, offlineWaitMs);
     this.useFunction = functions && (client as { isCluster?: boolean }).isCluster !== true;
-    this.capabilities = { synchronous: false, clock, operations: ['limit', 'reset', 'take', 'reserve'] };
+    this.capabilities = { synchronous: false, clock, operations: ['limit', 'reset', 'take', 'reserve', 'lease'] };
     this.batcher = new LimitBatcher({
       clock,
       maxBatch: batch ? maxBatch : 1,
@@ -116,6 +145,15 @@ export class RedisStore implements Store {
 
   limit(request: LimitRequest): Promise<LimitResult> {
     return this.batcher.limit(request);
+  }
+
+  /**
+   * Concurrency leases (core's `evaluateLease()`): one call of the lease script on the sorted set `${key}:lease`,
+   * atomic, on Redis TIME (or `request.now` with `clock: 'client'`). Rejects with INVALID_OPTION, sending nothing,
+   * when the id is not 1 to 64 characters of letters, digits, '_' or '-'.
+   */
+  lease(request: LeaseRequest): Promise<LeaseResult> {
+    return runLease(this.leaseScript, request, this.clock, 'redisStore.lease');
   }
 
   async reset(key: string, ruleIds: readonly string[]): Promise<void> {

@@ -91,7 +91,7 @@ describe('redisStore options', () => {
 
   test('capabilities announce the clock in use and every mode (take and reserve run in the script)', () => {
     const client = connect();
-    expect(redisStore(client).capabilities).toEqual({ synchronous: false, clock: 'store', operations: ['limit', 'reset', 'take', 'reserve'] });
+    expect(redisStore(client).capabilities).toEqual({ synchronous: false, clock: 'store', operations: ['limit', 'reset', 'take', 'reserve', 'lease'] });
     expect(redisStore(client, { clock: 'client' }).capabilities.clock).toBe('client');
   });
 });

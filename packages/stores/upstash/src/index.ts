@@ -1,4 +1,4 @@
 // The class is a type only (for `store: UpstashStore` annotations): a store is made by its factory.
 export { upstashStore } from './upstash-store.js';
 export type { UpstashClient, UpstashStore, UpstashStoreOptions } from './upstash-store.js';
-export { UPSTASH_LIMIT_SCRIPT } from './upstash-script.js';
+export { UPSTASH_LEASE_SCRIPT, UPSTASH_LIMIT_SCRIPT } from './upstash-script.js';

@@ -1,7 +1,7 @@
 import { SluiceError, type Store } from '@sluice/core';
-import { describeValue, type LimitRequest, type LimitResult, type StoreCapabilities } from '@sluice/core/store';
-import { LimitBatcher, runScript, scriptStoreOptions, type ScriptCommands } from '@sluice/redis-script';
-import { UPSTASH_LIMIT_SCRIPT, upstashLimitScriptSha1 } from './upstash-script.js';
+import { describeValue, type LeaseRequest, type LeaseResult, type LimitRequest, type LimitResult, type StoreCapabilities } from '@sluice/core/store';
+import { LimitBatcher, leaseCall, parseLeaseReply, runScript, scriptStoreOptions, type ScriptCommands } from '@sluice/redis-script';
+import { UPSTASH_LEASE_SCRIPT, UPSTASH_LIMIT_SCRIPT, upstashScriptSha1 } from './upstash-script.js';
 
 export interface UpstashStoreOptions {
   /**
@@ -59,6 +59,7 @@ export class UpstashStore implements Store {
   readonly capabilities: StoreCapabilities;
   private readonly redis: UpstashClient;
   private readonly batcher: LimitBatcher;
+  private readonly clock: 'store' | 'client';
 
   constructor(redis: UpstashClient, options: UpstashStoreOptions = {}) {
     const candidate = redis as Partial<UpstashClient> | null | undefined;
@@ -76,7 +77,8 @@ export class UpstashStore implements Store {
     }
     const { clock, batch, maxBatch } = scriptStoreOptions(options, KNOWN, 'upstashStore');
     this.redis = redis;
-    this.capabilities = { synchronous: false, clock, operations: ['limit', 'reset', 'take', 'reserve'] };
+    this.clock = clock;
+    this.capabilities = { synchronous: false, clock, operations: ['limit', 'reset', 'take', 'reserve', 'lease'] };
     // The batcher's default wait is microtasks only (edge runtimes have no process.nextTick).
     this.batcher = new LimitBatcher({ clock, maxBatch: batch ? maxBatch : 1, call: this.call });
   }
@@ -90,20 +92,36 @@ export class UpstashStore implements Store {
     await this.redis.del(...ruleIds.map((id) => `${key}:${id}`));
   }
 
-  /** EVALSHA and EVAL of the script for runScript's NOSCRIPT fallback, made once its SHA-1 is known. */
-  private script: ScriptCommands | undefined;
+  /**
+   * Concurrency leases (core's `evaluateLease()`): one HTTP request, one call of the lease script on the sorted
+   * set `${key}:lease`, atomic, on Redis TIME (or `request.now` with `clock: 'client'`). Rejects with
+   * INVALID_OPTION, sending nothing, when the id is not 1 to 64 characters of letters, digits, '_' or '-'.
+   */
+  async lease(request: LeaseRequest): Promise<LeaseResult> {
+    const { keys, args } = leaseCall(request, this.clock, 'upstashStore.lease');
+    return parseLeaseReply(await this.run(UPSTASH_LEASE_SCRIPT, keys, args));
+  }
 
-  private readonly call = async (keys: string[], args: string[]): Promise<unknown> => {
-    const pending = upstashLimitScriptSha1();
+  /** EVALSHA and EVAL of each script for runScript's NOSCRIPT fallback, made once its SHA-1 is known. */
+  private readonly scripts = new Map<string, ScriptCommands>();
+
+  private readonly call = (keys: string[], args: string[]): Promise<unknown> => this.run(UPSTASH_LIMIT_SCRIPT, keys, args);
+
+  private async run(script: string, keys: string[], args: string[]): Promise<unknown> {
+    const pending = upstashScriptSha1(script);
     const { sha1 } = 'then' in pending ? await pending : pending;
     // No WebCrypto digest here: the script goes by its text every time.
-    if (sha1 === undefined) return this.redis.eval(UPSTASH_LIMIT_SCRIPT, keys, args);
-    this.script ??= {
-      evalsha: (k, a) => this.redis.evalsha(sha1, k, a),
-      eval: (k, a) => this.redis.eval(UPSTASH_LIMIT_SCRIPT, k, a),
-    };
-    return runScript(this.script, keys, args);
-  };
+    if (sha1 === undefined) return this.redis.eval(script, keys, args);
+    let commands = this.scripts.get(script);
+    if (commands === undefined) {
+      commands = {
+        evalsha: (k, a) => this.redis.evalsha(sha1, k, a),
+        eval: (k, a) => this.redis.eval(script, k, a),
+      };
+      this.scripts.set(script, commands);
+    }
+    return runScript(commands, keys, args);
+  }
 }
 
 function kind(value: unknown): string {

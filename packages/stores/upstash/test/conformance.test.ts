@@ -13,7 +13,7 @@ describeStoreConformance<UpstashStore>({
   name: 'upstash',
   createStore: () => upstashStore(redis, { clock: 'client' }),
   clock: 'client',
-  capabilities: { synchronous: false, modes: ['take', 'reserve'] },
+  capabilities: { synchronous: false, modes: ['take', 'reserve'], leases: true },
   storeScope: 'suite',
 });
 
@@ -21,7 +21,7 @@ describeStoreConformance<UpstashStore>({
   name: 'upstash',
   createStore: () => upstashStore(redis),
   clock: 'store',
-  capabilities: { synchronous: false, modes: ['take', 'reserve'] },
+  capabilities: { synchronous: false, modes: ['take', 'reserve'], leases: true },
   storeScope: 'suite',
   inspectKeys: ({ prefix }) => redis.keys(`${prefix}:*`),
 });

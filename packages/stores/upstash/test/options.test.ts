@@ -34,7 +34,16 @@ describe('upstashStore validation', () => {
   });
 
   it('announces its capabilities', () => {
-    expect(upstashStore(client()).capabilities).toEqual({ synchronous: false, clock: 'store', operations: ['limit', 'reset', 'take', 'reserve'] });
+    expect(upstashStore(client()).capabilities).toEqual({ synchronous: false, clock: 'store', operations: ['limit', 'reset', 'take', 'reserve', 'lease'] });
     expect(upstashStore(client(), { clock: 'client' }).capabilities.clock).toBe('client');
+  });
+
+  it('refuses a lease id outside LEASE_ID_PATTERN with INVALID_OPTION, sending nothing', async () => {
+    const store = upstashStore(client());
+    for (const id of ['', 'a b', 'x'.repeat(65), 'a:b']) {
+      await expect(store.lease({ key: 'opts:{id}', op: 'acquire', id, limit: 1, ttlMs: 1000, now: 0 })).rejects.toThrow(
+        /upstashStore\.lease: a lease id must be 1 to 64 characters of letters, digits, '_' or '-'/,
+      );
+    }
   });
 });
