@@ -41,6 +41,21 @@ declare global {
   }
 }
 
+const REFUSED_BY_RATE: TrafficStackInfo = Object.freeze({ refusedBy: 'rate', priority: undefined });
+const PASSED: TrafficStackInfo = Object.freeze({ refusedBy: undefined, priority: undefined });
+
+/** The stack with only the rate layer: the rate middleware itself, with `req.trafficStack` set (no lease to watch). */
+function rateOnly(rateLayer: RateLimitMiddleware): RateLimitMiddleware {
+  return function sluiceTrafficStack(req, res, next) {
+    const request = req as typeof req & { trafficStack?: TrafficStackInfo };
+    request.trafficStack = REFUSED_BY_RATE;
+    rateLayer(req, res, (error?: unknown) => {
+      if (error === undefined) request.trafficStack = PASSED;
+      next(error);
+    });
+  };
+}
+
 /**
  * Seed 000's four limiters as one middleware, consulted in the seed's order: request rate (429) → concurrency
  * (429) → fleet usage (503) → worker utilization (503). A refusal says which layer refused (the problem body's
@@ -65,6 +80,7 @@ export function trafficStack<Req extends IncomingMessage = ExpressRequest>(optio
     throw new SluiceError('INVALID_OPTION', 'trafficStack: concurrency needs identify (req) => client, or a rate layer whose identity it can use');
   }
   const rateLayer = rate === undefined ? undefined : rateLimit<Req>(rate);
+  if (rateLayer !== undefined && concurrency === undefined && fleet === undefined && worker === undefined) return rateOnly(rateLayer);
 
   return function sluiceTrafficStack(req, res, next) {
     const request = req as Req & { trafficStack?: TrafficStackInfo; rateLimit?: { identity?: string } };
@@ -75,16 +91,23 @@ export function trafficStack<Req extends IncomingMessage = ExpressRequest>(optio
       released = true;
       for (const lease of leases) void lease.release();
     };
-    /** Keeps a lease for the request, or gives it back at once if the response has already ended (a client gone). */
+    /**
+     * Keeps a lease for the request until its response ends, however it ends: 'finish' when it was sent, 'close' when
+     * the connection went first (an aborted client, a timeout) and after 'finish' too (release is idempotent). The
+     * listeners are added with the first lease only; a response that already ended gives the lease back at once.
+     */
     const hold = (lease: Lease | undefined): void => {
       if (lease === undefined) return;
-      if (released) void lease.release();
-      else leases.push(lease);
+      if (released || res.writableEnded || res.destroyed) {
+        void lease.release();
+        return;
+      }
+      if (leases.length === 0) {
+        res.once('finish', release);
+        res.once('close', release);
+      }
+      leases.push(lease);
     };
-    // Every way a response ends: 'finish' when it was sent, 'close' when the connection went first (an aborted
-    // client, a timeout) and after 'finish' too. Release is idempotent.
-    res.once('finish', release);
-    res.once('close', release);
     const refuse = (layer: StackLayer, kind: RefusalKind, policy: string, retryAfterMs: number, cls: string | undefined): void => {
       release();
       request.trafficStack = { refusedBy: layer, priority: cls };

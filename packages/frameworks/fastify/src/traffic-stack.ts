@@ -63,16 +63,24 @@ function register(fastify: FastifyInstance, options: FastifyTrafficStackOptions)
       released = true;
       for (const lease of leases) void lease.release();
     };
-    /** Keeps a lease for the request, or gives it back at once if the response has already ended (a client gone). */
+    /**
+     * Keeps a lease for the request until its response ends, however it ends, including a client that went away
+     * (onRequestAbort) and an error reply (onError, then onResponse): the raw response's 'finish' and 'close'
+     * (release is idempotent). The listeners are added with the first lease; a response that already ended gives
+     * the lease back at once.
+     */
     const hold = (lease: Lease | undefined): void => {
       if (lease === undefined) return;
-      if (released) void lease.release();
-      else leases.push(lease);
+      if (released || reply.raw.writableEnded || reply.raw.destroyed) {
+        void lease.release();
+        return;
+      }
+      if (leases.length === 0) {
+        reply.raw.once('finish', release);
+        reply.raw.once('close', release);
+      }
+      leases.push(lease);
     };
-    // Every way a response ends, including a client that went away (onRequestAbort) and an error reply
-    // (onError, then onResponse): the raw response's 'finish' and 'close'. Release is idempotent.
-    reply.raw.once('finish', release);
-    reply.raw.once('close', release);
     const cls = priority === undefined ? undefined : priority(request);
     if (concurrency !== undefined) {
       const identity = concurrency.identify?.(request) ?? request.rateLimit?.identity;
