@@ -17,7 +17,7 @@
  */
 import { durationOption, type Duration } from './duration.js';
 import { SluiceError, describe } from './errors.js';
-import { rejectUnknownOptions, requireObject } from './validate.js';
+import { optionalFunction, rejectUnknownOptions, requireObject } from './validate.js';
 
 /** The seed's four classes, from most to least important. */
 const DEFAULT_PRIORITY_CLASSES: readonly string[] = ['critical', 'write', 'read', 'test'];
@@ -237,10 +237,7 @@ function fraction(value: unknown, field: string): number {
 }
 
 function callback<T>(value: T | undefined, field: string, shape: string): T | undefined {
-  if (value !== undefined && typeof value !== 'function') {
-    throw new SluiceError('INVALID_OPTION', `${WHERE}: ${field} must be a function ${shape}, got ${describe(value)}`);
-  }
-  return value;
+  return optionalFunction(value, `${WHERE}: ${field}`, shape);
 }
 
 function checkClasses(value: unknown): readonly string[] {

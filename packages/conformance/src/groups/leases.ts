@@ -118,7 +118,7 @@ export function leaseTests(get: () => TestContext<Store>, leases: boolean, clien
       }
     });
 
-    if (clientClock && inspect) {
+    if (clientClock && inspect && leases) {
       itWithKeys(inspect, title('the lease record expires with its latest lease, and goes when the last one is released'), async () => {
         const context = get();
         const inFlight = limiter(context, 2, 1_000);

@@ -1,4 +1,5 @@
 import type { IncomingMessage } from 'node:http';
+import { optionalFunction, rejectUnknownOptions } from '@sluice/core/store';
 import { SluiceError, type ConcurrencyLimiter, type FleetShedder, type Lease, type UtilizationShedder } from '@sluice/core';
 import { PROBLEM_CONTENT_TYPE, problemFor, type RefusalKind } from '@sluice/http';
 import { rateLimit, type ExpressRateLimitOptions, type ExpressRequest, type RateLimitMiddleware } from './rate-limit.js';
@@ -63,17 +64,16 @@ function rateOnly(rateLayer: RateLimitMiddleware): RateLimitMiddleware {
  * response ends: finished, aborted by the client, failed by a thrown error or a timeout.
  * @example app.use(trafficStack({ rate: { limiter }, concurrency: { limiter: inFlight }, fleet, worker, priority: (req) => (req.method === 'GET' ? 'read' : 'write') }))
  */
+const KNOWN = ['rate', 'concurrency', 'fleet', 'worker', 'priority'];
+
 export function trafficStack<Req extends IncomingMessage = ExpressRequest>(options: TrafficStackOptions<Req>): RateLimitMiddleware {
   if (typeof options !== 'object' || options === null) {
     throw new SluiceError('INVALID_OPTION', 'trafficStack: options must be an object such as { rate: { limiter }, concurrency: { limiter } }');
   }
   const { rate, concurrency, fleet, worker, priority } = options;
-  for (const key of Object.keys(options)) {
-    if (!['rate', 'concurrency', 'fleet', 'worker', 'priority'].includes(key)) {
-      throw new SluiceError('UNKNOWN_OPTION', `trafficStack: unknown option ${JSON.stringify(key)}; accepted options are rate, concurrency, fleet, worker, priority`);
-    }
-  }
-  if ((fleet !== undefined || worker !== undefined) && typeof priority !== 'function') {
+  rejectUnknownOptions(options, KNOWN, 'trafficStack');
+  optionalFunction(priority, 'trafficStack: priority', '(request) => class');
+  if ((fleet !== undefined || worker !== undefined) && priority === undefined) {
     throw new SluiceError('INVALID_OPTION', 'trafficStack: priority must be a function (req) => class when fleet or worker is given');
   }
   if (concurrency !== undefined && concurrency.identify === undefined && rate === undefined) {

@@ -1,3 +1,4 @@
+import { optionalFunction, rejectUnknownOptions } from '@sluice/core/store';
 import { SluiceError, type ConcurrencyLimiter, type FleetShedder, type Lease, type UtilizationShedder } from '@sluice/core';
 import { PROBLEM_CONTENT_TYPE, problemFor, type RefusalKind } from '@sluice/http';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
@@ -34,11 +35,10 @@ function register(fastify: FastifyInstance, options: FastifyTrafficStackOptions)
   if (typeof options !== 'object' || options === null) {
     throw new SluiceError('INVALID_OPTION', 'trafficStackPlugin: options must be an object such as { concurrency: { limiter } }');
   }
-  for (const key of Object.keys(options)) {
-    if (!KNOWN.includes(key)) throw new SluiceError('UNKNOWN_OPTION', `trafficStackPlugin: unknown option ${JSON.stringify(key)}; accepted options are ${KNOWN.join(', ')}`);
-  }
+  rejectUnknownOptions(options, KNOWN, 'trafficStackPlugin');
   const { concurrency, fleet, worker, priority } = options;
-  if ((fleet !== undefined || worker !== undefined) && typeof priority !== 'function') {
+  optionalFunction(priority, 'trafficStackPlugin: priority', '(request) => class');
+  if ((fleet !== undefined || worker !== undefined) && priority === undefined) {
     throw new SluiceError('INVALID_OPTION', 'trafficStackPlugin: priority must be a function (request) => class when fleet or worker is given');
   }
   fastify.decorateRequest('trafficStack', null);

@@ -1,3 +1,4 @@
+import { optionalFunction, rejectUnknownOptions } from '@sluice/core/store';
 import { SluiceError, type ConcurrencyLimiter, type FleetShedder, type Lease, type UtilizationShedder } from '@sluice/core';
 import type { NextRequest } from 'next/server';
 import { PROBLEM_CONTENT_TYPE, problemFor, type RefusalKind } from './http.js';
@@ -42,11 +43,10 @@ const KNOWN = ['rate', 'concurrency', 'fleet', 'worker', 'priority'];
 export function withTrafficStack<C = unknown>(handler: RouteHandler<C>, options: NextTrafficStackOptions): (request: NextRequest, context: C & Partial<WaitUntilEvent>) => Promise<Response> {
   if (typeof handler !== 'function') throw new SluiceError('INVALID_OPTION', `withTrafficStack: the first argument must be a route handler (request) => Response, got ${typeof handler}`);
   if (typeof options !== 'object' || options === null) throw new SluiceError('INVALID_OPTION', 'withTrafficStack: options must be an object such as { rate, concurrency: { limiter } }');
-  for (const key of Object.keys(options)) {
-    if (!KNOWN.includes(key)) throw new SluiceError('UNKNOWN_OPTION', `withTrafficStack: unknown option ${JSON.stringify(key)}; accepted options are ${KNOWN.join(', ')}`);
-  }
+  rejectUnknownOptions(options, KNOWN, 'withTrafficStack');
   const { rate, concurrency, fleet, worker, priority } = options;
-  if ((fleet !== undefined || worker !== undefined) && typeof priority !== 'function') {
+  optionalFunction(priority, 'withTrafficStack: priority', '(request) => class');
+  if ((fleet !== undefined || worker !== undefined) && priority === undefined) {
     throw new SluiceError('INVALID_OPTION', 'withTrafficStack: priority must be a function (request) => class when fleet or worker is given');
   }
   if (concurrency !== undefined && concurrency.identify === undefined && rate === undefined) {
