@@ -18,7 +18,9 @@ export type SluiceErrorCode =
   | 'UNSUPPORTED_OPERATION'
   | 'STORE_ERROR'
   | 'STORE_TIMEOUT'
-  | 'CIRCUIT_OPEN';
+  | 'CIRCUIT_OPEN'
+  | 'WAIT_TOO_LONG'
+  | 'ABORTED';
 
 const BRAND = Symbol.for('sluice.error');
 

@@ -2,6 +2,7 @@
 // codec, step functions, key and option helpers, the failure policy) is in `@sluice/core/store` (src/store-api.ts).
 export { createLimiter } from './limiter.js';
 export type { Limiter, LimiterMode, LimiterOptions, LimitOptions, ReserveOptions, StoreErrorPolicy, SyncLimiter, TakeOptions } from './limiter.js';
+export type { WaitOptions } from './wait.js';
 export type { Decision, DecisionReason, RuleReport } from './decision.js';
 
 export { fixedWindow } from './algorithms/fixed-window.js';

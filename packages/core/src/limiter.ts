@@ -21,6 +21,7 @@ import { ALGORITHM_NAMES } from './algorithm-names.js';
 import type { ResolvedRule, Rule } from './rules.js';
 import type { FastPath, FastPathStore, FastRequest, LimitRequest, LimitResult, RuleAnswer, Store, SyncStore } from './store.js';
 import { rejectUnknownOptions, requireObject } from './validate.js';
+import { waitForSlot, type WaitOptions } from './wait.js';
 
 /** `enforce` denies; `shadow` counts and reports but never denies (dark launch); `off` is the kill switch. */
 export type LimiterMode = 'enforce' | 'shadow' | 'off';
@@ -108,6 +109,16 @@ export interface Limiter {
    * @example const d = await limiter.reserve('api.example.com', { maxWait: '5s' }); if (d.allowed) await sleep(d.startAt - d.now);
    */
   reserve(identity: string, options: ReserveOptions): Promise<Decision>;
+  /**
+   * Waits for a slot instead of being refused: books it with `reserve` (one atomic step in the shared store, so
+   * waiters across processes queue instead of racing) and resolves at its start. Rejects with WAIT_TOO_LONG
+   * (nothing booked) when the slot is further than `maxWait`, and with ABORTED when `signal` aborts (the booking
+   * is given back when every rule is a bucket or GCRA). Needs a store that announces `reserve`.
+   * @example await limiter.wait('api.example.com', { maxWait: '30s' }); await fetch(url);
+   */
+  wait(identity: string, options: WaitOptions): Promise<Decision>;
+  /** `wait`, then runs `fn` and returns its result: `await limiter.schedule('api.example.com', () => fetch(url), { maxWait: '30s' })`. */
+  schedule<T>(identity: string, fn: () => T | Promise<T>, options: WaitOptions): Promise<T>;
 }
 
 /** A limiter over a synchronous store also answers without a promise. */
@@ -265,6 +276,16 @@ class LimiterImpl implements SyncLimiter {
 
   reserve(identity: string, options: ReserveOptions): Promise<Decision> {
     return this.run(identity, options, 'reserve');
+  }
+
+  wait(identity: string, options: WaitOptions): Promise<Decision> {
+    return waitForSlot(this, identity, options);
+  }
+
+  async schedule<T>(identity: string, fn: () => T | Promise<T>, options: WaitOptions): Promise<T> {
+    if (typeof fn !== 'function') throw new SluiceError('INVALID_OPTION', `schedule: fn must be a function () => value, got ${describe(fn)}`);
+    await this.wait(identity, options);
+    return fn();
   }
 
   limitSync(identity: string, options?: LimitOptions): Decision {
