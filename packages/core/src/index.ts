@@ -33,3 +33,5 @@ export type { FleetDecision, FleetShedder, FleetShedderOptions } from './fleet-s
 export type { AbortSignalLike, AcquireOptions, ConcurrencyLimiter, ConcurrencyLimiterOptions, Lease, LeaseDecision } from './concurrency.js';
 export type { EventLoopSignal, EventLoopSignalOptions, ShedDecision, UtilizationShedder, UtilizationShedderOptions } from './utilization-shedder.js';
 export type { Duration, DurationUnit } from './duration.js';
+export { createThrottledFetch, pushBack } from './throttled-fetch.js';
+export type { FetchLike, ResponseLike, ThrottledFetchOptions, UrlLike } from './throttled-fetch.js';

@@ -1,0 +1,208 @@
+/**
+ * Calling a third party that allows N requests per second across all workers (seed 002, issue 12): a fetch that
+ * waits for its slot (`limiter.wait`: one `reserve` in the shared store, then a sleep, no polling) and learns from
+ * the third party's answers. A 429 or 503 with `Retry-After`, or a `RateLimit` / `X-RateLimit-*` answer that says
+ * nothing is left, pushes the SHARED queue back (`pushBack`), so every worker slows down, not only the one told.
+ * Edge-safe: no Node imports; URL and fetch are read from globalThis.
+ */
+import type { Decision } from './decision.js';
+import { durationOption, type Duration, type DurationRange } from './duration.js';
+import { SluiceError, describe } from './errors.js';
+import type { Limiter } from './limiter.js';
+import { optionalFunction, rejectUnknownOptions } from './validate.js';
+import type { AbortSignalLike } from './concurrency.js';
+
+/** The parts of a URL the `key` option reads (the global URL class has them all). */
+export interface UrlLike {
+  readonly href: string;
+  readonly origin: string;
+  readonly protocol: string;
+  readonly host: string;
+  readonly hostname: string;
+  readonly port: string;
+  readonly pathname: string;
+}
+
+/** The parts of a fetch Response the throttled fetch reads. */
+export interface ResponseLike {
+  readonly status: number;
+  readonly headers: { get(name: string): string | null };
+}
+
+/** Any fetch-compatible function: the global fetch, undici's, a test double. */
+export type FetchLike = (input: never, init?: never) => Promise<ResponseLike>;
+
+export interface ThrottledFetchOptions<F extends FetchLike = FetchLike> {
+  /** The limiter holding the third party's rate, on a store shared by every worker (one that runs `reserve`). */
+  limiter: Limiter;
+  /** Longest wait for a slot (ms or a string like '30s'); a later slot rejects with WAIT_TOO_LONG, nothing sent. */
+  maxWait: Duration;
+  /** The limiter identity of a request. @default the URL's host (`api.example.com:8443`) */
+  key?(url: UrlLike): string;
+  /** The fetch to call. @default globalThis.fetch, read at each call */
+  fetch?: F;
+  /** Times a 429/503 answer is sent again, after waiting for a slot behind the push back. @default 0 */
+  retries?: number;
+}
+
+const KNOWN = ['limiter', 'maxWait', 'key', 'fetch', 'retries'];
+const MAX_WAIT_RANGE: DurationRange = { min: 0, max: 2 ** 47 };
+/** A push back books at most this many slots (a Retry-After of hours on a per-second rule is not booked to its end). */
+export const MAX_PUSH_BACK_BOOKINGS = 100;
+/** An `X-RateLimit-Reset` this large is an epoch time in seconds, not a delay (one year of seconds). */
+const EPOCH_SECONDS_FROM = 365 * 24 * 3600;
+
+const global = globalThis as unknown as {
+  URL: new (input: string) => UrlLike;
+  fetch?: (input: unknown, init?: unknown) => Promise<ResponseLike>;
+  Request?: new (input: unknown, init?: unknown) => { clone(): unknown };
+};
+
+/**
+ * Pushes the shared queue of `identity` back so that its next slot starts at least `delayMs` from now (the
+ * store's now): books slots with `reserve`, each of the smallest capacity over the limiter's rules, until the next
+ * free slot lies beyond now + delayMs (at most 100 bookings). Every worker waiting on
+ * the same store then queues behind the bookings. Idempotent enough for a fleet: a second worker pushing back by the
+ * same delay finds the queue already there and books nothing (each booking's maxWait is what is left of the delay).
+ *
+ * These bookings are real consumption: with several rules (20 per second and 50 000 per day), the slots booked to
+ * hold the short rule back also spend the longer rules' quota. Resolves with the number of slots booked.
+ */
+export async function pushBack(limiter: Limiter, identity: string, delayMs: number): Promise<number> {
+  if (typeof delayMs !== 'number' || !Number.isFinite(delayMs) || delayMs < 0) {
+    throw new SluiceError('INVALID_OPTION', `pushBack: delayMs must be a finite number of ms from 0, got ${describe(delayMs)}`);
+  }
+  const cost = Math.min(...limiter.rules.map((rule) => rule.limit));
+  let target: number | undefined;
+  let maxWait = Math.ceil(delayMs);
+  for (let booked = 0; booked < MAX_PUSH_BACK_BOOKINGS; booked++) {
+    const decision: Decision = await limiter.reserve(identity, { cost, maxWait });
+    // Denied: the next free slot already starts beyond the target; degraded: the store is not there to book in.
+    if (!decision.allowed || decision.degraded || decision.startAt === undefined) return booked;
+    target ??= decision.now + Math.ceil(delayMs);
+    if (decision.startAt >= target) return booked + 1;
+    maxWait = Math.max(0, target - decision.now);
+  }
+  return MAX_PUSH_BACK_BOOKINGS;
+}
+
+/**
+ * How long the third party asks everyone to hold off, in ms, read from a response's headers; undefined when it
+ * does not say. Read, in order: `Retry-After` (seconds or an HTTP date) on a 429 or 503; the `RateLimit` header
+ * (draft-ietf items `"name";r=0;t=5`, or `limit=10, remaining=0, reset=5`) with nothing remaining; `RateLimit-Remaining: 0`
+ * or `X-RateLimit-Remaining: 0` with their `-Reset` (seconds, or epoch seconds when large). `now` is epoch ms.
+ */
+export function holdOffMs(response: ResponseLike, now: number): number | undefined {
+  const headers = response.headers;
+  if (response.status === 429 || response.status === 503) {
+    const retryAfter = parseRetryAfter(headers.get('retry-after'), now);
+    if (retryAfter !== undefined) return retryAfter;
+  }
+  const structured = parseRateLimit(headers.get('ratelimit'));
+  if (structured !== undefined) return structured;
+  for (const prefix of ['ratelimit', 'x-ratelimit']) {
+    const remaining = headers.get(`${prefix}-remaining`);
+    if (remaining === null || Number(remaining.trim()) !== 0 || remaining.trim() === '') continue;
+    const reset = parseSeconds(headers.get(`${prefix}-reset`));
+    if (reset !== undefined) return reset >= EPOCH_SECONDS_FROM ? Math.max(0, reset * 1000 - now) : reset * 1000;
+  }
+  return undefined;
+}
+
+/** `Retry-After`: delay-seconds or an HTTP date, in ms from `now`. */
+export function parseRetryAfter(value: string | null, now: number): number | undefined {
+  if (value === null) return undefined;
+  const seconds = parseSeconds(value);
+  if (seconds !== undefined) return seconds * 1000;
+  const date = Date.parse(value);
+  return Number.isNaN(date) ? undefined : Math.max(0, date - now);
+}
+
+/**
+ * The `RateLimit` header, both drafts: structured items (`"default";r=0;t=5, "daily";r=10;t=3600`) and the older
+ * dictionary (`limit=10, remaining=0, reset=5`). The longest reset among the policies with nothing left, in ms.
+ */
+export function parseRateLimit(value: string | null): number | undefined {
+  if (value === null) return undefined;
+  let hold: number | undefined;
+  const dictionary = new Map<string, string>();
+  for (const item of value.split(',')) {
+    const parts = item.split(';').map((p) => p.trim());
+    const params = new Map<string, string>();
+    for (const part of parts) {
+      const eq = part.indexOf('=');
+      if (eq > 0) params.set(part.slice(0, eq).trim().toLowerCase(), part.slice(eq + 1).trim());
+    }
+    if (params.has('r')) {
+      const remaining = parseSeconds(params.get('r')!);
+      const reset = parseSeconds(params.get('t') ?? null);
+      if (remaining === 0 && reset !== undefined) hold = Math.max(hold ?? 0, reset * 1000);
+    } else {
+      for (const [k, v] of params) dictionary.set(k, v);
+    }
+  }
+  if (dictionary.has('remaining')) {
+    const remaining = parseSeconds(dictionary.get('remaining')!);
+    const reset = parseSeconds(dictionary.get('reset') ?? null);
+    if (remaining === 0 && reset !== undefined) hold = Math.max(hold ?? 0, reset * 1000);
+  }
+  return hold;
+}
+
+/** A non-negative decimal number of seconds (or units), else undefined. */
+function parseSeconds(value: string | null): number | undefined {
+  if (value === null) return undefined;
+  const trimmed = value.trim();
+  return /^\d+(?:\.\d+)?$/.test(trimmed) ? Number(trimmed) : undefined;
+}
+
+/**
+ * A fetch that waits for a slot of `limiter` before each request and pushes the shared queue back when the third
+ * party says to hold off (`Retry-After`, `RateLimit`, `X-RateLimit-*`; see {@link pushBack}); the answer is returned as it came (a 429 is
+ * not sent again unless `retries` says so). The request's own `signal` also aborts its wait.
+ * @example const fetchApi = createThrottledFetch({ limiter, maxWait: '30s' }); const res = await fetchApi('https://api.example.com/v1/items');
+ */
+export function createThrottledFetch<F extends FetchLike = FetchLike>(options: ThrottledFetchOptions<F>): F {
+  if (typeof options !== 'object' || options === null) {
+    throw new SluiceError('INVALID_OPTION', `createThrottledFetch: options must be an object such as { limiter, maxWait: '30s' }, got ${describe(options)}`);
+  }
+  rejectUnknownOptions(options, KNOWN, 'createThrottledFetch');
+  const { limiter } = options;
+  if (typeof limiter !== 'object' || limiter === null || typeof limiter.wait !== 'function' || typeof limiter.reserve !== 'function') {
+    throw new SluiceError('INVALID_OPTION', `createThrottledFetch: limiter must be a limiter from createLimiter(), got ${describe(limiter)}`);
+  }
+  const maxWaitMs = durationOption(options.maxWait, 'createThrottledFetch: maxWait', MAX_WAIT_RANGE);
+  const key = optionalFunction(options.key, 'createThrottledFetch: key', '(url) => string') ?? ((url: UrlLike) => url.host);
+  const send = optionalFunction(options.fetch as unknown as ((input: unknown, init?: unknown) => Promise<ResponseLike>) | undefined, 'createThrottledFetch: fetch', '(input, init) => Promise<Response>');
+  const retries = options.retries ?? 0;
+  if (typeof retries !== 'number' || !Number.isSafeInteger(retries) || retries < 0) {
+    throw new SluiceError('INVALID_OPTION', `createThrottledFetch: retries must be a whole number from 0, got ${describe(retries)}`);
+  }
+
+  const throttled = async (input: unknown, init?: unknown): Promise<ResponseLike> => {
+    const fetchImpl = send ?? global.fetch;
+    if (typeof fetchImpl !== 'function') throw new SluiceError('INVALID_OPTION', 'createThrottledFetch: no global fetch in this runtime; pass the fetch option');
+    const href = typeof input === 'string' ? input : typeof input === 'object' && input !== null && 'url' in input ? String((input as { url: unknown }).url) : String(input);
+    const identity = key(new global.URL(href));
+    const signal = readSignal(init) ?? readSignal(input);
+    // A request sent more than once needs its body again: clone a Request built once from input and init.
+    const original = retries > 0 && global.Request !== undefined ? new global.Request(input, init) : undefined;
+    for (let attempt = 0; ; attempt++) {
+      await limiter.wait(identity, signal === undefined ? { maxWait: maxWaitMs } : { maxWait: maxWaitMs, signal });
+      const response = original === undefined ? await fetchImpl(input, init) : await fetchImpl(original.clone());
+      const hold = holdOffMs(response, Date.now());
+      // The answer is the caller's even if the store cannot book the push back now (its next wait will say so).
+      if (hold !== undefined && hold > 0) await pushBack(limiter, identity, hold).catch(() => undefined);
+      const refused = response.status === 429 || response.status === 503;
+      if (!refused || attempt >= retries) return response;
+      await (response as { body?: { cancel?(): Promise<void> } | null }).body?.cancel?.().catch(() => undefined);
+    }
+  };
+  return throttled as unknown as F;
+}
+
+function readSignal(value: unknown): AbortSignalLike | undefined {
+  if (typeof value !== 'object' || value === null || !('signal' in value)) return undefined;
+  const signal = (value as { signal: unknown }).signal;
+  return typeof signal === 'object' && signal !== null ? (signal as AbortSignalLike) : undefined;
+}
