@@ -1,10 +1,12 @@
-import type { SluiceError } from '@sluice/core';
+import { SluiceError } from '@sluice/core';
 import {
   Failover,
   NEVER,
   createFailurePolicy,
   isPromiseLike,
   type FailurePolicy,
+  type LeaseRequest,
+  type LeaseResult,
   type LimitRequest,
   type LimitResult,
   type ResolvedRule,
@@ -172,7 +174,9 @@ export class TieredStore implements Store {
     this.options = resolveOptions(options);
     this.remote = this.options.remote;
     this.strategy = this.options.strategy;
-    const operations = this.remote.capabilities.operations.filter((op): op is StoreOperation => op === 'limit' || op === 'reset' || op === 'take' || op === 'reserve');
+    const operations = this.remote.capabilities.operations.filter(
+      (op): op is StoreOperation => op === 'limit' || op === 'reset' || op === 'take' || op === 'reserve' || (op === 'lease' && typeof this.remote.lease === 'function'),
+    );
     this.capabilities = { synchronous: false, clock: 'client', operations, memoryFirst: true };
     this.share = new LocalShare(this.options.instances, this.options.maxKeys);
     this.policy = createFailurePolicy({
@@ -210,6 +214,17 @@ export class TieredStore implements Store {
     if (this.strategy === 'lease' && entry.leasable) return this.leased(entry, request);
     if (this.strategy === 'async') return this.counted(entry, request);
     return this.decideRemotely(request, entry);
+  }
+
+  /**
+   * Concurrency leases go straight to the remote store: a count of requests in flight across the fleet has no
+   * local shortcut (the concurrency limiter's own failure policy answers a failure).
+   */
+  lease(request: LeaseRequest): LeaseResult | Promise<LeaseResult> {
+    const remote = this.remote.lease;
+    if (typeof remote !== 'function') throw new SluiceError('UNSUPPORTED_OPERATION', 'tieredStore: the remote store does not run leases');
+    this.counters.remoteCalls++;
+    return remote.call(this.remote, request);
   }
 
   reset(key: string, ruleIds: readonly string[]): void | Promise<void> {
