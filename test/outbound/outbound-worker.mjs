@@ -1,0 +1,65 @@
+// One worker process of the outbound suite (seed 002): its own ioredis client, redisStore and limiter (GCRA, one
+// slot every 1000/limit ms, burst 1, on Redis TIME), calling the mock third party through core's throttled fetch
+// (limiter.wait before each request; Retry-After / X-RateLimit-* push the shared queue back). On `run` it waits
+// until `startAt`, then loops until `until`: a request is started only before `until`. It reports, per request,
+// when its wait began, when it was served (the slot started and the request was handed to fetch) and the status.
+// With `adapt`, a response whose X-RateLimit-Limit differs from the rule's limit reconfigures the rule (same id,
+// so the shared GCRA state is kept): the application's part of following a third party that lowers its limit.
+import { Redis } from 'ioredis';
+import { createLimiter, createThrottledFetch, gcra } from '@sluice/core';
+import { redisStore } from '@sluice/redis';
+
+const [port, mockUrl] = process.argv.slice(2);
+const client = new Redis({ host: '127.0.0.1', port: Number(port) });
+const store = redisStore(client);
+const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+const rule = (limit) => gcra({ id: 'api', limit, period: '1s', burst: 1 });
+
+process.on('message', async (message) => {
+  if (message.type === 'stop') {
+    client.disconnect();
+    process.disconnect();
+    return;
+  }
+  let limit = message.limit;
+  const limiter = createLimiter({ store, rules: rule(limit), timeout: 5_000, circuitBreaker: false, onStoreError: 'deny' });
+  let served = 0;
+  const fetchApi = createThrottledFetch({
+    limiter,
+    maxWait: '30s',
+    key: () => message.identity,
+    fetch: async (input, init) => {
+      served = Date.now();
+      const response = await fetch(input, init);
+      const told = Number(response.headers.get('x-ratelimit-limit'));
+      if (message.adapt && Number.isSafeInteger(told) && told > 0 && told !== limit) {
+        limit = told;
+        limiter.configure({ rules: rule(limit) });
+      }
+      return response;
+    },
+  });
+  const records = [];
+  const errors = [];
+  await sleep(message.startAt - Date.now());
+  while (Date.now() < message.until) {
+    const began = Date.now();
+    try {
+      const response = await fetchApi(`${mockUrl}/v1/items?worker=${message.worker}`);
+      await response.text();
+      records.push({ worker: message.worker, began, served, status: response.status });
+    } catch (error) {
+      errors.push(String(error));
+    }
+  }
+  process.send({ type: 'done', records, errors });
+});
+
+// Warm up before reporting ready: the first fetch loads undici and opens the keep-alive connection, and the first
+// reserve loads the script (NOSCRIPT, then EVAL); either would make the first slots of a run arrive late.
+client.once('ready', async () => {
+  const warm = createLimiter({ store, rules: gcra({ limit: 1000, period: '1s' }), timeout: 5_000 });
+  const response = await createThrottledFetch({ limiter: warm, maxWait: '5s', key: () => 'warm-up' })(`${mockUrl}/warm-up`);
+  await response.text();
+  process.send({ type: 'ready' });
+});

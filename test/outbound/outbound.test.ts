@@ -1,0 +1,204 @@
+/**
+ * Seed 002, issue 12: workers calling a third party that allows N requests per second across all of them wait for
+ * their turn, fairly, without polling. A mock third party (./mock-api.ts) on 127.0.0.1 enforces its own limit in
+ * fixed 1 s windows on its clock and counts every request per second; 16 worker processes (./outbound-worker.mjs),
+ * each with its own ioredis client, redisStore and limiter gcra({ limit: 20, period: '1s', burst: 1 }) on one
+ * redis-server this suite starts, call it through core's createThrottledFetch (limiter.wait, then fetch).
+ *
+ * The issue asks for 16 workers for 20 s; this suite runs the 16 processes for 8 s (the first run) and 10 s (the
+ * limit drop), about 25 s with start-up, and reads fairness from the first run's records.
+ *
+ * The fleet starts 20 ms after a mock-second boundary, so its slots (one every 50 ms, kept on that grid while the
+ * queue never runs dry) sit 20-30 ms away from the mock's window edges: a fixed-window third party counts by
+ * arrival, and a slot a millisecond before an edge that arrives a millisecond late would be the 21st of the next
+ * window. A real client facing a fixed-window API gets the same margin by running its rule slightly below the
+ * published limit.
+ */
+import { fork, type ChildProcess } from 'node:child_process';
+import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { startRedis, type RedisServer } from '../harness/redis.js';
+import { startMockApi, type MockApi, type MockRequest } from './mock-api.js';
+
+const WORKERS = 16;
+const LIMIT = 20;
+const SLOT_MS = 1000 / LIMIT;
+
+interface WorkerRecord {
+  worker: number;
+  began: number;
+  served: number;
+  status: number;
+}
+interface Done {
+  type: 'done';
+  records: WorkerRecord[];
+  errors: string[];
+}
+
+let server: RedisServer | undefined;
+let mock: MockApi;
+const children: ChildProcess[] = [];
+let firstRun: { records: WorkerRecord[]; startAt: number } | undefined;
+
+function message<T>(child: ChildProcess, type: string): Promise<T> {
+  return new Promise((resolve, reject) => {
+    const onMessage = (m: { type: string }) => {
+      if (m.type === type) {
+        child.off('message', onMessage);
+        child.off('exit', onExit);
+        resolve(m as T);
+      }
+    };
+    const onExit = (code: number | null) => reject(new Error(`worker ${child.pid} exited (${code}) before '${type}'`));
+    child.on('message', onMessage);
+    child.once('exit', onExit);
+  });
+}
+
+/** Runs the fleet for `seconds` from 20 ms after a mock-second boundary; `before(startSecond)` runs first. */
+async function run(identity: string, seconds: number, adapt: boolean, before?: (startSecond: number) => void) {
+  mock.clear();
+  let startAt = Math.ceil(Date.now() / 1000) * 1000 + 20;
+  if (startAt - Date.now() < 300) startAt += 1000;
+  const until = startAt + seconds * 1000;
+  before?.(Math.floor(startAt / 1000));
+  const replies = children.map((child) => message<Done>(child, 'done'));
+  children.forEach((child, worker) => child.send({ type: 'run', identity, limit: LIMIT, adapt, startAt, until, worker }));
+  const done = await Promise.all(replies);
+  return { startAt, until, records: done.flatMap((d) => d.records), errors: done.flatMap((d) => d.errors), requests: [...mock.requests] };
+}
+
+interface Second {
+  second: number;
+  sent: number;
+  ok: number;
+  refused: number;
+  limit: number;
+}
+
+/** Per mock-second counts, from the run's first second to its last request's. */
+function perSecond(requests: readonly MockRequest[], startAt: number, limitOf: (second: number) => number): Second[] {
+  const first = Math.floor(startAt / 1000);
+  const last = Math.max(first, ...requests.map((r) => r.second));
+  const rows: Second[] = [];
+  for (let s = first; s <= last; s++) {
+    const inSecond = requests.filter((r) => r.second === s);
+    const ok = inSecond.filter((r) => r.status === 200).length;
+    rows.push({ second: s - first, sent: inSecond.length, ok, refused: inSecond.length - ok, limit: limitOf(s) });
+  }
+  return rows;
+}
+
+function table(title: string, rows: readonly Second[], note: (row: Second) => string = () => ''): string {
+  const lines = [title, 'second  limit  sent   200   429  note'];
+  for (const r of rows) {
+    lines.push(`${String(r.second).padStart(6)}  ${String(r.limit).padStart(5)}  ${String(r.sent).padStart(4)}  ${String(r.ok).padStart(4)}  ${String(r.refused).padStart(4)}  ${note(r)}`);
+  }
+  return lines.join('\n');
+}
+
+beforeAll(async () => {
+  server = await startRedis();
+  mock = await startMockApi(LIMIT);
+  for (let i = 0; i < WORKERS; i++) children.push(fork(new URL('./outbound-worker.mjs', import.meta.url), [String(server.port), mock.url], { stdio: 'inherit' }));
+  await Promise.all(children.map((child) => message(child, 'ready')));
+});
+
+afterAll(async () => {
+  await Promise.all(
+    children.map(async (child) => {
+      if (child.exitCode !== null || child.signalCode !== null) return;
+      const exited = new Promise((r) => child.once('exit', r));
+      child.send({ type: 'stop' });
+      const timer = setTimeout(() => child.kill('SIGKILL'), 5000);
+      await exited;
+      clearTimeout(timer);
+    }),
+  );
+  await mock?.close();
+  await server?.stop();
+});
+
+describe(`${WORKERS} worker processes, one Redis, a third party allowing ${LIMIT} per second (fixed 1 s windows)`, () => {
+  test('8 s at the limit: no 429, no second over the limit, at least 95% of the allowed rate in the whole seconds between the edges', async () => {
+    const SECONDS = 8;
+    const { startAt, records, errors, requests } = await run('steady', SECONDS, false);
+    firstRun = { records, startAt };
+    const rows = perSecond(requests, startAt, () => LIMIT);
+    // The first second starts 20 ms in; the last ones hold the requests booked before the end: edges.
+    const middle = rows.filter((r) => r.second >= 1 && r.second < SECONDS);
+    const used = middle.reduce((sum, r) => sum + r.ok, 0) / (middle.length * LIMIT);
+    console.log(
+      `${table(`outbound, steady: ${WORKERS} processes, gcra ${LIMIT}/s burst 1, mock ${LIMIT} per fixed second`, rows, (r) => (r.second >= 1 && r.second < SECONDS ? '' : 'edge'))}\n` +
+        `429s: ${requests.filter((r) => r.status === 429).length}; seconds over the limit: ${rows.filter((r) => r.sent > r.limit).length}; ` +
+        `used over the ${middle.length} middle seconds: ${(used * 100).toFixed(1)}% of ${LIMIT}/s; requests: ${requests.length}`,
+    );
+    expect(errors).toEqual([]);
+    expect(requests.filter((r) => r.status === 429)).toEqual([]);
+    expect(rows.filter((r) => r.sent > r.limit)).toEqual([]);
+    expect(middle.length).toBe(SECONDS - 1);
+    expect(used).toBeGreaterThanOrEqual(0.95);
+    expect(records.length).toBe(requests.length);
+  }, 30_000);
+
+  test('the third party lowers its limit to 10 mid-run (429 + Retry-After, X-RateLimit-Limit): the fleet converges to the new rate within a few seconds', async () => {
+    const SECONDS = 10;
+    const DROP_AT = 4; // the mock's limit is 10 from the run's fifth second on
+    const LOWER = 10;
+    let dropSecond = 0;
+    const { startAt, errors, requests } = await run('drop', SECONDS, true, (startSecond) => {
+      dropSecond = startSecond + DROP_AT;
+      mock.setLimit(LOWER, dropSecond);
+    });
+    const first = Math.floor(startAt / 1000);
+    const rows = perSecond(requests, startAt, (s) => (s >= dropSecond ? LOWER : LIMIT));
+    const middle = rows.filter((r) => r.second >= 1 && r.second < SECONDS);
+    // Converged from the first second after the drop from which every middle second has no 429 and serves at least 90% of the new limit.
+    const after = middle.filter((r) => r.second >= DROP_AT);
+    let converged = after.length;
+    while (converged > 0 && after[converged - 1]!.refused === 0 && after[converged - 1]!.ok >= 0.9 * LOWER) converged--;
+    const convergedAt = after[converged]?.second;
+    const firstRefusal = requests.find((r) => r.status === 429);
+    const lastRefusal = requests.filter((r) => r.status === 429).at(-1);
+    console.log(
+      `${table(`outbound, limit drop: ${LIMIT}/s → ${LOWER}/s at second ${DROP_AT} (the workers follow X-RateLimit-Limit; 429s push the shared queue back)`, rows, (r) =>
+        r.second === DROP_AT ? 'drop' : r.second === convergedAt ? 'converged' : r.second >= 1 && r.second < SECONDS ? '' : 'edge',
+      )}\n` +
+        `429s: ${requests.filter((r) => r.status === 429).length}, from ${firstRefusal === undefined ? '-' : `${firstRefusal.at - first * 1000} ms`} to ${lastRefusal === undefined ? '-' : `${lastRefusal.at - first * 1000} ms`} after the run's first second began; ` +
+        `converged ${convergedAt === undefined ? 'never' : `${convergedAt - DROP_AT} s after the drop (second ${convergedAt})`}`,
+    );
+    expect(errors).toEqual([]);
+    expect(middle.filter((r) => r.second < DROP_AT && r.refused > 0)).toEqual([]);
+    expect(convergedAt).toBeDefined();
+    expect(convergedAt! - DROP_AT).toBeLessThanOrEqual(3);
+  }, 30_000);
+
+  test('fairness: waits are served in the order they began (FIFO within one slot), and the spread of the waits', () => {
+    expect(firstRun).toBeDefined();
+    const { records, startAt } = firstRun!;
+    const byStart = [...records].sort((a, b) => a.began - b.began);
+    let inversions = 0;
+    let worst = 0;
+    for (let i = 0; i < byStart.length; i++) {
+      for (let j = i + 1; j < byStart.length; j++) {
+        const a = byStart[i]!;
+        const b = byStart[j]!;
+        if (b.began - a.began > SLOT_MS && a.served > b.served) {
+          inversions++;
+          worst = Math.max(worst, a.served - b.served);
+        }
+      }
+    }
+    const waits = records.map((r) => r.served - r.began).sort((a, b) => a - b);
+    const at = (q: number) => waits[Math.min(waits.length - 1, Math.floor(q * waits.length))]!;
+    const perWorker = Array.from({ length: WORKERS }, (_, w) => records.filter((r) => r.worker === w).length);
+    console.log(
+      `outbound, fairness (the steady run, ${records.length} requests from ${new Date(startAt).toISOString()}):\n` +
+        `wait ms: min ${at(0)}, p50 ${at(0.5)}, p95 ${at(0.95)}, max ${waits.at(-1)}; requests per worker: min ${Math.min(...perWorker)}, max ${Math.max(...perWorker)}\n` +
+        `pairs begun more than one slot (${SLOT_MS} ms) apart and served out of order: ${inversions}${inversions > 0 ? ` (worst by ${worst} ms)` : ''}`,
+    );
+    expect(inversions).toBe(0);
+    // FIFO keeps the workers in one round-robin order: their counts differ only by where the run began and ended.
+    expect(Math.max(...perWorker) - Math.min(...perWorker)).toBeLessThanOrEqual(3);
+  });
+});
