@@ -20,6 +20,9 @@ export interface WaitOptions {
   signal?: AbortSignalLike;
 }
 
+// For outbound calls, build the limiter with onStoreError: 'deny' (or a fallback store): with the default 'allow',
+// a store failure resolves every wait at once, and the fleet calls the third party unlimited while the store is down.
+
 const timers = globalThis as unknown as {
   setTimeout(callback: () => void, ms: number): unknown;
   clearTimeout(handle: unknown): void;
@@ -44,6 +47,8 @@ export async function waitForSlot(limiter: Limiter, identity: string, options: W
   if (signal?.aborted === true) throw aborted();
   const decision = await limiter.reserve(identity, cost === undefined ? { maxWait: maxWaitMs } : { cost, maxWait: maxWaitMs });
   if (!decision.allowed) {
+    // A store failure refused by the failure policy ('deny'): the store's own error, not a slot too far away.
+    if (decision.degraded) throw decision.error instanceof SluiceError ? decision.error : new SluiceError('STORE_ERROR', 'wait: the store failed', { cause: decision.error });
     if (decision.reason === 'cost_exceeds_limit') {
       throw new SluiceError('WAIT_TOO_LONG', `wait: a cost of ${cost ?? 1} can never fit rule "${decision.rule}" (its capacity is ${decision.limit})`);
     }
