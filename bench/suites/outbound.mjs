@@ -116,6 +116,7 @@ export async function run({ options, log }) {
         '"ns/op" and "ops/s" are the mean gap between requests and the requests per second the third party saw over the full seconds (every second but the first and the last); "utilisation" is those requests ÷ (limit × those seconds).',
         '"s over": seconds in which the third party saw more than the limit; "429s": its refusals. "wait": enqueue to send, every call of every worker (a closed loop: with all jobs queued, the wait is about jobs in the system ÷ rate).',
         '"sent/req": commands the workers\' Redis clients sent during the run ÷ requests (a poll would show here); "executed/req": INFO commandstats delta ÷ requests, calls made inside scripts included (bottleneck\'s heartbeats too).',
+        'Both book slots exactly 1000 / N ms apart with no margin, as configured here; the third party counts arrivals. A call that leaves late (reply latency, a timer or the event loop late) followed by calls on time can put N + 1 in one second: a missed "s over" target by one is that (examples/outbound-workers books 10 per 1050 ms for it).',
         `Degraded sluice decisions (store failed, let through): ${s.degraded}. Failed calls: ${rows.map((r) => `${r.name} ${r.errors}`).join(', ')}.`,
       ],
       data: { limit, workers, jobs, seconds },
