@@ -17,7 +17,14 @@ const redis = new Redis({ host: '127.0.0.1', port: Number(redisPort) });
 // the two differ by a few ms that vary (timer and event-loop delay, the network). Booked exactly 100 ms apart, a
 // call that leaves late followed by calls on time can put 11 in one of the third party's seconds; 1050 ms per 10
 // leaves room for 50 ms of that, at 95% of the rate. See the README.
-const limiter = createLimiter({ store: redisStore(redis), rules: gcra({ limit: 10, period: '1050ms', burst: 1 }), name: 'outbound' });
+// onStoreError 'deny': with Redis unreachable a wait rejects with the store's error instead of letting every worker
+// call at once (failing open suits inbound traffic, not a quota someone else enforces).
+const limiter = createLimiter({
+  store: redisStore(redis),
+  rules: gcra({ limit: 10, period: '1050ms', burst: 1 }),
+  name: 'outbound',
+  onStoreError: 'deny',
+});
 
 const waits = [];
 const statuses = {};
