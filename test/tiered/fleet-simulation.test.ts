@@ -411,9 +411,10 @@ describe(`tiered fleet, redis-server killed for ${OUTAGE_MS} ms mid-run: fixedWi
       const duringDegraded = during.reduce((a, s) => a + s[2], 0);
       const duringOk = during.reduce((a, s) => a + s[1], 0);
       const duringOkAdmitted = during.reduce((a, s) => a + s[3], 0);
-      // Back on the shared state: after RECOVERY_MAX_MS from the restart, decisions are overwhelmingly non-degraded.
-      // (A machine starved of CPU can still time a call out later: that is a fresh degradation, not a failed recovery.)
-      const settled = slots.filter(([at]) => at >= readyAt + RECOVERY_MAX_MS);
+      // Back on the shared state: from the breaker's cooldown (500 ms) after the restart, plus a slot of margin, on
+      // to the end of the run, decisions are overwhelmingly non-degraded. (A machine starved of CPU can still time a
+      // call out later: that is a fresh degradation, not a failed recovery.)
+      const settled = slots.filter(([at]) => at >= readyAt + 600);
       const settledOk = settled.reduce((a, s) => a + s[1], 0);
       const settledDegraded = settled.reduce((a, s) => a + s[2], 0);
       const firstOkAfterReady = Math.min(...slots.filter(([at, ok]) => at >= readyAt && ok > 0).map(([at]) => at));
@@ -467,6 +468,7 @@ describe(`tiered fleet, redis-server killed for ${OUTAGE_MS} ms mid-run: fixedWi
       expect(duringDegraded).toBeGreaterThan(0);
       expect(firstDegraded).toBeGreaterThanOrEqual(killAt);
       expect(firstOkAfterReady - readyAt).toBeLessThanOrEqual(RECOVERY_MAX_MS);
+      expect(settledOk).toBeGreaterThan(0);
       expect(settledOk).toBeGreaterThan(4 * settledDegraded); // at least 80% non-degraded once recovered
       expect(whole.size).toBeGreaterThanOrEqual(2);
       expect(degradedCells.filter((c) => c.admitted - late(c.identity, c.window) > SHARE), `identity-windows above the local share ${SHARE}`).toEqual([]);

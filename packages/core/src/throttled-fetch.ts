@@ -70,7 +70,7 @@ const global = globalThis as unknown as {
  */
 export async function pushBack(limiter: Limiter, identity: string, delayMs: number): Promise<number> {
   if (typeof delayMs !== 'number' || !Number.isFinite(delayMs) || delayMs < 0) {
-    throw new SluiceError('INVALID_OPTION', `pushBack: delayMs must be a finite number of ms from 0, got ${describe(delayMs)}`);
+    throw new SluiceError('INVALID_OPTION', `pushBack: delayMs must be a finite, non-negative count of milliseconds, got ${describe(delayMs)}`);
   }
   const cost = Math.min(...limiter.rules.map((rule) => rule.limit));
   let target: number | undefined;
