@@ -1,31 +1,17 @@
-import { optionalFunction, rejectUnknownOptions } from '@sluice/core/store';
-import { SluiceError, type ConcurrencyLimiter, type FleetShedder, type Lease, type UtilizationShedder } from '@sluice/core';
+import { rejectUnknownOptions } from '@sluice/core/store';
+import { SluiceError, type Lease } from '@sluice/core';
 import type { NextRequest } from 'next/server';
-import { PROBLEM_CONTENT_TYPE, problemFor, type RefusalKind } from './http.js';
+import { checkStackLayers, runStackLayers, type StackLayer, type StackLayers } from './http.js';
 import type { WaitUntilEvent } from './options.js';
 import type { NextRateLimit } from './rate-limit.js';
 import { toNextResponse, withRateLimitHeaders } from './responses.js';
 
-export type NextStackLayer = 'rate' | 'concurrency' | 'fleet' | 'worker';
+export type NextStackLayer = StackLayer;
 
-export interface NextTrafficStackOptions {
-  /** Request rate per client (429): a `rateLimit({...})` made once at module scope. */
+/** The four layers for a route handler. The worker shedder reads the process: Node runtime only (its default signal refuses the edge runtime). */
+export interface NextTrafficStackOptions extends StackLayers<NextRequest> {
+  /** Request rate per client (429): a `rateLimit({...})` made once at module scope. Concurrency counts per the identity it resolves. */
   rate?: NextRateLimit;
-  /** Requests in flight per client (429), held until the response body has been sent or cancelled. */
-  concurrency?: {
-    limiter: ConcurrencyLimiter;
-    /** The client. Default: the identity the rate layer resolved. */
-    identify?: (request: NextRequest) => string | undefined;
-  };
-  /** Fleet-wide in-flight work with a reserve for critical classes (503). */
-  fleet?: FleetShedder;
-  /**
-   * This process's utilization (503). Node runtime only (route handlers on `runtime: 'nodejs'`): its default signal
-   * refuses to be built on the edge runtime.
-   */
-  worker?: UtilizationShedder;
-  /** The request's priority class for `fleet` and `worker`. Required with either. */
-  priority?: (request: NextRequest) => string;
 }
 
 type RouteHandler<C> = (request: NextRequest, context: C) => Response | Promise<Response>;
@@ -44,40 +30,23 @@ export function withTrafficStack<C = unknown>(handler: RouteHandler<C>, options:
   if (typeof handler !== 'function') throw new SluiceError('INVALID_OPTION', `withTrafficStack: the first argument must be a route handler (request) => Response, got ${typeof handler}`);
   if (typeof options !== 'object' || options === null) throw new SluiceError('INVALID_OPTION', 'withTrafficStack: options must be an object such as { rate, concurrency: { limiter } }');
   rejectUnknownOptions(options, KNOWN, 'withTrafficStack');
-  const { rate, concurrency, fleet, worker, priority } = options;
-  optionalFunction(priority, 'withTrafficStack: priority', '(request) => class');
-  if ((fleet !== undefined || worker !== undefined) && priority === undefined) {
-    throw new SluiceError('INVALID_OPTION', 'withTrafficStack: priority must be a function (request) => class when fleet or worker is given');
-  }
-  if (concurrency !== undefined && concurrency.identify === undefined && rate === undefined) {
-    throw new SluiceError('INVALID_OPTION', 'withTrafficStack: concurrency needs identify (request) => client, or a rate layer whose identity it can use');
-  }
+  const { rate, ...layers } = options;
+  checkStackLayers(layers, 'withTrafficStack', rate !== undefined);
 
   return async function sluiceTrafficStack(request, context) {
     const leases: Lease[] = [];
+    const hold = (lease: Lease): void => void leases.push(lease);
     const release = (): void => {
       for (const lease of leases.splice(0)) void lease.release();
     };
     try {
       const rated = rate === undefined ? undefined : await rate.check(request, typeof context?.waitUntil === 'function' ? (context as WaitUntilEvent) : undefined);
       if (rated !== undefined && !rated.allowed) return toNextResponse(rated);
-      const cls = priority?.(request);
-      if (concurrency !== undefined) {
-        const identity = concurrency.identify?.(request) ?? rated?.identity;
-        if (identity !== undefined) {
-          const d = await concurrency.limiter.acquire(identity, { signal: request.signal });
-          if (!d.allowed) return refusal('concurrency', 'limited', concurrency.limiter.name, d.retryAfter, release);
-          if (d.lease !== undefined) leases.push(d.lease);
-        }
-      }
-      if (fleet !== undefined) {
-        const d = await fleet.acquire(cls!, { signal: request.signal });
-        if (!d.allowed) return refusal('fleet', 'shed', 'fleet', d.retryAfter, release);
-        if (d.lease !== undefined) leases.push(d.lease);
-      }
-      if (worker !== undefined) {
-        const d = worker.check(cls!);
-        if (!d.allowed) return refusal('worker', 'shed', 'worker', d.retryAfter, release);
+      // The request's own signal releases a lease if the client goes away while the later layers decide.
+      const { refusal } = await runStackLayers(layers, request, rated?.identity, hold, { signal: request.signal });
+      if (refusal !== undefined) {
+        release();
+        return new Response(refusal.body, { status: refusal.status, headers: { 'Content-Type': refusal.contentType, 'Retry-After': String(refusal.retryAfterSeconds) } });
       }
       const response = await handler(request, context);
       const held = releasingBody(response, release);
@@ -87,15 +56,6 @@ export function withTrafficStack<C = unknown>(handler: RouteHandler<C>, options:
       throw error;
     }
   };
-}
-
-function refusal(layer: NextStackLayer, kind: RefusalKind, policy: string, retryAfterMs: number, release: () => void): Response {
-  release();
-  const retryAfterSeconds = Math.max(1, Math.ceil(retryAfterMs / 1000));
-  return new Response(JSON.stringify({ ...problemFor({ kind, policy, retryAfterSeconds }), refusedBy: layer }), {
-    status: kind === 'shed' ? 503 : 429,
-    headers: { 'Content-Type': PROBLEM_CONTENT_TYPE, 'Retry-After': String(retryAfterSeconds) },
-  });
 }
 
 /** The handler's response with a body that releases the leases once read to its end, failed or cancelled. */

@@ -1,0 +1,131 @@
+/**
+ * Seed 000's layers after the request rate (concurrency 429, fleet usage 503, worker utilization 503), consulted in
+ * the seed's order for one request, written once for every framework adapter (Express, Fastify, Next). An adapter
+ * runs its rate layer first, then `runStackLayers`, and only decides how leases are held until its response ends
+ * and how a refusal is written.
+ */
+import { SluiceError, type AcquireOptions, type ConcurrencyLimiter, type FleetShedder, type Lease, type UtilizationShedder } from '@sluice/core';
+import { optionalFunction } from '@sluice/core/store';
+import { PROBLEM_CONTENT_TYPE, problemFor, type RefusalKind } from './problem.js';
+
+/** The four layers, in the order the stacks consult them. */
+export type StackLayer = 'rate' | 'concurrency' | 'fleet' | 'worker';
+
+export interface StackLayers<R> {
+  /** Requests in flight per client (429); the lease is held until the response ends, however it ends. */
+  concurrency?: {
+    limiter: ConcurrencyLimiter;
+    /** The client. Default: the identity the rate layer resolved. */
+    identify?: (request: R) => string | undefined;
+  };
+  /** Fleet-wide in-flight work with a reserve for critical classes (503). */
+  fleet?: FleetShedder;
+  /** This process's utilization (503). */
+  worker?: UtilizationShedder;
+  /** The request's priority class for `fleet` and `worker`. Required with either. */
+  priority?: (request: R) => string;
+}
+
+/** A layer's refusal, ready to write: status, Retry-After (whole seconds) and a problem+json body naming the layer. */
+export interface StackRefusal {
+  readonly layer: StackLayer;
+  readonly status: 429 | 503;
+  readonly retryAfterSeconds: number;
+  readonly contentType: string;
+  readonly body: string;
+}
+
+export interface StackOutcome {
+  /** The request's priority class (with fleet or worker). */
+  readonly priority: string | undefined;
+  /** Set when a layer refused: whatever was held for the request has been handed to `hold` already, so release it. */
+  readonly refusal: StackRefusal | undefined;
+}
+
+/**
+ * The checks every stack makes on its layer options: `priority` is a function, required with fleet or worker;
+ * concurrency needs a client, from `identify` or from a rate layer. `where` names the adapter in the message.
+ */
+export function checkStackLayers<R>(options: StackLayers<R>, where: string, hasRate: boolean): void {
+  const { concurrency, fleet, worker, priority } = options;
+  optionalFunction(priority, `${where}: priority`, '(request) => class');
+  if ((fleet !== undefined || worker !== undefined) && priority === undefined) {
+    throw new SluiceError('INVALID_OPTION', `${where}: priority must be a function (request) => class when fleet or worker is given`);
+  }
+  if (concurrency !== undefined && concurrency.identify === undefined && !hasRate) {
+    throw new SluiceError('INVALID_OPTION', `${where}: concurrency needs identify (request) => client, or a rate layer whose identity it can use`);
+  }
+}
+
+/**
+ * Consults concurrency, fleet and worker in that order for one request. Every lease taken is handed to `hold` at
+ * once (the adapter releases it when the response ends, or right away on a refusal); the first refusal stops.
+ */
+export async function runStackLayers<R>(
+  layers: StackLayers<R>,
+  request: R,
+  rateIdentity: string | undefined,
+  hold: (lease: Lease) => void,
+  acquireOptions?: AcquireOptions,
+): Promise<StackOutcome> {
+  const { concurrency, fleet, worker } = layers;
+  const priority = layers.priority?.(request);
+  if (concurrency !== undefined) {
+    const identity = concurrency.identify?.(request) ?? rateIdentity;
+    if (identity !== undefined) {
+      const d = await concurrency.limiter.acquire(identity, acquireOptions);
+      if (!d.allowed) return { priority, refusal: stackRefusal('concurrency', 'limited', concurrency.limiter.name, d.retryAfter) };
+      if (d.lease !== undefined) hold(d.lease);
+    }
+  }
+  if (fleet !== undefined) {
+    const d = await fleet.acquire(priority!, acquireOptions);
+    if (!d.allowed) return { priority, refusal: stackRefusal('fleet', 'shed', 'fleet', d.retryAfter) };
+    if (d.lease !== undefined) hold(d.lease);
+  }
+  if (worker !== undefined) {
+    const d = worker.check(priority!);
+    if (!d.allowed) return { priority, refusal: stackRefusal('worker', 'shed', 'worker', d.retryAfter) };
+  }
+  return { priority, refusal: undefined };
+}
+
+export function stackRefusal(layer: StackLayer, kind: RefusalKind, policy: string, retryAfterMs: number): StackRefusal {
+  const retryAfterSeconds = Math.max(1, Math.ceil(retryAfterMs / 1000));
+  const body = JSON.stringify({ ...problemFor({ kind, policy, retryAfterSeconds }), refusedBy: layer });
+  return { layer, status: kind === 'shed' ? 503 : 429, retryAfterSeconds, contentType: PROBLEM_CONTENT_TYPE, body };
+}
+
+/** The part of Node's ServerResponse that `heldUntilEnd` uses. */
+export interface EndingResponse {
+  readonly writableEnded: boolean;
+  readonly destroyed: boolean;
+  once(event: 'finish' | 'close', listener: () => void): unknown;
+}
+
+/**
+ * Leases held until a Node response ends, however it ends: 'finish' when it was sent, 'close' when the connection
+ * went first (an aborted client, a timeout) and after 'finish' too. The listeners are added with the first lease
+ * (none when nothing is held); a lease that comes after the response ended, or after `release()`, goes back at once.
+ */
+export function heldUntilEnd(response: EndingResponse): { hold(lease: Lease): void; release(): void } {
+  const leases: Lease[] = [];
+  let released = false;
+  const release = (): void => {
+    if (released) return;
+    released = true;
+    for (const lease of leases) void lease.release();
+  };
+  const hold = (lease: Lease): void => {
+    if (released || response.writableEnded || response.destroyed) {
+      void lease.release();
+      return;
+    }
+    if (leases.length === 0) {
+      response.once('finish', release);
+      response.once('close', release);
+    }
+    leases.push(lease);
+  };
+  return { hold, release };
+}
