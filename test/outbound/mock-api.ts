@@ -5,6 +5,7 @@
  * answer with `X-RateLimit-Limit`, `X-RateLimit-Remaining` and `X-RateLimit-Reset` (epoch seconds of the window's
  * end, with milliseconds). It records every request: arrival time, window, status. `setLimit(limit, fromSecond)`
  * changes the limit from that window on (the mid-run drop of the second test), so no window has two limits.
+ * `statesLimit(false)` leaves the X-RateLimit-* headers out: a 429 then says only `Retry-After` (the third test).
  */
 import { createServer, type Server } from 'node:http';
 
@@ -23,6 +24,8 @@ export interface MockApi {
   readonly requests: readonly MockRequest[];
   /** The limit from window `fromSecond` (epoch seconds) on; from the current window when omitted. */
   setLimit(limit: number, fromSecond?: number): void;
+  /** Whether answers carry X-RateLimit-Limit, -Remaining and -Reset (they do at first). */
+  statesLimit(states: boolean): void;
   /** Forgets the recorded requests and window counts (between runs). */
   clear(): void;
   close(): Promise<void>;
@@ -32,6 +35,7 @@ export async function startMockApi(initialLimit: number): Promise<MockApi> {
   let changes: Array<{ from: number; limit: number }> = [{ from: 0, limit: initialLimit }];
   const limitAt = (second: number) => changes.filter((c) => c.from <= second).at(-1)!.limit;
   let requests: MockRequest[] = [];
+  let stating = true;
   const served = new Map<number, number>();
   const server: Server = createServer((req, res) => {
     const at = Date.now();
@@ -39,20 +43,17 @@ export async function startMockApi(initialLimit: number): Promise<MockApi> {
     const used = served.get(second) ?? 0;
     const limit = limitAt(second);
     const resetAt = (second + 1) * 1000;
-    const headers: Record<string, string> = {
-      'content-type': 'text/plain',
-      'x-ratelimit-limit': String(limit),
-      'x-ratelimit-reset': (resetAt / 1000).toFixed(3),
-    };
+    const stated = (remaining: number): Record<string, string> =>
+      stating ? { 'x-ratelimit-limit': String(limit), 'x-ratelimit-remaining': String(remaining), 'x-ratelimit-reset': (resetAt / 1000).toFixed(3) } : {};
     req.resume();
     if (used < limit) {
       served.set(second, used + 1);
       requests.push({ at, second, status: 200, limit });
-      res.writeHead(200, { ...headers, 'x-ratelimit-remaining': String(limit - used - 1) });
+      res.writeHead(200, { 'content-type': 'text/plain', ...stated(limit - used - 1) });
       res.end('ok');
     } else {
       requests.push({ at, second, status: 429, limit });
-      res.writeHead(429, { ...headers, 'x-ratelimit-remaining': '0', 'retry-after': String(Math.ceil((resetAt - at) / 1000)) });
+      res.writeHead(429, { 'content-type': 'text/plain', ...stated(0), 'retry-after': String(Math.ceil((resetAt - at) / 1000)) });
       res.end('too many requests');
     }
   });
@@ -70,6 +71,9 @@ export async function startMockApi(initialLimit: number): Promise<MockApi> {
     },
     setLimit(next: number, fromSecond = Math.floor(Date.now() / 1000)) {
       changes = [...changes.filter((c) => c.from < fromSecond), { from: fromSecond, limit: next }];
+    },
+    statesLimit(states: boolean) {
+      stating = states;
     },
     clear() {
       changes = [{ from: 0, limit: initialLimit }];

@@ -3,8 +3,8 @@
 // (limiter.wait before each request; Retry-After / X-RateLimit-* push the shared queue back). On `run` it waits
 // until `startAt`, then loops until `until`: a request is started only before `until`. It reports, per request,
 // when its wait began, when it was served (the slot started and the request was handed to fetch) and the status.
-// With `adapt`, a response whose X-RateLimit-Limit differs from the rule's limit reconfigures the rule (same id,
-// so the shared GCRA state is kept): the application's part of following a third party that lowers its limit.
+// Following a third party that lowers its limit is the throttled fetch's own (`learn`, on by default): the worker
+// has no code for it.
 import { Redis } from 'ioredis';
 import { createLimiter, createThrottledFetch, gcra } from '@sluice/core';
 import { redisStore } from '@sluice/redis';
@@ -21,8 +21,7 @@ process.on('message', async (message) => {
     process.disconnect();
     return;
   }
-  let limit = message.limit;
-  const limiter = createLimiter({ store, rules: rule(limit), timeout: 5_000, circuitBreaker: false, onStoreError: 'deny' });
+  const limiter = createLimiter({ store, rules: rule(message.limit), timeout: 5_000, circuitBreaker: false, onStoreError: 'deny' });
   let served = 0;
   const fetchApi = createThrottledFetch({
     limiter,
@@ -30,13 +29,7 @@ process.on('message', async (message) => {
     key: () => message.identity,
     fetch: async (input, init) => {
       served = Date.now();
-      const response = await fetch(input, init);
-      const told = Number(response.headers.get('x-ratelimit-limit'));
-      if (message.adapt && Number.isSafeInteger(told) && told > 0 && told !== limit) {
-        limit = told;
-        limiter.configure({ rules: rule(limit) });
-      }
-      return response;
+      return fetch(input, init);
     },
   });
   const records = [];

@@ -2,7 +2,8 @@
  * Calling a third party that allows N requests per second across all workers (seed 002, issue 12): a fetch that
  * waits for its slot (`limiter.wait`: one `reserve` in the shared store, then a sleep, no polling) and learns from
  * the third party's answers. A 429 or 503 with `Retry-After`, or a `RateLimit` / `X-RateLimit-*` answer that says
- * nothing is left, pushes the SHARED queue back (`pushBack`), so every worker slows down, not only the one told.
+ * nothing is left, pushes the SHARED queue back (`pushBack`), so every worker slows down, not only the one told;
+ * and the limit the third party states (or a bare 429) moves this process's rules (`learn`, see learn-limit.ts).
  * Edge-safe: no Node imports; URL and fetch are read from globalThis.
  */
 import type { Decision } from './decision.js';
@@ -11,6 +12,7 @@ import { SluiceError, describe } from './errors.js';
 import type { Limiter } from './limiter.js';
 import { optionalFunction, rejectUnknownOptions } from './validate.js';
 import type { AbortSignalLike } from './concurrency.js';
+import { LimitLearner } from './learn-limit.js';
 
 /** The parts of a URL the `key` option reads (the global URL class has them all). */
 export interface UrlLike {
@@ -43,9 +45,16 @@ export interface ThrottledFetchOptions<F extends FetchLike = FetchLike> {
   fetch?: F;
   /** Times a 429/503 answer is sent again, after waiting for a slot behind the push back. @default 0 */
   retries?: number;
+  /**
+   * Follow the third party's limit: a stated limit (`RateLimit-Policy`, `RateLimit`, `X-RateLimit-Limit`) sets the
+   * limiter's rule of that window to it, never above the rule written; a 429 that states none cuts the rules by a
+   * quarter and they climb back after ten quiet windows (see learn-limit.ts). It reconfigures `limiter` in this
+   * process: give each third party its own limiter. @default true
+   */
+  learn?: boolean;
 }
 
-const KNOWN = ['limiter', 'maxWait', 'key', 'fetch', 'retries'];
+const KNOWN = ['limiter', 'maxWait', 'key', 'fetch', 'retries', 'learn'];
 const MAX_WAIT_RANGE: DurationRange = { min: 0, max: 2 ** 47 };
 /** A push back books at most this many slots (a Retry-After of hours on a per-second rule is not booked to its end). */
 export const MAX_PUSH_BACK_BOOKINGS = 100;
@@ -178,6 +187,10 @@ export function createThrottledFetch<F extends FetchLike = FetchLike>(options: T
   if (typeof retries !== 'number' || !Number.isSafeInteger(retries) || retries < 0) {
     throw new SluiceError('INVALID_OPTION', `createThrottledFetch: retries must be a whole number from 0, got ${describe(retries)}`);
   }
+  if (options.learn !== undefined && typeof options.learn !== 'boolean') {
+    throw new SluiceError('INVALID_OPTION', `createThrottledFetch: learn must be true or false, got ${describe(options.learn)}`);
+  }
+  const learner = options.learn === false ? undefined : new LimitLearner(limiter.rules, (rules) => limiter.configure({ rules }));
 
   const throttled = async (input: unknown, init?: unknown): Promise<ResponseLike> => {
     const fetchImpl = send ?? global.fetch;
@@ -189,7 +202,9 @@ export function createThrottledFetch<F extends FetchLike = FetchLike>(options: T
     const original = retries > 0 && global.Request !== undefined ? new global.Request(input, init) : undefined;
     for (let attempt = 0; ; attempt++) {
       await limiter.wait(identity, signal === undefined ? { maxWait: maxWaitMs } : { maxWait: maxWaitMs, signal });
+      const sentAt = Date.now();
       const response = original === undefined ? await fetchImpl(input, init) : await fetchImpl(original.clone());
+      learner?.observe(response, sentAt, Date.now());
       const hold = holdOffMs(response, Date.now());
       // The answer is the caller's even if the store cannot book the push back now (its next wait will say so).
       if (hold !== undefined && hold > 0) await pushBack(limiter, identity, hold).catch(() => undefined);
