@@ -106,7 +106,7 @@ export function withLimit(rule: Rule, limit: number): Rule {
       return gcra({ id: rule.id, limit, period: rule.params.periodMs, burst: Math.min(rule.params.burst, limit) });
     case 'fixed-window': {
       const scaled = fixedWindow({ id: rule.id, limit, window: rule.params.windowMs, stagger: rule.stagger });
-      return { ...scaled, params: { ...scaled.params, offsetMs: rule.params.offsetMs } };
+      return { ...scaled, algorithm: 'fixed-window', params: { limit, windowMs: rule.params.windowMs, offsetMs: rule.params.offsetMs } };
     }
     case 'sliding-window-counter':
       return slidingWindowCounter({ id: rule.id, limit, window: rule.params.windowMs });

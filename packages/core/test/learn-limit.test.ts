@@ -91,7 +91,7 @@ describe('LimitLearner', () => {
 
   test('withLimit keeps a fixed window\'s stagger offset', () => {
     const staggered = fixedWindow({ id: 'fw', limit: 10, window: '1m', stagger: true });
-    const shifted = { ...staggered, params: { ...staggered.params, offsetMs: 1234 } };
+    const shifted: Rule = { ...staggered, algorithm: 'fixed-window', params: { limit: 10, windowMs: 60_000, offsetMs: 1234 } };
     expect(withLimit(shifted, 5)).toMatchObject({ id: 'fw', limit: 5, stagger: true, params: { offsetMs: 1234, limit: 5 } });
   });
 });
