@@ -1,0 +1,2 @@
+// The library face of @sluice/cli: what the commands do, callable from code.
+export {};
