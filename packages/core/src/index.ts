@@ -1,7 +1,7 @@
 // The application API: what code that limits requests calls. What a store author needs (the evaluator, the state
 // codec, step functions, key and option helpers, the failure policy) is in `@sluice/core/store` (src/store-api.ts).
 export { createLimiter } from './limiter.js';
-export type { Limiter, LimiterMode, LimiterOptions, LimitOptions, ReserveOptions, StoreErrorPolicy, SyncLimiter, TakeOptions } from './limiter.js';
+export type { DecisionEvent, Limiter, LimiterChanges, LimiterMode, LimiterOptions, LimitOptions, ReserveOptions, StoreErrorPolicy, SyncLimiter, TakeOptions } from './limiter.js';
 export type { WaitOptions } from './wait.js';
 export type { Decision, DecisionReason, RuleReport } from './decision.js';
 
@@ -19,6 +19,8 @@ export { gcra } from './algorithms/gcra.js';
 export type { GcraOptions } from './algorithms/gcra.js';
 export type { AlgorithmName, Rule } from './rules.js';
 export type { RuleBaseOptions } from './rule-options.js';
+export { ruleFromSpec, ruleSpec } from './rule-spec.js';
+export type { RuleSpec } from './rule-spec.js';
 
 export type { Store, SyncStore } from './store.js';
 export type { CircuitBreakerOptions, CircuitState } from './circuit-breaker.js';

@@ -58,6 +58,34 @@ export interface LimiterOptions<S extends Store = Store> {
   onStoreError?: StoreErrorPolicy;
   /** Stop calling a failing store for a while. `false` turns it off. @default { failureThreshold: 5, cooldown: '2s' } */
   circuitBreaker?: CircuitBreakerOptions | false;
+  /**
+   * Called after every decision with what was decided and how long it took (metrics, logs, audits; see
+   * `@sluice/otel`). It runs inline: keep it cheap. An exception it throws is swallowed, never the caller's.
+   * Unset, it costs nothing (`pnpm bench memory`).
+   */
+  onDecision?: (event: DecisionEvent) => void;
+}
+
+/** What `onDecision` receives. */
+export interface DecisionEvent {
+  /** The limiter's name. */
+  readonly limiter: string;
+  readonly operation: 'limit' | 'peek' | 'refund' | 'take' | 'reserve';
+  readonly identity: string;
+  readonly decision: Decision;
+  /** From the call to its answer, in ms (fractional where the runtime's performance.now() is). */
+  readonly durationMs: number;
+}
+
+/** The changes `configure()` accepts. */
+export interface LimiterChanges {
+  rules?: Rule | readonly Rule[];
+  mode?: LimiterMode;
+  /**
+   * Rules for single identities, over the limiter's rules and over `quota` (per-customer quotas set at run time,
+   * e.g. from the shared store by `watchConfig`). Replaces the previous overrides; an empty map removes them.
+   */
+  overrides?: ReadonlyMap<string, Rule | readonly Rule[]>;
 }
 
 export interface LimitOptions {
@@ -93,8 +121,10 @@ export interface Limiter {
   refund(identity: string, options?: LimitOptions): Promise<Decision>;
   /** Forgets an identity's state in every rule. */
   reset(identity: string): Promise<void>;
-  /** Changes rules or mode at run time, validated like the constructor; counters are kept per rule id. */
-  configure(changes: { rules?: Rule | readonly Rule[]; mode?: LimiterMode }): void;
+  /** Per-identity rules set by `configure({ overrides })`. */
+  readonly overrides: ReadonlyMap<string, readonly Rule[]>;
+  /** Changes rules, mode or per-identity overrides at run time, validated like the constructor; counters are kept per rule id. */
+  configure(changes: LimiterChanges): void;
   /**
    * Takes as many units as fit now, up to `cost`, from every rule alike; `granted` says how many (0 is an
    * answer, not an error: `allowed` is false and `retryAfter` says when one unit fits). Needs a store that
@@ -130,7 +160,12 @@ export interface SyncLimiter extends Limiter {
   reserveSync(identity: string, options: ReserveOptions): Decision;
 }
 
-const KNOWN = ['store', 'rules', 'name', 'prefix', 'clock', 'mode', 'quota', 'timeout', 'onStoreError', 'circuitBreaker'];
+const KNOWN = ['store', 'rules', 'name', 'prefix', 'clock', 'mode', 'quota', 'timeout', 'onStoreError', 'circuitBreaker', 'onDecision'];
+const OPERATIONS: Readonly<Record<Mode, DecisionEvent['operation']>> = { consume: 'limit', peek: 'peek', refund: 'refund', take: 'take', reserve: 'reserve' };
+const performanceNow: () => number = (() => {
+  const perf = (globalThis as { performance?: { now(): number } }).performance;
+  return perf !== undefined && typeof perf.now === 'function' ? () => perf.now() : () => Date.now();
+})();
 const NAME_PATTERN = /^[A-Za-z0-9_.-]{1,64}$/;
 /** Latest time a clock may return: 2^47 ms, about the year 6429; keeps every time sum of the steps below 2^53. */
 const MAX_CLOCK_MS = 2 ** 47;
@@ -169,6 +204,8 @@ class LimiterImpl implements SyncLimiter {
   private previousKeys = new Map<string, string>();
   private currentRules!: readonly Rule[];
   private currentMode!: LimiterMode;
+  private currentOverrides: ReadonlyMap<string, readonly Rule[]> = new Map();
+  private readonly onDecision: ((event: DecisionEvent) => void) | undefined;
   /**
    * The rule when every `limit`/`limitSync` call without options can go straight to the fast path (`one`): a
    * FastPathStore, a synchronous failure policy, no quota, one unstaggered rule, not switched off. Set by configure().
@@ -197,6 +234,10 @@ class LimiterImpl implements SyncLimiter {
       throw new SluiceError('INVALID_OPTION', `createLimiter: quota must be a function (identity) => rules | undefined, got ${describe(options.quota)}`);
     }
     this.quota = options.quota;
+    if (options.onDecision !== undefined && typeof options.onDecision !== 'function') {
+      throw new SluiceError('INVALID_OPTION', `createLimiter: onDecision must be a function (event) => void, got ${describe(options.onDecision)}`);
+    }
+    this.onDecision = options.onDecision;
     this.policy = createFailurePolicy({
       timeout: options.timeout,
       onStoreError: options.onStoreError,
@@ -235,21 +276,25 @@ class LimiterImpl implements SyncLimiter {
     return this.policy.circuit;
   }
 
-  configure(changes: { rules?: Rule | readonly Rule[]; mode?: LimiterMode }): void {
+  get overrides(): ReadonlyMap<string, readonly Rule[]> {
+    return this.currentOverrides;
+  }
+
+  configure(changes: LimiterChanges): void {
     const known = requireObject(changes, 'configure');
-    rejectUnknownOptions(known, ['rules', 'mode'], 'configure');
+    rejectUnknownOptions(known, ['rules', 'mode', 'overrides'], 'configure');
     const rules = changes.rules === undefined ? this.currentRules : checkRules(changes.rules, 'rules');
     const mode = changes.mode ?? this.currentMode;
     if (mode !== 'enforce' && mode !== 'shadow' && mode !== 'off') {
       throw new SluiceError('INVALID_OPTION', `mode must be 'enforce', 'shadow' or 'off', got ${describe(mode)}`);
     }
+    const overrides = changes.overrides === undefined ? this.currentOverrides : checkOverrides(changes.overrides);
     this.currentRules = rules;
     this.currentMode = mode;
+    this.currentOverrides = overrides;
     const only = rules.length === 1 ? rules[0]! : undefined;
-    this.fastRule =
-      this.fastPath !== undefined && this.policy.synchronous && this.quota === undefined && only !== undefined && !only.stagger && mode !== 'off'
-        ? only
-        : undefined;
+    const plain = this.quota === undefined && overrides.size === 0 && this.onDecision === undefined;
+    this.fastRule = this.fastPath !== undefined && this.policy.synchronous && plain && only !== undefined && !only.stagger && mode !== 'off' ? only : undefined;
   }
 
   limit(identity: string, options?: LimitOptions): Promise<Decision> {
@@ -359,6 +404,28 @@ class LimiterImpl implements SyncLimiter {
    * else through `limit(request)`; both are run by the same policy and shaped by the same step.
    */
   private decision(identity: string, options: LimitOptions | undefined, mode: Mode, sync: boolean): Decision | Promise<Decision> {
+    if (this.onDecision !== undefined) return this.observed(identity, options, mode, sync);
+    return this.decideNow(identity, options, mode, sync);
+  }
+
+  /** `decideNow`, timed and reported to `onDecision` (whose exceptions are not the caller's). */
+  private observed(identity: string, options: LimitOptions | undefined, mode: Mode, sync: boolean): Decision | Promise<Decision> {
+    const started = performanceNow();
+    const decided = this.decideNow(identity, options, mode, sync);
+    if (!isPromise(decided)) return this.report(identity, mode, decided, started);
+    return decided.then((decision) => this.report(identity, mode, decision, started));
+  }
+
+  private report(identity: string, mode: Mode, decision: Decision, started: number): Decision {
+    try {
+      this.onDecision!({ limiter: this.name, operation: OPERATIONS[mode], identity, decision, durationMs: performanceNow() - started });
+    } catch {
+      // An observer's failure must not turn a decision into an error.
+    }
+    return decision;
+  }
+
+  private decideNow(identity: string, options: LimitOptions | undefined, mode: Mode, sync: boolean): Decision | Promise<Decision> {
     if (!isStepMode(mode)) this.checkMode(options, mode);
     const rules = this.rulesFor(identity);
     const request = this.request(identity, options, mode, rules);
@@ -403,6 +470,10 @@ class LimiterImpl implements SyncLimiter {
   }
 
   private rulesFor(identity: string): readonly Rule[] {
+    if (this.currentOverrides.size > 0) {
+      const override = this.currentOverrides.get(identity);
+      if (override !== undefined) return override;
+    }
     if (this.quota === undefined) return this.currentRules;
     const custom = this.quota(identity);
     if (custom === undefined) return this.currentRules;
@@ -572,6 +643,20 @@ function checkRules(value: unknown, field: string): readonly Rule[] {
     ids.add(candidate.id);
   }
   return Object.freeze([...(list as Rule[])]);
+}
+
+function checkOverrides(value: unknown): ReadonlyMap<string, readonly Rule[]> {
+  if (!(value instanceof Map)) {
+    throw new SluiceError('INVALID_OPTION', `configure: overrides must be a Map from identity to rules, got ${describe(value)}`);
+  }
+  const checked = new Map<string, readonly Rule[]>();
+  for (const [identity, rules] of value as Map<unknown, unknown>) {
+    if (typeof identity !== 'string' || identity.length === 0) {
+      throw new SluiceError('INVALID_OPTION', `configure: overrides keys must be non-empty identity strings, got ${describe(identity)}`);
+    }
+    checked.set(identity, checkRules(rules, `overrides[${JSON.stringify(identity.slice(0, 64))}]`));
+  }
+  return checked;
 }
 
 function readCost(options: LimitOptions, mode: Mode): number {

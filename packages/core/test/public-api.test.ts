@@ -18,6 +18,8 @@ const ROOT = [
   'leakyBucket',
   'parseDuration',
   'pushBack',
+  'ruleFromSpec',
+  'ruleSpec',
   'slidingWindowCounter',
   'slidingWindowLog',
   'tokenBucket',
