@@ -10,8 +10,9 @@ import type { CircuitBreakerOptions } from './circuit-breaker.js';
 import { identityKey } from './identity.js';
 import type { LeaseOp, LeaseRequest, LeaseResult } from './leases.js';
 import type { LimiterMode } from './limiter.js';
+import { notify, performanceNow } from './observe.js';
 import type { Store } from './store.js';
-import { rejectUnknownOptions, requireObject } from './validate.js';
+import { optionalFunction, rejectUnknownOptions, requireObject } from './validate.js';
 
 export interface ConcurrencyLimiterOptions {
   /** A store that announces the `lease` operation (the memory store does). */
@@ -34,6 +35,25 @@ export interface ConcurrencyLimiterOptions {
   onStoreError?: 'allow' | 'deny';
   /** @default { failureThreshold: 5, cooldown: '2s' } */
   circuitBreaker?: CircuitBreakerOptions | false;
+  /**
+   * Called after every `acquire` with what was decided and how long it took (metrics, logs; see `@sluice/otel`),
+   * as `createLimiter`'s `onDecision`. It runs inline: keep it cheap. An exception it throws is swallowed.
+   * Unset, it costs nothing. Releases and extensions are not decisions and are not reported.
+   */
+  onDecision?: (event: LeaseEvent) => void;
+}
+
+/** What a concurrency limiter's `onDecision` receives. */
+export interface LeaseEvent {
+  /** Which kind of component decided: one observer can take the events of limiters, concurrency limiters and shedders. */
+  readonly component: 'concurrency';
+  /** The concurrency limiter's name. */
+  readonly limiter: string;
+  readonly operation: 'acquire';
+  readonly identity: string;
+  readonly decision: LeaseDecision;
+  /** From the call to its answer, in ms (fractional where the runtime's performance.now() is), store call included. */
+  readonly durationMs: number;
 }
 
 /** The part of an `AbortSignal` the limiter uses (core compiles without DOM typings; every runtime's AbortSignal fits). */
@@ -85,7 +105,7 @@ export interface ConcurrencyLimiter {
   configure(changes: { limit?: number; mode?: LimiterMode }): void;
 }
 
-const KNOWN = ['store', 'limit', 'ttl', 'name', 'prefix', 'clock', 'mode', 'timeout', 'onStoreError', 'circuitBreaker'];
+const KNOWN = ['store', 'limit', 'ttl', 'name', 'prefix', 'clock', 'mode', 'timeout', 'onStoreError', 'circuitBreaker', 'onDecision'];
 const WHERE = 'createConcurrencyLimiter';
 const NAME_PATTERN = /^[A-Za-z0-9_.-]{1,64}$/;
 const TTL_RANGE: DurationRange = { min: 1, max: 2 ** 31 - 1 };
@@ -107,6 +127,7 @@ class Concurrency implements ConcurrencyLimiter {
   private readonly ttlMs: number;
   private readonly clock: () => number;
   private readonly policy: FailurePolicy;
+  private readonly onDecision: ((event: LeaseEvent) => void) | undefined;
   private currentLimit!: number;
   private currentMode!: LimiterMode;
 
@@ -130,6 +151,7 @@ class Concurrency implements ConcurrencyLimiter {
       throw new SluiceError('INVALID_OPTION', `${WHERE}: onStoreError must be 'allow' or 'deny', got ${describe(onStoreError)}`);
     }
     this.policy = createFailurePolicy({ timeout: options.timeout, onStoreError, circuitBreaker: options.circuitBreaker, clock: this.clock, caller: WHERE });
+    this.onDecision = optionalFunction(options.onDecision, `${WHERE}: onDecision`, '(event) => void');
     this.configure({ limit: options.limit, mode: options.mode ?? 'enforce' });
   }
 
@@ -155,7 +177,21 @@ class Concurrency implements ConcurrencyLimiter {
     this.currentMode = mode;
   }
 
-  async acquire(identity: string, options?: AcquireOptions): Promise<LeaseDecision> {
+  acquire(identity: string, options?: AcquireOptions): Promise<LeaseDecision> {
+    // Unobserved, the decision is returned as it comes: no clock read, no extra promise.
+    if (this.onDecision === undefined) return this.decide(identity, options);
+    return this.observed(identity, options, this.onDecision);
+  }
+
+  /** `decide`, timed and reported. A call that throws (a bad signal, a bad clock) decided nothing and is not reported. */
+  private async observed(identity: string, options: AcquireOptions | undefined, observer: (event: LeaseEvent) => void): Promise<LeaseDecision> {
+    const started = performanceNow();
+    const decision = await this.decide(identity, options);
+    notify(observer, { component: 'concurrency', limiter: this.name, operation: 'acquire', identity, decision, durationMs: performanceNow() - started });
+    return decision;
+  }
+
+  private async decide(identity: string, options: AcquireOptions | undefined): Promise<LeaseDecision> {
     const key = this.keyPrefix + identityKey(identity) + '}';
     const signal = options?.signal;
     if (signal !== undefined && (typeof signal !== 'object' || signal === null || typeof signal.addEventListener !== 'function')) {

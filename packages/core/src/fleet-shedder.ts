@@ -9,15 +9,36 @@
  */
 import { createConcurrencyLimiter, type AcquireOptions, type ConcurrencyLimiter, type ConcurrencyLimiterOptions, type LeaseDecision } from './concurrency.js';
 import { SluiceError, describe } from './errors.js';
-import { rejectUnknownOptions, requireObject } from './validate.js';
+import { notify, performanceNow } from './observe.js';
+import { optionalFunction, rejectUnknownOptions, requireObject } from './validate.js';
 
-export interface FleetShedderOptions extends Omit<ConcurrencyLimiterOptions, 'limit'> {
+export interface FleetShedderOptions extends Omit<ConcurrencyLimiterOptions, 'limit' | 'onDecision'> {
   /** Requests the whole fleet can have in flight at once, a positive integer. */
   capacity: number;
   /** Fraction of the capacity kept for the first class: the last class is shed from (1 − reserve) × capacity. @default 0.2 */
   reserve?: number;
   /** Priority classes, most important first. @default ['critical', 'write', 'read', 'test'] */
   classes?: readonly string[];
+  /**
+   * Called after every `acquire` with what was decided and how long it took (metrics, logs; see `@sluice/otel`),
+   * as `createLimiter`'s `onDecision`. It runs inline: keep it cheap. An exception it throws is swallowed.
+   * Unset, it costs nothing.
+   */
+  onDecision?: (event: FleetEvent) => void;
+}
+
+/** What a fleet shedder's `onDecision` receives. */
+export interface FleetEvent {
+  /** Which kind of component decided: one observer can take the events of limiters, concurrency limiters and shedders. */
+  readonly component: 'fleet';
+  /** The shedder's name (its `name` option, 'fleet' by default). */
+  readonly limiter: string;
+  readonly operation: 'acquire';
+  /** The request's class. There is no identity: the fleet counts every request on one key. */
+  readonly priority: string;
+  readonly decision: FleetDecision;
+  /** From the call to its answer, in ms (fractional where the runtime's performance.now() is), store call included. */
+  readonly durationMs: number;
 }
 
 export interface FleetDecision extends Omit<LeaseDecision, 'reason'> {
@@ -27,6 +48,8 @@ export interface FleetDecision extends Omit<LeaseDecision, 'reason'> {
 }
 
 export interface FleetShedder {
+  /** Namespaces the fleet's key; shared by every instance that counts the same fleet. */
+  readonly name: string;
   readonly classes: readonly string[];
   /** Takes a fleet-wide lease for one request of class `priority`; release it when the request ends. */
   acquire(priority: string, options?: AcquireOptions): Promise<FleetDecision>;
@@ -37,7 +60,7 @@ export interface FleetShedder {
 }
 
 const WHERE = 'createFleetShedder';
-const KNOWN = ['store', 'capacity', 'reserve', 'classes', 'ttl', 'name', 'prefix', 'clock', 'mode', 'timeout', 'onStoreError', 'circuitBreaker'];
+const KNOWN = ['store', 'capacity', 'reserve', 'classes', 'ttl', 'name', 'prefix', 'clock', 'mode', 'timeout', 'onStoreError', 'circuitBreaker', 'onDecision'];
 const DEFAULT_CLASSES: readonly string[] = ['critical', 'write', 'read', 'test'];
 /** The key every instance counts on: one identity for the whole fleet. */
 const FLEET = 'fleet';
@@ -53,24 +76,29 @@ export function createFleetShedder(options: FleetShedderOptions): FleetShedder {
 }
 
 class Fleet implements FleetShedder {
+  readonly name: string;
   readonly classes: readonly string[];
   private readonly limiters = new Map<string, ConcurrencyLimiter>();
+  private readonly onDecision: ((event: FleetEvent) => void) | undefined;
   private capacity!: number;
   private reserve!: number;
 
   constructor(raw: FleetShedderOptions) {
     const options = requireObject(raw, WHERE) as unknown as FleetShedderOptions;
     rejectUnknownOptions(options, KNOWN, WHERE);
-    const { capacity, reserve, classes, ...rest } = options;
+    const { capacity, reserve, classes, onDecision, ...rest } = options;
+    // The fleet reports its own decisions (with the class); its per-class limiters are not observed.
+    this.onDecision = optionalFunction(onDecision, `${WHERE}: onDecision`, '(event) => void');
     const list = classes ?? DEFAULT_CLASSES;
     if (!Array.isArray(list) || list.length === 0 || list.some((c) => typeof c !== 'string' || c === '') || new Set(list).size !== list.length) {
       throw new SluiceError('INVALID_OPTION', `${WHERE}: classes must be distinct non-empty strings, most important first, got ${describe(list)}`);
     }
     this.classes = Object.freeze([...list]);
     this.setShares(capacity, reserve ?? 0.2);
+    this.name = rest.name ?? 'fleet';
     // One concurrency limiter per class, all counting the same fleet-wide key (same name, same identity).
     for (const [i, priority] of this.classes.entries()) {
-      this.limiters.set(priority, createConcurrencyLimiter({ ...rest, name: rest.name ?? 'fleet', limit: this.share(i) }));
+      this.limiters.set(priority, createConcurrencyLimiter({ ...rest, name: this.name, limit: this.share(i) }));
     }
   }
 
@@ -86,7 +114,21 @@ class Fleet implements FleetShedder {
     }
   }
 
-  async acquire(priority: string, options?: AcquireOptions): Promise<FleetDecision> {
+  acquire(priority: string, options?: AcquireOptions): Promise<FleetDecision> {
+    // Unobserved, the decision is returned as it comes: no clock read, no extra promise.
+    if (this.onDecision === undefined) return this.decide(priority, options);
+    return this.observed(priority, options, this.onDecision);
+  }
+
+  /** `decide`, timed and reported. A call that throws (an unknown class) decided nothing and is not reported. */
+  private async observed(priority: string, options: AcquireOptions | undefined, observer: (event: FleetEvent) => void): Promise<FleetDecision> {
+    const started = performanceNow();
+    const decision = await this.decide(priority, options);
+    notify(observer, { component: 'fleet', limiter: this.name, operation: 'acquire', priority, decision, durationMs: performanceNow() - started });
+    return decision;
+  }
+
+  private async decide(priority: string, options: AcquireOptions | undefined): Promise<FleetDecision> {
     const limiter = this.limiters.get(priority);
     if (limiter === undefined) this.rankOf(priority); // throws, naming the classes
     const decision = await limiter!.acquire(FLEET, options);

@@ -17,7 +17,8 @@
  */
 import { durationOption, type Duration } from './duration.js';
 import { SluiceError, describe } from './errors.js';
-import { optionalFunction, rejectUnknownOptions, requireObject } from './validate.js';
+import { notify, performanceNow } from './observe.js';
+import { optionalFunction, optionalString, rejectUnknownOptions, requireObject } from './validate.js';
 
 /** The seed's four classes, from most to least important. */
 const DEFAULT_PRIORITY_CLASSES: readonly string[] = ['critical', 'write', 'read', 'test'];
@@ -46,6 +47,28 @@ export interface UtilizationShedderOptions {
   clock?: () => number;
   /** A number in [0, 1), for the drop draw. @default Math.random */
   random?: () => number;
+  /** Names the shedder in its events (metrics tell shedders apart by it). @default 'utilization' */
+  name?: string;
+  /**
+   * Called after every `check` with what was decided and how long it took, the signal's read included (metrics,
+   * logs; see `@sluice/otel`), as `createLimiter`'s `onDecision`. It runs inline: keep it cheap. An exception it
+   * throws is swallowed. Unset, it costs nothing.
+   */
+  onDecision?: (event: ShedEvent) => void;
+}
+
+/** What a utilization shedder's `onDecision` receives. */
+export interface ShedEvent {
+  /** Which kind of component decided: one observer can take the events of limiters, concurrency limiters and shedders. */
+  readonly component: 'utilization';
+  /** The shedder's name (its `name` option, 'utilization' by default). */
+  readonly limiter: string;
+  readonly operation: 'check';
+  /** The request's class. There is no identity: the shedder decides for the whole process. */
+  readonly priority: string;
+  readonly decision: ShedDecision;
+  /** From the call to its answer, in ms (fractional where the runtime's performance.now() is), the signal's read included. */
+  readonly durationMs: number;
 }
 
 export interface ShedDecision {
@@ -67,6 +90,7 @@ export interface ShedDecision {
 }
 
 export interface UtilizationShedder {
+  readonly name: string;
   /** Decides one request of class `priority` (one of `classes`; an unknown class is an error, not a silent pass). */
   check(priority: string): ShedDecision;
   /** The shedding amount now (without sampling). */
@@ -79,8 +103,9 @@ export interface UtilizationShedder {
   close(): void;
 }
 
-const KNOWN = ['signal', 'classes', 'goodBelow', 'badAbove', 'rampUp', 'delay', 'sampleEvery', 'mode', 'clock', 'random'];
+const KNOWN = ['signal', 'classes', 'goodBelow', 'badAbove', 'rampUp', 'delay', 'sampleEvery', 'mode', 'clock', 'random', 'name', 'onDecision'];
 const WHERE = 'createUtilizationShedder';
+const NAME_PATTERN = /^[A-Za-z0-9_.-]{1,64}$/;
 
 /**
  * @example
@@ -92,6 +117,7 @@ export function createUtilizationShedder(options: UtilizationShedderOptions = {}
 }
 
 class Shedder implements UtilizationShedder {
+  readonly name: string;
   readonly classes: readonly string[];
   private readonly rank = new Map<string, number>();
   private readonly signal: () => number;
@@ -103,6 +129,7 @@ class Shedder implements UtilizationShedder {
   private readonly sampleEveryMs: number;
   private readonly clock: () => number;
   private readonly random: () => number;
+  private readonly onDecision: ((event: ShedEvent) => void) | undefined;
   private readonly rest: number;
   /** The most time one update counts: `delay` (as in the seed), or one sample period when that is longer. */
   private readonly maxStepMs: number;
@@ -127,6 +154,8 @@ class Shedder implements UtilizationShedder {
     this.sampleEveryMs = durationOption(options.sampleEvery ?? 1000, `${WHERE}: sampleEvery`, { min: 1 });
     this.clock = callback(options.clock, 'clock', '() => epoch ms') ?? Date.now;
     this.random = callback(options.random, 'random', '() => a number in [0, 1)') ?? Math.random;
+    this.name = optionalString(options.name, `${WHERE}: name`, NAME_PATTERN, "1 to 64 characters of letters, digits, '_', '.' or '-'") ?? 'utilization';
+    this.onDecision = callback(options.onDecision, 'onDecision', '(event) => void');
     const signal = callback(options.signal, 'signal', '() => utilization from 0 to 1');
     if (signal === undefined) {
       this.ownSignal = eventLoopSignal();
@@ -163,6 +192,15 @@ class Shedder implements UtilizationShedder {
   }
 
   check(priority: string): ShedDecision {
+    // Unobserved, no clock is read and no event is built.
+    if (this.onDecision === undefined) return this.decide(priority);
+    const started = performanceNow();
+    const decision = this.decide(priority);
+    notify(this.onDecision, { component: 'utilization', limiter: this.name, operation: 'check', priority, decision, durationMs: performanceNow() - started });
+    return decision;
+  }
+
+  private decide(priority: string): ShedDecision {
     const rank = this.rank.get(priority);
     if (rank === undefined) {
       throw new SluiceError('INVALID_OPTION', `${WHERE}: unknown priority class ${describe(priority)}; the classes are ${this.classes.map((c) => JSON.stringify(c)).join(', ')}`);

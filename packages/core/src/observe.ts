@@ -1,0 +1,21 @@
+/**
+ * What the concurrency limiter and the two load shedders share to report a decision to an `onDecision` observer:
+ * a clock for its duration and a call that keeps the observer's failure away from the caller. The limiter
+ * (limiter.ts) does the same inline. Nothing here runs when no observer is set: the components test for one first,
+ * so an unobserved decision takes the path it took before observers existed.
+ */
+
+/** Milliseconds, fractional where the runtime has `performance.now()` (Node, Bun, Deno, edge runtimes); else Date.now. */
+export const performanceNow: () => number = (() => {
+  const perf = (globalThis as { performance?: { now(): number } }).performance;
+  return perf !== undefined && typeof perf.now === 'function' ? () => perf.now() : () => Date.now();
+})();
+
+/** Calls `observer(event)`; an exception it throws is swallowed, so that observing can never turn a decision into an error. */
+export function notify<E>(observer: (event: E) => void, event: E): void {
+  try {
+    observer(event);
+  } catch {
+    // An observer's failure must not turn a decision into an error (as createLimiter's onDecision).
+  }
+}
