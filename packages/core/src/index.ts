@@ -37,3 +37,16 @@ export type { EventLoopSignal, EventLoopSignalOptions, ShedDecision, Utilization
 export type { Duration, DurationUnit } from './duration.js';
 export { createThrottledFetch, pushBack } from './throttled-fetch.js';
 export type { FetchLike, ResponseLike, ThrottledFetchOptions, UrlLike } from './throttled-fetch.js';
+export {
+  deleteLimiterConfig,
+  parseLimiterConfig,
+  readLimiterConfig,
+  removeQuota,
+  setConfigMode,
+  setConfigRules,
+  setQuota,
+  writeLimiterConfig,
+} from './runtime-config.js';
+export type { ConfigSource, LimiterConfig, LimiterConfigChanges, RulesInput, Unsubscribe } from './runtime-config.js';
+export { watchConfig } from './watch-config.js';
+export type { ConfigWarning, ConfigWatcher, WatchConfigOptions } from './watch-config.js';
