@@ -113,7 +113,9 @@ class Watcher implements ConfigWatcher {
     this.code = { rules: limiter.rules, mode: limiter.mode, overrides: limiter.overrides };
     this.interval = timers.setInterval(() => void this.refresh(), refreshMs);
     unref(this.interval);
-    this.ready = Promise.all([this.refresh(), this.subscribe()]).then(() => undefined);
+    // A subscription that takes longer than a read may (a store still connecting) goes on in the background:
+    // `ready` does not wait for it past `timeout`, and the periodic read covers the time until it is in place.
+    this.ready = Promise.all([this.refresh(), Promise.race([this.subscribe(), delay(timeoutMs)])]).then(() => undefined);
   }
 
   get config(): LimiterConfig | undefined {
@@ -260,6 +262,10 @@ function withTimeout<T>(read: () => T | PromiseLike<T>, ms: number): Promise<T> 
       },
     );
   });
+}
+
+function delay(ms: number): Promise<void> {
+  return new Promise((resolve) => unref(timers.setTimeout(resolve, ms)));
 }
 
 /** Runs `fn`, sending any failure, thrown or rejected, to `onError`: nothing escapes unhandled. */
