@@ -1,0 +1,58 @@
+import type { ConfigSource, Unsubscribe } from '@sluice/core';
+import { describeValue } from '@sluice/core/store';
+import { SluiceError } from '@sluice/core';
+
+/**
+ * Runtime configuration (core's `watchConfig`) held in this process: documents in a Map, and every subscriber
+ * told at once when one is written or removed. For a single process (an admin route flipping the kill switch
+ * for the limiters beside it) and for tests; a fleet shares Redis, Upstash or SQLite instead.
+ */
+export interface MemoryConfigSource extends ConfigSource {
+  read(name: string): string | undefined;
+  write(name: string, text: string): void;
+  remove(name: string): void;
+  subscribe(name: string, onChange: () => void): Unsubscribe;
+}
+
+/**
+ * @example
+ * const source = memoryConfigSource();
+ * watchConfig(limiter, source);
+ * await setConfigMode(source, limiter.name, 'off'); // the limiter is off before the next decision is made
+ */
+export function memoryConfigSource(): MemoryConfigSource {
+  const documents = new Map<string, string>();
+  const listeners = new Map<string, Set<() => void>>();
+  const notify = (name: string) => {
+    for (const listener of [...(listeners.get(name) ?? [])]) {
+      try {
+        listener();
+      } catch {
+        // A subscriber's exception is its own: the write happened, and the other subscribers are told.
+      }
+    }
+  };
+  return {
+    read: (name) => documents.get(name),
+    write(name, text) {
+      if (typeof text !== 'string') throw new SluiceError('INVALID_OPTION', `memoryConfigSource: write takes the document's text, got ${describeValue(text)}`);
+      documents.set(name, text);
+      notify(name);
+    },
+    remove(name) {
+      documents.delete(name);
+      notify(name);
+    },
+    subscribe(name, onChange) {
+      let set = listeners.get(name);
+      if (set === undefined) listeners.set(name, (set = new Set()));
+      // Wrapped, so that two subscriptions of one function are two (each unsubscribes its own).
+      const listener = () => onChange();
+      set.add(listener);
+      return () => {
+        set.delete(listener);
+        if (set.size === 0 && listeners.get(name) === set) listeners.delete(name);
+      };
+    },
+  };
+}
