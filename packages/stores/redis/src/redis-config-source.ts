@@ -1,0 +1,128 @@
+import { SluiceError, type ConfigSource, type Unsubscribe } from '@sluice/core';
+import { describeValue, rejectUnknownOptions } from '@sluice/core/store';
+import type { Cluster, Redis } from 'ioredis';
+
+export interface RedisConfigSourceOptions {
+  /** The document of limiter `name` is the string key `${prefix}:config:${name}`, announced on the channel of the same name. @default 'sluice' */
+  prefix?: string;
+}
+
+/** The ioredis members the source uses; `Redis` and `Cluster` both have them. */
+type ConfigClient = Pick<Redis, 'get' | 'set' | 'del' | 'publish'> & { duplicate(): Subscriber };
+type Subscriber = Pick<Redis, 'subscribe' | 'unsubscribe' | 'disconnect' | 'on'>;
+
+/**
+ * Runtime configuration (core's `watchConfig`) in Redis: each limiter's document is one string key, and every
+ * write is followed by a PUBLISH on a channel of the key's name, so watchers read the change within a round trip
+ * or two instead of at their next refresh. Watchers subscribe through one connection the source duplicates from
+ * the client (a subscribed connection can run nothing else), opened on the first subscription and closed with
+ * the last. Works on a `Cluster` too (PUBLISH reaches every node). A push lost while the subscriber reconnects is
+ * made up for: every watcher reads again when it is back, and the watcher's periodic read bounds the rest.
+ * The client is the user's: the source never closes it.
+ * @example watchConfig(limiter, redisConfigSource(redis))
+ */
+export function redisConfigSource(client: Redis | Cluster, options: RedisConfigSourceOptions = {}): RedisConfigSource {
+  return new RedisConfigSource(client, options);
+}
+
+export class RedisConfigSource implements ConfigSource {
+  /** Key and channel prefix: `${prefix}:config:`. */
+  readonly prefix: string;
+  private readonly client: ConfigClient;
+  private subscriber: Subscriber | undefined = undefined;
+  /** Listeners per channel, on the one subscriber connection. */
+  private readonly listeners = new Map<string, Set<() => void>>();
+
+  constructor(client: Redis | Cluster, options: RedisConfigSourceOptions = {}) {
+    const candidate = client as Partial<ConfigClient> | null;
+    if (typeof candidate !== 'object' || candidate === null || typeof candidate.get !== 'function' || typeof candidate.publish !== 'function' || typeof candidate.duplicate !== 'function') {
+      throw new SluiceError('INVALID_OPTION', `redisConfigSource: client must be an ioredis Redis or Cluster instance, e.g. redisConfigSource(new Redis()), got ${describeValue(client)}`);
+    }
+    if (typeof options !== 'object' || options === null) throw new SluiceError('INVALID_OPTION', `redisConfigSource: options must be an object, got ${describeValue(options)}`);
+    rejectUnknownOptions(options, ['prefix'], 'redisConfigSource');
+    const prefix = options.prefix ?? 'sluice';
+    if (typeof prefix !== 'string' || prefix.length === 0) {
+      throw new SluiceError('INVALID_OPTION', `redisConfigSource: prefix must be a non-empty string, got ${describeValue(prefix)}`);
+    }
+    this.client = client as unknown as ConfigClient;
+    this.prefix = `${prefix}:config:`;
+  }
+
+  /** The key (and channel) that holds limiter `name`'s document. */
+  key(name: string): string {
+    return this.prefix + name;
+  }
+
+  async read(name: string): Promise<string | undefined> {
+    return (await this.client.get(this.key(name))) ?? undefined;
+  }
+
+  async write(name: string, text: string): Promise<void> {
+    await this.client.set(this.key(name), text);
+    await this.client.publish(this.key(name), 'changed');
+  }
+
+  async remove(name: string): Promise<void> {
+    await this.client.del(this.key(name));
+    await this.client.publish(this.key(name), 'removed');
+  }
+
+  async subscribe(name: string, onChange: () => void): Promise<Unsubscribe> {
+    const channel = this.key(name);
+    const subscriber = (this.subscriber ??= this.openSubscriber());
+    let set = this.listeners.get(channel);
+    const first = set === undefined;
+    if (set === undefined) this.listeners.set(channel, (set = new Set()));
+    const listener = () => onChange();
+    set.add(listener);
+    if (first) {
+      try {
+        await subscriber.subscribe(channel);
+      } catch (error) {
+        await this.drop(channel, listener);
+        throw error;
+      }
+    }
+    return () => this.drop(channel, listener);
+  }
+
+  private async drop(channel: string, listener: () => void): Promise<void> {
+    const set = this.listeners.get(channel);
+    if (set === undefined || !set.delete(listener) || set.size > 0) return;
+    this.listeners.delete(channel);
+    const subscriber = this.subscriber;
+    if (subscriber === undefined) return;
+    if (this.listeners.size === 0) {
+      // The last one: the connection goes, so that a process with nothing left to do can exit.
+      this.subscriber = undefined;
+      subscriber.disconnect();
+    } else {
+      await subscriber.unsubscribe(channel);
+    }
+  }
+
+  private openSubscriber(): Subscriber {
+    const subscriber = this.client.duplicate();
+    subscriber.on('message', (channel: string) => this.notify(this.listeners.get(channel)));
+    // Connection errors while Redis is away are the watchers' to report (their reads fail); without a listener
+    // ioredis would print each one.
+    subscriber.on('error', () => {});
+    let connections = 0;
+    subscriber.on('ready', () => {
+      // Back after a reconnect (ioredis subscribes again by itself): a write made meanwhile was announced to no one.
+      if (connections++ === 0) return;
+      for (const set of this.listeners.values()) this.notify(set);
+    });
+    return subscriber;
+  }
+
+  private notify(set: Set<() => void> | undefined): void {
+    for (const listener of [...(set ?? [])]) {
+      try {
+        listener();
+      } catch {
+        // A subscriber's exception is its own; the others are still told.
+      }
+    }
+  }
+}

@@ -1,0 +1,133 @@
+/**
+ * redisConfigSource on a real redis-server and a real three-master Cluster (both started here): the document in a
+ * key, a PUBLISH on every write, watchers told through one duplicated connection. Pushes are measured: with a
+ * refresh of an hour, only the push can have brought the change.
+ */
+import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { Cluster, Redis } from 'ioredis';
+import { createLimiter, fixedWindow, readLimiterConfig, setConfigMode, setQuota, watchConfig, type ConfigWarning, type Limiter } from '@sluice/core';
+import { redisConfigSource, redisStore } from '../src/index.js';
+import { startCluster, startRedis, type RedisCluster, type RedisServer } from '../../../../test/harness/redis.js';
+
+let server: RedisServer;
+let cluster: RedisCluster;
+const clients: Array<Redis | Cluster> = [];
+
+beforeAll(async () => {
+  [server, cluster] = await Promise.all([startRedis(), startCluster()]);
+});
+
+afterAll(async () => {
+  for (const client of clients) client.disconnect();
+  await Promise.all([server?.stop(), cluster?.stop()]);
+});
+
+function connect(): Redis {
+  const client = new Redis({ host: server.host, port: server.port });
+  client.on('error', () => {}); // the outage test kills the server: reconnect errors are expected
+  clients.push(client);
+  return client;
+}
+
+async function connectCluster(): Promise<Cluster> {
+  const client = new Cluster([...cluster.nodes]);
+  clients.push(client);
+  await new Promise<void>((resolve, reject) => {
+    client.once('ready', () => resolve());
+    client.once('error', reject);
+  });
+  return client;
+}
+
+function limiter(name: string, client: Redis | Cluster = connect()): Limiter {
+  return createLimiter({ store: redisStore(client), rules: fixedWindow({ id: 'w', limit: 2, window: '1h' }), name });
+}
+
+async function until(check: () => boolean, timeoutMs = 5_000): Promise<number> {
+  const started = performance.now();
+  while (!check()) {
+    if (performance.now() - started > timeoutMs) throw new Error(`not within ${timeoutMs} ms`);
+    await new Promise((r) => setTimeout(r, 1));
+  }
+  return performance.now() - started;
+}
+
+describe('redisConfigSource (standalone)', () => {
+  test('the document is the key sluice:config:<name>; writes are pushed to every watcher at once', async () => {
+    const writer = redisConfigSource(connect());
+    const limiters = [limiter('push'), limiter('push')];
+    const warnings: ConfigWarning[] = [];
+    const watchers = limiters.map((l) => watchConfig(l, redisConfigSource(connect()), { refresh: '1h', onWarning: (w) => void warnings.push(w) }));
+    await Promise.all(watchers.map((w) => w.ready));
+    await setConfigMode(writer, 'push', 'off');
+    const ms = await until(() => limiters.every((l) => l.mode === 'off'));
+    expect(ms).toBeLessThan(1_000);
+    const raw = await connect().get('sluice:config:push');
+    expect(JSON.parse(raw!)).toMatchObject({ version: 1, revision: 1, mode: 'off' });
+    await setQuota(writer, 'push', 'acme', { algorithm: 'fixed-window', id: 'w', limit: 5, window: '1h' });
+    await until(() => limiters.every((l) => l.overrides.has('acme')));
+    await writer.remove('push');
+    await until(() => limiters.every((l) => l.mode === 'enforce' && l.overrides.size === 0));
+    expect(await readLimiterConfig(writer, 'push')).toBeUndefined();
+    await Promise.all(watchers.map((w) => w.stop()));
+    expect(warnings).toEqual([]);
+  });
+
+  test('one subscriber connection per source, closed with the last watcher; a prefix moves key and channel', async () => {
+    const admin = connect();
+    const connections = async () => (await admin.client('LIST') as string).trim().split('\n').filter((line) => /\bsub=[1-9]/.test(line)).length;
+    const source = redisConfigSource(connect(), { prefix: 'tenant-a' });
+    const watchers = [watchConfig(limiter('one'), source, { refresh: '1h' }), watchConfig(limiter('two'), source, { refresh: '1h' })];
+    await Promise.all(watchers.map((w) => w.ready));
+    expect(await connections()).toBe(1);
+    await setConfigMode(source, 'one', 'shadow');
+    expect(await admin.exists('tenant-a:config:one')).toBe(1);
+    await watchers[0]!.stop();
+    expect(await connections()).toBe(1);
+    await watchers[1]!.stop();
+    await new Promise((r) => setTimeout(r, 50)); // the disconnect reaches the server
+    expect(await connections()).toBe(0);
+  });
+
+  test('Redis killed: the last configuration stays, one warning; restarted empty: the watcher reads again at reconnect', async () => {
+    const l = limiter('outage');
+    const warnings: ConfigWarning[] = [];
+    const source = redisConfigSource(connect());
+    await setConfigMode(source, 'outage', 'shadow');
+    // A refresh of an hour: reads happen when asked, so after the restart only the subscriber's reconnect can read.
+    const watcher = watchConfig(l, source, { refresh: '1h', timeout: '300ms', onWarning: (w) => void warnings.push(w) });
+    await watcher.ready;
+    expect(l.mode).toBe('shadow');
+    await server.kill();
+    await watcher.refresh();
+    await watcher.refresh();
+    expect(l.mode).toBe('shadow');
+    expect(warnings.map((w) => w.code)).toEqual(['read_failed']);
+    expect((await l.limit('x')).allowed).toBe(true);
+    await server.restart(); // no persistence: the document is gone, so the code's mode comes back
+    await until(() => l.mode === 'enforce', 5_000);
+    await watcher.stop();
+  });
+
+  test('options are checked', () => {
+    expect(() => redisConfigSource({} as never)).toThrow(/redisConfigSource: client must be an ioredis Redis or Cluster instance/);
+    expect(() => redisConfigSource(connect(), { prefx: 'a' } as never)).toThrow(/redisConfigSource: unknown option "prefx"/);
+    expect(() => redisConfigSource(connect(), { prefix: '' })).toThrow(/prefix must be a non-empty string/);
+  });
+});
+
+describe('redisConfigSource (Cluster of three masters)', () => {
+  test('a write through one Cluster client is pushed to watchers on other Cluster clients', async () => {
+    const writer = redisConfigSource(await connectCluster());
+    const clusterClients = await Promise.all([1, 2, 3].map(() => connectCluster()));
+    const limiters = clusterClients.map((client) => limiter('cluster', client));
+    const watchers = clusterClients.map((client, i) => watchConfig(limiters[i]!, redisConfigSource(client), { refresh: '1h' }));
+    await Promise.all(watchers.map((w) => w.ready));
+    await setConfigMode(writer, 'cluster', 'off');
+    expect(await until(() => limiters.every((l) => l.mode === 'off'))).toBeLessThan(1_000);
+    await setConfigMode(writer, 'cluster', 'enforce');
+    await until(() => limiters.every((l) => l.mode === 'enforce'));
+    expect((await readLimiterConfig(writer, 'cluster'))?.revision).toBe(2);
+    await Promise.all(watchers.map((w) => w.stop()));
+  });
+});
