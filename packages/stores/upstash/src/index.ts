@@ -2,3 +2,5 @@
 export { upstashStore } from './upstash-store.js';
 export type { UpstashClient, UpstashStore, UpstashStoreOptions } from './upstash-store.js';
 export { UPSTASH_LEASE_SCRIPT, UPSTASH_LIMIT_SCRIPT } from './upstash-script.js';
+export { upstashConfigSource } from './upstash-config-source.js';
+export type { UpstashConfigClient, UpstashConfigSourceOptions } from './upstash-config-source.js';

@@ -1,0 +1,50 @@
+import { SluiceError, type ConfigSource } from '@sluice/core';
+import { describeValue, rejectUnknownOptions } from '@sluice/core/store';
+
+/** The three methods of @upstash/redis's `Redis` the config source calls. */
+export interface UpstashConfigClient {
+  get(key: string): Promise<unknown>;
+  set(key: string, value: string): Promise<unknown>;
+  del(...keys: string[]): Promise<number>;
+}
+
+export interface UpstashConfigSourceOptions {
+  /** The document of limiter `name` is the key `${prefix}:config:${name}` (the Redis source's key). @default 'sluice' */
+  prefix?: string;
+}
+
+/**
+ * Runtime configuration (core's `watchConfig`) in Upstash Redis: each limiter's document is one string key, read
+ * and written with GET and SET over REST. HTTP has no push, so instances pick a change up by the watcher's
+ * periodic read: within `refresh` (1 s by default) plus one request. The key is the one `redisConfigSource`
+ * uses, so the CLI and code on either client see the same document. Edge-safe.
+ * @example watchConfig(limiter, upstashConfigSource(Redis.fromEnv()))
+ */
+export function upstashConfigSource(redis: UpstashConfigClient, options: UpstashConfigSourceOptions = {}): ConfigSource {
+  const candidate = redis as Partial<UpstashConfigClient> | null;
+  if (typeof candidate !== 'object' || candidate === null || typeof candidate.get !== 'function' || typeof candidate.set !== 'function' || typeof candidate.del !== 'function') {
+    throw new SluiceError('INVALID_OPTION', `upstashConfigSource: redis must be an @upstash/redis client, e.g. upstashConfigSource(new Redis({ url, token })), got ${describeValue(redis)}`);
+  }
+  if (typeof options !== 'object' || options === null) throw new SluiceError('INVALID_OPTION', `upstashConfigSource: options must be an object, got ${describeValue(options)}`);
+  rejectUnknownOptions(options, ['prefix'], 'upstashConfigSource');
+  const prefix = options.prefix ?? 'sluice';
+  if (typeof prefix !== 'string' || prefix.length === 0) {
+    throw new SluiceError('INVALID_OPTION', `upstashConfigSource: prefix must be a non-empty string, got ${describeValue(prefix)}`);
+  }
+  const key = (name: string) => `${prefix}:config:${name}`;
+  return {
+    async read(name) {
+      const value = await redis.get(key(name));
+      if (value === null || value === undefined) return undefined;
+      // The client parses JSON replies by default (automaticDeserialization): the document comes back as an
+      // object, written out again here so the watcher sees text either way.
+      return typeof value === 'string' ? value : JSON.stringify(value);
+    },
+    async write(name, text) {
+      await redis.set(key(name), text);
+    },
+    async remove(name) {
+      await redis.del(key(name));
+    },
+  };
+}
