@@ -4,3 +4,5 @@ export type { SqliteStore } from './sqlite-store.js';
 export type { SqliteStoreOptions } from './options.js';
 export type { SqliteDatabase, SqliteStatement, SqliteTransaction } from './database.js';
 export { SCHEMA_VERSION } from './schema.js';
+export { sqliteConfigSource } from './sqlite-config-source.js';
+export type { SqliteConfigSourceOptions } from './sqlite-config-source.js';
