@@ -1,4 +1,5 @@
 import { Command } from 'commander';
+import { registerConfig } from './commands/config.js';
 import { createRequire } from 'node:module';
 
 // The version comes from package.json at run time so the binary never reports a stale one.
@@ -12,6 +13,7 @@ export function createProgram(): Command {
     .version(version)
     .showHelpAfterError();
   // Subcommands: one line each.
+  registerConfig(program);
   return program;
 }
 
