@@ -6,10 +6,10 @@ import { runNodeChild } from '../lib/child.mjs';
 import { compare } from '../lib/harness.mjs';
 import { target } from '../lib/report.mjs';
 import { addRatios, formatInteger, formatRatio, formatTable } from '../lib/table.mjs';
-import { CLOCK, ERL, FLOOR, LIMITER, RLF, SLUICE_LIMIT, SLUICE_SYNC, contestants } from './memory/contestants.mjs';
+import { CLOCK, ERL, FLOOR, LIMITER, OBSERVED, RLF, SLUICE_LIMIT, SLUICE_NOOP, SLUICE_OTEL, SLUICE_OTEL_COUNTS, SLUICE_SYNC, contestants } from './memory/contestants.mjs';
 import { CAPACITY, IDENTITIES, LARGE_IDENTITIES, REFILL_PER_SECOND, SMALL, largeWorkload, makeOrder } from './memory/workload.mjs';
 
-export const builds = ['@sluice/memory'];
+export const builds = ['@sluice/memory', '@sluice/otel'];
 
 export const description = 'in-process: sluice memory store vs rate-limiter-flexible, express-rate-limit, limiter, floor; heap for 1M identities';
 
@@ -45,7 +45,7 @@ export async function run({ options, log }) {
   // The same contestants on 2^20 identities, all held before timing starts (the warmup is one pass over them):
   // every decision finds an identity used a million decisions ago, cold in the CPU caches. Sluice's store gets
   // maxKeys = 2^20 so that it keeps them all, as the peers' unbounded Maps do. rate-limiter-flexible is left out:
-  // it arms a timer per key, a million of them.
+  // it arms a timer per key, a million of them; so are the observed rows, priced on the two tables above.
   const large = options.large === false || options.large === 'false' ? undefined : largeWorkload();
   let largeRows;
   if (large !== undefined) {
@@ -54,7 +54,7 @@ export async function run({ options, log }) {
     const largeWarmup = LARGE_IDENTITIES / largeOps;
     log(`large: ${LARGE_IDENTITIES} identities, ${largeWarmup} warmup rounds (one pass) + ${largeRounds} rounds of ${largeOps}`);
     largeRows = addRatios(
-      await compare(contestants(large, { maxKeys: LARGE_IDENTITIES, skip: [RLF] }), { ops: largeOps, rounds: largeRounds, warmupRounds: largeWarmup, clock, log }),
+      await compare(contestants(large, { maxKeys: LARGE_IDENTITIES, skip: [RLF, ...OBSERVED] }), { ops: largeOps, rounds: largeRounds, warmupRounds: largeWarmup, clock, log }),
       ratios,
     );
   }
@@ -73,6 +73,8 @@ export async function run({ options, log }) {
   /** limitSync's time over the faster of `limiter` and express-rate-limit: below 1 means ahead of both. */
   const vsPeers = (table) => byName(SLUICE_SYNC, table).nsPerOp / Math.min(byName(LIMITER, table).nsPerOp, byName(ERL, table).nsPerOp);
   const countLabel = formatInteger(IDENTITIES);
+  /** What an observer adds to a limitSync() decision, in ns (the row's time minus limitSync()'s, onDecision unset). */
+  const added = (name, table = rows) => `${(byName(name, table).nsPerOp - byName(SLUICE_SYNC, table).nsPerOp).toFixed(0)} ns`;
   const largeLabel = formatInteger(LARGE_IDENTITIES);
   const mib = (bytes) => `${(bytes / MiB).toFixed(1)} MiB`;
 
@@ -130,6 +132,7 @@ export async function run({ options, log }) {
     notes: [
       'Ratios are time per decision divided by the base row\'s: below 1.00x is faster. "spread" is half the (max − min) range of the rounds around the median.',
       '"allowed" is each contestant\'s share of allowed decisions over the run; faster contestants spend tokens faster (real clocks), so they see more denials.',
+      `onDecision (issue 13): "sluice limitSync()" is the limiter with onDecision unset, the path it took before observers existed. Set, an observer adds, per decision, at ${countLabel} identities (mostly limited): a no-op ${added(SLUICE_NOOP)} (${added(SLUICE_NOOP, limitedRows)}), sluiceMetrics on an OpenTelemetry SDK MeterProvider ${added(SLUICE_OTEL)} (${added(SLUICE_OTEL, limitedRows)}), the same with duration: false ${added(SLUICE_OTEL_COUNTS)} (${added(SLUICE_OTEL_COUNTS, limitedRows)}). The SDK's reader exports hourly here, so no collection falls in a round.`,
       `Beyond the clock (${byName(CLOCK).nsPerOp.toFixed(1)} ns here), limitSync() spent ${(byName(SLUICE_SYNC).nsPerOp - byName(CLOCK).nsPerOp).toFixed(1)} ns and the floor ${(byName(FLOOR).nsPerOp - byName(CLOCK).nsPerOp).toFixed(1)} ns per decision at ${countLabel} identities. limitSync() returns a Decision (10 fields and a one-rule report: three objects, its epoch-ms fields boxed); the floor and limiter return a boolean.`,
     ],
     data: { heap, limited: limitedRows, large: largeRows, limitSpeedupVsRlf: Math.round(speedup * 100) / 100, limitSyncVsFloor: Math.round(syncVsFloor * 100) / 100 },

@@ -2,6 +2,8 @@
 // counts the decisions that allowed (so the work cannot be optimised away, and the mix is reported).
 import { createLimiter, tokenBucket } from '@sluice/core';
 import { memoryStore } from '@sluice/memory';
+import { sluiceMetrics } from '@sluice/otel';
+import { AggregationTemporality, InMemoryMetricExporter, MeterProvider, PeriodicExportingMetricReader } from '@opentelemetry/sdk-metrics';
 import { MemoryStore as ExpressMemoryStore } from 'express-rate-limit';
 import { TokenBucket } from 'limiter';
 import { RateLimiterMemory, RateLimiterRes } from 'rate-limiter-flexible';
@@ -17,20 +19,43 @@ function counted(name, body) {
   };
 }
 
-function sluiceLimiter(maxKeys) {
+function sluiceLimiter(maxKeys, onDecision) {
   return createLimiter({
     store: memoryStore(maxKeys === undefined ? {} : { maxKeys }),
     rules: tokenBucket({ capacity: CAPACITY, refillRate: REFILL_PER_SECOND, interval: '1s' }),
+    ...(onDecision === undefined ? {} : { onDecision }),
   });
+}
+
+/**
+ * A real OpenTelemetry SDK MeterProvider, as an application sets one up, with a periodic reader into an in-memory
+ * exporter whose interval (an hour) does not come up during a round: a real exporter collects once a minute or so,
+ * which costs per attribute set, not per decision.
+ */
+function sdkMeter() {
+  const reader = new PeriodicExportingMetricReader({ exporter: new InMemoryMetricExporter(AggregationTemporality.CUMULATIVE), exportIntervalMillis: 3_600_000 });
+  const provider = new MeterProvider({ readers: [reader] });
+  return { meter: provider.getMeter('bench'), shutdown: () => provider.shutdown() };
 }
 
 export const SLUICE_LIMIT = 'sluice limit()';
 export const SLUICE_SYNC = 'sluice limitSync()';
+export const SLUICE_NOOP = 'limitSync() + no-op onDecision';
+export const SLUICE_OTEL = 'limitSync() + sluiceMetrics';
+export const SLUICE_OTEL_COUNTS = 'limitSync() + sluiceMetrics, duration: false';
+/** The rows that price an observer (issue 13): limitSync() with onDecision set, against the SLUICE_SYNC row (unset). */
+export const OBSERVED = [SLUICE_NOOP, SLUICE_OTEL, SLUICE_OTEL_COUNTS];
 export const RLF = 'rate-limiter-flexible consume';
 export const ERL = 'express-rate-limit increment';
 export const LIMITER = 'limiter tryRemoveTokens';
 export const FLOOR = 'floor (Map + arithmetic)';
 export const CLOCK = 'clock (Date.now() alone)';
+
+/** sluiceMetrics on a fresh SDK meter: the observer and how to stop its provider. */
+function sdkObserver({ duration }) {
+  const { meter, shutdown } = sdkMeter();
+  return { onDecision: sluiceMetrics({ meter, duration }).onDecision, shutdown };
+}
 
 /**
  * @param {{ ids: string[], order: Uint16Array | Uint32Array, mask: number }} workload the identities and which one each
@@ -69,6 +94,31 @@ export function contestants(workload = SMALL, { maxKeys, skip = [] } = {}) {
         },
       };
     }),
+    ...[
+      [SLUICE_NOOP, () => ({ onDecision: () => {}, shutdown: () => {} })],
+      [SLUICE_OTEL, () => sdkObserver({ duration: true })],
+      [SLUICE_OTEL_COUNTS, () => sdkObserver({ duration: false })],
+    ].map(([name, observer]) =>
+      counted(name, (tally) => {
+        let limiter;
+        let current;
+        return {
+          setup() {
+            current = observer();
+            limiter = sluiceLimiter(maxKeys, current.onDecision);
+          },
+          teardown: () => current.shutdown(),
+          run(n) {
+            let allowed = 0;
+            let c = tally.cursor;
+            for (let i = 0; i < n; i++) if (limiter.limitSync(ids[order[c++ & MASK]]).allowed) allowed++;
+            tally.cursor = c;
+            tally.allowed += allowed;
+            tally.total += n;
+          },
+        };
+      }),
+    ),
     counted(RLF, (tally) => {
       let limiter;
       return {
