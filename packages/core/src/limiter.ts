@@ -22,6 +22,7 @@ import type { ResolvedRule, Rule } from './rules.js';
 import type { FastPath, FastPathStore, FastRequest, LimitRequest, LimitResult, RuleAnswer, Store, SyncStore } from './store.js';
 import { rejectUnknownOptions, requireObject } from './validate.js';
 import { waitForSlot, type WaitOptions } from './wait.js';
+import { notify, performanceNow } from './observe.js';
 
 /** `enforce` denies; `shadow` counts and reports but never denies (dark launch); `off` is the kill switch. */
 export type LimiterMode = 'enforce' | 'shadow' | 'off';
@@ -162,10 +163,7 @@ export interface SyncLimiter extends Limiter {
 
 const KNOWN = ['store', 'rules', 'name', 'prefix', 'clock', 'mode', 'quota', 'timeout', 'onStoreError', 'circuitBreaker', 'onDecision'];
 const OPERATIONS: Readonly<Record<Mode, DecisionEvent['operation']>> = { consume: 'limit', peek: 'peek', refund: 'refund', take: 'take', reserve: 'reserve' };
-const performanceNow: () => number = (() => {
-  const perf = (globalThis as { performance?: { now(): number } }).performance;
-  return perf !== undefined && typeof perf.now === 'function' ? () => perf.now() : () => Date.now();
-})();
+
 const NAME_PATTERN = /^[A-Za-z0-9_.-]{1,64}$/;
 /** Latest time a clock may return: 2^47 ms, about the year 6429; keeps every time sum of the steps below 2^53. */
 const MAX_CLOCK_MS = 2 ** 47;
@@ -417,11 +415,7 @@ class LimiterImpl implements SyncLimiter {
   }
 
   private report(identity: string, mode: Mode, decision: Decision, started: number): Decision {
-    try {
-      this.onDecision!({ limiter: this.name, operation: OPERATIONS[mode], identity, decision, durationMs: performanceNow() - started });
-    } catch {
-      // An observer's failure must not turn a decision into an error.
-    }
+    notify(this.onDecision!, { limiter: this.name, operation: OPERATIONS[mode], identity, decision, durationMs: performanceNow() - started });
     return decision;
   }
 

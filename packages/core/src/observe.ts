@@ -1,7 +1,7 @@
 /**
  * What the concurrency limiter and the two load shedders share to report a decision to an `onDecision` observer:
- * a clock for its duration and a call that keeps the observer's failure away from the caller. The limiter
- * (limiter.ts) does the same inline. Nothing here runs when no observer is set: the components test for one first,
+ * a clock for its duration and a call that keeps the observer's failure away from the caller; the limiter
+ * (limiter.ts) uses them too. Nothing here runs when no observer is set: the components test for one first,
  * so an unobserved decision takes the path it took before observers existed.
  */
 
