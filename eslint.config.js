@@ -1,5 +1,5 @@
 // Lint config. Besides style, it enforces edge safety by machine: the packages that must run on edge runtimes
-// (core, http, memory, redis-script, upstash, tiered, next) may not import Node built-ins nor touch Buffer or a bare `process`.
+// (core, http, memory, redis-script, upstash, tiered, otel, next) may not import Node built-ins nor touch Buffer or a bare `process`.
 import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 
@@ -10,6 +10,7 @@ const EDGE_SAFE = [
   'packages/stores/redis-script/src/**/*.ts',
   'packages/stores/upstash/src/**/*.ts',
   'packages/tiered/src/**/*.ts',
+  'packages/otel/src/**/*.ts',
   'packages/frameworks/next/src/**/*.ts',
 ];
 
