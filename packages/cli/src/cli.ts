@@ -1,6 +1,9 @@
+import { isSluiceError } from '@sluice/core';
 import { Command } from 'commander';
 import { registerConfig } from './commands/config.js';
 import { createRequire } from 'node:module';
+import { registerGenerateLogs } from './commands/generate-logs.js';
+import { registerTune } from './commands/tune.js';
 
 // The version comes from package.json at run time so the binary never reports a stale one.
 const require = createRequire(import.meta.url);
@@ -14,7 +17,16 @@ export function createProgram(): Command {
     .showHelpAfterError();
   // Subcommands: one line each.
   registerConfig(program);
+  registerTune(program);
+  registerGenerateLogs(program);
   return program;
 }
 
-await createProgram().parseAsync(process.argv);
+try {
+  await createProgram().parseAsync(process.argv);
+} catch (error) {
+  // A bad flag or input is the user's to fix: say what, without a stack trace. Anything else is a bug: show it all.
+  if (!isSluiceError(error)) throw error;
+  process.stderr.write(`sluice: ${error.message.replace(/^\[sluice\] /, '')}\n`);
+  process.exitCode = 2;
+}

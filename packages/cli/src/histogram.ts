@@ -1,0 +1,58 @@
+/**
+ * Exact distribution of small integers (requests per user-period, a user's peak): value -> how many times seen.
+ * Memory grows with the distinct values, which are at most the largest count, never with the lines.
+ */
+export class Histogram {
+  private readonly counts = new Map<number, number>();
+  total = 0;
+
+  add(value: number, times = 1): void {
+    this.counts.set(value, (this.counts.get(value) ?? 0) + times);
+    this.total += times;
+  }
+
+  /** [value, count] pairs by ascending value. */
+  entries(): Array<[number, number]> {
+    return [...this.counts.entries()].sort((a, b) => a[0] - b[0]);
+  }
+
+  /** Nearest-rank quantile: the smallest value with at least ceil(q x total) observations at or below it. */
+  quantile(q: number): number {
+    if (this.total === 0) return 0;
+    const rank = Math.max(1, Math.ceil(q * this.total));
+    let seen = 0;
+    for (const [value, count] of this.entries()) {
+      seen += count;
+      if (seen >= rank) return value;
+    }
+    return this.max();
+  }
+
+  max(): number {
+    let max = 0;
+    for (const value of this.counts.keys()) if (value > max) max = value;
+    return max;
+  }
+
+  /** How many observations are above `value`. */
+  above(value: number): number {
+    let n = 0;
+    for (const [v, count] of this.counts) if (v > value) n += count;
+    return n;
+  }
+
+  /**
+   * The smallest limit L >= 1 such that at most `allowed` observations exceed it: with one observation per user
+   * (its peak count in a period), a fixed window of that period and limit L refuses at most `allowed` users.
+   * `above(L)` only drops at an observed value, so L is 1 or one of them.
+   */
+  smallestLimitWithAtMost(allowed: number): number {
+    let above = this.total;
+    if (above <= allowed) return 1;
+    for (const [value, count] of this.entries()) {
+      above -= count;
+      if (above <= allowed) return Math.max(1, value);
+    }
+    return 1;
+  }
+}
