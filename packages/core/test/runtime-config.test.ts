@@ -3,7 +3,7 @@
  * by the factories themselves), per-identity overrides set by configure(), and the onDecision hook.
  */
 import fc from 'fast-check';
-import { describe, expect, test } from 'vitest';
+import { afterEach, describe, expect, test, vi } from 'vitest';
 import {
   createLimiter,
   fixedWindow,
@@ -96,6 +96,10 @@ class SlowStore implements Store {
 }
 
 describe('onDecision', () => {
+  afterEach(() => {
+    vi.restoreAllMocks();
+  });
+
   test('reports every decision of every operation, sync and async, with its duration', async () => {
     const events: DecisionEvent[] = [];
     const sync = createLimiter({ store: new MapStore(), rules: fixedWindow({ limit: 1, window: '1m' }), name: 'api', onDecision: (e) => events.push(e) });
@@ -158,6 +162,18 @@ describe('onDecision', () => {
         expect(seen).toBe(steps.length);
       }),
     );
+  });
+
+  test('unset, no clock is read for it (performance.now is never called); set, it is', async () => {
+    const spy = vi.spyOn(globalThis.performance, 'now');
+    const plain = createLimiter({ store: new MapStore(), rules: gcra({ limit: 5, period: '1s' }), clock: () => 1_000 });
+    plain.limitSync('a');
+    await plain.limit('a', { cost: 2 });
+    await plain.peek('a');
+    await createLimiter({ store: new SlowStore(), rules: gcra({ limit: 5, period: '1s' }), clock: () => 1_000 }).limit('a');
+    expect(spy).not.toHaveBeenCalled();
+    createLimiter({ store: new MapStore(), rules: gcra({ limit: 5, period: '1s' }), clock: () => 1_000, onDecision: () => undefined }).limitSync('a');
+    expect(spy).toHaveBeenCalledTimes(2);
   });
 
   test('onDecision must be a function', () => {
