@@ -8,9 +8,9 @@ import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { Redis } from 'ioredis';
+import { Cluster, Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { freePort, startRedis, type RedisServer } from '../../../test/harness/redis.js';
+import { freePort, startCluster, startRedis, type RedisCluster, type RedisServer } from '../../../test/harness/redis.js';
 import { startUpstashFixture, type UpstashFixture } from '../../../test/harness/upstash-fixture.js';
 
 const CLI = fileURLToPath(new URL('../dist/cli.js', import.meta.url));
@@ -111,6 +111,30 @@ describe('sluice config on Redis', () => {
     const down = await sluice(['config', 'off', '--name', 'api', '--redis', `redis://127.0.0.1:${port}`]);
     expect(performance.now() - started).toBeLessThan(5_000);
     expect([down.code, down.stderr]).toEqual([1, expect.stringMatching(new RegExp(`could not connect to Redis at redis://127\\.0\\.0\\.1:${port}: .*ECONNREFUSED`))]);
+  });
+});
+
+describe('sluice config on a Redis Cluster (three masters)', () => {
+  let cluster: RedisCluster;
+  let client: Cluster;
+  beforeAll(async () => {
+    cluster = await startCluster();
+    client = new Cluster([...cluster.nodes]);
+  });
+  afterAll(async () => {
+    client?.disconnect();
+    await cluster?.stop();
+  });
+
+  test('--cluster with one node\'s URL: the document lands in the slot of its key, read back through the Cluster', async () => {
+    const node = `redis://127.0.0.1:${cluster.nodes[2]!.port}`;
+    const off = await sluice(['config', 'off', '--name', 'api', '--redis', node, '--cluster']);
+    expect(off.code, off.stderr).toBe(0);
+    expect(JSON.parse((await client.get('sluice:config:api'))!)).toMatchObject({ mode: 'off', revision: 1 });
+    const got = await sluice(['config', 'get', '--name', 'api', '--redis', node, '--cluster']);
+    expect(JSON.parse(got.stdout)).toMatchObject({ mode: 'off' });
+    const alone = await sluice(['config', 'off', '--name', 'api', '--cluster']);
+    expect([alone.code, alone.stderr]).toEqual([2, expect.stringMatching(/--cluster needs --redis <url>/)]);
   });
 });
 

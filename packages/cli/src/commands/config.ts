@@ -27,6 +27,7 @@ interface ConnectionFlags {
   upstashToken?: string;
   sqlite?: string;
   prefix?: string;
+  cluster?: boolean;
 }
 
 /** What to connect to, and how to let go of it afterwards. */
@@ -106,6 +107,7 @@ function withConnection(command: Command): Command {
   return command
     .requiredOption('--name <name>', "the limiter's name (its `name` option)")
     .option('--redis <url>', 'Redis URL, e.g. redis://127.0.0.1:6379 (rediss:// for TLS)')
+    .option('--cluster', 'the --redis URL is one node of a Redis Cluster')
     .option('--upstash-url <url>', 'Upstash REST URL (default: $UPSTASH_REDIS_REST_URL)')
     .option('--upstash-token <token>', 'Upstash REST token (default: $UPSTASH_REDIS_REST_TOKEN)')
     .option('--sqlite <file>', 'SQLite database file shared by the instances')
@@ -153,7 +155,8 @@ async function connect(flags: ConnectionFlags, writes: boolean): Promise<Connect
   const given = [flags.redis !== undefined && '--redis', flags.sqlite !== undefined && '--sqlite', (flags.upstashUrl !== undefined || flags.upstashToken !== undefined) && '--upstash-url'].filter(Boolean);
   if (given.length > 1) throw new SluiceError('INVALID_OPTION', `give one store, got ${given.join(' and ')}`);
   const prefix = flags.prefix === undefined ? {} : { prefix: flags.prefix };
-  if (flags.redis !== undefined) return connectRedis(flags.redis, flags.name, prefix);
+  if (flags.cluster === true && flags.redis === undefined) throw new SluiceError('INVALID_OPTION', '--cluster needs --redis <url> of one of the Cluster\'s nodes');
+  if (flags.redis !== undefined) return connectRedis(flags.redis, flags.name, prefix, flags.cluster === true);
   if (flags.sqlite !== undefined) {
     if (flags.prefix !== undefined) throw new SluiceError('INVALID_OPTION', '--prefix applies to Redis and Upstash; SQLite keeps the configuration in its own table');
     return connectSqlite(flags.sqlite, writes);
@@ -167,19 +170,33 @@ async function connect(flags: ConnectionFlags, writes: boolean): Promise<Connect
   throw new SluiceError('INVALID_OPTION', 'say where the configuration is kept: --redis <url>, --upstash-url <url> with --upstash-token <token> (or their environment variables), or --sqlite <file>');
 }
 
-async function connectRedis(url: string, name: string, options: { prefix?: string }): Promise<Connection> {
+async function connectRedis(url: string, name: string, options: { prefix?: string }, cluster: boolean): Promise<Connection> {
   if (!/^rediss?:\/\//.test(url)) throw new SluiceError('INVALID_OPTION', `--redis must be a URL such as redis://127.0.0.1:6379, got ${JSON.stringify(url)}`);
-  const [{ Redis }, { redisConfigSource }] = await Promise.all([import('ioredis'), import('@sluice/redis')]);
+  const [{ Redis, Cluster }, { redisConfigSource }] = await Promise.all([import('ioredis'), import('@sluice/redis')]);
   // One attempt, no offline queue, no reconnection: a CLI reports an unreachable store at once, it does not wait.
-  const client = new Redis(url, { lazyConnect: true, enableOfflineQueue: false, maxRetriesPerRequest: 0, retryStrategy: () => null, connectTimeout: 5_000 });
+  const once = { enableOfflineQueue: false, maxRetriesPerRequest: 0, connectTimeout: 5_000 };
+  let client: InstanceType<typeof Redis> | InstanceType<typeof Cluster>;
+  if (cluster) {
+    const { hostname, port, username, password, protocol } = new URL(url);
+    const node = { host: hostname, port: Number(port || 6379) };
+    const auth = { username: decodeURIComponent(username) || undefined, password: decodeURIComponent(password) || undefined };
+    client = new Cluster([node], {
+      lazyConnect: true,
+      enableOfflineQueue: false,
+      clusterRetryStrategy: () => null,
+      redisOptions: { ...once, ...auth, ...(protocol === 'rediss:' ? { tls: {} } : {}) },
+    });
+  } else {
+    client = new Redis(url, { ...once, lazyConnect: true, retryStrategy: () => null });
+  }
   // connect() rejects with "Connection is closed"; the socket's own error (ECONNREFUSED ...) says more.
   let socketError: unknown;
-  client.on('error', (error) => void (socketError ??= error));
+  client.on('error', (error: unknown) => void (socketError ??= error));
   try {
     await client.connect();
   } catch (error) {
     client.disconnect();
-    throw new SluiceError('STORE_ERROR', `could not connect to Redis at ${redact(url)}: ${messageOf(socketError ?? error)}`, { cause: socketError ?? error });
+    throw new SluiceError('STORE_ERROR', `could not connect to Redis${cluster ? ' Cluster' : ''} at ${redact(url)}: ${messageOf(socketError ?? error)}`, { cause: socketError ?? error });
   }
   const source = redisConfigSource(client, options);
   return { source, where: `${redact(url)} (key ${source.key(name)})`, pushes: true, close: async () => void (await client.quit()) };
