@@ -1,8 +1,10 @@
 #!/bin/sh
 # Installs luacheck, the Lua linter `pnpm lint` runs on the Redis script (scripts/luacheck.mjs), when it is
-# missing; does nothing when it is on the PATH. The README's install command runs it.
+# missing; does nothing when it is on the PATH. The README's install command runs it. Then it runs
+# install-chromium.sh beside it (the browser of @sluice/cli's HTML report test), as quick and silent when installed.
 set -eu
-command -v luacheck >/dev/null 2>&1 && exit 0
+install_luacheck() {
+command -v luacheck >/dev/null 2>&1 && return 0
 echo "install-luacheck: luacheck is missing; installing it"
 if command -v apt-get >/dev/null 2>&1; then
   sudo=''
@@ -18,3 +20,8 @@ else
   exit 1
 fi
 command -v luacheck >/dev/null 2>&1 || { echo "install-luacheck: luacheck is still not on the PATH" >&2; exit 1; }
+}
+install_luacheck
+# Sourced in a subshell rather than run with `sh`: no PATH lookup, and its `exit` ends only the subshell.
+case $0 in */*) here=${0%/*} ;; *) here=. ;; esac
+( . "$here/install-chromium.sh" )

@@ -65,7 +65,9 @@ export function peakDistributionChart(histogram: ReadonlyArray<readonly [number,
   marks.forEach((m, i) => {
     const mx = x(m.value).toFixed(1);
     parts.push(`<line class="limit" x1="${mx}" x2="${mx}" y1="${TOP}" y2="${TOP + plotH}" stroke="${m.color}" stroke-width="2"${m.dashed ? ' stroke-dasharray="6 4"' : ''}><title>${escapeHtml(m.label)}</title></line>`);
-    parts.push(`<text class="limit-label" x="${(x(m.value) + 4).toFixed(1)}" y="${TOP + 12 + (i % 6) * 13}" fill="${m.color}">${escapeHtml(m.label)}</text>`);
+    // Labels right of their line, or left of it in the right half, so none runs off the chart.
+    const right = x(m.value) > LEFT + plotW / 2;
+    parts.push(`<text class="limit-label" x="${(x(m.value) + (right ? -4 : 4)).toFixed(1)}" y="${TOP + 12 + (i % 8) * 13}" text-anchor="${right ? 'end' : 'start'}" fill="${m.color}">${escapeHtml(m.label)}</text>`);
   });
   return svg('peak-distribution', 'Identities by requests in their busiest period, with the candidate limits', parts);
 }
@@ -93,8 +95,8 @@ export function refusedOverTimeChart(starts: readonly number[], requests: readon
     for (const s of series) {
       parts.push(`<polyline class="refused" points="${s.values.map((v, i) => `${x(i).toFixed(1)},${y(v, maxRefused).toFixed(1)}`).join(' ')}" fill="none" stroke="${s.color}" stroke-width="1.5"><title>${escapeHtml(s.label)}</title></polyline>`);
     }
-    for (const i of [0, Math.floor((n - 1) / 2), n - 1]) {
-      parts.push(`<text class="tick" x="${x(i).toFixed(1)}" y="${TOP + plotH + 16}" text-anchor="middle">${new Date(starts[i]!).toISOString().slice(0, 19).replace('T', ' ')}</text>`);
+    for (const [i, anchor] of [[0, 'start'], [Math.floor((n - 1) / 2), 'middle'], [n - 1, 'end']] as const) {
+      parts.push(`<text class="tick" x="${x(i).toFixed(1)}" y="${TOP + plotH + 16}" text-anchor="${anchor}">${new Date(starts[i]!).toISOString().slice(0, 19).replace('T', ' ')}</text>`);
     }
   }
   for (const v of [0, maxRefused / 2, maxRefused]) {
