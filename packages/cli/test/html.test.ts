@@ -1,3 +1,5 @@
+/// <reference lib="dom" />
+// The page-side callback below runs in the browser, hence the DOM types in this file only.
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
