@@ -38,6 +38,7 @@ for (const [name, text, map] of [
   ['script.lua', assembled.script, assembled.maps.script],
   ['library.lua', assembled.library, assembled.maps.library],
   ['lease.lua', assembled.lease, assembled.maps.lease],
+  ['config.lua', assembled.config, assembled.maps.config],
 ]) {
   for (const { file } of map) used.add(file);
   const run = spawnSync('luacheck', ['--config', join(root, '.luacheckrc'), '--formatter', 'plain', '--codes', '--no-color', '--filename', name, '-'], {
@@ -67,4 +68,4 @@ if (unique.length > 0) {
   console.error(`luacheck: ${unique.length} problem(s) in ${relative(root, dir)}`);
   process.exit(1);
 }
-console.log(`luacheck: ${files.length} files clean (${version.stdout.split('\n')[0]}; script ${assembled.sha1.slice(0, 12)}, its Function library and lease script ${assembled.leaseSha1.slice(0, 12)})`);
+console.log(`luacheck: ${files.length} files clean (${version.stdout.split('\n')[0]}; script ${assembled.sha1.slice(0, 12)}, its Function library, lease script ${assembled.leaseSha1.slice(0, 12)} and config script)`);

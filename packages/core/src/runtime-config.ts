@@ -10,7 +10,8 @@
  *     "mode": "shadow",                                                  optional: absent = the code's mode
  *     "quotas": { "acme": [{ "algorithm": "gcra", "limit": 100, "period": "1s" }] } }   optional
  * Rules are rule specs (rule-spec.ts), built by the factories themselves, so the store accepts exactly what code
- * accepts. `revision` counts writes (a reader can tell two documents apart; it is no lock: the last write wins).
+ * accepts. `revision` counts writes. A source with `replace` (all four of sluice's) writes only over the revision
+ * the writer read, so two writers at once both land, one after the other; without it the last write wins.
  */
 import type { LimiterMode } from './limiter.js';
 import { SluiceError, describe } from './errors.js';
@@ -44,6 +45,12 @@ export interface ConfigSource {
   write(name: string, text: string): void | PromiseLike<void>;
   /** Deletes the document: instances go back to the configuration their code gave. */
   remove(name: string): void | PromiseLike<void>;
+  /**
+   * Compare and set: stores `text` (and tells subscribers) only if the stored document's `revision` is
+   * `expectedRevision` (0: no document is stored), in one atomic step; answers whether it did. Writers use it
+   * when present, so that two writers at once cannot lose one's change.
+   */
+  replace?(name: string, expectedRevision: number, text: string): boolean | PromiseLike<boolean>;
   /**
    * Calls `onChange` when the document may have changed (the watcher then reads it), where the store can push
    * (Redis pub/sub, the memory source). Returns the function that stops it. Without it the watcher's periodic
@@ -168,16 +175,43 @@ export async function writeLimiterConfig(source: ConfigSource, name: string, cha
     throw new SluiceError('INVALID_OPTION', `writeLimiterConfig: changes must be an object such as { mode: 'off' }, got ${describe(changes)}`);
   }
   rejectUnknownOptions(changes, ['rules', 'mode', 'quotas'], 'writeLimiterConfig');
-  const current = await readLimiterConfig(source, name);
+  if (changes.quotas !== undefined && (typeof changes.quotas !== 'object' || changes.quotas === null || Array.isArray(changes.quotas))) {
+    throw new SluiceError('INVALID_OPTION', `writeLimiterConfig: quotas must be an object from identity to rules (or null to remove one), got ${describe(changes.quotas)}`);
+  }
+  for (let attempt = 1; ; attempt++) {
+    const current = await readLimiterConfig(source, name);
+    const document = applyChanges(current, changes);
+    const text = JSON.stringify(document);
+    if (source.replace === undefined) {
+      await source.write(name, text);
+      return document;
+    }
+    if (await source.replace(name, current?.revision ?? 0, text)) return document;
+    if (attempt < MAX_WRITE_ATTEMPTS) {
+      // Another writer got in between: read again after a jittered pause, so that a crowd of writers spreads out.
+      await new Promise<void>((resolve) => timers.setTimeout(resolve, Math.random() * Math.min(50, 2 ** attempt)));
+    } else {
+      throw new SluiceError(
+        'STORE_ERROR',
+        `writeLimiterConfig: the configuration of ${JSON.stringify(name)} changed under this write ${MAX_WRITE_ATTEMPTS} times in a row (other writers); nothing was written, try again`,
+      );
+    }
+  }
+}
+
+const timers = globalThis as unknown as { setTimeout(callback: () => void, ms: number): unknown };
+
+/** Writers that lose the compare and set read again and retry, this many times in all (about 3 s of pauses at most). */
+const MAX_WRITE_ATTEMPTS = 64;
+
+/** The next document: `current` with `changes` applied, the next revision, checked as instances will check it. */
+function applyChanges(current: LimiterConfig | undefined, changes: LimiterConfigChanges): LimiterConfig {
   const next: Record<string, unknown> = { ...current, version: 1, revision: (current?.revision ?? 0) + 1, updatedAt: Date.now() };
   if (changes.rules === null) delete next.rules;
   else if (changes.rules !== undefined) next.rules = specsOf(changes.rules);
   if (changes.mode === null) delete next.mode;
   else if (changes.mode !== undefined) next.mode = changes.mode;
   if (changes.quotas !== undefined) {
-    if (typeof changes.quotas !== 'object' || changes.quotas === null || Array.isArray(changes.quotas)) {
-      throw new SluiceError('INVALID_OPTION', `writeLimiterConfig: quotas must be an object from identity to rules (or null to remove one), got ${describe(changes.quotas)}`);
-    }
     const quotas: Record<string, unknown> = { ...current?.quotas };
     for (const [identity, rules] of Object.entries(changes.quotas)) {
       if (rules === null) delete quotas[identity];
@@ -186,9 +220,7 @@ export async function writeLimiterConfig(source: ConfigSource, name: string, cha
     if (Object.keys(quotas).length === 0) delete next.quotas;
     else next.quotas = quotas;
   }
-  const document = parseLimiterConfig(next);
-  await source.write(name, JSON.stringify(document));
-  return document;
+  return parseLimiterConfig(next);
 }
 
 /** Deletes the document: every instance goes back to the configuration its code gave. */

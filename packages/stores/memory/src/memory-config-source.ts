@@ -11,6 +11,7 @@ export interface MemoryConfigSource extends ConfigSource {
   read(name: string): string | undefined;
   write(name: string, text: string): void;
   remove(name: string): void;
+  replace(name: string, expectedRevision: number, text: string): boolean;
   subscribe(name: string, onChange: () => void): Unsubscribe;
 }
 
@@ -32,12 +33,18 @@ export function memoryConfigSource(): MemoryConfigSource {
       }
     }
   };
+  const write = (name: string, text: string) => {
+    if (typeof text !== 'string') throw new SluiceError('INVALID_OPTION', `memoryConfigSource: write takes the document's text, got ${describeValue(text)}`);
+    documents.set(name, text);
+    notify(name);
+  };
   return {
     read: (name) => documents.get(name),
-    write(name, text) {
-      if (typeof text !== 'string') throw new SluiceError('INVALID_OPTION', `memoryConfigSource: write takes the document's text, got ${describeValue(text)}`);
-      documents.set(name, text);
-      notify(name);
+    write,
+    replace(name, expectedRevision, text) {
+      if (storedRevision(documents.get(name)) !== expectedRevision) return false;
+      write(name, text);
+      return true;
     },
     remove(name) {
       documents.delete(name);
@@ -55,4 +62,15 @@ export function memoryConfigSource(): MemoryConfigSource {
       };
     },
   };
+}
+
+/** The revision of a stored document's text: 0 when none is stored, -1 when it has none (a replace never matches it). */
+function storedRevision(text: string | undefined): number {
+  if (text === undefined) return 0;
+  try {
+    const revision = (JSON.parse(text) as { revision?: unknown }).revision;
+    return typeof revision === 'number' ? revision : -1;
+  } catch {
+    return -1;
+  }
 }

@@ -53,4 +53,27 @@ describe('memoryConfigSource', () => {
     expect(source.read('api')).toBeUndefined();
     expect(() => source.write('api', { version: 1 } as never)).toThrow(/memoryConfigSource: write takes the document's text, got an object/);
   });
+
+  test('writers at once all land (replace: compare and set on the revision); a source without replace loses some', async () => {
+    const source = memoryConfigSource();
+    await Promise.all(Array.from({ length: 20 }, (_, i) => setQuota(source, 'race', `user${i}`, { algorithm: 'fixed-window', id: 'w', limit: 5, window: '1h' })));
+    const stored = await readLimiterConfig(source, 'race');
+    expect(Object.keys(stored?.quotas ?? {})).toHaveLength(20);
+    expect(stored?.revision).toBe(20);
+
+    // The same writers over a source that only has write: each read-modify-write can overwrite another's.
+    const { replace: _replace, ...lastWriteWins } = memoryConfigSource();
+    await Promise.all(Array.from({ length: 20 }, (_, i) => setQuota(lastWriteWins, 'race', `user${i}`, { algorithm: 'fixed-window', id: 'w', limit: 5, window: '1h' })));
+    expect(Object.keys((await readLimiterConfig(lastWriteWins, 'race'))?.quotas ?? {}).length).toBeLessThan(20);
+  });
+
+  test('replace compares the stored revision: 0 is "none stored", a document without one never matches', () => {
+    const source = memoryConfigSource();
+    expect(source.replace('x', 1, '{"version":1,"revision":2,"updatedAt":0}')).toBe(false);
+    expect(source.replace('x', 0, '{"version":1,"revision":1,"updatedAt":0}')).toBe(true);
+    expect(source.replace('x', 0, '{"version":1,"revision":1,"updatedAt":0}')).toBe(false);
+    expect(source.replace('x', 1, '{"version":1,"revision":2,"updatedAt":0}')).toBe(true);
+    source.write('y', 'not json');
+    expect(source.replace('y', 0, '{}')).toBe(false);
+  });
 });

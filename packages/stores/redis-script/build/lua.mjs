@@ -86,6 +86,8 @@ export function assemble(dir = LUA_DIR) {
   }
   const leaseLines = expand(dir, 'lease.lua');
   const lease = text(leaseLines);
+  const configLines = expand(dir, 'config.lua');
+  const config = text(configLines);
   const origins = (lines) => lines.map(({ file, line }) => ({ file, line }));
   return {
     script,
@@ -94,19 +96,21 @@ export function assemble(dir = LUA_DIR) {
     library,
     lease,
     leaseSha1: createHash('sha1').update(lease).digest('hex'),
-    maps: { script: origins(scriptLines), library: origins(libraryLines), lease: origins(leaseLines) },
+    config,
+    maps: { script: origins(scriptLines), library: origins(libraryLines), lease: origins(leaseLines), config: origins(configLines) },
   };
 }
 
 /** The virtual module's source: the texts and names, no line maps. */
 export function virtualModule(dir = LUA_DIR) {
-  const { script, sha1, functionName, library, lease, leaseSha1 } = assemble(dir);
+  const { script, sha1, functionName, library, lease, leaseSha1, config } = assemble(dir);
   return `export const script = ${JSON.stringify(script)};
 export const sha1 = ${JSON.stringify(sha1)};
 export const functionName = ${JSON.stringify(functionName)};
 export const library = ${JSON.stringify(library)};
 export const leaseScript = ${JSON.stringify(lease)};
 export const leaseSha1 = ${JSON.stringify(leaseSha1)};
+export const configScript = ${JSON.stringify(config)};
 `;
 }
 

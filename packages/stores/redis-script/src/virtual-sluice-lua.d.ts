@@ -12,4 +12,6 @@ declare module 'virtual:sluice-lua' {
   export const leaseScript: string;
   /** SHA-1 of `leaseScript`, hex. */
   export const leaseSha1: string;
+  /** src/lua/config.lua: runtime configuration's compare and set (EVAL). */
+  export const configScript: string;
 }

@@ -1,5 +1,6 @@
 import { SluiceError, type ConfigSource, type Unsubscribe } from '@sluice/core';
 import { describeValue, rejectUnknownOptions } from '@sluice/core/store';
+import { REPLACE_CONFIG_SCRIPT } from '@sluice/redis-script';
 import type { Cluster, Redis } from 'ioredis';
 
 export interface RedisConfigSourceOptions {
@@ -8,7 +9,7 @@ export interface RedisConfigSourceOptions {
 }
 
 /** The ioredis members the source uses; `Redis` and `Cluster` both have them. */
-type ConfigClient = Pick<Redis, 'get' | 'set' | 'del' | 'publish'> & { duplicate(): Subscriber };
+type ConfigClient = Pick<Redis, 'get' | 'set' | 'del' | 'publish' | 'eval'> & { duplicate(): Subscriber };
 type Subscriber = Pick<Redis, 'subscribe' | 'unsubscribe' | 'disconnect' | 'on'>;
 
 /**
@@ -60,6 +61,11 @@ export class RedisConfigSource implements ConfigSource {
   async write(name: string, text: string): Promise<void> {
     await this.client.set(this.key(name), text);
     await this.client.publish(this.key(name), 'changed');
+  }
+
+  async replace(name: string, expectedRevision: number, text: string): Promise<boolean> {
+    const key = this.key(name);
+    return (await this.client.eval(REPLACE_CONFIG_SCRIPT, 1, key, String(expectedRevision), text)) === 1;
   }
 
   async remove(name: string): Promise<void> {

@@ -109,6 +109,16 @@ describe('redisConfigSource (standalone)', () => {
     await watcher.stop();
   });
 
+  test('writers on separate connections at once all land (one compare-and-set script each); a non-JSON document never matches', async () => {
+    const sources = [redisConfigSource(connect()), redisConfigSource(connect()), redisConfigSource(connect())];
+    await Promise.all(Array.from({ length: 30 }, (_, i) => setQuota(sources[i % 3]!, 'race', `user${i}`, { algorithm: 'fixed-window', id: 'w', limit: 5, window: '1h' })));
+    const stored = await readLimiterConfig(sources[0]!, 'race');
+    expect(Object.keys(stored?.quotas ?? {})).toHaveLength(30);
+    expect(stored?.revision).toBe(30);
+    await connect().set('sluice:config:junk', 'not json');
+    expect(await sources[1]!.replace('junk', 0, '{}')).toBe(false);
+  });
+
   test('options are checked', () => {
     expect(() => redisConfigSource({} as never)).toThrow(/redisConfigSource: client must be an ioredis Redis or Cluster instance/);
     expect(() => redisConfigSource(connect(), { prefx: 'a' } as never)).toThrow(/redisConfigSource: unknown option "prefx"/);
@@ -128,6 +138,9 @@ describe('redisConfigSource (Cluster of three masters)', () => {
     await setConfigMode(writer, 'cluster', 'enforce');
     await until(() => limiters.every((l) => l.mode === 'enforce'));
     expect((await readLimiterConfig(writer, 'cluster'))?.revision).toBe(2);
+    const others = clusterClients.map((client) => redisConfigSource(client));
+    await Promise.all(Array.from({ length: 12 }, (_, i) => setQuota(others[i % 3]!, 'cluster', `user${i}`, { algorithm: 'gcra', limit: 5, period: '1s' })));
+    expect(Object.keys((await readLimiterConfig(writer, 'cluster'))?.quotas ?? {})).toHaveLength(12);
     await Promise.all(watchers.map((w) => w.stop()));
   });
 });

@@ -29,11 +29,19 @@ export function sqliteConfigSource(db: SqliteDatabase, options: SqliteConfigSour
   let select: SqliteStatement;
   let upsert: SqliteStatement;
   let remove: SqliteStatement;
+  let insertNew: SqliteStatement;
+  let updateOver: SqliteStatement;
   try {
     db.exec(`CREATE TABLE IF NOT EXISTS "${table}" (name TEXT PRIMARY KEY NOT NULL, document TEXT NOT NULL, updated_at INTEGER NOT NULL) WITHOUT ROWID`);
     select = db.prepare(`SELECT document FROM "${table}" WHERE name = ?`);
     upsert = db.prepare(`INSERT INTO "${table}" (name, document, updated_at) VALUES (?, ?, ?) ON CONFLICT (name) DO UPDATE SET document = excluded.document, updated_at = excluded.updated_at`);
     remove = db.prepare(`DELETE FROM "${table}" WHERE name = ?`);
+    // The writers' compare and set, each one statement (atomic): create only when absent; update only over the
+    // revision the writer read (a row that is not JSON has none, and never matches).
+    insertNew = db.prepare(`INSERT INTO "${table}" (name, document, updated_at) VALUES (?, ?, ?) ON CONFLICT (name) DO NOTHING`);
+    updateOver = db.prepare(
+      `UPDATE "${table}" SET document = ?, updated_at = ? WHERE name = ? AND (CASE WHEN json_valid(document) THEN json_extract(document, '$.revision') END) = ?`,
+    );
   } catch (error) {
     throw failure(`could not create or read the table "${table}"`, error);
   }
@@ -48,6 +56,14 @@ export function sqliteConfigSource(db: SqliteDatabase, options: SqliteConfigSour
     write(name, text) {
       try {
         upsert.run(name, text, Date.now());
+      } catch (error) {
+        throw failure(`writing the configuration of ${JSON.stringify(name)} failed`, error);
+      }
+    },
+    replace(name, expectedRevision, text) {
+      try {
+        const result = expectedRevision === 0 ? insertNew.run(name, text, Date.now()) : updateOver.run(text, Date.now(), name, expectedRevision);
+        return (result as { changes: number }).changes === 1;
       } catch (error) {
         throw failure(`writing the configuration of ${JSON.stringify(name)} failed`, error);
       }

@@ -83,4 +83,16 @@ describe('sqliteConfigSource', () => {
     sqliteConfigSource(db!, { table: 'limits_config' }).write('api', '{"version":1}');
     expect(db!.prepare('SELECT document FROM limits_config').all()).toEqual([{ document: '{"version":1}' }]);
   });
+
+  it('writers on two connections at once all land (compare and set on the revision); a row that is not JSON never matches', async () => {
+    const [a, b] = connections(2);
+    const sources = [sqliteConfigSource(a!), sqliteConfigSource(b!)];
+    await Promise.all(Array.from({ length: 20 }, (_, i) => setQuota(sources[i % 2]!, 'race', `user${i}`, { algorithm: 'fixed-window', id: 'w', limit: 5, window: '1h' })));
+    const stored = await readLimiterConfig(sources[0]!, 'race');
+    expect(Object.keys(stored?.quotas ?? {})).toHaveLength(20);
+    expect(stored?.revision).toBe(20);
+    sources[0]!.write('junk', 'not json');
+    expect(await sources[1]!.replace!('junk', 0, '{}')).toBe(false);
+    expect(await sources[1]!.replace!('junk', 1, '{}')).toBe(false);
+  });
 });

@@ -1,11 +1,13 @@
 import { SluiceError, type ConfigSource } from '@sluice/core';
 import { describeValue, rejectUnknownOptions } from '@sluice/core/store';
+import { REPLACE_CONFIG_SCRIPT } from '@sluice/redis-script';
 
-/** The three methods of @upstash/redis's `Redis` the config source calls. */
+/** The methods of @upstash/redis's `Redis` the config source calls (eval: the writers' compare and set). */
 export interface UpstashConfigClient {
   get(key: string): Promise<unknown>;
   set(key: string, value: string): Promise<unknown>;
   del(...keys: string[]): Promise<number>;
+  eval(script: string, keys: string[], args: string[]): Promise<unknown>;
 }
 
 export interface UpstashConfigSourceOptions {
@@ -22,7 +24,7 @@ export interface UpstashConfigSourceOptions {
  */
 export function upstashConfigSource(redis: UpstashConfigClient, options: UpstashConfigSourceOptions = {}): ConfigSource {
   const candidate = redis as Partial<UpstashConfigClient> | null;
-  if (typeof candidate !== 'object' || candidate === null || typeof candidate.get !== 'function' || typeof candidate.set !== 'function' || typeof candidate.del !== 'function') {
+  if (typeof candidate !== 'object' || candidate === null || typeof candidate.get !== 'function' || typeof candidate.set !== 'function' || typeof candidate.del !== 'function' || typeof candidate.eval !== 'function') {
     throw new SluiceError('INVALID_OPTION', `upstashConfigSource: redis must be an @upstash/redis client, e.g. upstashConfigSource(new Redis({ url, token })), got ${describeValue(redis)}`);
   }
   if (typeof options !== 'object' || options === null) throw new SluiceError('INVALID_OPTION', `upstashConfigSource: options must be an object, got ${describeValue(options)}`);
@@ -42,6 +44,9 @@ export function upstashConfigSource(redis: UpstashConfigClient, options: Upstash
     },
     async write(name, text) {
       await redis.set(key(name), text);
+    },
+    async replace(name, expectedRevision, text) {
+      return (await redis.eval(REPLACE_CONFIG_SCRIPT, [key(name)], [String(expectedRevision), text])) === 1;
     },
     async remove(name) {
       await redis.del(key(name));
