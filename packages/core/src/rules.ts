@@ -1,8 +1,8 @@
 import { isStepMode, type Mode, type State, type Step, type StepInto, type StepMode, type StepOutcome, type StepScratch } from './algorithm.js';
-import { fixedWindowStep, type FixedWindowParams } from './algorithms/fixed-window.js';
-import { gcraStep, type GcraParams } from './algorithms/gcra.js';
+import { fixedWindowInto, fixedWindowStep, type FixedWindowParams } from './algorithms/fixed-window.js';
+import { gcraInto, gcraStep, type GcraParams } from './algorithms/gcra.js';
 import { leakyBucketStep, type LeakyBucketParams } from './algorithms/leaky-bucket.js';
-import { slidingWindowCounterStep, type SlidingWindowCounterParams } from './algorithms/sliding-window-counter.js';
+import { slidingWindowCounterInto, slidingWindowCounterStep, type SlidingWindowCounterParams } from './algorithms/sliding-window-counter.js';
 import { slidingWindowLogStep, type SlidingWindowLogParams } from './algorithms/sliding-window-log.js';
 import { tokenBucketInto, tokenBucketStep, type TokenBucketParams } from './algorithms/token-bucket.js';
 import { reserveEvaluation, takeEvaluation } from './modes.js';
@@ -52,7 +52,10 @@ export function stepRule(rule: ResolvedRule, state: State | undefined, now: numb
 
 /** Steps that can write into a scratch outcome; the others are run through `STEPS` and copied. */
 const STEPS_INTO: { readonly [A in AlgorithmName]?: StepInto<ParamsByAlgorithm[A]> } = {
+  'fixed-window': fixedWindowInto,
+  'sliding-window-counter': slidingWindowCounterInto,
   'token-bucket': tokenBucketInto,
+  gcra: gcraInto,
 };
 
 /**

@@ -1,8 +1,12 @@
 /**
  * Issue 9: a fast path is kept only where `pnpm bench memory` shows it pays, and each one kept is proven equal to
  * the general path here, from histories with backward clock steps, huge gaps, cost 0 and oversize costs:
- * - `stepRuleInto` (and through it `tokenBucketInto`, the only step written into a scratch) equals `stepRule`,
- *   with one scratch reused across calls as the memory store reuses it;
+ * - `stepRuleInto` equals `stepRule`, with one scratch reused across calls as the memory store (and `sluice tune`)
+ *   reuses it, and starting dirty; through it each `*Into` step (fixed window, sliding window counter, token
+ *   bucket, GCRA) equals its allocating `*Step`. Each `*Step` is its `*Into` with a fresh scratch, so what checks
+ *   the arithmetic itself is the reference models (algorithms.property.test.ts, through a limiter on the memory
+ *   store, which runs `stepRuleInto`); this checks that a reused scratch carries nothing over (a stale `next`
+ *   length, a field left unset);
  * - `decideOne` (the limiter's single-rule seam over a FastPathStore) equals `decide` field for field;
  * - a limiter over a FastPathStore (its single-rule requests answered by its bound `FastPath`) gives the same decisions,
  *   and leaves the same states, as one over the same store without the seam, also through the limiter's shortcut
@@ -106,6 +110,8 @@ function twinProperties<P>(c: AlgorithmCase<P>): void {
         fc.property(historyArb(c), ({ params, events }) => {
           const rule = c.rule(params);
           const scratch = newStepScratch();
+          // Dirty, as after another rule's step: every field and the length of `next` must be overwritten.
+          Object.assign(scratch, { allowed: false, next: [7, 7, 7, 7, 7], remaining: -7, resetAt: -7, retryAt: -7, ttlMs: -7 });
           let now = T0;
           let state: State | undefined;
           for (const event of events) {

@@ -5,7 +5,7 @@
  * identity so a whole fleet of clients does not reset at the same instant.
  * State: [windowStart, count].
  */
-import { NEVER, type StepMode, type State, type StepOutcome } from '../algorithm.js';
+import { NEVER, newStepScratch, setPair, type StepMode, type State, type StepOutcome, type StepScratch } from '../algorithm.js';
 import type { Duration } from '../duration.js';
 import { SluiceError, describe } from '../errors.js';
 import { readRuleOptions, type RuleBaseOptions } from '../rule-options.js';
@@ -26,6 +26,20 @@ export function fixedWindowStep(
   mode: StepMode,
   params: FixedWindowParams,
 ): StepOutcome {
+  const out = newStepScratch();
+  fixedWindowInto(state, now, cost, mode, params, out);
+  return out;
+}
+
+/** The fixed window's one implementation, writing into a caller's scratch (`stepRuleInto`); `fixedWindowStep` is it with a fresh scratch. */
+export function fixedWindowInto(
+  state: State | undefined,
+  now: number,
+  cost: number,
+  mode: StepMode,
+  params: FixedWindowParams,
+  out: StepScratch,
+): void {
   const { limit, windowMs, offsetMs } = params;
   let start = Math.floor((now - offsetMs) / windowMs) * windowMs + offsetMs;
   let count = 0;
@@ -48,14 +62,12 @@ export function fixedWindowStep(
   }
   // An empty window is already at full capacity: it resets now, like every other algorithm, and needs no state.
   const resetAt = count > 0 ? end : now;
-  return {
-    allowed,
-    next: [start, count],
-    remaining: Math.max(0, limit - count),
-    resetAt,
-    retryAt: allowed ? now : cost > limit ? NEVER : end,
-    ttlMs: resetAt - now,
-  };
+  out.allowed = allowed;
+  setPair(out.next, start, count);
+  out.remaining = Math.max(0, limit - count);
+  out.resetAt = resetAt;
+  out.retryAt = allowed ? now : cost > limit ? NEVER : end;
+  out.ttlMs = resetAt - now;
 }
 
 export interface FixedWindowOptions extends RuleBaseOptions {

@@ -9,7 +9,7 @@
  * one per millisecond lose nothing. Memory: three integers per identity. State: [tatMs, tatRemainder, limit]; a
  * rule changed at run time (same id) keeps its TAT, the remainder rescaled to the new limit (rounded up).
  */
-import { NEVER, ceilDiv, rescale, type StepMode, type State, type StepOutcome } from '../algorithm.js';
+import { NEVER, ceilDiv, newStepScratch, rescale, setTriple, type StepMode, type State, type StepOutcome, type StepScratch } from '../algorithm.js';
 import type { Duration } from '../duration.js';
 import { readRuleOptions, type RuleBaseOptions } from '../rule-options.js';
 import type { Rule } from '../rules.js';
@@ -22,6 +22,13 @@ export interface GcraParams {
 }
 
 export function gcraStep(state: State | undefined, now: number, cost: number, mode: StepMode, params: GcraParams): StepOutcome {
+  const out = newStepScratch();
+  gcraInto(state, now, cost, mode, params, out);
+  return out;
+}
+
+/** GCRA's one implementation, writing into a caller's scratch (`stepRuleInto`); `gcraStep` is it with a fresh scratch. */
+export function gcraInto(state: State | undefined, now: number, cost: number, mode: StepMode, params: GcraParams, out: StepScratch): void {
   const { limit, periodMs, burst } = params;
   // Everything below is in units of 1/limit ms, where one unit of cost is exactly periodMs long.
   const tolerance = burst * periodMs;
@@ -44,14 +51,12 @@ export function gcraStep(state: State | undefined, now: number, cost: number, mo
   }
   const whole = Math.floor(ahead / limit);
   const resetAt = now + ceilDiv(ahead, limit);
-  return {
-    allowed,
-    next: [now + whole, ahead - whole * limit, limit],
-    remaining: Math.floor((tolerance - Math.min(ahead, tolerance)) / periodMs),
-    resetAt,
-    retryAt,
-    ttlMs: resetAt - now,
-  };
+  out.allowed = allowed;
+  setTriple(out.next, now + whole, ahead - whole * limit, limit);
+  out.remaining = Math.floor((tolerance - Math.min(ahead, tolerance)) / periodMs);
+  out.resetAt = resetAt;
+  out.retryAt = retryAt;
+  out.ttlMs = resetAt - now;
 }
 
 export interface GcraOptions extends RuleBaseOptions {

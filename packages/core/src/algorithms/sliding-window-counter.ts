@@ -6,7 +6,7 @@
  * worst case admits up to 2 × limit in one sliding window (everything at the very end of the previous window).
  * Memory: three integers per identity. State: [windowStart, previous, current].
  */
-import { NEVER, type StepMode, type State, type StepOutcome } from '../algorithm.js';
+import { NEVER, newStepScratch, setTriple, type StepMode, type State, type StepOutcome, type StepScratch } from '../algorithm.js';
 import type { Duration } from '../duration.js';
 import { readRuleOptions, type RuleBaseOptions } from '../rule-options.js';
 import type { Rule } from '../rules.js';
@@ -30,13 +30,29 @@ export function slidingWindowCounterStep(
   mode: StepMode,
   params: SlidingWindowCounterParams,
 ): StepOutcome {
+  const out = newStepScratch();
+  slidingWindowCounterInto(state, now, cost, mode, params, out);
+  return out;
+}
+
+/** The sliding window counter's one implementation, writing into a caller's scratch (`stepRuleInto`); `slidingWindowCounterStep` is it with a fresh scratch. */
+export function slidingWindowCounterInto(
+  state: State | undefined,
+  now: number,
+  cost: number,
+  mode: StepMode,
+  params: SlidingWindowCounterParams,
+  out: StepScratch,
+): void {
   const { limit, windowMs } = params;
   let start = Math.floor(now / windowMs) * windowMs;
   let previous = 0;
   let current = 0;
   let t = now;
   if (state !== undefined) {
-    const [storedStart, storedPrevious, storedCurrent] = state as [number, number, number];
+    const storedStart = state[0]!;
+    const storedPrevious = state[1]!;
+    const storedCurrent = state[2]!;
     if (storedStart >= start) {
       // Same window, or a clock that went backwards: stay in the stored (newer) window at its start at the latest.
       if (storedStart > start) t = storedStart;
@@ -72,14 +88,12 @@ export function slidingWindowCounterStep(
       : previous > 0
         ? Math.max(t, start + decayedBy(previous, 0, windowMs))
         : t;
-  return {
-    allowed,
-    next: [start, previous, current],
-    remaining: Math.max(0, limit - weighted - current),
-    resetAt,
-    retryAt,
-    ttlMs: resetAt - now,
-  };
+  out.allowed = allowed;
+  setTriple(out.next, start, previous, current);
+  out.remaining = Math.max(0, limit - weighted - current);
+  out.resetAt = resetAt;
+  out.retryAt = retryAt;
+  out.ttlMs = resetAt - now;
 }
 
 export interface SlidingWindowCounterOptions extends RuleBaseOptions {
