@@ -2,18 +2,25 @@
  * Exact distribution of small integers (requests per user-period, a user's peak): value -> how many times seen.
  * Memory grows with the distinct values, which are at most the largest count, never with the lines.
  */
+/** Values below this are counted in an array (the common case: a few requests per period), larger ones in a map. */
+const DENSE = 1024;
+
 export class Histogram {
-  private readonly counts = new Map<number, number>();
+  private readonly dense = new Float64Array(DENSE);
+  private readonly sparse = new Map<number, number>();
   total = 0;
 
   add(value: number, times = 1): void {
-    this.counts.set(value, (this.counts.get(value) ?? 0) + times);
+    if (value >= 0 && value < DENSE && Number.isInteger(value)) this.dense[value]! += times;
+    else this.sparse.set(value, (this.sparse.get(value) ?? 0) + times);
     this.total += times;
   }
 
   /** [value, count] pairs by ascending value. */
   entries(): Array<[number, number]> {
-    return [...this.counts.entries()].sort((a, b) => a[0] - b[0]);
+    const all: Array<[number, number]> = [...this.sparse.entries()];
+    for (let value = 0; value < DENSE; value++) if (this.dense[value]! > 0) all.push([value, this.dense[value]!]);
+    return all.sort((a, b) => a[0] - b[0]);
   }
 
   /** Nearest-rank quantile: the smallest value with at least ceil(q x total) observations at or below it. */
@@ -30,14 +37,14 @@ export class Histogram {
 
   max(): number {
     let max = 0;
-    for (const value of this.counts.keys()) if (value > max) max = value;
+    for (const [value] of this.entries()) if (value > max) max = value;
     return max;
   }
 
   /** How many observations are above `value`. */
   above(value: number): number {
     let n = 0;
-    for (const [v, count] of this.counts) if (v > value) n += count;
+    for (const [v, count] of this.entries()) if (v > value) n += count;
     return n;
   }
 

@@ -8,6 +8,8 @@
  */
 import { SluiceError } from '@sluice/core';
 import { formatIp, maskIp, parseAddressText } from '@sluice/http/ip';
+import { utf8Value } from './line-reader.js';
+import { ABSENT, TextSliceMap } from './text-slice-map.js';
 
 /** Address text as a socket or a log writes it: a port and brackets allowed (`[::1]:443`), a zone id stripped. */
 const LOG_ADDRESS = { allowPort: true, stripZone: true } as const;
@@ -21,7 +23,9 @@ export class IdentityTable {
   private readonly users = new Map<string, number>();
   private readonly ips = new Map<string, number>();
   /** IPv4 address text to identity number, -1 when the text is not an IP address. */
-  private readonly rawIps = new Map<string, number>();
+  private readonly rawIps = new TextSliceMap();
+  /** A user id's bytes (one character per byte, as `LineReader` hands lines over) to its identity number. */
+  private readonly userBytes = new TextSliceMap();
 
   constructor(readonly ipv6Prefix = 56) {
     if (!Number.isInteger(ipv6Prefix) || ipv6Prefix < 48 || ipv6Prefix > 64) {
@@ -44,10 +48,29 @@ export class IdentityTable {
     return index;
   }
 
+  /**
+   * `user` for the id whose UTF-8 bytes are `text.slice(start, end)`, one character per byte. A known id costs a
+   * lookup in the text, no string: bytes and ids correspond one to one (the bytes are valid UTF-8).
+   */
+  userAt(text: string, start: number, end: number): number {
+    const known = this.userBytes.get(text, start, end);
+    if (known !== ABSENT) return known;
+    const bytes = ownCopy(text.slice(start, end));
+    const index = this.user(utf8Value(bytes));
+    this.userBytes.set(bytes, index);
+    return index;
+  }
+
+  /** `ip` for the address text `text.slice(start, end)`; a known IPv4 text costs a lookup in the text, no string. */
+  ipAt(text: string, start: number, end: number): number {
+    const cached = this.rawIps.get(text, start, end);
+    return cached !== ABSENT ? cached : this.ip(text.slice(start, end));
+  }
+
   /** The number of the client at address text `raw`, or -1 when it is not an IP address. */
   ip(raw: string): number {
-    const cached = this.rawIps.get(raw);
-    if (cached !== undefined) return cached;
+    const cached = this.rawIps.get(raw, 0, raw.length);
+    if (cached !== ABSENT) return cached;
     const address = parseAddressText(raw, LOG_ADDRESS);
     let index = -1;
     if (address !== undefined) {

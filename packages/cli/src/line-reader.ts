@@ -20,6 +20,9 @@ export interface LineHandler {
   newText(): void;
 }
 
+/** Bytes per string the lines are read from (see `block`). */
+const TEXT_BYTES = 1 << 16;
+
 export class LineReader {
   /** Non-blank lines seen, parsed or skipped. */
   lines = 0;
@@ -87,8 +90,21 @@ export class LineReader {
     this.handler.skip(TOO_LONG);
   }
 
-  /** Complete lines, newline-separated, without the final newline. */
+  /**
+   * Complete lines, newline-separated, without the final newline: turned into strings of about `TEXT_BYTES` (cut
+   * after a line), small enough for V8's young generation, where they die cheaply; a string of a whole 1 MiB chunk
+   * is a large object, and those kept the old generation's collector running (`node --trace-gc`).
+   */
   private block(bytes: Buffer): void {
+    for (let from = 0; from < bytes.length; ) {
+      let to = from + TEXT_BYTES >= bytes.length ? -1 : bytes.indexOf(10, from + TEXT_BYTES);
+      if (to === -1) to = bytes.length;
+      this.piece(bytes.subarray(from, to));
+      from = to + 1;
+    }
+  }
+
+  private piece(bytes: Buffer): void {
     if (isUtf8(bytes)) {
       this.splitText(bytes.toString('latin1'));
       return;

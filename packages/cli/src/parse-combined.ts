@@ -7,7 +7,6 @@
  */
 import type { IdentityTable } from './identity.js';
 import { BAD_TIME, NO_IDENTITY, NOT_ACCESS_LOG, type LineParser } from './line-result.js';
-import { utf8Value } from './line-reader.js';
 import { parseClfTime } from './timestamp.js';
 
 export class CombinedLineParser implements LineParser {
@@ -37,9 +36,9 @@ export class CombinedLineParser implements LineParser {
     const userStart = identEnd + 1;
     let identity: number;
     if (open > userStart && !(open === userStart + 1 && text.charCodeAt(userStart) === 45)) {
-      identity = this.identities.user(utf8Value(text.slice(userStart, open)));
+      identity = this.identities.userAt(text, userStart, open);
     } else {
-      identity = this.identities.ip(text.slice(start, hostEnd));
+      identity = this.identities.ipAt(text, start, hostEnd);
       if (identity < 0) return NO_IDENTITY;
     }
     this.time = time;

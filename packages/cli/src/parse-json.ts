@@ -110,7 +110,7 @@ export class JsonLineParser implements LineParser {
     if (userKind === SLOW) return SLOW;
     if (userKind === KIND_STRING && this.valueEnd > this.valueStart) {
       this.time = time;
-      return this.identities.user(utf8Value(text.slice(this.valueStart, this.valueEnd)));
+      return this.identities.userAt(text, this.valueStart, this.valueEnd);
     }
     if (userKind === KIND_NUMBER) {
       const raw = text.slice(this.valueStart, this.valueEnd);
@@ -124,7 +124,7 @@ export class JsonLineParser implements LineParser {
     const ipKind = at[1] === -1 ? KIND_ABSENT : this.value(text, at[1], end);
     if (ipKind === SLOW) return SLOW;
     if (ipKind !== KIND_STRING) return NO_IDENTITY;
-    const identity = this.identities.ip(text.slice(this.valueStart, this.valueEnd));
+    const identity = this.identities.ipAt(text, this.valueStart, this.valueEnd);
     if (identity < 0) return NO_IDENTITY;
     this.time = time;
     return identity;

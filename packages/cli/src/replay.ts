@@ -8,10 +8,13 @@
  * and each identity's peak over its periods. A clock that steps back into an earlier period counts in the current
  * one: a period only moves forward, so a user-period is never counted twice.
  *
- * Memory: a few numbers per identity and candidate, plus the distinct counts; nothing per line.
+ * Memory: a few numbers per identity and candidate, plus the distinct counts; nothing per line. The hot loop
+ * allocates nothing either: core's `stepRuleInto` writes each outcome into the candidate's reused scratch (fixed window, sliding
+ * window counter, token bucket and GCRA without allocating), an allowed step's state is copied into the identity's
+ * own array, and the per-identity numbers live in typed arrays, identity-major so one line touches one place.
  */
-import type { State } from '@sluice/core/store';
-import { stepRule } from '@sluice/core/store';
+import type { State, StepScratch } from '@sluice/core/store';
+import { newStepScratch, stepRuleInto } from '@sluice/core/store';
 import type { Candidate } from './candidates.js';
 import { Histogram } from './histogram.js';
 import { Timeline } from './timeline.js';
@@ -26,16 +29,16 @@ export interface CandidateOutcome {
   readonly userPeriodsAffected: number;
 }
 
-class CandidateState {
-  readonly states: Array<State | undefined> = [];
-  readonly expiresAt: number[] = [];
-  /** Period of the identity's last refusal, -1 before its first: counts users and user-periods affected once each. */
-  readonly refusedIn: number[] = [];
-  refused = 0;
-  usersAffected = 0;
-  userPeriodsAffected = 0;
-  constructor(readonly candidate: Candidate) {}
+interface CandidateCounts {
+  readonly candidate: Candidate;
+  /** Its own scratch: states of different lengths in one would resize `next` at every step. */
+  readonly scratch: StepScratch;
+  refused: number;
+  usersAffected: number;
+  userPeriodsAffected: number;
 }
+
+const INITIAL_IDENTITIES = 1 << 10;
 
 export class Replay {
   requests = 0;
@@ -43,17 +46,28 @@ export class Replay {
   lastTime = -Infinity;
   readonly userPeriods = new Histogram();
   readonly timeline: Timeline;
-  private readonly candidates: CandidateState[];
-  private readonly period: number[] = [];
-  private readonly inPeriod: number[] = [];
-  private readonly peak: number[] = [];
+  private readonly candidates: CandidateCounts[];
+  /** Identities seen: the highest identity number + 1. */
+  private count = 0;
+  // Per identity: its open period (-1 none), requests in it, its peak so far.
+  private period = new Float64Array(INITIAL_IDENTITIES).fill(-1);
+  private inPeriod = new Float64Array(INITIAL_IDENTITIES);
+  private peak = new Float64Array(INITIAL_IDENTITIES);
+  // Per identity and candidate, at identity × candidates + k: the state (an array reused across steps; meaningful
+  // while now < expiresAt, so "no state" is -Infinity), and the period of the last refusal (-1 before the first:
+  // counts identities and user-periods affected once each).
+  private states: Array<number[] | undefined> = [];
+  private expiresAt = new Float64Array(0);
+  private refusedIn = new Float64Array(0);
 
   constructor(
     candidates: readonly Candidate[],
     readonly periodMs: number,
   ) {
-    this.candidates = candidates.map((c) => new CandidateState(c));
+    this.candidates = candidates.map((candidate) => ({ candidate, scratch: newStepScratch(), refused: 0, usersAffected: 0, userPeriodsAffected: 0 }));
     this.timeline = new Timeline(candidates.length);
+    this.expiresAt = new Float64Array(INITIAL_IDENTITIES * candidates.length).fill(-Infinity);
+    this.refusedIn = new Float64Array(INITIAL_IDENTITIES * candidates.length).fill(-1);
   }
 
   /** One request by identity number `identity` (0, 1, 2, ... as first seen) at epoch ms `now`. */
@@ -62,7 +76,7 @@ export class Replay {
     if (now < this.firstTime) this.firstTime = now;
     if (now > this.lastTime) this.lastTime = now;
     const p = Math.floor(now / this.periodMs);
-    if (identity >= this.period.length) this.grow(identity);
+    if (identity >= this.count) this.grow(identity);
     let period = this.period[identity]!;
     if (p > period) {
       if (period >= 0) this.closePeriod(identity);
@@ -72,27 +86,37 @@ export class Replay {
       this.inPeriod[identity]!++;
     }
     const slot = this.timeline.slot(now);
-    for (let k = 0; k < this.candidates.length; k++) {
-      const c = this.candidates[k]!;
-      const held = c.states[identity];
-      const state = held !== undefined && c.expiresAt[identity]! > now ? held : undefined;
-      const step = stepRule(c.candidate.rule, state, now, 1, 'consume');
-      if (step.allowed) {
-        if (step.ttlMs > 0) {
-          c.states[identity] = step.next;
-          c.expiresAt[identity] = now + step.ttlMs;
+    const candidates = this.candidates;
+    const n = candidates.length;
+    const states = this.states;
+    const expiresAt = this.expiresAt;
+    for (let k = 0, at = identity * n; k < n; k++, at++) {
+      const held = expiresAt[at]! > now ? states[at] : undefined;
+      const c = candidates[k]!;
+      const scratch = c.scratch;
+      stepRuleInto(c.candidate.rule, held as State | undefined, now, 1, 'consume', scratch);
+      if (scratch.allowed) {
+        if (scratch.ttlMs > 0) {
+          const next = scratch.next;
+          let own = states[at];
+          if (own === undefined) states[at] = own = next.slice();
+          else {
+            if (own.length !== next.length) own.length = next.length;
+            for (let i = 0; i < next.length; i++) own[i] = next[i]!;
+          }
+          expiresAt[at] = now + scratch.ttlMs;
         } else {
-          c.states[identity] = undefined;
+          expiresAt[at] = -Infinity;
         }
         continue;
       }
       c.refused++;
       slot[k + 1]!++;
-      const last = c.refusedIn[identity]!;
+      const last = this.refusedIn[at]!;
       if (last !== period) {
         if (last === -1) c.usersAffected++;
         c.userPeriodsAffected++;
-        c.refusedIn[identity] = period;
+        this.refusedIn[at] = period;
       }
     }
     slot[0]!++;
@@ -100,24 +124,24 @@ export class Replay {
 
   /** Closes every open period; call once, after the last request. */
   finish(): void {
-    for (let i = 0; i < this.period.length; i++) if (this.period[i]! >= 0) this.closePeriod(i);
+    for (let i = 0; i < this.count; i++) if (this.period[i]! >= 0) this.closePeriod(i);
   }
 
   get identities(): number {
-    return this.period.length;
+    return this.count;
   }
 
   /** Each identity's largest count in one period. */
   peaks(): Histogram {
     const h = new Histogram();
-    for (const p of this.peak) if (p > 0) h.add(p);
+    for (let i = 0; i < this.count; i++) if (this.peak[i]! > 0) h.add(this.peak[i]!);
     return h;
   }
 
   /** The `n` identities with the highest peaks, highest first. */
   busiest(n: number): Array<{ identity: number; peak: number }> {
     const top: Array<{ identity: number; peak: number }> = [];
-    for (let i = 0; i < this.peak.length; i++) {
+    for (let i = 0; i < this.count; i++) {
       const peak = this.peak[i]!;
       if (top.length === n && peak <= top[n - 1]!.peak) continue;
       top.push({ identity: i, peak });
@@ -147,16 +171,24 @@ export class Replay {
     this.period[identity] = -1;
   }
 
+  /** Makes room for identities up to `identity` (numbers come densely, so usually one more), doubling the arrays. */
   private grow(identity: number): void {
-    while (this.period.length <= identity) {
-      this.period.push(-1);
-      this.inPeriod.push(0);
-      this.peak.push(0);
-      for (const c of this.candidates) {
-        c.states.push(undefined);
-        c.expiresAt.push(0);
-        c.refusedIn.push(-1);
-      }
-    }
+    this.count = identity + 1;
+    if (this.count <= this.period.length) return;
+    let capacity = this.period.length;
+    while (capacity < this.count) capacity *= 2;
+    const n = this.candidates.length;
+    this.period = extend(this.period, capacity, -1);
+    this.inPeriod = extend(this.inPeriod, capacity, 0);
+    this.peak = extend(this.peak, capacity, 0);
+    this.expiresAt = extend(this.expiresAt, capacity * n, -Infinity);
+    this.refusedIn = extend(this.refusedIn, capacity * n, -1);
   }
+}
+
+function extend(array: Float64Array, length: number, fill: number): Float64Array<ArrayBuffer> {
+  const longer = new Float64Array(length);
+  longer.set(array);
+  if (fill !== 0) longer.fill(fill, array.length);
+  return longer;
 }
