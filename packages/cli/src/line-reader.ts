@@ -1,6 +1,6 @@
 /**
  * Splits chunks of bytes into lines and hands each to a parser without copying it: a chunk's complete lines are
- * checked to be UTF-8 and turned into one string at once, one character per byte (latin1): ten times faster than
+ * checked to be UTF-8 and turned into strings of about 64 KiB at once, one character per byte (latin1): ten times faster than
  * decoding UTF-8 (`pnpm bench tune` output; V8 copies one-byte strings), and the same text wherever the bytes are
  * ASCII, which is all a log's syntax is. Parsers turn the values they keep back into UTF-8 (`utf8Value`). A newline
  * byte never occurs inside a UTF-8 sequence, so cutting at the last one splits no character. A line that is not valid UTF-8 is skipped and
