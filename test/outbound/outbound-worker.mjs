@@ -2,7 +2,8 @@
 // slot every 1000/limit ms, burst 1, on Redis TIME), calling the mock third party through core's throttled fetch
 // (limiter.wait before each request; Retry-After / X-RateLimit-* push the shared queue back). On `run` it waits
 // until `startAt`, then loops until `until`: a request is started only before `until`. It reports, per request,
-// when its wait began, when it was served (the slot started and the request was handed to fetch) and the status.
+// when its wait began, the slot it booked (the reserve decision's startAt, on Redis TIME), when it was served (the
+// slot started and the request was handed to fetch) and the status.
 // Following a third party that lowers its limit is the throttled fetch's own (`learn`, on by default): the worker
 // has no code for it.
 import { Redis } from 'ioredis';
@@ -21,7 +22,13 @@ process.on('message', async (message) => {
     process.disconnect();
     return;
   }
-  const limiter = createLimiter({ store, rules: rule(message.limit), timeout: 5_000, circuitBreaker: false, onStoreError: 'deny' });
+  // The booking of the request in flight: the worker sends one request at a time, and the throttled fetch makes one
+  // reserve before each send (pushBack's reserves come after a refusal, after the send they follow).
+  let booked = 0;
+  const onDecision = (event) => {
+    if (event.operation === 'reserve' && booked === 0) booked = event.decision.startAt;
+  };
+  const limiter = createLimiter({ store, rules: rule(message.limit), timeout: 5_000, circuitBreaker: false, onStoreError: 'deny', onDecision });
   let served = 0;
   const fetchApi = createThrottledFetch({
     limiter,
@@ -37,10 +44,11 @@ process.on('message', async (message) => {
   await sleep(message.startAt - Date.now());
   while (Date.now() < message.until) {
     const began = Date.now();
+    booked = 0;
     try {
       const response = await fetchApi(`${mockUrl}/v1/items?worker=${message.worker}`);
       await response.text();
-      records.push({ worker: message.worker, began, served, status: response.status });
+      records.push({ worker: message.worker, began, booked, served, status: response.status });
     } catch (error) {
       errors.push(String(error));
     }

@@ -27,6 +27,8 @@ const SLOT_MS = 1000 / LIMIT;
 interface WorkerRecord {
   worker: number;
   began: number;
+  /** The booked start (reserve's startAt, Redis TIME). */
+  booked: number;
   served: number;
   status: number;
 }
@@ -184,31 +186,40 @@ describe(`${WORKERS} worker processes, one Redis, a third party allowing ${LIMIT
     console.log(`after converging: ${(convergedRows.reduce((sum, r) => sum + r.ok, 0) / (convergedRows.length * LOWER) * 100).toFixed(1)}% of the new ${LOWER}/s used`);
   }, 30_000);
 
-  test('fairness: waits are served in the order they began (FIFO within one slot), and the spread of the waits', () => {
+  test('fairness: waits are booked in the order they began (FIFO across processes), and the spread of the waits', () => {
     expect(firstRun).toBeDefined();
     const { records, startAt } = firstRun!;
     const byStart = [...records].sort((a, b) => a.began - b.began);
-    let inversions = 0;
-    let worst = 0;
-    for (let i = 0; i < byStart.length; i++) {
-      for (let j = i + 1; j < byStart.length; j++) {
-        const a = byStart[i]!;
-        const b = byStart[j]!;
-        if (b.began - a.began > SLOT_MS && a.served > b.served) {
-          inversions++;
-          worst = Math.max(worst, a.served - b.served);
+    // FIFO is a property of the bookings: a wait begun more than one slot before another books an earlier slot.
+    // When it is served also depends on its timer and event loop: served-order inversions are reported, not asserted
+    // (a loaded CI machine fired one timer 37 ms late once, serving a booking after the next one's).
+    const inversions = (at: (r: WorkerRecord) => number) => {
+      let count = 0;
+      let worst = 0;
+      for (let i = 0; i < byStart.length; i++) {
+        for (let j = i + 1; j < byStart.length; j++) {
+          const a = byStart[i]!;
+          const b = byStart[j]!;
+          if (b.began - a.began > SLOT_MS && at(a) > at(b)) {
+            count++;
+            worst = Math.max(worst, at(a) - at(b));
+          }
         }
       }
-    }
+      return { count, worst };
+    };
+    const booked = inversions((r) => r.booked);
+    const served = inversions((r) => r.served);
     const waits = records.map((r) => r.served - r.began).sort((a, b) => a - b);
     const at = (q: number) => waits[Math.min(waits.length - 1, Math.floor(q * waits.length))]!;
     const perWorker = Array.from({ length: WORKERS }, (_, w) => records.filter((r) => r.worker === w).length);
     console.log(
       `outbound, fairness (the steady run, ${records.length} requests from ${new Date(startAt).toISOString()}):\n` +
         `wait ms: min ${at(0)}, p50 ${at(0.5)}, p95 ${at(0.95)}, max ${waits.at(-1)}; requests per worker: min ${Math.min(...perWorker)}, max ${Math.max(...perWorker)}\n` +
-        `pairs begun more than one slot (${SLOT_MS} ms) apart and served out of order: ${inversions}${inversions > 0 ? ` (worst by ${worst} ms)` : ''}`,
+        `pairs begun more than one slot (${SLOT_MS} ms) apart and booked out of order: ${booked.count}; served out of order: ${served.count}${served.count > 0 ? ` (worst by ${served.worst} ms)` : ''}`,
     );
-    expect(inversions).toBe(0);
+    expect(records.every((r) => r.booked > 0)).toBe(true);
+    expect(booked.count).toBe(0);
     // FIFO keeps the workers in one round-robin order: their counts differ only by where the run began and ended.
     expect(Math.max(...perWorker) - Math.min(...perWorker)).toBeLessThanOrEqual(3);
   });
