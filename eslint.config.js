@@ -12,6 +12,7 @@ const EDGE_SAFE = [
   'packages/tiered/src/**/*.ts',
   'packages/otel/src/**/*.ts',
   'packages/frameworks/next/src/**/*.ts',
+  'packages/frameworks/hono/src/**/*.ts',
 ];
 
 export default tseslint.config(

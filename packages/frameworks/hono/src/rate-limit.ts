@@ -1,0 +1,54 @@
+import { optionalFunction } from '@sluice/core/store';
+import { applyHeaders, checkOptionsObject, createHandler, type HandleResult, type HttpLimitOptions } from '@sluice/http';
+import type { Context, Env, MiddlewareHandler } from 'hono';
+import type { StatusCode } from 'hono/utils/http-status';
+import { Background } from './background.js';
+import { connectionOf } from './connection.js';
+import type { HonoRateLimitOptions } from './options.js';
+
+/**
+ * Hono middleware that rate limits. Use it app-wide (`app.use(rateLimit({...}))`) or per route
+ * (`app.post('/login', rateLimit({ limiter: login }), handler)`); several on one request add their RateLimit
+ * items. An allowed request continues with `c.get('rateLimit')` set and the RateLimit headers on the response;
+ * a refused one is answered here (429/503/413/400 problem+json with RateLimit and Retry-After headers) and the
+ * route does not run. Errors thrown by your hooks (`identify`, `skip`, `cost`, `clientIp`) propagate to
+ * `app.onError`.
+ * @example
+ * app.use('/api/*', rateLimit({ limiter, clientIp: { platform: 'cloudflare' } }));
+ */
+export function rateLimit<E extends Env = Env>(options: HonoRateLimitOptions<E>): MiddlewareHandler<E> {
+  checkOptionsObject(options, 'rateLimit options');
+  const { onDecision, onLimited, onError, ...shared } = options;
+  optionalFunction(onDecision, 'onDecision', '({ request, result }) => void | Promise');
+  optionalFunction(onLimited, 'onLimited', '(event) => void | Promise');
+  optionalFunction(onError, 'onError', '(error, event) => void | Promise');
+
+  const background = new Background(onError as ((error: unknown, event: unknown) => unknown) | undefined);
+  const handlerOptions: HttpLimitOptions<Context<E>> = { ...shared };
+  if (onLimited !== undefined) handlerOptions.onLimited = (event) => background.hand(event.request, 'onLimited', onLimited(event));
+  if (onError !== undefined) handlerOptions.onError = (error, event) => background.hand(event.request, 'onError', onError(error, event));
+  const handler = createHandler<Context<E>>(handlerOptions);
+
+  return async function sluiceRateLimit(c, next) {
+    const { remoteAddress, connectionLost } = connectionOf(c);
+    const request = { headers: c.req.raw.headers, remoteAddress, connectionLost, method: c.req.method, url: c.req.url };
+    const result = await handler.run(request, c);
+    c.set('rateLimit', result);
+    if (onDecision !== undefined) background.run(c, 'onDecision', () => onDecision({ request: c, result }));
+    return respond(c, next, result);
+  };
+}
+
+/**
+ * The headers go on `c.res` before the route runs: Hono carries them into whatever response the route (or
+ * `notFound`, or `onError`) makes, and a second sluice middleware merges its RateLimit items with them.
+ */
+async function respond(c: Context, next: () => Promise<void>, result: HandleResult): Promise<Response | undefined> {
+  applyHeaders(result.headers, c.res.headers);
+  if (result.allowed) {
+    await next();
+    return undefined;
+  }
+  // A refusal's status is one of 429, 503, 413, 400 or a `denyResponse` / shadow-ban choice: a valid HTTP status.
+  return c.newResponse(result.body ?? null, result.status as StatusCode);
+}

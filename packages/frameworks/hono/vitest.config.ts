@@ -1,0 +1,13 @@
+import { defineConfig } from 'vitest/config';
+
+// The unit tests run twice: under Node and under vitest's edge-runtime environment (the web globals of
+// Cloudflare-like runtimes, from @edge-runtime/vm), driven through `app.request()`. The real-HTTP tests on
+// @hono/node-server live in test/node and run under Node only.
+export default defineConfig({
+  test: {
+    projects: [
+      { test: { name: 'node', environment: 'node', include: ['test/**/*.test.ts'] } },
+      { test: { name: 'edge', environment: 'edge-runtime', include: ['test/*.test.ts'] } },
+    ],
+  },
+});
