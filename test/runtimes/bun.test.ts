@@ -1,0 +1,55 @@
+/**
+ * Bun, for real: fixtures/bun-server.mjs serves the fixture app with Bun.serve on 127.0.0.1, importing the built
+ * packages, over three stores: memory, Upstash (@upstash/redis against the project's Upstash REST fixture over a
+ * real redis-server) and Redis (ioredis on Bun, against its own redis-server). Driven over HTTP from here.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startRedis, type RedisServer } from '../harness/redis.js';
+import { startUpstashFixture, type UpstashFixture } from '../harness/upstash-fixture.js';
+import { countsExactlyUnderConcurrency, identifiesByPeerAddress, LIMIT, refusesOverTheLimit } from './http-limits.js';
+import { runtimeBinary, startRuntimeServer, type RuntimeServer } from './runtime-server.js';
+
+let upstashRedis: RedisServer;
+let ioredisRedis: RedisServer;
+let fixture: UpstashFixture;
+let server: RuntimeServer;
+
+beforeAll(async () => {
+  const bun = runtimeBinary('bun');
+  [upstashRedis, ioredisRedis] = await Promise.all([startRedis(), startRedis()]);
+  fixture = await startUpstashFixture({ redisPort: upstashRedis.port });
+  server = await startRuntimeServer(bun.path, ['runtimes/fixtures/bun-server.mjs'], {
+    UPSTASH_URL: fixture.url,
+    UPSTASH_TOKEN: fixture.token,
+    REDIS_PORT: String(ioredisRedis.port),
+  });
+});
+
+afterAll(async () => {
+  await server?.stop();
+  await fixture?.close();
+  await Promise.all([upstashRedis?.stop(), ioredisRedis?.stop()]);
+});
+
+it('the server is Bun itself (Bun.version from inside the process), not Node', () => {
+  expect(server.reported).toEqual({ runtime: 'bun', version: runtimeBinary('bun').version, limit: LIMIT });
+});
+
+describe.each(['memory', 'upstash', 'redis'])('Bun.serve with the %s store', (store) => {
+  it('allows the limit, then answers 429 with RateLimit headers, Retry-After and a problem+json body', async () => {
+    await refusesOverTheLimit(server.url, store);
+  });
+
+  it('counts exactly under concurrent requests', async () => {
+    await countsExactlyUnderConcurrency(server.url, store);
+  });
+
+  it('identifies an anonymous client by the peer address Bun reports (server.requestIP)', async () => {
+    await identifiesByPeerAddress(server.url, store);
+  });
+});
+
+it('the Upstash store went through the REST fixture, and nothing was written to stderr', () => {
+  expect(fixture.stats.byCommand.evalsha ?? 0).toBeGreaterThan(0);
+  expect(server.stderr()).toBe('');
+});

@@ -1,0 +1,65 @@
+/**
+ * Deno, for real: fixtures/deno-server.mjs serves the fixture app with Deno.serve on 127.0.0.1, importing the
+ * built packages from the local node_modules (`--node-modules-dir=manual`, `--cached-only`: nothing is downloaded;
+ * network permission only for 127.0.0.1), over the memory store and the Upstash store (@upstash/redis against the
+ * project's Upstash REST fixture over a real redis-server). Driven over HTTP from here.
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startRedis, type RedisServer } from '../harness/redis.js';
+import { startUpstashFixture, type UpstashFixture } from '../harness/upstash-fixture.js';
+import { countsExactlyUnderConcurrency, identifiesByPeerAddress, LIMIT, refusesOverTheLimit } from './http-limits.js';
+import { runtimeBinary, startRuntimeServer, type RuntimeServer } from './runtime-server.js';
+
+// Deno's cache (DENO_DIR) in a folder of this run, so it neither reads nor leaves anything in the user's home.
+const denoDir = mkdtempSync(join(tmpdir(), 'sluice-deno-'));
+const DENO_FLAGS = ['--allow-net=127.0.0.1', '--allow-env', '--allow-read', '--node-modules-dir=manual', '--cached-only', '--no-lock', '--no-config'];
+
+let redis: RedisServer;
+let fixture: UpstashFixture;
+let server: RuntimeServer;
+
+beforeAll(async () => {
+  const deno = runtimeBinary('deno');
+  redis = await startRedis();
+  fixture = await startUpstashFixture({ redisPort: redis.port });
+  server = await startRuntimeServer(deno.path, ['run', ...DENO_FLAGS, 'runtimes/fixtures/deno-server.mjs'], {
+    DENO_DIR: denoDir,
+    DENO_NO_UPDATE_CHECK: '1',
+    DENO_NO_PROMPT: '1',
+    UPSTASH_URL: fixture.url,
+    UPSTASH_TOKEN: fixture.token,
+  });
+});
+
+afterAll(async () => {
+  await server?.stop();
+  await fixture?.close();
+  await redis?.stop();
+  rmSync(denoDir, { recursive: true, force: true });
+});
+
+it('the server is Deno itself (Deno.version from inside the process), not Node', () => {
+  expect(server.reported).toEqual({ runtime: 'deno', version: /^deno (\S+)/.exec(runtimeBinary('deno').version)![1], limit: LIMIT });
+});
+
+describe.each(['memory', 'upstash'])('Deno.serve with the %s store', (store) => {
+  it('allows the limit, then answers 429 with RateLimit headers, Retry-After and a problem+json body', async () => {
+    await refusesOverTheLimit(server.url, store);
+  });
+
+  it('counts exactly under concurrent requests', async () => {
+    await countsExactlyUnderConcurrency(server.url, store);
+  });
+
+  it('identifies an anonymous client by the peer address Deno reports (info.remoteAddr)', async () => {
+    await identifiesByPeerAddress(server.url, store);
+  });
+});
+
+it('the Upstash store went through the REST fixture, and nothing was written to stderr', () => {
+  expect(fixture.stats.byCommand.evalsha ?? 0).toBeGreaterThan(0);
+  expect(server.stderr()).toBe('');
+});
