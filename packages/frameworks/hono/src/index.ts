@@ -1,3 +1,5 @@
 export { rateLimit } from './rate-limit.js';
+export { trafficStack } from './traffic-stack.js';
+export type { HonoTrafficStackOptions, TrafficStackInfo } from './traffic-stack.js';
 export type { DecisionEvent, HonoRateLimitOptions, RateLimitInfo, RateLimitVariables } from './options.js';
-export type { HandleResult, LimiterEntry, Outcome } from '@sluice/http';
+export type { HandleResult, LimiterEntry, Outcome, StackLayer } from '@sluice/http';

@@ -17,6 +17,23 @@ import type { HonoRateLimitOptions } from './options.js';
  * app.use('/api/*', rateLimit({ limiter, clientIp: { platform: 'cloudflare' } }));
  */
 export function rateLimit<E extends Env = Env>(options: HonoRateLimitOptions<E>): MiddlewareHandler<E> {
+  const decide = decider(options);
+  return async function sluiceRateLimit(c, next) {
+    const result = await decide(c);
+    if (result.allowed) {
+      await next();
+      return undefined;
+    }
+    return refuse(c, result);
+  };
+}
+
+/**
+ * Decides a request: sets `c.get('rateLimit')`, runs `onDecision`, and puts the RateLimit headers on `c.res`
+ * before the route runs. Hono carries headers set there into whatever response the route (or `notFound`, or
+ * `onError`) makes, and a second sluice middleware merges its RateLimit items with them.
+ */
+export function decider<E extends Env>(options: HonoRateLimitOptions<E>): (c: Context<E>) => Promise<HandleResult> {
   checkOptionsObject(options, 'rateLimit options');
   const { onDecision, onLimited, onError, ...shared } = options;
   optionalFunction(onDecision, 'onDecision', '({ request, result }) => void | Promise');
@@ -29,26 +46,19 @@ export function rateLimit<E extends Env = Env>(options: HonoRateLimitOptions<E>)
   if (onError !== undefined) handlerOptions.onError = (error, event) => background.hand(event.request, 'onError', onError(error, event));
   const handler = createHandler<Context<E>>(handlerOptions);
 
-  return async function sluiceRateLimit(c, next) {
+  return async (c) => {
     const { remoteAddress, connectionLost } = connectionOf(c);
     const request = { headers: c.req.raw.headers, remoteAddress, connectionLost, method: c.req.method, url: c.req.url };
     const result = await handler.run(request, c);
     c.set('rateLimit', result);
     if (onDecision !== undefined) background.run(c, 'onDecision', () => onDecision({ request: c, result }));
-    return respond(c, next, result);
+    applyHeaders(result.headers, c.res.headers);
+    return result;
   };
 }
 
-/**
- * The headers go on `c.res` before the route runs: Hono carries them into whatever response the route (or
- * `notFound`, or `onError`) makes, and a second sluice middleware merges its RateLimit items with them.
- */
-async function respond(c: Context, next: () => Promise<void>, result: HandleResult): Promise<Response | undefined> {
-  applyHeaders(result.headers, c.res.headers);
-  if (result.allowed) {
-    await next();
-    return undefined;
-  }
+/** The refusal, with the headers already on `c.res` (its content type among them). */
+export function refuse(c: Context, result: HandleResult): Response {
   // A refusal's status is one of 429, 503, 413, 400 or a `denyResponse` / shadow-ban choice: a valid HTTP status.
   return c.newResponse(result.body ?? null, result.status as StatusCode);
 }

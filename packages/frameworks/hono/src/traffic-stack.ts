@@ -1,0 +1,104 @@
+import { SluiceError, type Lease } from '@sluice/core';
+import { rejectUnknownOptions } from '@sluice/core/store';
+import { checkStackLayers, runStackLayers, type StackLayer, type StackLayers } from '@sluice/http';
+import type { Context, Env, MiddlewareHandler } from 'hono';
+import type { HonoRateLimitOptions } from './options.js';
+import { decider, refuse } from './rate-limit.js';
+
+/** What the stack leaves on `c.get('trafficStack')`. */
+export interface TrafficStackInfo {
+  /** The layer that refused the request, if one did. */
+  readonly refusedBy: StackLayer | undefined;
+  /** The priority class the request was given (with fleet or worker). */
+  readonly priority: string | undefined;
+}
+
+declare module 'hono' {
+  interface ContextVariableMap {
+    /** Set by @sluice/hono's trafficStack. */
+    trafficStack: TrafficStackInfo;
+  }
+}
+
+/** The four layers; `priority` and each layer's hooks receive the Hono context. */
+export interface HonoTrafficStackOptions<E extends Env = Env> extends StackLayers<Context<E>> {
+  /** Request rate per client (429): every option of `rateLimit()`. Concurrency counts per the identity it resolves. */
+  rate?: HonoRateLimitOptions<E>;
+}
+
+const KNOWN = ['rate', 'concurrency', 'fleet', 'worker', 'priority'];
+
+/**
+ * Seed 000's four limiters as one middleware, consulted in the seed's order: request rate (429) → concurrency
+ * (429) → fleet usage (503) → worker utilization (503). A refusal is problem+json naming the layer (`refusedBy`)
+ * with Retry-After. A lease taken for the request is held until the response body has been sent to its end or
+ * cancelled, the client went away (the request's signal aborted), or the route failed.
+ * @example
+ * app.use('/api/*', trafficStack({ rate: { limiter }, concurrency: { limiter: inFlight } }));
+ */
+export function trafficStack<E extends Env = Env>(options: HonoTrafficStackOptions<E>): MiddlewareHandler<E> {
+  if (typeof options !== 'object' || options === null) throw new SluiceError('INVALID_OPTION', 'trafficStack: options must be an object such as { rate, concurrency: { limiter } }');
+  rejectUnknownOptions(options, KNOWN, 'trafficStack');
+  const { rate, ...layers } = options;
+  checkStackLayers(layers, 'trafficStack', rate !== undefined);
+  const decide = rate === undefined ? undefined : decider(rate);
+
+  return async function sluiceTrafficStack(c, next) {
+    const rated = decide === undefined ? undefined : await decide(c);
+    if (rated !== undefined && !rated.allowed) {
+      c.set('trafficStack', { refusedBy: 'rate', priority: undefined });
+      return refuse(c, rated);
+    }
+    const leases: Lease[] = [];
+    const release = (): void => {
+      for (const lease of leases.splice(0)) void lease.release();
+    };
+    try {
+      // A lease is tied to the request's signal: a client that goes away, while the later layers decide or while
+      // the route runs, frees its slot at once (the signal aborts on disconnect in @hono/node-server).
+      const { refusal, priority } = await runStackLayers(layers, c, rated?.identity, (lease) => void leases.push(lease), { signal: c.req.raw.signal });
+      c.set('trafficStack', { refusedBy: refusal?.layer, priority });
+      if (refusal !== undefined) {
+        release();
+        return c.newResponse(refusal.body, refusal.status, { 'Content-Type': refusal.contentType, 'Retry-After': String(refusal.retryAfterSeconds) });
+      }
+      await next();
+    } catch (error) {
+      release();
+      throw error;
+    }
+    if (leases.length > 0) c.res = releasingBody(c.res, release);
+    return undefined;
+  };
+}
+
+/** The route's response with a body that releases the leases once sent to its end, failed or cancelled. */
+function releasingBody(response: Response, release: () => void): Response {
+  const body = response.body;
+  if (body === null) {
+    release();
+    return response;
+  }
+  const reader = body.getReader();
+  const stream = new ReadableStream<Uint8Array>({
+    async pull(controller) {
+      try {
+        const { done, value } = await reader.read();
+        if (done) {
+          release();
+          controller.close();
+        } else {
+          controller.enqueue(value);
+        }
+      } catch (error) {
+        release();
+        controller.error(error);
+      }
+    },
+    cancel(reason) {
+      release();
+      return reader.cancel(reason);
+    },
+  });
+  return new Response(stream, { status: response.status, statusText: response.statusText, headers: response.headers });
+}
