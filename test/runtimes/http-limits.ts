@@ -27,7 +27,7 @@ export async function refusesOverTheLimit(base: string, store: string): Promise<
   for (let i = 0; i < LIMIT; i++) {
     const response = await hello(base, store, who);
     expect(response.status).toBe(200);
-    expect(await response.json()).toEqual({ ok: true, store, identity: `user:${who}` });
+    expect(await response.json()).toEqual({ ok: true, store, identity: `user:${who}`, degraded: false });
     expect(response.headers.get('ratelimit-policy')).toBe(policy);
     const rateLimit = new RegExp(`^"${store}";r=${LIMIT - 1 - i};t=(\\d+)$`).exec(response.headers.get('ratelimit') ?? '');
     expect(rateLimit, `request ${i + 1}: RateLimit ${response.headers.get('ratelimit')}`).not.toBeNull();
@@ -53,6 +53,10 @@ export async function refusesOverTheLimit(base: string, store: string): Promise<
 export async function countsExactlyUnderConcurrency(base: string, store: string, burst = 4 * LIMIT): Promise<void> {
   const who = user(store);
   const responses = await Promise.all(Array.from({ length: burst }, () => hello(base, store, who)));
+  const bodies = await Promise.all(responses.map((r) => r.text()));
+  // A degraded decision (the store failed or timed out, and the limiter failed open) is not a count at all.
+  const degraded = bodies.filter((body) => body.includes('"degraded":true'));
+  expect(degraded, 'decisions answered by the failure policy instead of the store').toEqual([]);
   const statuses = responses.map((r) => r.status);
   expect(statuses.filter((s) => s === 200)).toHaveLength(LIMIT);
   expect(statuses.filter((s) => s === 429)).toHaveLength(burst - LIMIT);
@@ -61,12 +65,11 @@ export async function countsExactlyUnderConcurrency(base: string, store: string,
     .map((r) => Number(/;r=(\d+);/.exec(r.headers.get('ratelimit') ?? '')?.[1]))
     .sort((a, b) => a - b);
   expect(remaining).toEqual(Array.from({ length: LIMIT }, (_, i) => i));
-  await Promise.all(responses.map((r) => r.arrayBuffer()));
 }
 
 /** Without an `x-user` header the client is its peer address, as the runtime's server reports it. */
 export async function identifiesByPeerAddress(base: string, store: string): Promise<void> {
   const response = await hello(base, store, undefined);
   expect(response.status).toBe(200);
-  expect(await response.json()).toMatchObject({ identity: 'ip:127.0.0.1' });
+  expect(await response.json()).toMatchObject({ identity: 'ip:127.0.0.1', degraded: false });
 }
