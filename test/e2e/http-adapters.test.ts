@@ -1,10 +1,10 @@
-// End to end: a real server per framework (Express 5, Express 4, Fastify 5) on 127.0.0.1, a real HTTP client.
+// End to end: a real server per framework (Express 5, Express 4, Fastify 5, Hono 4) on 127.0.0.1, a real HTTP client.
 // Behaviour: N allowed then 429 with exact headers, Retry-After honoured by a client that waits, per-route
 // limiters, shadow mode, skip.
 import { createLimiter, fixedWindow, type Limiter } from '@sluice/core';
 import { memoryStore } from '@sluice/memory';
 import { afterEach, describe, expect, it } from 'vitest';
-import { client, FRAMEWORKS, limitHeaders, serve, sleep, type App } from './servers.js';
+import { client, FRAMEWORKS, limitHeaders, pathOf, serve, sleep, type App } from './servers.js';
 
 const open: Array<{ close(): Promise<void> }> = [];
 afterEach(async () => {
@@ -97,7 +97,7 @@ for (const framework of FRAMEWORKS) {
 
     it('skipped requests are neither limited nor counted', async () => {
       const app = await track(
-        serve(framework, { limiter: limiter('api', 1, 60_000), skip: (req: { url?: string }) => req.url === '/health' }, [{ path: '/health' }, { path: '/' }]),
+        serve(framework, { limiter: limiter('api', 1, 60_000), skip: (req: { url?: string; req?: { path: string } }) => pathOf(req) === '/health' }, [{ path: '/health' }, { path: '/' }]),
       );
       const http = await track(client());
       for (let i = 0; i < 3; i++) {

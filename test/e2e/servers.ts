@@ -1,18 +1,30 @@
-// Real listening servers for the end-to-end suites: one tiny app per framework (Express 5, Express 4, Fastify 5)
+// Real listening servers for the end-to-end suites: one tiny app per framework (Express 5, Express 4, Fastify 5,
+// Hono 4 on @hono/node-server)
 // with the same routes, a real reverse proxy that appends X-Forwarded-For the way nginx does, and a real HTTP
 // client (undici) that can pick its source address on the loopback network (127.0.0.2, 127.0.0.3, ...).
 import type { HttpLimitOptions } from '@sluice/http';
 import { rateLimit } from '@sluice/express';
 import { rateLimitPlugin, type RouteRateLimitOptions } from '@sluice/fastify';
+import { rateLimit as honoRateLimit } from '@sluice/hono';
+import { serve as serveNode, type ServerType } from '@hono/node-server';
 import express5 from 'express';
 import express4 from 'express4';
 import Fastify from 'fastify';
+import { Hono } from 'hono';
 import { createServer, request as httpRequest, type IncomingMessage, type Server } from 'node:http';
 import { connect, type AddressInfo } from 'node:net';
 import { Agent, fetch } from 'undici';
 
-export type Framework = 'express5' | 'express4' | 'fastify';
-export const FRAMEWORKS: readonly Framework[] = ['express5', 'express4', 'fastify'];
+export type Framework = 'express5' | 'express4' | 'fastify' | 'hono';
+export const FRAMEWORKS: readonly Framework[] = ['express5', 'express4', 'fastify', 'hono'];
+
+/**
+ * The request path a hook sees, whatever the framework hands hooks: Express's and Fastify's request (`url`), or
+ * Hono's context (`req.path`).
+ */
+export function pathOf(request: { url?: string; req?: { path: string } }): string | undefined {
+  return request.req?.path ?? request.url;
+}
 
 export interface Route {
   readonly path: string;
@@ -45,6 +57,23 @@ export async function serve(framework: Framework, appWide: HttpLimitOptions<neve
     await app.listen({ port: 0, host });
     const port = (app.server.address() as AddressInfo).port;
     return { url: base(host, port), port, ran, close: () => app.close() };
+  }
+  if (framework === 'hono') {
+    const app = new Hono();
+    if (appWide !== undefined) app.use(honoRateLimit(appWide as never));
+    for (const route of routes) {
+      if (route.limit !== undefined) app.use(route.path, honoRateLimit(route.limit as never));
+      app.get(route.path, (c) => {
+        count(route.path);
+        const info = c.get('rateLimit');
+        return c.json({ route: route.path, identity: info?.identity, outcome: info?.outcome });
+      });
+    }
+    const server = await new Promise<ServerType>((resolve) => {
+      const s = serveNode({ fetch: app.fetch, port: 0, hostname: host }, () => resolve(s));
+    });
+    const port = (server.address() as AddressInfo).port;
+    return { url: base(host, port), port, ran, close: () => closeServer(server as Server) };
   }
   const app = (framework === 'express5' ? express5 : express4)();
   if (appWide !== undefined) app.use(rateLimit(appWide as never));
