@@ -1,7 +1,8 @@
 #!/bin/sh
 # Installs luacheck, the Lua linter `pnpm lint` runs on the Redis script (scripts/luacheck.mjs), when it is
 # missing; does nothing when it is on the PATH. The README's install command runs it. Then it runs
-# install-chromium.sh beside it (the browser of @sluice/cli's HTML report test), as quick and silent when installed.
+# install-chromium.sh beside it (the browser of @sluice/cli's HTML report test) and install-node-versions.sh (Node 22
+# and 24 for the packages' tests), each as quick and silent when installed.
 set -eu
 install_luacheck() {
 command -v luacheck >/dev/null 2>&1 && return 0
@@ -25,3 +26,5 @@ install_luacheck
 # Sourced in a subshell rather than run with `sh`: no PATH lookup, and its `exit` ends only the subshell.
 case $0 in */*) here=${0%/*} ;; *) here=. ;; esac
 ( . "$here/install-chromium.sh" )
+# Node 22 and 24 for scripts/test-node-versions.mjs (pnpm test's last step), unpacked into .tools/.
+( . "$here/install-node-versions.sh" )
