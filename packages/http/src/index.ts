@@ -27,5 +27,5 @@ export { addressLost, readHeader } from './request.js';
 export type { HeaderBag, HttpRequest, SocketLike } from './request.js';
 export { applyHeaders, headersTarget, toResponse } from './web.js';
 export { throttledWarning } from './report.js';
-export { checkStackLayers, heldUntilEnd, runStackLayers, stackRefusal } from './stack.js';
+export { checkStackLayers, heldUntilEnd, releasingBody, runStackLayers, stackRefusal } from './stack.js';
 export type { EndingResponse, StackLayer, StackLayers, StackOutcome, StackRefusal } from './stack.js';

@@ -129,3 +129,39 @@ export function heldUntilEnd(response: EndingResponse): { hold(lease: Lease): vo
   };
   return { hold, release };
 }
+
+/**
+ * A web response whose body releases a traffic stack's leases once it has been read to its end, has failed, or
+ * was cancelled (the client left): the request holds its concurrency slot for as long as it is sending, as
+ * `heldUntilEnd` does for Node's responses. A response without a body releases at once. Used by the Next.js and
+ * Hono stacks.
+ */
+export function releasingBody(response: Response, release: () => void): Response {
+  const body = response.body;
+  if (body === null) {
+    release();
+    return response;
+  }
+  const reader = body.getReader();
+  const stream = new ReadableStream<Uint8Array>({
+    async pull(controller) {
+      try {
+        const { done, value } = await reader.read();
+        if (done) {
+          release();
+          controller.close();
+        } else {
+          controller.enqueue(value);
+        }
+      } catch (error) {
+        release();
+        controller.error(error);
+      }
+    },
+    cancel(reason) {
+      release();
+      return reader.cancel(reason);
+    },
+  });
+  return new Response(stream, { status: response.status, statusText: response.statusText, headers: response.headers });
+}

@@ -24,6 +24,7 @@ const ROOT = [
   'problemFor',
   'rateLimitFields',
   'readHeader',
+  'releasingBody',
   'runStackLayers',
   'sfString',
   'stackRefusal',

@@ -1,6 +1,6 @@
 import { SluiceError, type Lease } from '@sluice/core';
 import { rejectUnknownOptions } from '@sluice/core/store';
-import { checkStackLayers, runStackLayers, type StackLayer, type StackLayers } from '@sluice/http';
+import { checkStackLayers, releasingBody, runStackLayers, type StackLayer, type StackLayers } from '@sluice/http';
 import type { Context, Env, MiddlewareHandler } from 'hono';
 import type { HonoRateLimitOptions } from './options.js';
 import { decider, refuse } from './rate-limit.js';
@@ -70,35 +70,4 @@ export function trafficStack<E extends Env = Env>(options: HonoTrafficStackOptio
     if (leases.length > 0) c.res = releasingBody(c.res, release);
     return undefined;
   };
-}
-
-/** The route's response with a body that releases the leases once sent to its end, failed or cancelled. */
-function releasingBody(response: Response, release: () => void): Response {
-  const body = response.body;
-  if (body === null) {
-    release();
-    return response;
-  }
-  const reader = body.getReader();
-  const stream = new ReadableStream<Uint8Array>({
-    async pull(controller) {
-      try {
-        const { done, value } = await reader.read();
-        if (done) {
-          release();
-          controller.close();
-        } else {
-          controller.enqueue(value);
-        }
-      } catch (error) {
-        release();
-        controller.error(error);
-      }
-    },
-    cancel(reason) {
-      release();
-      return reader.cancel(reason);
-    },
-  });
-  return new Response(stream, { status: response.status, statusText: response.statusText, headers: response.headers });
 }

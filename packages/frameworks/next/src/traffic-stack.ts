@@ -1,7 +1,7 @@
 import { rejectUnknownOptions } from '@sluice/core/store';
 import { SluiceError, type Lease } from '@sluice/core';
 import type { NextRequest } from 'next/server';
-import { checkStackLayers, runStackLayers, type StackLayer, type StackLayers } from './http.js';
+import { checkStackLayers, releasingBody, runStackLayers, type StackLayer, type StackLayers } from './http.js';
 import type { WaitUntilEvent } from './options.js';
 import type { NextRateLimit } from './rate-limit.js';
 import { toNextResponse, withRateLimitHeaders } from './responses.js';
@@ -56,35 +56,4 @@ export function withTrafficStack<C = unknown>(handler: RouteHandler<C>, options:
       throw error;
     }
   };
-}
-
-/** The handler's response with a body that releases the leases once read to its end, failed or cancelled. */
-function releasingBody(response: Response, release: () => void): Response {
-  const body = response.body;
-  if (body === null) {
-    release();
-    return response;
-  }
-  const reader = body.getReader();
-  const stream = new ReadableStream<Uint8Array>({
-    async pull(controller) {
-      try {
-        const { done, value } = await reader.read();
-        if (done) {
-          release();
-          controller.close();
-        } else {
-          controller.enqueue(value);
-        }
-      } catch (error) {
-        release();
-        controller.error(error);
-      }
-    },
-    cancel(reason) {
-      release();
-      return reader.cancel(reason);
-    },
-  });
-  return new Response(stream, { status: response.status, statusText: response.statusText, headers: response.headers });
 }
