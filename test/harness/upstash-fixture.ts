@@ -54,6 +54,8 @@ export interface UpstashFixtureStats {
   redisCommands: number;
   /** The same, per lower-case command name (`evalsha`, `eval`, ...). */
   byCommand: Record<string, number>;
+  /** The `upstash-sync-token` request header of each authorized request, in order (null: none sent). */
+  syncTokens: Array<string | null>;
 }
 
 const CONTROL_PREFIX = '/__fixture/';
@@ -140,6 +142,8 @@ export class UpstashFixture {
       return send(res, 401, { error: 'Unauthorized' });
     }
     const base64 = String(req.headers['upstash-encoding'] ?? '').toLowerCase() === 'base64';
+    const sentToken = req.headers['upstash-sync-token'];
+    this.stats.syncTokens.push(typeof sentToken === 'string' ? sentToken : null);
     res.setHeader('upstash-sync-token', String(++this.syncToken));
     if (url.pathname === '/pipeline' || url.pathname === '/multi-exec') {
       const commands = parseCommandList(body);
@@ -288,7 +292,7 @@ export function startUpstashFixture(options: UpstashFixtureOptions): Promise<Ups
 }
 
 function zeroStats(): UpstashFixtureStats {
-  return { requests: 0, command: 0, pipeline: 0, multiExec: 0, unauthorized: 0, redisCommands: 0, byCommand: {} };
+  return { requests: 0, command: 0, pipeline: 0, multiExec: 0, unauthorized: 0, redisCommands: 0, byCommand: {}, syncTokens: [] };
 }
 
 function entry(reply: Reply, base64: boolean): unknown {

@@ -1,14 +1,13 @@
-// A fetch handler on the Upstash store with @upstash/redis's Cloudflare build, headers written by hand.
+// A fetch handler on the Upstash store on its own REST client, headers written by hand.
 import { createLimiter, tokenBucket } from '@sluice/core';
 import { upstashStore } from '@sluice/upstash';
-import { Redis } from '@upstash/redis/cloudflare';
 
 let limiter;
 
 export default {
   async fetch(request, env) {
     limiter ??= createLimiter({
-      store: upstashStore(new Redis({ url: env.UPSTASH_REDIS_REST_URL, token: env.UPSTASH_REDIS_REST_TOKEN })),
+      store: upstashStore({ url: env.UPSTASH_REDIS_REST_URL, token: env.UPSTASH_REDIS_REST_TOKEN }),
       rules: tokenBucket({ capacity: 10, refillRate: 1, interval: '1s' }),
     });
     const decision = await limiter.limit(request.headers.get('cf-connecting-ip') ?? 'anonymous');

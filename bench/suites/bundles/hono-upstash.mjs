@@ -1,16 +1,15 @@
 // The Upstash-on-Hono path: everything a Cloudflare Worker ships to rate limit with Hono, @sluice/hono and the
-// Upstash store over @upstash/redis's Cloudflare build. The issue's target: under 15 kB gzipped, all of it.
+// Upstash store on its own REST client ({ url, token }). The issue's target: under 15 kB gzipped, all of it.
 import { createLimiter, tokenBucket } from '@sluice/core';
 import { rateLimit } from '@sluice/hono';
 import { upstashStore } from '@sluice/upstash';
-import { Redis } from '@upstash/redis/cloudflare';
 import { Hono } from 'hono';
 
 let app;
 
 function build(env) {
-  const redis = new Redis({ url: env.UPSTASH_REDIS_REST_URL, token: env.UPSTASH_REDIS_REST_TOKEN });
-  const limiter = createLimiter({ store: upstashStore(redis), rules: tokenBucket({ capacity: 10, refillRate: 1, interval: '1s' }) });
+  const store = upstashStore({ url: env.UPSTASH_REDIS_REST_URL, token: env.UPSTASH_REDIS_REST_TOKEN });
+  const limiter = createLimiter({ store, rules: tokenBucket({ capacity: 10, refillRate: 1, interval: '1s' }) });
   const hono = new Hono();
   hono.use('/api/*', rateLimit({ limiter, clientIp: { platform: 'cloudflare' } }));
   hono.get('/api/hello', (c) => c.json({ hello: 'world' }));

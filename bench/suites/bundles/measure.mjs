@@ -16,17 +16,18 @@ export const HONO_UPSTASH_TARGET_BYTES = 15 * 1024;
 export const ENTRIES = [
   { name: 'core', file: 'core.mjs', what: '@sluice/core, the whole root (export *)' },
   { name: 'core+memory', file: 'core-memory.mjs', what: 'a fetch handler: core + @sluice/memory' },
-  { name: 'core+upstash', file: 'core-upstash.mjs', what: 'a fetch handler: core + @sluice/upstash + @upstash/redis/cloudflare' },
+  { name: 'core+upstash', file: 'core-upstash.mjs', what: 'a fetch handler: core + @sluice/upstash on its own REST client' },
   { name: 'http', file: 'http-memory.mjs', what: 'a fetch handler: @sluice/http (createHandler, toResponse) + core + memory' },
-  { name: 'hono+upstash', file: 'hono-upstash.mjs', what: 'a Hono worker: hono + @sluice/hono + @sluice/upstash + @upstash/redis/cloudflare' },
+  { name: 'hono+upstash', file: 'hono-upstash.mjs', what: 'a Hono worker: hono + @sluice/hono + @sluice/upstash on its own REST client ({ url, token })' },
   {
     name: 'hono+upstash, @sluice/* only',
     file: 'hono-upstash.mjs',
-    what: 'the same worker with hono and @upstash/redis left out: what sluice adds to it',
-    external: ['hono', 'hono/*', '@upstash/redis', '@upstash/redis/*'],
+    what: 'the same worker with hono left out: what sluice adds to it',
+    external: ['hono', 'hono/*'],
   },
+  { name: 'hono+upstash, @upstash/redis', file: 'hono-upstash-redis.mjs', what: 'the same worker on the user\'s @upstash/redis client (/cloudflare) in place of the own REST client' },
   { name: 'next middleware', file: 'next-middleware.mjs', what: '@sluice/next rateLimit on Upstash (next/* external: Next ships it)', external: ['next', 'next/*'] },
-  { name: 'tiered', file: 'tiered-upstash.mjs', what: 'a fetch handler: @sluice/tiered over @sluice/upstash + @upstash/redis/cloudflare' },
+  { name: 'tiered', file: 'tiered-upstash.mjs', what: 'a fetch handler: @sluice/tiered over @sluice/upstash on its own REST client' },
 ];
 
 /**

@@ -3,10 +3,9 @@
 import { createLimiter, tokenBucket } from '@sluice/core';
 import { rateLimit } from '@sluice/next';
 import { upstashStore } from '@sluice/upstash';
-import { Redis } from '@upstash/redis/cloudflare';
 
 const limiter = createLimiter({
-  store: upstashStore(new Redis({ url: 'https://example.upstash.io', token: 'token' })),
+  store: upstashStore({ url: 'https://example.upstash.io', token: 'token' }),
   rules: tokenBucket({ capacity: 10, refillRate: 1, interval: '1s' }),
 });
 const limit = rateLimit({ limiter, clientIp: { platform: 'vercel' } });

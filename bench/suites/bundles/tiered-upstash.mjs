@@ -2,14 +2,13 @@
 import { createLimiter, tokenBucket } from '@sluice/core';
 import { tieredStore } from '@sluice/tiered';
 import { upstashStore } from '@sluice/upstash';
-import { Redis } from '@upstash/redis/cloudflare';
 
 let limiter;
 
 export default {
   async fetch(request, env) {
     limiter ??= createLimiter({
-      store: tieredStore({ remote: upstashStore(new Redis({ url: env.UPSTASH_REDIS_REST_URL, token: env.UPSTASH_REDIS_REST_TOKEN })), instances: 4 }),
+      store: tieredStore({ remote: upstashStore({ url: env.UPSTASH_REDIS_REST_URL, token: env.UPSTASH_REDIS_REST_TOKEN }), instances: 4 }),
       rules: tokenBucket({ capacity: 10, refillRate: 1, interval: '1s' }),
     });
     const decision = await limiter.limit(request.headers.get('cf-connecting-ip') ?? 'anonymous');

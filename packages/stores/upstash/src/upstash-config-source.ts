@@ -1,6 +1,8 @@
 import { SluiceError, type ConfigSource } from '@sluice/core';
 import { describeValue, rejectUnknownOptions } from '@sluice/core/store';
 import { REPLACE_CONFIG_SCRIPT } from '@sluice/redis-script';
+import type { UpstashRestOptions } from './upstash-rest.js';
+import { restClientFor } from './upstash-store.js';
 
 /** The methods of @upstash/redis's `Redis` the config source calls (eval: the writers' compare and set). */
 export interface UpstashConfigClient {
@@ -20,12 +22,14 @@ export interface UpstashConfigSourceOptions {
  * and written with GET and SET over REST. HTTP has no push, so instances pick a change up by the watcher's
  * periodic read: within `refresh` (1 s by default) plus one request. The key is the one `redisConfigSource`
  * uses, so the CLI and code on either client see the same document. Edge-safe.
- * @example watchConfig(limiter, upstashConfigSource(Redis.fromEnv()))
+ * `{ url, token }` uses the store's own client (`upstashRest()`).
+ * @example watchConfig(limiter, upstashConfigSource({ url: env.UPSTASH_REDIS_REST_URL, token: env.UPSTASH_REDIS_REST_TOKEN }))
  */
-export function upstashConfigSource(redis: UpstashConfigClient, options: UpstashConfigSourceOptions = {}): ConfigSource {
+export function upstashConfigSource(client: UpstashConfigClient | UpstashRestOptions, options: UpstashConfigSourceOptions = {}): ConfigSource {
+  const redis = restClientFor(client);
   const candidate = redis as Partial<UpstashConfigClient> | null;
   if (typeof candidate !== 'object' || candidate === null || typeof candidate.get !== 'function' || typeof candidate.set !== 'function' || typeof candidate.del !== 'function' || typeof candidate.eval !== 'function') {
-    throw new SluiceError('INVALID_OPTION', `upstashConfigSource: redis must be an @upstash/redis client, e.g. upstashConfigSource(new Redis({ url, token })), got ${describeValue(redis)}`);
+    throw new SluiceError('INVALID_OPTION', `upstashConfigSource: redis must be { url, token } (the database's REST URL and token) or an @upstash/redis client, e.g. upstashConfigSource(new Redis({ url, token })), got ${describeValue(redis)}`);
   }
   if (typeof options !== 'object' || options === null) throw new SluiceError('INVALID_OPTION', `upstashConfigSource: options must be an object, got ${describeValue(options)}`);
   rejectUnknownOptions(options, ['prefix'], 'upstashConfigSource');

@@ -1,6 +1,7 @@
 import { SluiceError, type Store } from '@sluice/core';
 import { describeValue, type LeaseRequest, type LeaseResult, type LimitRequest, type LimitResult, type StoreCapabilities } from '@sluice/core/store';
 import { LimitBatcher, leaseCall, parseLeaseReply, runScript, scriptStoreOptions, type ScriptCommands } from '@sluice/redis-script';
+import { upstashRest, type UpstashRestOptions } from './upstash-rest.js';
 import { UPSTASH_LEASE_SCRIPT, UPSTASH_LIMIT_SCRIPT, upstashScriptSha1 } from './upstash-script.js';
 
 export interface UpstashStoreOptions {
@@ -39,7 +40,8 @@ export interface UpstashClient {
 const KNOWN = ['clock', 'batch', 'maxBatch'];
 
 /**
- * Store on the user's Upstash Redis REST client, for edge and serverless code. It runs the Redis store's Lua
+ * Store on Upstash Redis over REST, for edge and serverless code: pass `{ url, token }` for the store's own
+ * client (`upstashRest()`, no dependency, never resends), or an @upstash/redis `Redis`. It runs the Redis store's Lua
  * script (flagged `allow-key-locking` for Upstash), so a decision costs at most one HTTP request, compound rules
  * included (decisions issued in the same tick share one request and one EVALSHA), and the Redis and Upstash
  * stores agree to the unit. The client is the user's: the store never changes its
@@ -48,11 +50,24 @@ const KNOWN = ['clock', 'batch', 'maxBatch'];
  * Every value read back is an integer, so the client's automatic JSON deserialization and base64 response
  * encoding (both on by default) cannot change a result.
  * @example
- * const store = upstashStore(new Redis({ url, token }));
+ * const store = upstashStore({ url: env.UPSTASH_REDIS_REST_URL, token: env.UPSTASH_REDIS_REST_TOKEN });
+ * const same = upstashStore(new Redis({ url, token })); // or @upstash/redis
  * const limiter = createLimiter({ store, rules: fixedWindow({ limit: 100, window: '1m' }) });
  */
-export function upstashStore(redis: UpstashClient, options: UpstashStoreOptions = {}): UpstashStore {
-  return new UpstashStore(redis, options);
+export function upstashStore(redis: UpstashClient | UpstashRestOptions, options: UpstashStoreOptions = {}): UpstashStore {
+  return new UpstashStore(restClientFor(redis), options);
+}
+
+/**
+ * `{ url, token }` (no `evalsha`): the store's own REST client, `upstashRest()`; anything else is taken as a
+ * client and checked by the caller.
+ */
+export function restClientFor<T>(redis: T | UpstashRestOptions): T {
+  const candidate = redis as { evalsha?: unknown; url?: unknown } | null;
+  if (typeof candidate === 'object' && candidate !== null && candidate.evalsha === undefined && 'url' in candidate) {
+    return upstashRest(redis as UpstashRestOptions) as T;
+  }
+  return redis as T;
 }
 
 export class UpstashStore implements Store {
@@ -72,7 +87,7 @@ export class UpstashStore implements Store {
     ) {
       throw new SluiceError(
         'INVALID_OPTION',
-        "upstashStore: redis must be an @upstash/redis client, e.g. upstashStore(new Redis({ url, token })), got " + kind(redis),
+        "upstashStore: redis must be { url, token } (the database's REST URL and token) or an @upstash/redis client, e.g. upstashStore(new Redis({ url, token })), got " + kind(redis),
       );
     }
     const { clock, batch, maxBatch } = scriptStoreOptions(options, KNOWN, 'upstashStore');

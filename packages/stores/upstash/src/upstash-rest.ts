@@ -1,0 +1,121 @@
+/**
+ * The store's own Upstash REST client: the five commands the store and the config source send (EVALSHA, EVAL,
+ * DEL, GET, SET), each one `POST` of a JSON array to the database's URL, on the runtime's `fetch`. It exists for
+ * bundle size and for one behaviour: @upstash/redis is 76 kB minified and resends a request whose `fetch` threw,
+ * which for a rate limiter can run a decision twice. This client sends every request exactly once; a failure
+ * (network error, HTTP error, a body that is not the protocol's JSON, the timeout) rejects, and the limiter's
+ * failure policy answers for it.
+ *
+ * Protocol (Upstash's REST API): `POST <url>` with `Authorization: Bearer <token>` and the command as a JSON
+ * array of strings; the answer is `{ "result": ... }` (200) or `{ "error": "..." }` (400 for a failed command,
+ * 401 for a bad token). Results come back as plain JSON (no `Upstash-Encoding`), so a string is the string Redis
+ * holds. Global databases: the `upstash-sync-token` of the latest answer is sent with the next request, so a read
+ * sees this instance's writes (what @upstash/redis calls read-your-writes).
+ */
+import { SluiceError } from '@sluice/core';
+import { describeValue, rejectUnknownOptions } from '@sluice/core/store';
+
+export interface UpstashRestOptions {
+  /** The database's REST URL, `https://<name>.upstash.io` (UPSTASH_REDIS_REST_URL). */
+  url: string;
+  /** The database's REST token (UPSTASH_REDIS_REST_TOKEN). */
+  token: string;
+  /**
+   * Abort a request that has no answer after this many milliseconds (1 to 600000). The limiter's own `timeout`
+   * answers the decision sooner; this one ends the request itself, so a hung connection does not hold a worker.
+   * @default 10000
+   */
+  timeout?: number;
+  /** The `fetch` to send with. @default globalThis.fetch */
+  fetch?: (input: string, init: RequestInit) => Promise<Response>;
+}
+
+/** What `upstashRest()` returns: the commands `upstashStore` and `upstashConfigSource` call. */
+export interface UpstashRestClient {
+  evalsha(sha1: string, keys: string[], args: Array<string | number>): Promise<unknown>;
+  eval(script: string, keys: string[], args: Array<string | number>): Promise<unknown>;
+  del(...keys: string[]): Promise<number>;
+  get(key: string): Promise<unknown>;
+  set(key: string, value: string): Promise<unknown>;
+}
+
+/** The web globals used here, typed by hand: the package compiles without DOM or Node typings. */
+interface RequestInit {
+  method: string;
+  headers: Record<string, string>;
+  body: string;
+  signal?: unknown;
+}
+interface Response {
+  status: number;
+  headers: { get(name: string): string | null };
+  text(): Promise<string>;
+}
+const web = globalThis as unknown as {
+  fetch?: (input: string, init: RequestInit) => Promise<Response>;
+  AbortSignal?: { timeout?(ms: number): unknown };
+};
+
+const KNOWN = ['url', 'token', 'timeout', 'fetch'];
+
+/**
+ * A REST client for `upstashStore` and `upstashConfigSource` without @upstash/redis: `upstashStore({ url, token })`
+ * makes one, or make it here to share it between the store and the config source.
+ * @example
+ * const redis = upstashRest({ url: env.UPSTASH_REDIS_REST_URL, token: env.UPSTASH_REDIS_REST_TOKEN });
+ * const limiter = createLimiter({ store: upstashStore(redis), rules });
+ */
+export function upstashRest(options: UpstashRestOptions): UpstashRestClient {
+  if (typeof options !== 'object' || options === null) {
+    throw new SluiceError('INVALID_OPTION', `upstashRest: options must be an object { url, token }, got ${describeValue(options)}`);
+  }
+  rejectUnknownOptions(options, KNOWN, 'upstashRest');
+  const { url, token, timeout = 10_000 } = options;
+  if (typeof url !== 'string' || !/^https?:\/\/[^/\s]+/.test(url)) {
+    throw new SluiceError('INVALID_OPTION', `upstashRest: url must be the database's REST URL (http:// or https://, e.g. UPSTASH_REDIS_REST_URL), got ${describeValue(url)}`);
+  }
+  if (typeof token !== 'string' || token === '' || /[\r\n]/.test(token)) {
+    throw new SluiceError('INVALID_OPTION', `upstashRest: token must be the database's REST token (a non-empty string, e.g. UPSTASH_REDIS_REST_TOKEN), got ${describeValue(token)}`);
+  }
+  if (!Number.isInteger(timeout) || timeout < 1 || timeout > 600_000) {
+    throw new SluiceError('INVALID_OPTION', `upstashRest: timeout must be an integer number of milliseconds from 1 to 600000, got ${describeValue(timeout)}`);
+  }
+  const send = options.fetch ?? web.fetch;
+  if (typeof send !== 'function') {
+    throw new SluiceError('INVALID_OPTION', `upstashRest: fetch must be a function (this runtime has no global fetch), got ${describeValue(send)}`);
+  }
+  const endpoint = url.replace(/\/+$/, '');
+  const authorization = `Bearer ${token}`;
+  let syncToken: string | null = null;
+
+  const command = async (args: Array<string | number>): Promise<unknown> => {
+    const headers: Record<string, string> = { authorization, 'content-type': 'application/json' };
+    if (syncToken !== null) headers['upstash-sync-token'] = syncToken;
+    const response = await send(endpoint, { method: 'POST', headers, body: JSON.stringify(args), signal: web.AbortSignal?.timeout?.(timeout) });
+    const text = await response.text();
+    let body: { result?: unknown; error?: unknown } | undefined;
+    try {
+      body = JSON.parse(text) as typeof body;
+    } catch {
+      // not the protocol's JSON (a proxy's error page, a truncated answer): reported below
+    }
+    if (typeof body === 'object' && body !== null && typeof body.error === 'string') {
+      // Redis's own reply text first, so the stores' NOSCRIPT check (run-script.ts) reads its code.
+      throw new Error(`${body.error}, command was: ${String(args[0])} (HTTP ${response.status})`);
+    }
+    if (response.status !== 200 || typeof body !== 'object' || body === null || !('result' in body)) {
+      throw new Error(`Upstash REST answered HTTP ${response.status} without a result to ${String(args[0])}: ${text.slice(0, 200)}`);
+    }
+    const next = response.headers.get('upstash-sync-token');
+    if (next !== null) syncToken = next;
+    return body.result;
+  };
+
+  return {
+    evalsha: (sha1, keys, args) => command(['EVALSHA', sha1, keys.length, ...keys, ...args]),
+    eval: (script, keys, args) => command(['EVAL', script, keys.length, ...keys, ...args]),
+    del: async (...keys) => Number(await command(['DEL', ...keys])),
+    get: (key) => command(['GET', key]),
+    set: (key, value) => command(['SET', key, value]),
+  };
+}

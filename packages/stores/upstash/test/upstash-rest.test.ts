@@ -1,0 +1,156 @@
+/**
+ * The store's own REST client (`upstashRest`, or `{ url, token }` given to the store) over real HTTP to the
+ * fixture: the protocol, exactly one request per call whatever fails (the reason it exists besides size), the
+ * failure policy on every fault, NOSCRIPT, the sync token, and its options. Runs in Node and in edge-runtime.
+ */
+import { createLimiter, fixedWindow, isSluiceError, tokenBucket } from '@sluice/core';
+import { isNoScript } from '@sluice/redis-script';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { upstashConfigSource, upstashRest, upstashStore } from '../src/index.js';
+import { client, control, identity, token, url } from './helpers.js';
+
+beforeEach(() => control.reset());
+afterEach(() => control.reset()); // also answers requests still held by `hang`
+
+describe('the protocol', () => {
+  it('sends each command as one POST of a JSON array and reads plain JSON results (strings as Redis holds them)', async () => {
+    const rest = upstashRest({ url, token });
+    const key = identity('rest-string');
+    const text = 'ünïcødé, "quotes", 0123, {"json": true}';
+    expect(await rest.set(key, text)).toBe('OK');
+    expect(await rest.get(key)).toBe(text); // no base64, no JSON parsing of the value
+    expect(await rest.eval('return {1, 2, ARGV[1]}', [], ['x'])).toEqual([1, 2, 'x']);
+    expect(await rest.del(key, identity('absent'))).toBe(1);
+    expect(await rest.get(key)).toBeNull();
+    const stats = await control.stats();
+    expect(stats).toMatchObject({ requests: 5, command: 5, pipeline: 0, unauthorized: 0 });
+    expect(stats.byCommand).toMatchObject({ set: 1, get: 2, eval: 1, del: 1 });
+  });
+
+  it('a URL with a trailing slash works the same', async () => {
+    expect(await upstashRest({ url: `${url}/`, token }).get(identity('slash'))).toBeNull();
+  });
+
+  it('sends the sync token of the latest answer with the next request (read your writes on global databases)', async () => {
+    const rest = upstashRest({ url, token });
+    await rest.get(identity('sync'));
+    await rest.get(identity('sync'));
+    await rest.get(identity('sync'));
+    const [first, second, third] = (await control.stats()).syncTokens;
+    expect(first).toBeNull();
+    expect(Number(third)).toBe(Number(second) + 1); // the fixture numbers its answers
+  });
+
+  it('a wrong token rejects with the answer (401 Unauthorized), sent once', async () => {
+    const error: unknown = await upstashRest({ url, token: 'wrong' }).get('k').catch((e: unknown) => e);
+    expect((error as Error).message).toMatch(/^Unauthorized, command was: GET \(HTTP 401\)/);
+    expect(await control.stats()).toMatchObject({ requests: 1, unauthorized: 1 });
+  });
+
+  it("a command's Redis error leads the message, so the stores' NOSCRIPT check reads it; a script's own error is no miss", async () => {
+    const rest = upstashRest({ url, token });
+    const miss: unknown = await rest.evalsha('f'.repeat(40), [], []).catch((e: unknown) => e);
+    expect((miss as Error).message).toMatch(/^NOSCRIPT /);
+    expect(isNoScript(miss)).toBe(true);
+    const raised: unknown = await rest.eval("error('NOSCRIPT in a message')", [], []).catch((e: unknown) => e);
+    expect(isNoScript(raised)).toBe(false);
+  });
+});
+
+describe('through the store', () => {
+  it('upstashStore({ url, token }) decides with one request per decision, EVAL once on a fresh script cache', async () => {
+    const limiter = createLimiter({ store: upstashStore({ url, token }), rules: tokenBucket({ capacity: 3, refillRate: 1, interval: '1m' }) });
+    const who = identity('rest-store');
+    const decisions = [];
+    for (let i = 0; i < 5; i++) decisions.push(await limiter.limit(who));
+    expect(decisions.map((d) => d.allowed)).toEqual([true, true, true, false, false]);
+    expect(decisions.map((d) => d.remaining)).toEqual([2, 1, 0, 0, 0]);
+    expect(decisions.every((d) => d.degraded === false)).toBe(true);
+    const stats = await control.stats();
+    // EVALSHA per decision; at most one NOSCRIPT + EVAL, the first time this script meets this Redis.
+    expect(stats.requests - (stats.byCommand.eval ?? 0)).toBe(5);
+    expect(stats.byCommand.evalsha).toBe(5);
+  });
+
+  it('gives the same decisions as the store on @upstash/redis, call for call', async () => {
+    const rules = [fixedWindow({ limit: 4, window: '1m' }), tokenBucket({ capacity: 2, refillRate: 1, interval: '10s' })];
+    const now = 1_700_000_000_000;
+    const ours = createLimiter({ store: upstashStore({ url, token }, { clock: 'client' }), rules, clock: () => now });
+    const theirs = createLimiter({ store: upstashStore(client(), { clock: 'client' }), rules, clock: () => now });
+    const [a, b] = [identity('same-a'), identity('same-b')];
+    for (const cost of [1, 0, 2, 1, 5, 1]) {
+      const [x, y] = [await ours.limit(a, { cost }), await theirs.limit(b, { cost })];
+      expect({ ...x, key: '' }).toEqual({ ...y, key: '' });
+    }
+  });
+
+  it('upstashConfigSource({ url, token }) reads, writes and compares-and-sets the document', async () => {
+    const source = upstashConfigSource({ url, token }, { prefix: identity('cfg') });
+    expect(await source.read('api')).toBeUndefined();
+    await source.write('api', '{"revision":1}');
+    expect(await source.read('api')).toBe('{"revision":1}');
+    expect(await source.replace!('api', 1, '{"revision":2}')).toBe(true);
+    expect(await source.replace!('api', 1, '{"revision":3}')).toBe(false);
+    expect(await source.read('api')).toBe('{"revision":2}');
+    await source.remove('api');
+    expect(await source.read('api')).toBeUndefined();
+  });
+});
+
+describe('faults: every one rejects after exactly one request, and the limiter answers degraded', () => {
+  const rules = fixedWindow({ limit: 5, window: '1m' });
+
+  it.each([
+    ['reset', /fetch failed|network|socket|terminated|connection/i],
+    ['status-500', /HTTP 500/],
+    ['garbage', /HTTP 200 without a result to EVALSHA/],
+  ] as const)('%s: STORE_ERROR naming the failure, one request (never resent)', async (fault, message) => {
+    const limiter = createLimiter({ store: upstashStore({ url, token }), rules, circuitBreaker: false, timeout: 2000 });
+    await control.fault(fault);
+    const decision = await limiter.limit(identity(fault));
+    expect(decision).toMatchObject({ allowed: true, degraded: true, reason: 'store_unavailable' });
+    expect(isSluiceError(decision.error) && decision.error.code).toBe('STORE_ERROR');
+    expect(String((decision.error as Error & { cause?: unknown }).cause ?? decision.error)).toMatch(message);
+    expect((await control.stats()).requests).toBe(1);
+  });
+
+  it("hang: the limiter's deadline answers; the client's own timeout ends the request", async () => {
+    const limiter = createLimiter({ store: upstashStore({ url, token, timeout: 300 }), rules, timeout: 100, circuitBreaker: false });
+    await control.fault('hang');
+    const decision = await limiter.limit(identity('hang'));
+    expect(isSluiceError(decision.error) && decision.error.code).toBe('STORE_TIMEOUT');
+    const started = Date.now();
+    const aborted: unknown = await upstashRest({ url, token, timeout: 200 }).get('k').catch((e: unknown) => e);
+    expect(Date.now() - started).toBeGreaterThanOrEqual(150);
+    expect(String(aborted)).toMatch(/abort|timeout/i);
+    expect((await control.stats()).requests).toBe(2);
+  });
+});
+
+describe('options', () => {
+  it.each([
+    [undefined, /upstashRest: options must be an object \{ url, token \}, got undefined/],
+    [{ url: 'upstash.io', token: 't' }, /upstashRest: url must be the database's REST URL \(http:\/\/ or https:\/\//],
+    [{ url, token: '' }, /upstashRest: token must be the database's REST token \(a non-empty string/],
+    [{ url, token: 'a\nb' }, /upstashRest: token must be/],
+    [{ url, token, timeout: 0 }, /upstashRest: timeout must be an integer number of milliseconds from 1 to 600000, got 0/],
+    [{ url, token, timeout: '1s' }, /upstashRest: timeout must be an integer/],
+    [{ url, token, fetch: 'no' }, /upstashRest: fetch must be a function/],
+    [{ url, token, retries: 3 }, /upstashRest.*retries/],
+  ])('rejects %o naming the field', (options, message) => {
+    expect(() => upstashRest(options as never)).toThrow(message);
+  });
+
+  it('the store and the config source take { url, token } and check it the same way', () => {
+    expect(() => upstashStore({ url: 'nope', token })).toThrow(/upstashRest: url must be/);
+    expect(() => upstashConfigSource({ url, token: 7 as never })).toThrow(/upstashRest: token must be/);
+    expect(() => upstashStore({ token } as never)).toThrow(/upstashStore: redis must be \{ url, token \}/);
+  });
+
+  it('sends through the given fetch', async () => {
+    const seen: string[] = [];
+    const rest = upstashRest({ url, token, fetch: (input, init) => (seen.push(`${init.method} ${input}`), fetch(input, init as never)) });
+    await rest.get(identity('own-fetch'));
+    expect(seen).toEqual([`POST ${url}`]);
+  });
+});
