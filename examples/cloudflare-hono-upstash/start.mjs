@@ -3,7 +3,7 @@
 // the local Upstash REST fixture in front of it, bundles worker.mjs as wrangler would (esbuild, ESM, the workerd
 // conditions), runs it in workerd through miniflare on 127.0.0.1, sends a burst from two clients, prints what each
 // request got, then stops everything and exits.
-import { Redis } from '@upstash/redis';
+import { upstashRest } from '@sluice/upstash';
 import { build } from 'esbuild';
 import { Miniflare } from 'miniflare';
 import { startFixtureProcess } from '../../test/harness/upstash-fixture-process.mjs';
@@ -60,11 +60,11 @@ try {
   console.log(`\n  ${refused.body}`);
 
   // onLimited ran after each refusal was sent, kept alive by ctx.waitUntil; give the last one a moment to land.
-  const redis = new Redis({ url: fixture.url, token: fixture.token, enableTelemetry: false });
+  const redis = upstashRest({ url: fixture.url, token: fixture.token });
   let logged = 0;
   for (let i = 0; i < 50 && logged < 2; i++) {
-    const keys = await redis.keys('refusals:*');
-    logged = keys.length === 0 ? 0 : Number((await redis.mget(...keys)).reduce((n, v) => n + Number(v), 0));
+    const keys = /** @type {string[]} */ (await redis.command(['KEYS', 'refusals:*']));
+    logged = keys.length === 0 ? 0 : /** @type {string[]} */ (await redis.command(['MGET', ...keys])).reduce((n, v) => n + Number(v), 0);
     if (logged < 2) await new Promise((resolve) => setTimeout(resolve, 100));
   }
   console.log(`\nRefusals counted in Upstash by onLimited, in the background (ctx.waitUntil): ${logged}`);

@@ -1,7 +1,7 @@
 /**
  * Bun, for real: fixtures/bun-server.mjs serves the fixture app with Bun.serve on 127.0.0.1, importing the built
- * packages, over four stores: memory, Upstash (@upstash/redis against the project's Upstash REST fixture over a
- * real redis-server), Redis (ioredis on Bun, against its own redis-server) and tiered (deny-cache over Upstash).
+ * packages, over five stores: memory, Upstash (@upstash/redis, and the store's own REST client, against the project's Upstash REST fixture over a
+ * real redis-server), Redis (ioredis on Bun, against its own redis-server) and tiered (deny-cache over Upstash on the own client).
  * Driven over HTTP from here. The SQLite store is not supported on Bun; the last test pins why.
  */
 import { spawnSync } from 'node:child_process';
@@ -37,7 +37,7 @@ it('the server is Bun itself (Bun.version from inside the process), not Node', (
   expect(server.reported).toEqual({ runtime: 'bun', version: runtimeBinary('bun').version, limit: LIMIT });
 });
 
-describe.each(['memory', 'upstash', 'redis', 'tiered'])('Bun.serve with the %s store', (store) => {
+describe.each(['memory', 'upstash', 'upstash-rest', 'redis', 'tiered'])('Bun.serve with the %s store', (store) => {
   it('allows the limit, then answers 429 with RateLimit headers, Retry-After and a problem+json body', async () => {
     await refusesOverTheLimit(server.url, store);
   });

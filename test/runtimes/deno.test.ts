@@ -1,9 +1,9 @@
 /**
  * Deno, for real: fixtures/deno-server.mjs serves the fixture app with Deno.serve on 127.0.0.1, importing the
  * built packages from the local node_modules (`--node-modules-dir=manual`, `--cached-only`: nothing is downloaded;
- * network permission only for 127.0.0.1), over four stores: memory, Upstash (@upstash/redis against the project's
+ * network permission only for 127.0.0.1), over five stores: memory, Upstash (@upstash/redis, and the store's own REST client, against the project's
  * Upstash REST fixture over a real redis-server), Redis (ioredis through Deno's node:net, against its own
- * redis-server) and tiered (deny-cache over Upstash). Driven over HTTP from here. The SQLite store is not
+ * redis-server) and tiered (deny-cache over Upstash on the own client). Driven over HTTP from here. The SQLite store is not
  * supported on Deno; the last test pins why.
  */
 import { spawnSync } from 'node:child_process';
@@ -50,7 +50,7 @@ it('the server is Deno itself (Deno.version from inside the process), not Node',
   expect(server.reported).toEqual({ runtime: 'deno', version: /^deno (\S+)/.exec(runtimeBinary('deno').version)![1], limit: LIMIT });
 });
 
-describe.each(['memory', 'upstash', 'redis', 'tiered'])('Deno.serve with the %s store', (store) => {
+describe.each(['memory', 'upstash', 'upstash-rest', 'redis', 'tiered'])('Deno.serve with the %s store', (store) => {
   it('allows the limit, then answers 429 with RateLimit headers, Retry-After and a problem+json body', async () => {
     await refusesOverTheLimit(server.url, store);
   });

@@ -171,6 +171,41 @@ describe('Upstash store across two isolates sharing the Upstash REST fixture', (
   });
 });
 
+describe("the Upstash store on its own REST client ({ url, token }), no @upstash/redis, across two isolates", () => {
+  it('counts are exact for the fleet: 10 allowed in all, alternating isolates, then 429 from both, one EVALSHA each', async () => {
+    const client = { 'cf-connecting-ip': '2001:db8::43' };
+    const before = fixture.stats.byCommand.evalsha ?? 0;
+    const seen: { worker: string | undefined; status: number; remaining: string | null }[] = [];
+    for (let i = 0; i < 14; i++) {
+      const response = await get(i % 2, '/rest/hello', client);
+      const body = (await response.json()) as { worker?: string };
+      seen.push({ worker: body.worker, status: response.status, remaining: response.headers.get('ratelimit') });
+    }
+    expect(seen.map((s) => s.status)).toEqual([...Array(10).fill(200), 429, 429, 429, 429]);
+    expect(seen.slice(0, 10).map((s) => s.worker)).toEqual(Array.from({ length: 10 }, (_, i) => (i % 2 === 0 ? 'isolate-a' : 'isolate-b')));
+    expect(seen.slice(0, 10).map((s) => /r=(\d+)/.exec(s.remaining ?? '')?.[1])).toEqual(['9', '8', '7', '6', '5', '4', '3', '2', '1', '0']);
+    expect((fixture.stats.byCommand.evalsha ?? 0) - before).toBe(14);
+  });
+});
+
+describe('the tiered store (deny cache) over the own REST client, in two isolates', () => {
+  it('exact for the fleet (10 allowed in all, then 429 from both), and a refused client is then answered from each isolate\'s memory', async () => {
+    const client = { 'cf-connecting-ip': '203.0.113.44' };
+    const statuses: number[] = [];
+    for (let i = 0; i < 12; i++) statuses.push((await get(i % 2, '/tiered/hello', client)).status);
+    expect(statuses).toEqual([...Array(10).fill(200), 429, 429]);
+    // Each isolate has seen its refusal: the next ones are replayed locally until retryAt, no request to Upstash.
+    const before = fixture.stats.requests;
+    const replayed: Response[] = [];
+    for (let i = 0; i < 6; i++) replayed.push(await get(i % 2, '/tiered/hello', client));
+    expect(replayed.map((r) => r.status)).toEqual(Array(6).fill(429));
+    expect(replayed.every((r) => /r=0/.test(r.headers.get('ratelimit') ?? '') && Number(r.headers.get('retry-after')) > 0)).toBe(true);
+    expect(fixture.stats.requests - before).toBe(0);
+    // Another client is not refused by that memory.
+    expect((await get(0, '/tiered/hello', { 'cf-connecting-ip': '203.0.113.45' })).status).toBe(200);
+  });
+});
+
 describe('ctx.waitUntil carries background work past the response', () => {
   it("onDecision's write lands after the response was sent: held at the gate while the client reads it, then written", async () => {
     const trace = `t${Date.now()}`;

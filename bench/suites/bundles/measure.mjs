@@ -26,6 +26,11 @@ export const ENTRIES = [
     external: ['hono', 'hono/*'],
   },
   { name: 'hono+upstash, @upstash/redis', file: 'hono-upstash-redis.mjs', what: 'the same worker on the user\'s @upstash/redis client (/cloudflare) in place of the own REST client' },
+  {
+    name: 'peer: hono+@upstash/ratelimit',
+    file: 'peer-hono-upstash-ratelimit.mjs',
+    what: 'the same Hono worker limited by @upstash/ratelimit (token bucket) on @upstash/redis/cloudflare, X-RateLimit-* headers and a 429 by hand',
+  },
   { name: 'next middleware', file: 'next-middleware.mjs', what: '@sluice/next rateLimit on Upstash (next/* external: Next ships it)', external: ['next', 'next/*'] },
   { name: 'tiered', file: 'tiered-upstash.mjs', what: 'a fetch handler: @sluice/tiered over @sluice/upstash on its own REST client' },
 ];

@@ -20,5 +20,7 @@ export const VIRTUAL_ID: string;
 export const STEPS: [code: string, file: string][];
 export function assemble(dir?: string): Assembled;
 export function virtualModule(dir?: string): string;
+export function compact<T extends { text: string; file: string; line: number }>(lines: T[]): T[];
+export function compactText(source: string): string;
 export function esbuildLuaPlugin(): unknown;
 export function viteLuaPlugin(): unknown;

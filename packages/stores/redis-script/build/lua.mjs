@@ -7,7 +7,10 @@
 // Assembly: a line `-- #include <file>` is replaced by that file; `-- #include steps` (in prelude.lua) by one
 // `if code == '<code>' then` arm per file of steps/, indented into step_for's chain, in the order of STEPS.
 // `@VERSION@` is the first 12 hex digits of the script's SHA-1. A file's leading `---` lines document it in this
-// repository and are not shipped. Nothing else is rewritten, so what Redis runs is the files' text.
+// repository and are not shipped. What ships is then compacted (compact() below): each line loses its indentation,
+// and full-line comments and blank lines are dropped, a quarter of the bytes an edge bundle carries for the
+// script; nothing inside a line is rewritten, so what Redis runs is the files' code, line for line, and the line
+// maps still name the file and line each shipped line came from.
 // lease.lua is a second EVAL script (concurrency leases), assembled the same way, with its own SHA-1.
 import { createHash } from 'node:crypto';
 import { readFileSync, readdirSync } from 'node:fs';
@@ -69,24 +72,48 @@ function stepChain(dir, at) {
 const text = (lines) => lines.map((l) => `${l.text}\n`).join('');
 
 /**
+ * The lines as they ship: without indentation or trailing blanks, full-line comments and blank lines dropped. Lua
+ * gives whitespace between tokens no meaning, so this changes no code, unless a line is inside a long string or
+ * comment (`[[ ... ]]`) or continues a quoted string (a trailing backslash): the build refuses both rather than
+ * rewrite them.
+ */
+export function compact(lines) {
+  return lines.flatMap((line) => {
+    if (line.text.includes('[[') || line.text.endsWith('\\')) {
+      throw new Error(`${line.file}:${line.line}: a long string or comment ([[) or a continued string cannot be compacted; write it on one line`);
+    }
+    const trimmed = line.text.trim();
+    return trimmed === '' || trimmed.startsWith('--') ? [] : [{ ...line, text: trimmed }];
+  });
+}
+
+/** compact() of a whole text (tests: what a file looks like as it ships). */
+export function compactText(source) {
+  return text(compact(source.split('\n').map((t) => ({ text: t, file: 'text', line: 0 }))));
+}
+
+/**
  * The EVAL script, the Function library and the names derived from the script's digest, and the lease script and
  * its digest, each text with a line map (`map[i]` is where line i + 1 came from).
  */
 export function assemble(dir = LUA_DIR) {
-  const scriptLines = expand(dir, 'script.lua');
+  const fullScriptLines = expand(dir, 'script.lua');
+  const scriptLines = compact(fullScriptLines);
   const script = text(scriptLines);
   const sha1 = createHash('sha1').update(script).digest('hex');
   const version = sha1.slice(0, 12);
-  const libraryLines = expand(dir, 'library.lua').map((l) => ({ ...l, text: l.text.replaceAll('@VERSION@', version) }));
-  const library = text(libraryLines);
+  const fullLibraryLines = expand(dir, 'library.lua').map((l) => ({ ...l, text: l.text.replaceAll('@VERSION@', version) }));
   // The library binds the script's locals on its first call (see library.lua): both must name the same ones.
-  const locals = /^local (.+?) = (.+)$/.exec(scriptLines[0].text);
-  if (locals === null || !library.includes(`\nlocal ${locals[1]}\n`) || !library.includes(`\n  ${locals[1]} = ${locals[2]}\n`)) {
+  const locals = /^local (.+?) = (.+)$/.exec(fullScriptLines[0].text);
+  const fullLibrary = text(fullLibraryLines);
+  if (locals === null || !fullLibrary.includes(`\nlocal ${locals[1]}\n`) || !fullLibrary.includes(`\n  ${locals[1]} = ${locals[2]}\n`)) {
     throw new Error('script.lua\'s first line (local names = standard functions) and library.lua\'s declaration and bind() must list the same names and functions');
   }
-  const leaseLines = expand(dir, 'lease.lua');
+  const libraryLines = compact(fullLibraryLines);
+  const library = text(libraryLines);
+  const leaseLines = compact(expand(dir, 'lease.lua'));
   const lease = text(leaseLines);
-  const configLines = expand(dir, 'config.lua');
+  const configLines = compact(expand(dir, 'config.lua'));
   const config = text(configLines);
   const origins = (lines) => lines.map(({ file, line }) => ({ file, line }));
   return {

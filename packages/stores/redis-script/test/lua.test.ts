@@ -10,13 +10,13 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { Redis } from 'ioredis';
-import { assemble, LUA_DIR, STEPS } from '../build/lua.mjs';
+import { assemble, compactText, LUA_DIR, STEPS } from '../build/lua.mjs';
 import { CLIENT_CLOCK_EXPIRY_SLACK_MS, LEASE_SCRIPT, LEASE_SCRIPT_SHA1, LIMIT_FUNCTION, LIMIT_LIBRARY, LIMIT_SCRIPT, LIMIT_SCRIPT_SHA1 } from '../src/index.js';
 import { startRedis, type RedisServer } from '../../../../test/harness/redis.js';
 
 const stepFiles = readdirSync(join(LUA_DIR, 'steps')).filter((f) => f.endsWith('.lua'));
-/** A .lua file as it ships: its leading `---` documentation lines dropped. */
-const shipped = (file: string) => readFileSync(join(LUA_DIR, file), 'utf8').replace(/^(?:---.*\n)+/, '');
+/** A .lua file as it ships: its leading `---` documentation lines dropped, then compacted (indentation, full-line comments and blank lines dropped). */
+const shipped = (file: string) => compactText(readFileSync(join(LUA_DIR, file), 'utf8').replace(/^(?:---.*\n)+/, ''));
 
 describe('the script is src/lua assembled', () => {
   test('LIMIT_SCRIPT_SHA1 is the SHA-1 of LIMIT_SCRIPT, and the Function is named after it', () => {
@@ -26,20 +26,34 @@ describe('the script is src/lua assembled', () => {
     expect(LIMIT_LIBRARY.endsWith(`redis.register_function('${LIMIT_FUNCTION}', limit)\n`)).toBe(true);
   });
 
-  test('what ships is the files: every step file, whole, with no include line, placeholder or doc header left', () => {
+  test('what ships is the files, compacted: every step file, whole, with no include line, placeholder, doc header, comment line, indentation or blank line left', () => {
     expect(stepFiles.length).toBe(STEPS.length);
     for (const text of [LIMIT_SCRIPT, LIMIT_LIBRARY]) {
-      expect(text).not.toMatch(/-- #include|@VERSION@|^---/m);
-      for (const file of stepFiles) {
-        const body = shipped(`steps/${file}`)
-          .split('\n')
-          .map((line) => (line === '' ? line : `    ${line}`))
-          .join('\n');
-        expect(text, file).toContain(body);
-      }
+      expect(text).not.toMatch(/-- #include|@VERSION@|^---|^\s*--|^\s/m);
+      expect(text).not.toContain('\n\n');
+      for (const file of stepFiles) expect(text, file).toContain(shipped(`steps/${file}`));
       expect(text).toContain(shipped('driver.lua'));
     }
     expect(assemble().script).toBe(LIMIT_SCRIPT);
+  });
+
+  test('each shipped line is its source line, trimmed: the line maps name where it came from (luacheck reports by them)', () => {
+    const { script, lease, maps } = assemble();
+    for (const [text, map] of [[script, maps.script], [lease, maps.lease]] as const) {
+      const lines = text.split('\n').slice(0, -1);
+      expect(lines.length).toBe(map.length);
+      lines.forEach((line, i) => {
+        const origin = readFileSync(join(LUA_DIR, map[i]!.file), 'utf8').split('\n')[map[i]!.line - 1]!;
+        // The step chain's `if code == ...` arms are generated at the `-- #include steps` line.
+        if (!origin.includes('#include steps')) expect(line, `${map[i]!.file}:${map[i]!.line}`).toBe(origin.trim());
+      });
+    }
+  });
+
+  test('compaction refuses what it would change: a long string or comment, a continued string', () => {
+    expect(compactText('  local a = 1 -- kept\n\n  -- dropped\n')).toBe('local a = 1 -- kept\n');
+    expect(() => compactText('local s = [[\n  text\n]]\n')).toThrow(/long string or comment/);
+    expect(() => compactText("local s = 'a\\\nb'\n")).toThrow(/continued string/);
   });
 
   test('the script and the Function share one text: the library is the script wrapped, its body the driver', () => {
@@ -77,7 +91,7 @@ describe('the script is src/lua assembled', () => {
     const copy = mkdtempSync(join(tmpdir(), 'sluice-lua-'));
     try {
       cpSync(LUA_DIR, copy, { recursive: true });
-      writeFileSync(join(copy, 'driver.lua'), `${readFileSync(join(copy, 'driver.lua'), 'utf8')}-- edited\n`);
+      writeFileSync(join(copy, 'driver.lua'), `${readFileSync(join(copy, 'driver.lua'), 'utf8')}local edited = 1\n`);
       const edited = assemble(copy);
       expect(edited.sha1).toBe(createHash('sha1').update(edited.script).digest('hex'));
       expect(edited.sha1).not.toBe(LIMIT_SCRIPT_SHA1);

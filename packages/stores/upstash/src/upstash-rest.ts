@@ -1,6 +1,7 @@
 /**
  * The store's own Upstash REST client: the five commands the store and the config source send (EVALSHA, EVAL,
- * DEL, GET, SET), each one `POST` of a JSON array to the database's URL, on the runtime's `fetch`. It exists for
+ * DEL, GET, SET) and `command()` for any other, each one `POST` of a JSON array to the database's URL, on the
+ * runtime's `fetch`. It exists for
  * bundle size and for one behaviour: @upstash/redis is 76 kB minified and resends a request whose `fetch` threw,
  * which for a rate limiter can run a decision twice. This client sends every request exactly once; a failure
  * (network error, HTTP error, a body that is not the protocol's JSON, the timeout) rejects, and the limiter's
@@ -30,8 +31,13 @@ export interface UpstashRestOptions {
   fetch?: (input: string, init: RequestInit) => Promise<Response>;
 }
 
-/** What `upstashRest()` returns: the commands `upstashStore` and `upstashConfigSource` call. */
+/** What `upstashRest()` returns: the commands `upstashStore` and `upstashConfigSource` call, and any other. */
 export interface UpstashRestClient {
+  /**
+   * Any Redis command the REST API takes, as its words: `command(['INCR', 'refusals'])`. The result is Upstash's
+   * JSON `result` as is (integers as numbers, strings as strings, arrays as arrays, nil as null).
+   */
+  command(args: Array<string | number>): Promise<unknown>;
   evalsha(sha1: string, keys: string[], args: Array<string | number>): Promise<unknown>;
   eval(script: string, keys: string[], args: Array<string | number>): Promise<unknown>;
   del(...keys: string[]): Promise<number>;
@@ -112,6 +118,12 @@ export function upstashRest(options: UpstashRestOptions): UpstashRestClient {
   };
 
   return {
+    command: (args) => {
+      if (!Array.isArray(args) || args.length === 0 || !args.every((word) => typeof word === 'string' || (typeof word === 'number' && Number.isFinite(word)))) {
+        return Promise.reject(new SluiceError('INVALID_OPTION', `upstashRest: command takes the command's words, a non-empty array of strings and finite numbers (['INCR', 'key']), got ${describeValue(args)}`));
+      }
+      return command(args);
+    },
     evalsha: (sha1, keys, args) => command(['EVALSHA', sha1, keys.length, ...keys, ...args]),
     eval: (script, keys, args) => command(['EVAL', script, keys.length, ...keys, ...args]),
     del: async (...keys) => Number(await command(['DEL', ...keys])),

@@ -27,6 +27,21 @@ describe('the protocol', () => {
     expect(stats.byCommand).toMatchObject({ set: 1, get: 2, eval: 1, del: 1 });
   });
 
+  it('command() sends any command and answers its result as is; it refuses words that are not strings or numbers, sending nothing', async () => {
+    const rest = upstashRest({ url, token });
+    const key = identity('incr');
+    expect(await rest.command(['INCR', key])).toBe(1);
+    expect(await rest.command(['INCRBY', key, 41])).toBe(42);
+    expect(await rest.command(['RPUSH', `${key}:list`, 'a', 'b'])).toBe(2);
+    expect(await rest.command(['LRANGE', `${key}:list`, 0, -1])).toEqual(['a', 'b']);
+    expect(await rest.command(['HGET', `${key}:absent`, 'f'])).toBeNull();
+    const before = (await control.stats()).requests;
+    for (const bad of [[], ['INCR', { key }], ['INCR', Number.NaN], 'INCR k']) {
+      await expect(rest.command(bad as never)).rejects.toThrow(/upstashRest: command takes the command's words, a non-empty array of strings and finite numbers/);
+    }
+    expect((await control.stats()).requests).toBe(before);
+  });
+
   it('a URL with a trailing slash works the same', async () => {
     expect(await upstashRest({ url: `${url}/`, token }).get(identity('slash'))).toBeNull();
   });
