@@ -5,4 +5,4 @@ export { UPSTASH_LEASE_SCRIPT, UPSTASH_LIMIT_SCRIPT } from './upstash-script.js'
 export { upstashConfigSource } from './upstash-config-source.js';
 export type { UpstashConfigClient, UpstashConfigSourceOptions } from './upstash-config-source.js';
 export { upstashRest } from './upstash-rest.js';
-export type { UpstashRestClient, UpstashRestOptions } from './upstash-rest.js';
+export type { UpstashFetchInit, UpstashFetchResponse, UpstashRestClient, UpstashRestOptions } from './upstash-rest.js';

@@ -27,8 +27,8 @@ export interface UpstashRestOptions {
    * @default 10000
    */
   timeout?: number;
-  /** The `fetch` to send with. @default globalThis.fetch */
-  fetch?: (input: string, init: RequestInit) => Promise<Response>;
+  /** The `fetch` to send with (the runtime's own fits). @default globalThis.fetch */
+  fetch?(input: string, init: UpstashFetchInit): Promise<UpstashFetchResponse>;
 }
 
 /** What `upstashRest()` returns: the commands `upstashStore` and `upstashConfigSource` call, and any other. */
@@ -45,20 +45,26 @@ export interface UpstashRestClient {
   set(key: string, value: string): Promise<unknown>;
 }
 
-/** The web globals used here, typed by hand: the package compiles without DOM or Node typings. */
-interface RequestInit {
-  method: string;
+/**
+ * What the client passes to `fetch`: a subset of the web's RequestInit, typed here (the package has no DOM
+ * typings), plus `signal`, `AbortSignal.timeout(timeout)` where the runtime has it (left out of the type so that
+ * the runtime's own fetch fits the option without DOM typings on either side).
+ */
+export interface UpstashFetchInit {
+  method: 'POST';
   headers: Record<string, string>;
   body: string;
-  signal?: unknown;
 }
-interface Response {
+
+/** What the client reads of fetch's Response. */
+export interface UpstashFetchResponse {
   status: number;
   headers: { get(name: string): string | null };
   text(): Promise<string>;
 }
+
 const web = globalThis as unknown as {
-  fetch?: (input: string, init: RequestInit) => Promise<Response>;
+  fetch?: (input: string, init: UpstashFetchInit) => Promise<UpstashFetchResponse>;
   AbortSignal?: { timeout?(ms: number): unknown };
 };
 
@@ -86,7 +92,7 @@ export function upstashRest(options: UpstashRestOptions): UpstashRestClient {
   if (!Number.isInteger(timeout) || timeout < 1 || timeout > 600_000) {
     throw new SluiceError('INVALID_OPTION', `upstashRest: timeout must be an integer number of milliseconds from 1 to 600000, got ${describeValue(timeout)}`);
   }
-  const send = options.fetch ?? web.fetch;
+  const send: ((input: string, init: UpstashFetchInit) => Promise<UpstashFetchResponse>) | undefined = options.fetch ?? web.fetch;
   if (typeof send !== 'function') {
     throw new SluiceError('INVALID_OPTION', `upstashRest: fetch must be a function (this runtime has no global fetch), got ${describeValue(send)}`);
   }
@@ -97,7 +103,10 @@ export function upstashRest(options: UpstashRestOptions): UpstashRestClient {
   const command = async (args: Array<string | number>): Promise<unknown> => {
     const headers: Record<string, string> = { authorization, 'content-type': 'application/json' };
     if (syncToken !== null) headers['upstash-sync-token'] = syncToken;
-    const response = await send(endpoint, { method: 'POST', headers, body: JSON.stringify(args), signal: web.AbortSignal?.timeout?.(timeout) });
+    const signal = web.AbortSignal?.timeout?.(timeout);
+    const init: UpstashFetchInit = signal === undefined ? { method: 'POST', headers, body: JSON.stringify(args) } : ({ method: 'POST', headers, body: JSON.stringify(args), signal } as UpstashFetchInit);
+    // Called detached (no `this`): a runtime's own fetch called as a method of another object throws Illegal invocation.
+    const response = await send(endpoint, init);
     const text = await response.text();
     let body: { result?: unknown; error?: unknown } | undefined;
     try {

@@ -164,8 +164,10 @@ describe('options', () => {
 
   it('sends through the given fetch', async () => {
     const seen: string[] = [];
-    const rest = upstashRest({ url, token, fetch: (input, init) => (seen.push(`${init.method} ${input}`), fetch(input, init as never)) });
+    const rest = upstashRest({ url, token, fetch: (input, init) => (seen.push(`${init.method} ${input}`), fetch(input, init)) });
     await rest.get(identity('own-fetch'));
     expect(seen).toEqual([`POST ${url}`]);
+    // The runtime's fetch fits the option's type as it is (typecheck), and works.
+    expect(await upstashRest({ url, token, fetch: globalThis.fetch }).get(identity('global-fetch'))).toBeNull();
   });
 });
