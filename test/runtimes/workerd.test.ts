@@ -153,19 +153,23 @@ describe('memory store in one isolate', () => {
   });
 });
 
+/** 14 requests of one client alternating isolates: exactly 10 allowed for the fleet (remaining 9 to 0), then 429 from both. */
+async function fleetCountsExactly(path: string, clientIp: string): Promise<void> {
+  const seen: { worker: string | undefined; status: number; remaining: string | null }[] = [];
+  for (let i = 0; i < 14; i++) {
+    const response = await get(i % 2, path, { 'cf-connecting-ip': clientIp });
+    const body = (await response.json()) as { worker?: string };
+    seen.push({ worker: body.worker, status: response.status, remaining: response.headers.get('ratelimit') });
+  }
+  expect(seen.map((s) => s.status)).toEqual([...Array(10).fill(200), 429, 429, 429, 429]);
+  expect(seen.slice(0, 10).map((s) => s.worker)).toEqual(Array.from({ length: 10 }, (_, i) => (i % 2 === 0 ? 'isolate-a' : 'isolate-b')));
+  expect(seen.slice(0, 10).map((s) => /r=(\d+)/.exec(s.remaining ?? '')?.[1])).toEqual(['9', '8', '7', '6', '5', '4', '3', '2', '1', '0']);
+}
+
 describe('Upstash store across two isolates sharing the Upstash REST fixture', () => {
   it('counts are exact for the fleet: 10 allowed in all, alternating isolates, then 429 from both', async () => {
-    const client = { 'cf-connecting-ip': '2001:db8::42' };
     const before = fixture.stats.redisCommands;
-    const seen: { worker: string | undefined; status: number; remaining: string | null }[] = [];
-    for (let i = 0; i < 14; i++) {
-      const response = await get(i % 2, '/upstash/hello', client);
-      const body = (await response.json()) as { worker?: string };
-      seen.push({ worker: body.worker, status: response.status, remaining: response.headers.get('ratelimit') });
-    }
-    expect(seen.map((s) => s.status)).toEqual([...Array(10).fill(200), 429, 429, 429, 429]);
-    expect(seen.slice(0, 10).map((s) => s.worker)).toEqual(Array.from({ length: 10 }, (_, i) => (i % 2 === 0 ? 'isolate-a' : 'isolate-b')));
-    expect(seen.slice(0, 10).map((s) => /r=(\d+)/.exec(s.remaining ?? '')?.[1])).toEqual(['9', '8', '7', '6', '5', '4', '3', '2', '1', '0']);
+    await fleetCountsExactly('/upstash/hello', '2001:db8::42');
     // The decisions really went through the fixture to redis-server.
     expect(fixture.stats.redisCommands - before).toBeGreaterThanOrEqual(14);
   });
@@ -173,17 +177,8 @@ describe('Upstash store across two isolates sharing the Upstash REST fixture', (
 
 describe("the Upstash store on its own REST client ({ url, token }), no @upstash/redis, across two isolates", () => {
   it('counts are exact for the fleet: 10 allowed in all, alternating isolates, then 429 from both, one EVALSHA each', async () => {
-    const client = { 'cf-connecting-ip': '2001:db8::43' };
     const before = fixture.stats.byCommand.evalsha ?? 0;
-    const seen: { worker: string | undefined; status: number; remaining: string | null }[] = [];
-    for (let i = 0; i < 14; i++) {
-      const response = await get(i % 2, '/rest/hello', client);
-      const body = (await response.json()) as { worker?: string };
-      seen.push({ worker: body.worker, status: response.status, remaining: response.headers.get('ratelimit') });
-    }
-    expect(seen.map((s) => s.status)).toEqual([...Array(10).fill(200), 429, 429, 429, 429]);
-    expect(seen.slice(0, 10).map((s) => s.worker)).toEqual(Array.from({ length: 10 }, (_, i) => (i % 2 === 0 ? 'isolate-a' : 'isolate-b')));
-    expect(seen.slice(0, 10).map((s) => /r=(\d+)/.exec(s.remaining ?? '')?.[1])).toEqual(['9', '8', '7', '6', '5', '4', '3', '2', '1', '0']);
+    await fleetCountsExactly('/rest/hello', '2001:db8::43');
     expect((fixture.stats.byCommand.evalsha ?? 0) - before).toBe(14);
   });
 });
