@@ -64,11 +64,22 @@ export interface UpstashFetchResponse {
 }
 
 const web = globalThis as unknown as {
+  URL: new (text: string) => { protocol: string; host: string };
   fetch?: (input: string, init: UpstashFetchInit) => Promise<UpstashFetchResponse>;
   AbortSignal?: { timeout?(ms: number): unknown };
 };
 
 const KNOWN = ['url', 'token', 'timeout', 'fetch'];
+
+/** An absolute http: or https: URL with a host, as the WHATWG URL parser reads it. */
+function isHttpUrl(text: string): boolean {
+  try {
+    const parsed = new web.URL(text);
+    return (parsed.protocol === 'https:' || parsed.protocol === 'http:') && parsed.host !== '';
+  } catch {
+    return false;
+  }
+}
 
 /**
  * A REST client for `upstashStore` and `upstashConfigSource` without @upstash/redis: `upstashStore({ url, token })`
@@ -83,11 +94,12 @@ export function upstashRest(options: UpstashRestOptions): UpstashRestClient {
   }
   rejectUnknownOptions(options, KNOWN, 'upstashRest');
   const { url, token, timeout = 10_000 } = options;
-  if (typeof url !== 'string' || !/^https?:\/\/[^/\s]+/.test(url)) {
+  if (typeof url !== 'string' || !isHttpUrl(url)) {
     throw new SluiceError('INVALID_OPTION', `upstashRest: url must be the database's REST URL (http:// or https://, e.g. UPSTASH_REDIS_REST_URL), got ${describeValue(url)}`);
   }
-  if (typeof token !== 'string' || token === '' || /[\r\n]/.test(token)) {
-    throw new SluiceError('INVALID_OPTION', `upstashRest: token must be the database's REST token (a non-empty string, e.g. UPSTASH_REDIS_REST_TOKEN), got ${describeValue(token)}`);
+  if (typeof token !== 'string' || !/^[\x21-\x7e]+$/.test(token)) {
+    // It goes into a header: a space, a line break or a non-ASCII character would fail every request instead.
+    throw new SluiceError('INVALID_OPTION', `upstashRest: token must be the database's REST token (printable ASCII without spaces, e.g. UPSTASH_REDIS_REST_TOKEN), got ${typeof token === 'string' ? (token === '' ? 'an empty string' : `a string of ${token.length} characters with one outside that`) : describeValue(token)}`);
   }
   if (!Number.isInteger(timeout) || timeout < 1 || timeout > 600_000) {
     throw new SluiceError('INVALID_OPTION', `upstashRest: timeout must be an integer number of milliseconds from 1 to 600000, got ${describeValue(timeout)}`);
