@@ -3,13 +3,15 @@
 // npm registry), then runs the README's quickstart there as ESM and as CommonJS and compares its output with the
 // output the README shows. It also typechecks the quickstart against the installed types in both module systems
 // and checks that every package exports the same names from import and require.
-import { spawnSync, type SpawnSyncOptions } from 'node:child_process';
+import { execFile, spawnSync, type SpawnSyncOptions } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { fencedBlockAfter, fencedBlockAfterLine, toCommonJs } from './readme.js';
 import { publishedPackages, readJson, root, type Manifest } from './workspace.js';
+import { startRedis, type RedisServer } from '../harness/redis.js';
+import { startUpstashFixture, type UpstashFixture } from '../harness/upstash-fixture.js';
 
 const REQUIRED = ['@sluice/core', '@sluice/memory', '@sluice/conformance'];
 /** Peers small enough to install for the export-parity check; packages needing others are only resolved. */
@@ -262,4 +264,49 @@ const packages = ${JSON.stringify(loadable.map((p) => ({ name: p.manifest.name, 
     const skipped = report.testResults.flatMap((file) => file.assertionResults).filter((a) => a.status !== 'passed');
     expect(skipped.every((a) => a.status === 'skipped' && a.title.endsWith('(needs inspectKeys)'))).toBe(true);
   }, 180_000);
+});
+
+describe('@sluice/upstash without @upstash/redis (its own REST client), installed from the tarballs', () => {
+  let redis: RedisServer | undefined;
+  let fixture: UpstashFixture | undefined;
+
+  afterAll(async () => {
+    await fixture?.close();
+    await redis?.stop();
+  });
+
+  it('npm installs @sluice/core and @sluice/upstash alone, and decides against the Upstash REST fixture', async () => {
+    redis = await startRedis();
+    fixture = await startUpstashFixture({ redisPort: redis.port });
+    const edge = join(scratch, 'upstash-only');
+    mkdirSync(edge);
+    writeFileSync(join(edge, 'package.json'), JSON.stringify({ name: 'sluice-upstash-only', version: '1.0.0', private: true, type: 'module' }, null, 2));
+    const tarball = (name: string) => join(scratch, 'tarballs', `sluice-${name}-${packages.find((p) => p.manifest.name === `@sluice/${name}`)!.manifest.version}.tgz`);
+    const install = run('npm', ['install', tarball('core'), tarball('redis-script'), tarball('upstash'), '--prefer-offline', '--no-audit', '--no-fund', '--loglevel=error'], {
+      cwd: edge,
+      timeout: INSTALL_TIMEOUT_MS,
+    });
+    expect(install.status, install.output).toBe(0);
+    // npm installs required peers by itself: @upstash/redis being optional, it must not be there.
+    expect(existsSync(join(edge, 'node_modules/@upstash/redis'))).toBe(false);
+    writeFileSync(
+      join(edge, 'limit.mjs'),
+      `import { createLimiter, fixedWindow } from '@sluice/core';
+import { upstashStore } from '@sluice/upstash';
+const limiter = createLimiter({ store: upstashStore({ url: process.env.URL, token: process.env.TOKEN }), rules: fixedWindow({ limit: 2, window: '1h' }) });
+const decisions = [];
+for (let i = 0; i < 3; i++) decisions.push(await limiter.limit('consumer'));
+console.log(JSON.stringify(decisions.map((d) => [d.allowed, d.remaining, d.degraded])));
+`,
+    );
+    // Asynchronously: the fixture answers from this process's event loop, which spawnSync would block.
+    const result = await new Promise<{ stdout: string; stderr: string }>((resolve, reject) =>
+      execFile(process.execPath, ['limit.mjs'], { cwd: edge, encoding: 'utf8', timeout: 20_000, env: { ...cleanEnv(), URL: fixture!.url, TOKEN: fixture!.token } }, (error, stdout, stderr) =>
+        error === null ? resolve({ stdout, stderr }) : reject(new Error(`limit.mjs failed: ${error.message}\n${stdout}${stderr}`)),
+      ),
+    );
+    expect(result.stderr).toBe('');
+    expect(result.stdout.trim()).toBe('[[true,1,false],[true,0,false],[false,0,false]]');
+    expect(fixture.stats.byCommand.evalsha).toBeGreaterThanOrEqual(3);
+  }, INSTALL_TIMEOUT_MS + 30_000);
 });
