@@ -3,9 +3,15 @@
 // versions scripts/install-node-versions.sh unpacks into .tools/ (the machine's Node, 20, ran them just before).
 // Each package's vitest runs under that Node, with its bin first on the PATH so that the processes a test spawns
 // (`node`, workers) run on it too. Built output is shared: tsup targets Node 20, which 22 and 24 run.
-// Packages whose tests load better-sqlite3 are left out and named: its native module is built for the Node that
-// installed it (20), and building it for another needs that version's headers and a second copy of the module.
-// Usage: node scripts/test-node-versions.mjs [major ...]   (default: 22 24)
+// Packages that depend on better-sqlite3 (packages/stores/sqlite, packages/cli) run with
+// NODE_OPTIONS=--require=scripts/node-versions/better-sqlite3-redirect.cjs: its native module in node_modules is
+// built for the Node that installed it (20), so that preload sends every load of it to the copy built for the
+// running Node (.tools/better-sqlite3-node-<major>, by scripts/node-versions/build-better-sqlite3.mjs, which
+// install-node-versions.sh runs). Processes the tests start inherit NODE_OPTIONS unless a test gives them an
+// environment without it. The runs in LEFT_OUT still fail for the reason given there and are named, not run.
+// Usage: node scripts/test-node-versions.mjs [--only <package dir>] [--left-out] [major ...]   (default: 22 24)
+//   --only packages/stores/sqlite   runs that package only (repeatable)
+//   --left-out                      runs the LEFT_OUT ones too
 import { spawnSync } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
@@ -13,11 +19,28 @@ import { createRequire } from 'node:module';
 import { fileURLToPath } from 'node:url';
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '..');
-const majors = process.argv.length > 2 ? process.argv.slice(2) : ['22', '24'];
-/** Left out on the other versions, with the reason printed in the summary. */
-const NATIVE = new Map([
-  ['packages/stores/sqlite', 'better-sqlite3 is a native module built for Node 20 by `pnpm install`'],
-  ['packages/cli', 'its tests open SQLite files through better-sqlite3 (native, built for Node 20)'],
+const args = process.argv.slice(2);
+const only = [];
+let runLeftOut = false;
+const majors = [];
+for (let i = 0; i < args.length; i++) {
+  if (args[i] === '--only' && args[i + 1] !== undefined) only.push(relative(root, resolve(args[++i])));
+  else if (args[i] === '--left-out') runLeftOut = true;
+  else if (/^\d+$/.test(args[i])) majors.push(args[i]);
+  else {
+    console.error(`test-node-versions: unknown argument ${args[i]}\nUsage: node scripts/test-node-versions.mjs [--only <package dir>] [--left-out] [major ...]`);
+    process.exit(2);
+  }
+}
+if (majors.length === 0) majors.push('22', '24');
+const REDIRECT = join(root, 'scripts', 'node-versions', 'better-sqlite3-redirect.cjs');
+const CRASH = 'better-sqlite3 12 built against Node >= 24.19 headers aborts (SIGABRT, "(env) != nullptr" in RemoveEnvironmentCleanupHook) when GC finalizes a Statement; 13 does not';
+const CLI_ENV = 'test/config.test.ts starts the CLI with the environment { PATH } only, so the better-sqlite3 redirect (NODE_OPTIONS) does not reach it';
+/** `<package dir>@<major>` left out, with the reason printed in the summary. */
+const LEFT_OUT = new Map([
+  ['packages/stores/sqlite@24', CRASH],
+  ['packages/cli@22', CLI_ENV],
+  ['packages/cli@24', CLI_ENV],
 ]);
 
 function packageDirs() {
@@ -25,7 +48,10 @@ function packageDirs() {
   const visit = (dir, depth) => {
     if (existsSync(join(dir, 'package.json'))) {
       const manifest = JSON.parse(readFileSync(join(dir, 'package.json'), 'utf8'));
-      if (manifest.scripts?.['test:unit'] !== undefined) dirs.push(dir);
+      if (manifest.scripts?.['test:unit'] !== undefined) {
+        const deps = { ...manifest.dependencies, ...manifest.devDependencies, ...manifest.peerDependencies };
+        dirs.push({ dir, native: 'better-sqlite3' in deps });
+      }
       return;
     }
     if (depth === 0) return;
@@ -34,7 +60,12 @@ function packageDirs() {
     }
   };
   visit(join(root, 'packages'), 2);
-  return dirs.sort();
+  const picked = dirs.filter(({ dir }) => only.length === 0 || only.includes(relative(root, dir)));
+  if (picked.length === 0) {
+    console.error(`test-node-versions: no package with a test:unit script matches --only ${only.join(' ')}`);
+    process.exit(2);
+  }
+  return picked.sort((a, b) => a.dir.localeCompare(b.dir));
 }
 
 const results = [];
@@ -45,11 +76,16 @@ for (const major of majors) {
     process.exit(1);
   }
   const version = spawnSync(node, ['--version'], { encoding: 'utf8' }).stdout.trim();
-  for (const dir of packageDirs()) {
+  const addon = join(root, '.tools', `better-sqlite3-node-${major}`, 'node_modules', 'better-sqlite3', 'build', 'Release', 'better_sqlite3.node');
+  for (const { dir, native } of packageDirs()) {
     const name = relative(root, dir);
-    if (NATIVE.has(name)) {
-      results.push({ version, name, status: 'left out', detail: NATIVE.get(name) });
+    if (LEFT_OUT.has(`${name}@${major}`) && !runLeftOut) {
+      results.push({ version, name, status: 'left out', detail: LEFT_OUT.get(`${name}@${major}`) });
       continue;
+    }
+    if (native && !existsSync(addon)) {
+      console.error(`test-node-versions: ${relative(root, addon)} is missing (better-sqlite3 for Node ${major}, which ${name} needs). Build it with\n  sh scripts/install-node-versions.sh`);
+      process.exit(1);
     }
     // The vitest that package resolves (its own node_modules, else the workspace root's).
     const vitest = join(dirname(createRequire(join(dir, 'package.json')).resolve('vitest/package.json')), 'vitest.mjs');
@@ -58,10 +94,15 @@ for (const major of majors) {
     const run = spawnSync(node, [vitest, 'run'], {
       cwd: dir,
       stdio: 'inherit',
-      env: { ...process.env, PATH: `${dirname(node)}:${process.env.PATH ?? ''}` },
+      env: {
+        ...process.env,
+        PATH: `${dirname(node)}:${process.env.PATH ?? ''}`,
+        ...(native ? { NODE_OPTIONS: `${process.env.NODE_OPTIONS ?? ''} --require=${REDIRECT}`.trim() } : {}),
+      },
     });
     const seconds = ((Date.now() - started) / 1000).toFixed(0);
-    results.push({ version, name, status: run.status === 0 ? 'passed' : 'FAILED', detail: `${seconds} s` });
+    const how = native ? ', better-sqlite3 built for it' : '';
+    results.push({ version, name, status: run.status === 0 ? 'passed' : 'FAILED', detail: `${seconds} s${how}` });
   }
 }
 

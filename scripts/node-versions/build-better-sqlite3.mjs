@@ -1,0 +1,85 @@
+#!/usr/bin/env node
+// Run by scripts/install-node-versions.sh for each Node it unpacks: builds a private copy of better-sqlite3 for
+// that Node, so that scripts/test-node-versions.mjs can run the packages whose tests load it (packages/stores/sqlite,
+// packages/cli) on Node 22 and 24 too. `pnpm install` builds the addon in node_modules for the Node that ran it
+// (the machine's, 20); a native addon loads only in the Node ABI it was built for.
+//
+// The copy: the better-sqlite3 that packages/stores/sqlite resolves, with bindings and file-uri-to-path (what its
+// lib/ requires at run time), symlinks dereferenced, in .tools/better-sqlite3-node-<major>/node_modules. The addon
+// is built there by npm's bundled node-gyp run by THAT Node against its own headers (--nodedir=.tools/node-<major>,
+// which has include/node/ with common.gypi: nothing is downloaded). About a minute per version on two cores.
+// Skipped when the copy is of the same better-sqlite3 version and its addon loads in that Node.
+// scripts/node-versions/better-sqlite3-redirect.cjs makes test processes load the copy.
+// Usage: node scripts/node-versions/build-better-sqlite3.mjs <major>
+import { execFileSync, spawnSync } from 'node:child_process';
+import { cpSync, existsSync, mkdirSync, readFileSync, realpathSync, renameSync, rmSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { dirname, join, relative, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const root = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
+const major = process.argv[2];
+const fail = (message) => {
+  console.error(`build-better-sqlite3: ${message}`);
+  process.exit(1);
+};
+if (!/^\d+$/.test(major ?? '')) fail('usage: node scripts/node-versions/build-better-sqlite3.mjs <major>');
+
+const node = join(root, '.tools', `node-${major}`, 'bin', 'node');
+const nodedir = join(root, '.tools', `node-${major}`);
+if (!existsSync(node)) fail(`${relative(root, node)} is missing (scripts/install-node-versions.sh unpacks it)`);
+if (!existsSync(join(nodedir, 'include', 'node', 'common.gypi'))) fail(`${relative(root, nodedir)}/include/node has no headers (common.gypi)`);
+
+const inside = (dir) => (path) => path === dir || path.startsWith(`${dir}/`);
+const packageDir = (require, name) => realpathSync(dirname(require.resolve(`${name}/package.json`)));
+const fromSqlite = createRequire(join(root, 'packages', 'stores', 'sqlite', 'package.json'));
+const source = packageDir(fromSqlite, 'better-sqlite3');
+const bindings = packageDir(createRequire(join(source, 'package.json')), 'bindings');
+const fileUriToPath = packageDir(createRequire(join(bindings, 'package.json')), 'file-uri-to-path');
+const version = JSON.parse(readFileSync(join(source, 'package.json'), 'utf8')).version;
+
+const target = join(root, '.tools', `better-sqlite3-node-${major}`);
+const copy = join(target, 'node_modules', 'better-sqlite3');
+const addon = join(copy, 'build', 'Release', 'better_sqlite3.node');
+const loads = (dir) =>
+  spawnSync(node, ['-e', `const D = require(${JSON.stringify(dir)}); new D(':memory:').prepare('select 1').get(); process.stdout.write(D.prototype.constructor.name)`], {
+    encoding: 'utf8',
+  });
+
+const copiedVersion = existsSync(join(copy, 'package.json')) ? JSON.parse(readFileSync(join(copy, 'package.json'), 'utf8')).version : undefined;
+if (copiedVersion === version && existsSync(addon) && loads(copy).status === 0) process.exit(0);
+
+console.log(`build-better-sqlite3: building better-sqlite3 ${version} for Node ${major} into ${relative(root, target)} (about a minute)`);
+const started = Date.now();
+const building = `${target}.building`;
+rmSync(building, { recursive: true, force: true });
+const modules = join(building, 'node_modules');
+mkdirSync(modules, { recursive: true });
+// Without the Node-20 build output: node-gyp rebuild starts from a clean build/ anyway.
+cpSync(source, join(modules, 'better-sqlite3'), { recursive: true, dereference: true, filter: (path) => !inside(join(source, 'build'))(path) && !inside(join(source, 'node_modules'))(path) });
+cpSync(bindings, join(modules, 'bindings'), { recursive: true, dereference: true, filter: (path) => !inside(join(bindings, 'node_modules'))(path) });
+cpSync(fileUriToPath, join(modules, 'file-uri-to-path'), { recursive: true, dereference: true });
+
+const npmRoot = execFileSync('npm', ['root', '-g'], { encoding: 'utf8' }).trim();
+const nodeGyp = join(npmRoot, 'npm', 'node_modules', 'node-gyp', 'bin', 'node-gyp.js');
+if (!existsSync(nodeGyp)) fail(`npm's node-gyp is not at ${nodeGyp}`);
+const gyp = spawnSync(node, [nodeGyp, 'rebuild', '--release', `--nodedir=${nodedir}`, '--jobs=max'], {
+  cwd: join(modules, 'better-sqlite3'),
+  stdio: ['ignore', 'pipe', 'pipe'],
+  encoding: 'utf8',
+  maxBuffer: 1 << 28,
+  // Its own Node first on the PATH; nothing from npm_config_* of an outer npm/pnpm run steers node-gyp elsewhere.
+  env: Object.fromEntries([...Object.entries(process.env).filter(([key]) => !/^npm_config_/i.test(key)), ['PATH', `${dirname(node)}:${process.env.PATH ?? ''}`]]),
+});
+if (gyp.status !== 0) {
+  process.stderr.write(gyp.stdout.slice(-20_000) + gyp.stderr.slice(-20_000));
+  fail(`node-gyp could not build better-sqlite3 ${version} for Node ${major} (exit ${gyp.status ?? gyp.signal}); output above. It needs python3, make and a C++ compiler.`);
+}
+const built = loads(join(modules, 'better-sqlite3'));
+if (built.status !== 0) {
+  process.stderr.write(built.stderr);
+  fail(`the better-sqlite3 built for Node ${major} does not load in it`);
+}
+rmSync(target, { recursive: true, force: true });
+renameSync(building, target);
+console.log(`build-better-sqlite3: built for Node ${major} in ${((Date.now() - started) / 1000).toFixed(0)} s`);
