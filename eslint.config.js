@@ -62,4 +62,9 @@ export default tseslint.config(
     files: ['**/*.mjs', '**/*.cjs', '**/*.js'],
     rules: { '@typescript-eslint/no-require-imports': 'off' },
   },
+  {
+    // CommonJS scripts: the module wrapper's names.
+    files: ['**/*.cjs'],
+    languageOptions: { globals: { require: 'readonly', module: 'writable', __dirname: 'readonly', __filename: 'readonly' } },
+  },
 );

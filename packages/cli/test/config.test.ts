@@ -43,7 +43,10 @@ interface Run {
 
 function sluice(args: string[], env: Record<string, string> = {}): Promise<Run> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [CLI, ...args], { env: { PATH: process.env.PATH, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    // A clean environment, but NODE_OPTIONS goes through: on Node 22 and 24 it preloads the better-sqlite3 built for
+    // that Node (scripts/test-node-versions.mjs).
+    const inherited = process.env.NODE_OPTIONS === undefined ? {} : { NODE_OPTIONS: process.env.NODE_OPTIONS };
+    const child = spawn(process.execPath, [CLI, ...args], { env: { PATH: process.env.PATH, ...inherited, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
