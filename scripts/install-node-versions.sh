@@ -18,5 +18,7 @@ for version in 22.23.3 24.21.0; do
     rm -f "$tools/$tarball"
     "$tools/node-$major/bin/node" --version >/dev/null || { echo "install-node-versions: .tools/node-$major/bin/node does not run" >&2; exit 1; }
   fi
-  node "$here/node-versions/build-better-sqlite3.mjs" "$major"
+  # better-sqlite3 compiled for it, once `pnpm install` has put better-sqlite3 in node_modules (its postinstall
+  # runs this same step; here it covers a rerun of the install command on an installed checkout).
+  node "$here/node-versions/build-better-sqlite3.mjs" --if-ready "$major"
 done

@@ -79,7 +79,7 @@ for (const major of majors) {
       continue;
     }
     if (native && !existsSync(addon)) {
-      console.error(`test-node-versions: ${relative(root, addon)} is missing (better-sqlite3 for Node ${major}, which ${name} needs). Build it with\n  sh scripts/install-node-versions.sh`);
+      console.error(`test-node-versions: ${relative(root, addon)} is missing (better-sqlite3 for Node ${major}, which ${name} needs). Build it with\n  node scripts/node-versions/build-better-sqlite3.mjs ${major}\n(what pnpm install's postinstall does once Node ${major} is in .tools/).`);
       process.exit(1);
     }
     // The vitest that package resolves (its own node_modules, else the workspace root's).

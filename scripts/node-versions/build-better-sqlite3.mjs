@@ -18,14 +18,27 @@ import { dirname, join, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
-const major = process.argv[2];
+const ifReady = process.argv[2] === '--if-ready';
+const major = process.argv[ifReady ? 3 : 2];
 const fail = (message) => {
   console.error(`build-better-sqlite3: ${message}`);
   process.exit(1);
 };
-if (!/^\d+$/.test(major ?? '')) fail('usage: node scripts/node-versions/build-better-sqlite3.mjs <major>');
+if (!/^\d+$/.test(major ?? '')) fail('usage: node scripts/node-versions/build-better-sqlite3.mjs [--if-ready] <major>');
 
 const node = join(root, '.tools', `node-${major}`, 'bin', 'node');
+// --if-ready (the root package's postinstall, and install-node-versions.sh): nothing to do yet when that Node is
+// not unpacked (a checkout that never ran the README's install command) or better-sqlite3 is not installed yet (the
+// install command unpacks Node before `pnpm install`, whose postinstall then comes back here).
+if (ifReady) {
+  let installed = true;
+  try {
+    createRequire(join(root, 'packages', 'stores', 'sqlite', 'package.json')).resolve('better-sqlite3/package.json');
+  } catch {
+    installed = false;
+  }
+  if (!existsSync(node) || !installed) process.exit(0);
+}
 /**
  * The headers the addon is compiled against, where they are not the runtime's own. Node 24.19 changed
  * node_object_wrap.h so that an addon compiled against it registers an environment cleanup hook per ObjectWrap, and
