@@ -4,7 +4,7 @@ import Database from 'better-sqlite3';
 import { createLimiter, fixedWindow, isSluiceError, type SluiceError } from '@sluice/core';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { sqliteStore } from '../src/index.js';
-import { unprivilegedRuntime } from './fixtures/unprivileged-runtime.js';
+import { unprivilegedNode, unprivilegedRuntime } from './fixtures/unprivileged-runtime.js';
 import { tempFolder } from './helpers.js';
 
 const folder = tempFolder('faults');
@@ -133,6 +133,7 @@ describe('files the store cannot use fail at construction with a clear SluiceErr
       // No inherited execArgv or NODE_OPTIONS: vitest preloads files from the checkout, which that user may not read.
       const { NODE_OPTIONS: _inherited, ...env } = process.env;
       const child = fork(unprivilegedRuntime(runtime.path), [file], {
+        execPath: unprivilegedNode(runtime.path),
         uid: 65534,
         gid: 65534,
         execArgv: [],
