@@ -61,7 +61,12 @@ export async function run({ options, log }) {
   try {
     const contestants = [];
     for (const pair of PAIRS) {
-      contestants.push(sluiceContestant(fixture, pair, 'store'), sluiceContestant(fixture, pair, 'client'), ratelimitContestant(fixture, pair));
+      contestants.push(
+        sluiceContestant(fixture, pair, 'store'),
+        sluiceContestant(fixture, pair, 'client'),
+        sluiceContestant(fixture, pair, 'store', 'own'),
+        ratelimitContestant(fixture, pair),
+      );
     }
     log(`warming up: every contestant decides once for each of the ${formatInteger(IDENTITIES)} identities (steady state: keys exist)`);
     for (const c of contestants) {
@@ -145,7 +150,7 @@ export async function run({ options, log }) {
         '"÷ ratelimit" is time per decision divided by @upstash/ratelimit\'s on the same algorithm: below 1.00x is faster.',
         '"req/dec": HTTP requests per decision with one decision in flight; "@N": with N in flight, where the client\'s auto-pipelining (on by default, same client settings for both) carries several commands per request, and sluice\'s store batches the decisions issued together into one script call (its default, batch: true).',
         '"top cmds/dec": commands the fixture forwarded (EVALSHA); "redis cmds/dec": every command Redis executed (INFO commandstats), script internals included, in steady state (every identity seen before); "@N": the same with N in flight; "redis µs/dec": time Redis spent in the scripts per decision at 1 in flight (commandstats usec of EVALSHA, which includes the commands it runs); "client cpu": CPU time of this process (library + @upstash/redis + fetch) per decision at N in flight. Wall-clock columns move with the machine\'s load (see the load average below); these counts and CPU times much less.',
-        'sluice by default reads the store clock (one TIME inside the script); "client clock" rows send the limiter\'s clock instead, as @upstash/ratelimit always does. Targets are for the default. @upstash/ratelimit runs with ephemeralCache: false and analytics off; its cache only answers identities it saw denied, and none is here.',
+        'sluice by default reads the store clock (one TIME inside the script); "client clock" rows send the limiter\'s clock instead, as @upstash/ratelimit always does. "own client" rows use the store\'s own REST client ({ url, token }: one POST per script call, no auto-pipelining of its own) in place of @upstash/redis. Targets are for the default. @upstash/ratelimit runs with ephemeralCache: false and analytics off; its cache only answers identities it saw denied, and none is here.',
         'Compound: sluice decides both rules in one all-or-nothing script; @upstash/ratelimit needs two limiters called one after the other (and the first consumes even when the second denies).',
       ],
       data: { counts: Object.fromEntries(counts), identities: IDENTITIES, inFlight, pipelining },
@@ -165,15 +170,16 @@ function client(fixture) {
 
 const identities = Array.from({ length: IDENTITIES }, (_, i) => `user-${i}`);
 
-function sluiceContestant(fixture, pair, clock) {
+/** client 'upstash': @upstash/redis (the default rows); 'own': the store's own REST client, upstashStore({ url, token }). */
+function sluiceContestant(fixture, pair, clock, restClient = 'upstash') {
   const c = {
-    name: clock === 'store' ? `sluice ${pair.key}` : `sluice ${pair.key}, client clock`,
+    name: restClient === 'own' ? `sluice ${pair.key}, own client` : clock === 'store' ? `sluice ${pair.key}` : `sluice ${pair.key}, client clock`,
     pair,
     degraded: 0,
     decide: undefined,
     async setup() {
-      const store = upstashStore(client(fixture), { clock });
-      const limiter = createLimiter({ store, rules: pair.sluice(), name: `bench-${slug(pair.key)}-${clock}`, timeout: 10_000 });
+      const store = upstashStore(restClient === 'own' ? { url: fixture.url, token: fixture.token } : client(fixture), { clock });
+      const limiter = createLimiter({ store, rules: pair.sluice(), name: `bench-${slug(pair.key)}-${clock}-${restClient}`, timeout: 10_000 });
       c.decide = async (id) => {
         const decision = await limiter.limit(id);
         if (decision.degraded) c.degraded++;
