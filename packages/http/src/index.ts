@@ -27,5 +27,7 @@ export { addressLost, readHeader } from './request.js';
 export type { HeaderBag, HttpRequest, SocketLike } from './request.js';
 export { applyHeaders, headersTarget, toResponse } from './web.js';
 export { throttledWarning } from './report.js';
+export { BackgroundHooks } from './background.js';
+export type { BackgroundHooksOptions, WaitUntil } from './background.js';
 export { checkStackLayers, heldUntilEnd, releasingBody, runStackLayers, stackRefusal } from './stack.js';
 export type { EndingResponse, StackLayer, StackLayers, StackOutcome, StackRefusal } from './stack.js';

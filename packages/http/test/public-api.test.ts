@@ -5,6 +5,7 @@ import * as rootSource from '../src/index.js';
 import * as ipSource from '../src/ip-api.js';
 
 const ROOT = [
+  'BackgroundHooks',
   'HEADER_STYLES',
   'HTTP_OPTION_NAMES',
   'PLATFORM_HEADERS',

@@ -2,7 +2,7 @@ import { optionalFunction } from '@sluice/core/store';
 import { applyHeaders, checkOptionsObject, createHandler, type HandleResult, type HttpLimitOptions } from '@sluice/http';
 import type { Context, Env, MiddlewareHandler } from 'hono';
 import type { StatusCode } from 'hono/utils/http-status';
-import { Background } from './background.js';
+import { background as backgroundHooks } from './background.js';
 import { connectionOf } from './connection.js';
 import type { HonoRateLimitOptions } from './options.js';
 
@@ -40,7 +40,7 @@ export function decider<E extends Env>(options: HonoRateLimitOptions<E>): (c: Co
   optionalFunction(onLimited, 'onLimited', '(event) => void | Promise');
   optionalFunction(onError, 'onError', '(error, event) => void | Promise');
 
-  const background = new Background(onError as ((error: unknown, event: unknown) => unknown) | undefined);
+  const background = backgroundHooks(onError as ((error: unknown, event: unknown) => unknown) | undefined);
   const handlerOptions: HttpLimitOptions<Context<E>> = { ...shared };
   if (onLimited !== undefined) handlerOptions.onLimited = (event) => background.hand(event.request, 'onLimited', onLimited(event));
   if (onError !== undefined) handlerOptions.onError = (error, event) => background.hand(event.request, 'onError', onError(error, event));

@@ -39,11 +39,11 @@ export function rateLimit(options: NextRateLimitOptions): NextRateLimit {
   optionalFunction(onError, 'onError', '(error, event) => void | Promise');
   checkNextIdentity(options);
 
-  const background = new Background(waitUntil);
-  background.reportTo(onError);
+  const background = new Background(waitUntil, onError);
+  const { hooks } = background;
   const handlerOptions: HttpLimitOptions<NextRequest> = { ...shared };
-  if (onLimited !== undefined) handlerOptions.onLimited = (event) => background.hand(event.request, 'onLimited', onLimited(event));
-  if (onError !== undefined) handlerOptions.onError = (error, event) => background.hand(event.request, 'onError', onError(error, event));
+  if (onLimited !== undefined) handlerOptions.onLimited = (event) => hooks.hand(event.request, 'onLimited', onLimited(event));
+  if (onError !== undefined) handlerOptions.onError = (error, event) => hooks.hand(event.request, 'onError', onError(error, event));
   const handler = createHandler<NextRequest>(handlerOptions);
 
   const check = async (request: NextRequest, event?: WaitUntilEvent): Promise<HandleResult> => {
@@ -54,7 +54,7 @@ export function rateLimit(options: NextRateLimitOptions): NextRateLimit {
       background.bind(request, event);
     }
     const result = await handler.handle(httpRequest(request), request);
-    if (onDecision !== undefined) background.run(request, 'onDecision', () => onDecision({ request, result }));
+    if (onDecision !== undefined) hooks.run(request, 'onDecision', () => onDecision({ request, result }));
     return result;
   };
 
