@@ -4,16 +4,16 @@
 // everything inlined (hono included), gzip level 9. The same code as `pnpm bench bundles`
 // (bench/suites/bundles/measure.mjs), so the test and the bench table cannot disagree.
 //
-// The target is NOT met: 35,343 bytes gzipped (34.5 kB) on the day this was written, down from 54,480 with
+// The target is NOT met: 35,618 bytes gzipped (34.8 kB) on the day this was written, down from 54,480 with
 // @upstash/redis (76 kB minified alone) before the store had its own REST client, and with the Lua shipped
-// compacted. Of the 100.5 kB minified: @sluice/http 25.5 kB, @sluice/redis-script 25.3 kB (19 kB of it Lua),
+// compacted. Of the 101.1 kB minified: @sluice/http 26.2 kB, @sluice/redis-script 25.3 kB (18 kB of it Lua),
 // @sluice/core 23.3 kB, hono 19.7 kB. Until the target is met, the 15 kB test is an `it.fails` (it fails the suite
 // the day the bundle gets under 15 kB: make it a plain `it` then), a ratchet keeps the bundle from growing past
 // today's size plus 5%, and the bundle must stay smaller than the same worker on @upstash/ratelimit.
 import { describe, expect, it } from 'vitest';
 import { ENTRIES, HONO_UPSTASH_TARGET_BYTES, measureEntry, type BundleSize } from '../../bench/suites/bundles/measure.mjs';
 
-const RATCHET_BYTES = Math.round(35_343 * 1.05);
+const RATCHET_BYTES = Math.round(35_618 * 1.05);
 
 const measured = new Map<string, Promise<BundleSize>>();
 const bundle = (name: string): Promise<BundleSize> => {
@@ -48,7 +48,7 @@ describe('the Upstash-on-Hono worker bundle (everything the worker ships)', () =
     expect(size.gzipBytes, describeSize(size)).toBeLessThanOrEqual(RATCHET_BYTES);
   });
 
-  it.fails(`is under 15 kB gzipped (${HONO_UPSTASH_TARGET_BYTES} bytes), issue 14's target: NOT met today (35,343 bytes)`, async () => {
+  it.fails(`is under 15 kB gzipped (${HONO_UPSTASH_TARGET_BYTES} bytes), issue 14's target: NOT met today (35,618 bytes)`, async () => {
     const size = await honoUpstash();
     expect(size.gzipBytes, describeSize(size)).toBeLessThan(HONO_UPSTASH_TARGET_BYTES);
   });
