@@ -5,10 +5,10 @@
  * Driven over HTTP from here. The SQLite store is not supported on Bun; the last test pins why.
  */
 import { spawnSync } from 'node:child_process';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, expect, it } from 'vitest';
 import { startRedis, type RedisServer } from '../harness/redis.js';
 import { startUpstashFixture, type UpstashFixture } from '../harness/upstash-fixture.js';
-import { countsExactlyUnderConcurrency, identifiesByPeerAddress, LIMIT, refusesOverTheLimit } from './http-limits.js';
+import { describeStores, LIMIT } from './http-limits.js';
 import { runtimeBinary, startRuntimeServer, suitesDir, type RuntimeServer } from './runtime-server.js';
 
 let upstashRedis: RedisServer;
@@ -37,19 +37,7 @@ it('the server is Bun itself (Bun.version from inside the process), not Node', (
   expect(server.reported).toEqual({ runtime: 'bun', version: runtimeBinary('bun').version, limit: LIMIT });
 });
 
-describe.each(['memory', 'upstash', 'upstash-rest', 'redis', 'tiered'])('Bun.serve with the %s store', (store) => {
-  it('allows the limit, then answers 429 with RateLimit headers, Retry-After and a problem+json body', async () => {
-    await refusesOverTheLimit(server.url, store);
-  });
-
-  it('counts exactly under concurrent requests', async () => {
-    await countsExactlyUnderConcurrency(server.url, store);
-  });
-
-  it('identifies an anonymous client by the peer address Bun reports (server.requestIP)', async () => {
-    await identifiesByPeerAddress(server.url, store);
-  });
-});
+describeStores('Bun.serve', 'server.requestIP', () => server.url);
 
 it('the Upstash store went through the REST fixture, and nothing was written to stderr', () => {
   expect(fixture.stats.byCommand.evalsha ?? 0).toBeGreaterThan(0);

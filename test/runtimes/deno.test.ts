@@ -10,10 +10,10 @@ import { spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, expect, it } from 'vitest';
 import { startRedis, type RedisServer } from '../harness/redis.js';
 import { startUpstashFixture, type UpstashFixture } from '../harness/upstash-fixture.js';
-import { countsExactlyUnderConcurrency, identifiesByPeerAddress, LIMIT, refusesOverTheLimit } from './http-limits.js';
+import { describeStores, LIMIT } from './http-limits.js';
 import { runtimeBinary, startRuntimeServer, suitesDir, type RuntimeServer } from './runtime-server.js';
 
 // Deno's cache (DENO_DIR) in a folder of this run, so it neither reads nor leaves anything in the user's home.
@@ -50,19 +50,7 @@ it('the server is Deno itself (Deno.version from inside the process), not Node',
   expect(server.reported).toEqual({ runtime: 'deno', version: /^deno (\S+)/.exec(runtimeBinary('deno').version)![1], limit: LIMIT });
 });
 
-describe.each(['memory', 'upstash', 'upstash-rest', 'redis', 'tiered'])('Deno.serve with the %s store', (store) => {
-  it('allows the limit, then answers 429 with RateLimit headers, Retry-After and a problem+json body', async () => {
-    await refusesOverTheLimit(server.url, store);
-  });
-
-  it('counts exactly under concurrent requests', async () => {
-    await countsExactlyUnderConcurrency(server.url, store);
-  });
-
-  it('identifies an anonymous client by the peer address Deno reports (info.remoteAddr)', async () => {
-    await identifiesByPeerAddress(server.url, store);
-  });
-});
+describeStores('Deno.serve', 'info.remoteAddr', () => server.url);
 
 it('the Upstash store went through the REST fixture, and nothing was written to stderr', () => {
   expect(fixture.stats.byCommand.evalsha ?? 0).toBeGreaterThan(0);

@@ -4,10 +4,33 @@
  * Shared by the Bun and Deno suites so both runtimes are held to the same answers.
  */
 import { randomUUID } from 'node:crypto';
-import { expect } from 'vitest';
+import { describe, expect, it } from 'vitest';
 
 /** fixtures/app.mjs's limit (each suite checks it against the one the server reports). */
 export const LIMIT = 10;
+
+/** The stores the Bun and Deno servers (fixtures/bun-server.mjs, fixtures/deno-server.mjs) serve, by route. */
+export const STORES = ['memory', 'upstash', 'upstash-rest', 'redis', 'tiered'];
+
+/**
+ * The three checks for every store, on a runtime's server: `server` names it (`'Bun.serve'`), `peer` says where it
+ * reports the peer address (`'server.requestIP'`), `base` is its URL once started.
+ */
+export function describeStores(server: string, peer: string, base: () => string): void {
+  describe.each(STORES)(`${server} with the %s store`, (store) => {
+    it('allows the limit, then answers 429 with RateLimit headers, Retry-After and a problem+json body', async () => {
+      await refusesOverTheLimit(base(), store);
+    });
+
+    it('counts exactly under concurrent requests', async () => {
+      await countsExactlyUnderConcurrency(base(), store);
+    });
+
+    it(`identifies an anonymous client by the peer address the runtime reports (${peer})`, async () => {
+      await identifiesByPeerAddress(base(), store);
+    });
+  });
+}
 
 const PROBLEM = 'https://iana.org/assignments/http-problem-types#quota-exceeded';
 
