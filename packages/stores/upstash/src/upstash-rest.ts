@@ -14,7 +14,8 @@
  * sees this instance's writes (what @upstash/redis calls read-your-writes).
  */
 import { SluiceError } from '@sluice/core';
-import { describeValue, rejectUnknownOptions } from '@sluice/core/store';
+import { describeValue, durationOption, rejectUnknownOptions } from '@sluice/core/store';
+import type { Duration } from '@sluice/core';
 
 export interface UpstashRestOptions {
   /** The database's REST URL, `https://<name>.upstash.io` (UPSTASH_REDIS_REST_URL). */
@@ -22,11 +23,12 @@ export interface UpstashRestOptions {
   /** The database's REST token (UPSTASH_REDIS_REST_TOKEN). */
   token: string;
   /**
-   * Abort a request that has no answer after this many milliseconds (1 to 600000). The limiter's own `timeout`
-   * answers the decision sooner; this one ends the request itself, so a hung connection does not hold a worker.
-   * @default 10000
+   * Abort a request that has no answer after this long (ms or a string like `'10s'`; 1 ms to 10 minutes). The
+   * limiter's own `timeout` answers the decision sooner; this one ends the request itself, so a hung connection
+   * does not hold a worker.
+   * @default '10s'
    */
-  timeout?: number;
+  timeout?: Duration;
   /** The `fetch` to send with (the runtime's own fits). @default globalThis.fetch */
   fetch?(input: string, init: UpstashFetchInit): Promise<UpstashFetchResponse>;
 }
@@ -93,7 +95,7 @@ export function upstashRest(options: UpstashRestOptions): UpstashRestClient {
     throw new SluiceError('INVALID_OPTION', `upstashRest: options must be an object { url, token }, got ${describeValue(options)}`);
   }
   rejectUnknownOptions(options, KNOWN, 'upstashRest');
-  const { url, token, timeout = 10_000 } = options;
+  const { url, token } = options;
   if (typeof url !== 'string' || !isHttpUrl(url)) {
     throw new SluiceError('INVALID_OPTION', `upstashRest: url must be the database's REST URL (http:// or https://, e.g. UPSTASH_REDIS_REST_URL), got ${describeValue(url)}`);
   }
@@ -101,9 +103,7 @@ export function upstashRest(options: UpstashRestOptions): UpstashRestClient {
     // It goes into a header: a space, a line break or a non-ASCII character would fail every request instead.
     throw new SluiceError('INVALID_OPTION', `upstashRest: token must be the database's REST token (printable ASCII without spaces, e.g. UPSTASH_REDIS_REST_TOKEN), got ${typeof token === 'string' ? (token === '' ? 'an empty string' : `a string of ${token.length} characters with one outside that`) : describeValue(token)}`);
   }
-  if (!Number.isInteger(timeout) || timeout < 1 || timeout > 600_000) {
-    throw new SluiceError('INVALID_OPTION', `upstashRest: timeout must be an integer number of milliseconds from 1 to 600000, got ${describeValue(timeout)}`);
-  }
+  const timeout = durationOption(options.timeout ?? 10_000, 'upstashRest: timeout', { min: 1, max: 600_000 });
   const send: ((input: string, init: UpstashFetchInit) => Promise<UpstashFetchResponse>) | undefined = options.fetch ?? web.fetch;
   if (typeof send !== 'function') {
     throw new SluiceError('INVALID_OPTION', `upstashRest: fetch must be a function (this runtime has no global fetch), got ${describeValue(send)}`);
@@ -115,8 +115,9 @@ export function upstashRest(options: UpstashRestOptions): UpstashRestClient {
   const command = async (args: Array<string | number>): Promise<unknown> => {
     const headers: Record<string, string> = { authorization, 'content-type': 'application/json' };
     if (syncToken !== null) headers['upstash-sync-token'] = syncToken;
+    const init: UpstashFetchInit = { method: 'POST', headers, body: JSON.stringify(args) };
     const signal = web.AbortSignal?.timeout?.(timeout);
-    const init: UpstashFetchInit = signal === undefined ? { method: 'POST', headers, body: JSON.stringify(args) } : ({ method: 'POST', headers, body: JSON.stringify(args), signal } as UpstashFetchInit);
+    if (signal !== undefined) Object.assign(init, { signal });
     // Called detached (no `this`): a runtime's own fetch called as a method of another object throws Illegal invocation.
     const response = await send(endpoint, init);
     const text = await response.text();

@@ -135,7 +135,7 @@ describe('faults: every one rejects after exactly one request, and the limiter a
     const decision = await limiter.limit(identity('hang'));
     expect(isSluiceError(decision.error) && decision.error.code).toBe('STORE_TIMEOUT');
     const started = Date.now();
-    const aborted: unknown = await upstashRest({ url, token, timeout: 200 }).get('k').catch((e: unknown) => e);
+    const aborted: unknown = await upstashRest({ url, token, timeout: '200ms' }).get('k').catch((e: unknown) => e);
     expect(Date.now() - started).toBeGreaterThanOrEqual(150);
     expect(String(aborted)).toMatch(/abort|timeout/i);
     expect((await control.stats()).requests).toBe(2);
@@ -152,8 +152,9 @@ describe('options', () => {
     [{ url, token: 'has space' }, /upstashRest: token must be/],
     [{ url: 'https://', token }, /upstashRest: url must be/],
     [{ url: 'ftp://example.upstash.io', token }, /upstashRest: url must be/],
-    [{ url, token, timeout: 0 }, /upstashRest: timeout must be an integer number of milliseconds from 1 to 600000, got 0/],
-    [{ url, token, timeout: '1s' }, /upstashRest: timeout must be an integer/],
+    [{ url, token, timeout: 0 }, /upstashRest: timeout must be a duration from 1 to 600000 ms .*got 0/],
+    [{ url, token, timeout: '11m' }, /upstashRest: timeout must be a duration/],
+    [{ url, token, timeout: 'soon' }, /upstashRest: timeout must be a duration/],
     [{ url, token, fetch: 'no' }, /upstashRest: fetch must be a function/],
     [{ url, token, retries: 3 }, /upstashRest.*retries/],
   ])('rejects %o naming the field', (options, message) => {
