@@ -3,25 +3,13 @@
 // (the packages it imports are built before this suite runs, which is the other half of `pnpm start`).
 import { spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
-import { createConnection } from 'node:net';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { expect, it } from 'vitest';
-import { requireRedisBinaries } from '../harness/redis.js';
+import { portIsClosed, requireRedisBinaries } from '../harness/redis.js';
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
 const exampleDir = join(root, 'examples/cloudflare-hono-upstash');
-
-function portIsClosed(port: number): Promise<boolean> {
-  return new Promise((done) => {
-    const socket = createConnection({ host: '127.0.0.1', port });
-    socket.once('connect', () => {
-      socket.destroy();
-      done(false);
-    });
-    socket.once('error', () => done(true));
-  });
-}
 
 it('pnpm start: the worker in workerd allows a burst of 5, then 429 with RateLimit and Retry-After; another client is untouched; exits 0 and stops what it started', async () => {
   requireRedisBinaries();

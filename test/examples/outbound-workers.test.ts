@@ -4,28 +4,16 @@
 // suite runs, which is the other half of `pnpm start`).
 import { spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
-import { createConnection } from 'node:net';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { expect, it } from 'vitest';
-import { requireRedisBinaries } from '../harness/redis.js';
+import { portIsClosed, requireRedisBinaries } from '../harness/redis.js';
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
 const exampleDir = join(root, 'examples/outbound-workers');
 const TIMEOUT_MS = 40_000;
 const LIMIT = 10;
 const CALLS = 64; // 8 workers x 8 calls
-
-function portIsClosed(port: number): Promise<boolean> {
-  return new Promise((done) => {
-    const socket = createConnection({ host: '127.0.0.1', port });
-    socket.once('connect', () => {
-      socket.destroy();
-      done(false);
-    });
-    socket.once('error', () => done(true));
-  });
-}
 
 it('pnpm start: 8 workers share 10 requests per second, waiting for their turn; no second over 10, no 429, exits 0', async () => {
   requireRedisBinaries();

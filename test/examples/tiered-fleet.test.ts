@@ -4,28 +4,16 @@
 // which is the other half of `pnpm start`).
 import { spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
-import { createConnection } from 'node:net';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { expect, it } from 'vitest';
-import { requireRedisBinaries } from '../harness/redis.js';
+import { portIsClosed, requireRedisBinaries } from '../harness/redis.js';
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
 const exampleDir = join(root, 'examples/tiered-fleet');
 const TIMEOUT_MS = 40_000;
 const LIMIT = 100;
 const STRATEGIES = ['deny-cache', 'lease', 'async'] as const;
-
-function portIsClosed(port: number): Promise<boolean> {
-  return new Promise((done) => {
-    const socket = createConnection({ host: '127.0.0.1', port });
-    socket.once('connect', () => {
-      socket.destroy();
-      done(false);
-    });
-    socket.once('error', () => done(true));
-  });
-}
 
 function processIsGone(pid: number): boolean {
   try {

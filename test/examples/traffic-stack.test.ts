@@ -3,28 +3,16 @@
 // ends with (the packages it imports are built before this suite runs, which is the other half of `pnpm start`).
 import { spawnSync } from 'node:child_process';
 import { readFileSync, rmSync, statSync } from 'node:fs';
-import { createConnection } from 'node:net';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { expect, it } from 'vitest';
-import { requireRedisBinaries } from '../harness/redis.js';
+import { portIsClosed, requireRedisBinaries } from '../harness/redis.js';
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
 const exampleDir = join(root, 'examples/traffic-stack');
 const chartPath = join(exampleDir, 'traffic-stack.svg');
 const TIMEOUT_MS = 40_000;
 const CLASSES = ['critical', 'write', 'read', 'test'] as const;
-
-function portIsClosed(port: number): Promise<boolean> {
-  return new Promise((done) => {
-    const socket = createConnection({ host: '127.0.0.1', port });
-    socket.once('connect', () => {
-      socket.destroy();
-      done(false);
-    });
-    socket.once('error', () => done(true));
-  });
-}
 
 /**
  * A well-formedness check of the SVG as XML (no parser among the suites' dependencies): one root element, every

@@ -66,6 +66,18 @@ function isFree(port: number): Promise<boolean> {
 }
 
 /** Sends one inline command and returns the raw reply text; rejects on connection errors or after `timeoutMs`. */
+/** Whether nothing listens on 127.0.0.1:`port` any more (a connection is refused): an example stopped what it started. */
+export function portIsClosed(port: number): Promise<boolean> {
+  return new Promise((done) => {
+    const socket = createConnection({ host: '127.0.0.1', port });
+    socket.once('connect', () => {
+      socket.destroy();
+      done(false);
+    });
+    socket.once('error', () => done(true));
+  });
+}
+
 export function rawCommand(port: number, command: string, timeoutMs = 1000): Promise<string> {
   return new Promise((resolve, reject) => {
     const socket = createConnection({ host: HOST, port });
