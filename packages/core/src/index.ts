@@ -36,7 +36,7 @@ export type { AbortSignalLike, AcquireOptions, ConcurrencyLimiter, ConcurrencyLi
 export type { EventLoopSignal, EventLoopSignalOptions, ShedDecision, ShedEvent, UtilizationShedder, UtilizationShedderOptions } from './utilization-shedder.js';
 export type { Duration, DurationUnit } from './duration.js';
 export { createThrottledFetch, pushBack } from './throttled-fetch.js';
-export type { FetchLike, ResponseLike, ThrottledFetchOptions, UrlLike } from './throttled-fetch.js';
+export type { FetchLike, ResponseLike, SharedLearnOptions, ThrottledFetchOptions, UrlLike } from './throttled-fetch.js';
 export {
   deleteLimiterConfig,
   parseLimiterConfig,

@@ -81,7 +81,7 @@ function policyItems(value: string): StatedLimit[] {
 }
 
 /** The window a rule's limit is counted over, for matching a stated window; undefined when learning leaves it. */
-function learnableWindow(rule: Rule): number | undefined {
+export function learnableWindow(rule: Rule): number | undefined {
   switch (rule.algorithm) {
     case 'gcra':
       return rule.params.periodMs;
@@ -95,7 +95,7 @@ function learnableWindow(rule: Rule): number | undefined {
 }
 
 /** The written limit per window of a learnable rule (GCRA: its rate's limit, not its burst). */
-function writtenLimit(rule: Rule): number {
+export function writtenLimit(rule: Rule): number {
   return rule.algorithm === 'gcra' ? rule.params.limit : rule.limit;
 }
 
@@ -115,6 +115,41 @@ export function withLimit(rule: Rule, limit: number): Rule {
     default:
       return rule;
   }
+}
+
+/** Each stated limit sets the rules of its window (or, unstated, the shortest learnable one), capped at what was written. */
+export function followStated(written: readonly Rule[], stated: readonly StatedLimit[], current: readonly number[]): number[] {
+  const next = [...current];
+  const shortest = shortestWindow(written);
+  for (const { limit, windowMs } of stated) {
+    const window = windowMs ?? shortest;
+    written.forEach((rule, i) => {
+      if (learnableWindow(rule) === window) next[i] = Math.min(writtenLimit(rule), limit);
+    });
+  }
+  return next;
+}
+
+/** The shortest window among the learnable rules (Infinity when none is learnable). */
+export function shortestWindow(rules: readonly Rule[]): number {
+  let shortest = Infinity;
+  for (const rule of rules) shortest = Math.min(shortest, learnableWindow(rule) ?? Infinity);
+  return shortest;
+}
+
+/** The written rules with `limits` (by index) in force; a rule at its written limit is the written rule itself. */
+export function rulesWithLimits(written: readonly Rule[], limits: readonly number[]): Rule[] {
+  return written.map((rule, i) => (limits[i] === writtenLimit(rule) ? rule : withLimit(rule, limits[i]!)));
+}
+
+/** The learnable limits times `factor`, rounded down, at least 1; the others as they are. */
+export function cutLimits(written: readonly Rule[], current: readonly number[], factor: number): number[] {
+  return current.map((limit, i) => (learnableWindow(written[i]!) === undefined ? limit : Math.max(1, Math.floor(limit * factor))));
+}
+
+/** Each limit up by a tenth of its written limit (at least 1), never above the written limit. */
+export function raiseLimits(written: readonly Rule[], current: readonly number[]): number[] {
+  return current.map((limit, i) => Math.min(writtenLimit(written[i]!), limit + Math.max(1, Math.floor(writtenLimit(written[i]!) * RAISE_SHARE))));
 }
 
 /**
@@ -147,39 +182,21 @@ export class LimitLearner {
     const refused = response.status === 429 || response.status === 503;
     let next = [...this.current];
     if (stated.length > 0) {
-      next = this.follow(stated, next);
-    } else if (refused && sentAt >= this.lastCut && now - this.lastCut >= this.shortestWindow()) {
-      next = next.map((limit, i) => (learnableWindow(this.written[i]!) === undefined ? limit : Math.max(1, Math.floor(limit * CUT_FACTOR))));
+      next = followStated(this.written, stated, next);
+    } else if (refused && sentAt >= this.lastCut && now - this.lastCut >= shortestWindow(this.written)) {
+      next = cutLimits(this.written, next, CUT_FACTOR);
       this.lastCut = now;
-    } else if (!refused && now - this.lastRefusal >= QUIET_WINDOWS * this.shortestWindow() && now - this.lastRaise >= this.shortestWindow()) {
-      next = next.map((limit, i) => Math.min(writtenLimit(this.written[i]!), limit + Math.max(1, Math.floor(writtenLimit(this.written[i]!) * RAISE_SHARE))));
+    } else if (!refused && now - this.lastRefusal >= QUIET_WINDOWS * shortestWindow(this.written) && now - this.lastRaise >= shortestWindow(this.written)) {
+      next = raiseLimits(this.written, next);
       this.lastRaise = now;
     }
     if (refused) this.lastRefusal = now;
     this.set(next);
   }
 
-  /** Each stated limit sets the rules of its window (or, unstated, the shortest learnable one), capped at what was written. */
-  private follow(stated: readonly StatedLimit[], next: number[]): number[] {
-    const shortest = this.shortestWindow();
-    for (const { limit, windowMs } of stated) {
-      const window = windowMs ?? shortest;
-      this.written.forEach((rule, i) => {
-        if (learnableWindow(rule) === window) next[i] = Math.min(writtenLimit(rule), limit);
-      });
-    }
-    return next;
-  }
-
-  private shortestWindow(): number {
-    let shortest = Infinity;
-    for (const rule of this.written) shortest = Math.min(shortest, learnableWindow(rule) ?? Infinity);
-    return shortest;
-  }
-
   private set(next: readonly number[]): void {
     if (next.every((limit, i) => limit === this.current[i])) return;
     next.forEach((limit, i) => (this.current[i] = limit));
-    this.apply(this.written.map((rule, i) => (this.current[i] === writtenLimit(rule) ? rule : withLimit(rule, this.current[i]!))));
+    this.apply(rulesWithLimits(this.written, this.current));
   }
 }

@@ -3,7 +3,8 @@
  * waits for its slot (`limiter.wait`: one `reserve` in the shared store, then a sleep, no polling) and learns from
  * the third party's answers. A 429 or 503 with `Retry-After`, or a `RateLimit` / `X-RateLimit-*` answer that says
  * nothing is left, pushes the SHARED queue back (`pushBack`), so every worker slows down, not only the one told;
- * and the limit the third party states (or a bare 429) moves this process's rules (`learn`, see learn-limit.ts).
+ * and the limit the third party states (or a bare 429) moves the rules (`learn`): this process's (learn-limit.ts),
+ * or, with `learn: { source }`, the fleet's, held in the shared store (shared-limit-learner.ts).
  * Edge-safe: no Node imports; URL and fetch are read from globalThis.
  */
 import type { Decision } from './decision.js';
@@ -13,6 +14,8 @@ import type { Limiter } from './limiter.js';
 import { optionalFunction, rejectUnknownOptions } from './validate.js';
 import type { AbortSignalLike } from './concurrency.js';
 import { LimitLearner } from './learn-limit.js';
+import type { ConfigSource } from './runtime-config.js';
+import { SharedLimitLearner } from './shared-limit-learner.js';
 
 /** The parts of a URL the `key` option reads (the global URL class has them all). */
 export interface UrlLike {
@@ -47,15 +50,26 @@ export interface ThrottledFetchOptions<F extends FetchLike = FetchLike> {
   retries?: number;
   /**
    * Follow the third party's limit: a stated limit (`RateLimit-Policy`, `RateLimit`, `X-RateLimit-Limit`) sets the
-   * limiter's rule of that window to it, never above the rule written; a 429 that states none cuts the rules by a
-   * quarter and they climb back after ten quiet windows (see learn-limit.ts). It reconfigures `limiter` in this
-   * process: give each third party its own limiter. @default true
+   * limiter's rule of that window to it, never above the rule written. `true`: this process alone learns, and a
+   * 429 that states no limit cuts its rules by a quarter, climbing back after ten quiet windows (learn-limit.ts);
+   * it reconfigures `limiter` in this process: give each third party its own limiter. `{ source }`: the fleet
+   * learns together, through the limiter's runtime configuration in the shared store (the identity's quota): a
+   * bare 429 halves the limit for every worker, once per window fleet-wide (shared-limit-learner.ts). @default true
+   * @example learn: { source: redisConfigSource(redis) }
    */
-  learn?: boolean;
+  learn?: boolean | SharedLearnOptions;
+}
+
+export interface SharedLearnOptions {
+  /** Where the fleet keeps what it learns: a config source on the store every worker shares (it must have `replace`). */
+  source: ConfigSource;
+  /** How often, at most, a worker reads the stored limit while its requests flow (ms or a string like '1s'). @default '1s' */
+  refresh?: Duration;
 }
 
 const KNOWN = ['limiter', 'maxWait', 'key', 'fetch', 'retries', 'learn'];
 const MAX_WAIT_RANGE: DurationRange = { min: 0, max: 2 ** 47 };
+const REFRESH_RANGE: DurationRange = { min: 10, max: 2 ** 31 - 1 };
 /** A push back books at most this many slots (a Retry-After of hours on a per-second rule is not booked to its end). */
 export const MAX_PUSH_BACK_BOOKINGS = 100;
 /** An `X-RateLimit-Reset` this large is an epoch time in seconds, not a delay (one year of seconds). */
@@ -81,7 +95,7 @@ export async function pushBack(limiter: Limiter, identity: string, delayMs: numb
   if (typeof delayMs !== 'number' || !Number.isFinite(delayMs) || delayMs < 0) {
     throw new SluiceError('INVALID_OPTION', `pushBack: delayMs must be a finite, non-negative count of milliseconds, got ${describe(delayMs)}`);
   }
-  const cost = Math.min(...limiter.rules.map((rule) => rule.limit));
+  const cost = Math.min(...(limiter.overrides.get(identity) ?? limiter.rules).map((rule) => rule.limit));
   let target: number | undefined;
   let maxWait = Math.ceil(delayMs);
   for (let booked = 0; booked < MAX_PUSH_BACK_BOOKINGS; booked++) {
@@ -187,10 +201,8 @@ export function createThrottledFetch<F extends FetchLike = FetchLike>(options: T
   if (typeof retries !== 'number' || !Number.isSafeInteger(retries) || retries < 0) {
     throw new SluiceError('INVALID_OPTION', `createThrottledFetch: retries must be a whole number from 0, got ${describe(retries)}`);
   }
-  if (options.learn !== undefined && typeof options.learn !== 'boolean') {
-    throw new SluiceError('INVALID_OPTION', `createThrottledFetch: learn must be true or false, got ${describe(options.learn)}`);
-  }
-  const learner = options.learn === false ? undefined : new LimitLearner(limiter.rules, (rules) => limiter.configure({ rules }));
+  const shared = sharedLearner(limiter, options.learn);
+  const learner = options.learn === false || shared !== undefined ? undefined : new LimitLearner(limiter.rules, (rules) => limiter.configure({ rules }));
 
   const throttled = async (input: unknown, init?: unknown): Promise<ResponseLike> => {
     const fetchImpl = send ?? global.fetch;
@@ -203,8 +215,10 @@ export function createThrottledFetch<F extends FetchLike = FetchLike>(options: T
     for (let attempt = 0; ; attempt++) {
       await limiter.wait(identity, signal === undefined ? { maxWait: maxWaitMs } : { maxWait: maxWaitMs, signal });
       const sentAt = Date.now();
+      const ticket = shared?.ticket(identity);
       const response = original === undefined ? await fetchImpl(input, init) : await fetchImpl(original.clone());
       learner?.observe(response, sentAt, Date.now());
+      if (shared !== undefined) await shared.observe(identity, response, ticket!);
       const hold = holdOffMs(response, Date.now());
       // The answer is the caller's even if the store cannot book the push back now (its next wait will say so).
       if (hold !== undefined && hold > 0) await pushBack(limiter, identity, hold).catch(() => undefined);
@@ -214,6 +228,25 @@ export function createThrottledFetch<F extends FetchLike = FetchLike>(options: T
     }
   };
   return throttled as unknown as F;
+}
+
+/** The fleet's learner for `learn: { source }`; undefined for `true`, `false` or left out. */
+function sharedLearner(limiter: Limiter, learn: unknown): SharedLimitLearner | undefined {
+  if (learn === undefined || typeof learn === 'boolean') return undefined;
+  if (typeof learn !== 'object' || learn === null) {
+    throw new SluiceError('INVALID_OPTION', `createThrottledFetch: learn must be true, false or { source } (a config source shared by the fleet), got ${describe(learn)}`);
+  }
+  rejectUnknownOptions(learn, ['source', 'refresh'], 'createThrottledFetch: learn');
+  const { source, refresh } = learn as Partial<SharedLearnOptions>;
+  const candidate = source as Partial<ConfigSource> | null | undefined;
+  if (typeof candidate !== 'object' || candidate === null || typeof candidate.read !== 'function' || typeof candidate.replace !== 'function') {
+    throw new SluiceError(
+      'INVALID_OPTION',
+      `createThrottledFetch: learn.source must be a config source with read and replace (compare and set), such as redisConfigSource(redis), got ${describe(source)}`,
+    );
+  }
+  const refreshMs = durationOption(refresh ?? '1s', 'createThrottledFetch: learn.refresh', REFRESH_RANGE);
+  return new SharedLimitLearner(limiter, candidate as ConfigSource, refreshMs);
 }
 
 function readSignal(value: unknown): AbortSignalLike | undefined {

@@ -135,8 +135,8 @@ describe('createThrottledFetch follows the stated limit', () => {
     }
   });
 
-  test('learn must be a boolean', () => {
+  test('learn must be a boolean or { source }', () => {
     const limiter = createLimiter({ store: new ReserveStore(), rules: gcra({ limit: 10, period: '1s' }) });
-    expect(() => createThrottledFetch({ limiter, maxWait: '1s', learn: 'yes' as never })).toThrow(/learn must be true or false, got/);
+    expect(() => createThrottledFetch({ limiter, maxWait: '1s', learn: 'yes' as never })).toThrow(/learn must be true, false or \{ source \}/);
   });
 });

@@ -1,0 +1,181 @@
+/**
+ * Learning a third party's limit as a fleet (shared-limit-learner.ts), on a fake clock: several learners, each with
+ * its own limiter as each worker process has, share one config source. A bare 429 halves the stored limit once per
+ * burst and at most once per window fleet-wide, every learner adopts it, a probe upward that is refused goes back,
+ * and a failing source changes nothing and throws nothing.
+ */
+import { describe, expect, test, vi } from 'vitest';
+import { createLimiter, createThrottledFetch, gcra, parseLimiterConfig, watchConfig, type Limiter } from '../src/index.js';
+import { QUIET_WINDOWS_SHARED, SharedLimitLearner } from '../src/shared-limit-learner.js';
+import { MapConfigSource } from './support/map-config-source.js';
+import { MapStore } from './support/map-store.js';
+
+/** The Map source with the compare and set every sluice source has; `writes` counts the stored documents. */
+class CasSource extends MapConfigSource {
+  writes = 0;
+  replace(name: string, expectedRevision: number, text: string): boolean {
+    const current = this.documents.get(name);
+    const revision = current === undefined ? 0 : parseLimiterConfig(current).revision;
+    if (revision !== expectedRevision) return false;
+    this.writes++;
+    this.write(name, text);
+    return true;
+  }
+}
+
+const refused = { status: 429, headers: new Headers({ 'retry-after': '1' }) };
+const ok = { status: 200, headers: new Headers() };
+const ID = 'api.example.com';
+const flush = () => new Promise((resolve) => setTimeout(resolve, 0));
+
+/** The Map store running reserve too (core's evaluate has every mode), as the throttled fetch needs. */
+class ReserveMapStore extends MapStore {
+  override readonly capabilities = { synchronous: true, clock: 'client', operations: ['limit', 'reset', 'reserve'] } as const;
+}
+
+function fleet(workers: number, source = new CasSource()) {
+  let now = 1_000_000;
+  const store = new MapStore();
+  const limiters: Limiter[] = [];
+  const learners = Array.from({ length: workers }, () => {
+    const limiter = createLimiter({ store, name: 'third-party', rules: gcra({ id: 'api', limit: 48, period: '1s' }), clock: () => now });
+    limiters.push(limiter);
+    return new SharedLimitLearner(limiter, source, 1000, () => now);
+  });
+  const stored = () => {
+    const text = source.documents.get('third-party');
+    return text === undefined ? undefined : parseLimiterConfig(text).quotas?.[ID];
+  };
+  return { source, learners, limiters, stored, advance: (ms: number) => (now += ms), now: () => now };
+}
+
+describe('SharedLimitLearner', () => {
+  test('eight workers refused in the same burst halve the stored limit once, and every one of them uses it', async () => {
+    const { source, learners, limiters, stored } = fleet(8);
+    const tickets = learners.map((l) => l.ticket(ID));
+    await flush();
+    await Promise.all(learners.map((l, i) => l.observe(ID, refused, tickets[i]!)));
+    expect(source.writes).toBe(1);
+    expect(stored()).toEqual([{ algorithm: 'gcra', id: 'api', limit: 24, period: 1000, burst: 24 }]);
+    for (const [i, learner] of learners.entries()) {
+      expect(learner.limits(ID)).toEqual([24]);
+      expect(limiters[i]!.overrides.get(ID)?.[0]).toMatchObject({ id: 'api', params: { limit: 24 } });
+    }
+  });
+
+  test('at most one cut per window fleet-wide: refusals within a window of the cut do not cut again, one after it does', async () => {
+    const { source, learners, stored, advance } = fleet(3);
+    advance(1000);
+    await learners[0]!.observe(ID, refused, learners[0]!.ticket(ID));
+    expect(stored()?.[0]).toMatchObject({ limit: 24 });
+    // The others read the cut (a refusal under the old limit makes them read), then are refused again at once.
+    await learners[1]!.observe(ID, refused, 0);
+    await learners[2]!.observe(ID, refused, 0);
+    await flush();
+    advance(999);
+    await Promise.all(learners.map((l) => l.observe(ID, refused, l.ticket(ID))));
+    await flush();
+    expect(stored()?.[0]).toMatchObject({ limit: 24 });
+    expect(source.writes).toBe(1);
+    advance(1);
+    await Promise.all(learners.map((l) => l.observe(ID, refused, l.ticket(ID))));
+    expect(stored()?.[0]).toMatchObject({ limit: 12 });
+    expect(source.writes).toBe(2);
+  });
+
+  test('a refusal of a request sent under limits since replaced adopts the stored ones and cuts nothing', async () => {
+    const { source, learners, advance } = fleet(2);
+    advance(5000);
+    const stale = learners[1]!.ticket(ID);
+    await flush();
+    await learners[0]!.observe(ID, refused, learners[0]!.ticket(ID));
+    advance(5000); // long after: the stale request still says nothing about the new limit
+    await learners[1]!.observe(ID, refused, stale);
+    await flush();
+    expect(source.writes).toBe(1);
+    expect(learners[1]!.limits(ID)).toEqual([24]);
+  });
+
+  test('a probe upward after the quiet time; a refused probe goes back (not halved) and the next probe waits twice as long', async () => {
+    const { learners, stored, advance } = fleet(2);
+    const [a, b] = learners as [SharedLimitLearner, SharedLimitLearner];
+    advance(1000);
+    await a.observe(ID, refused, a.ticket(ID));
+    await b.observe(ID, ok, b.ticket(ID));
+    await flush();
+    expect(b.limits(ID)).toEqual([24]);
+    const quiet = QUIET_WINDOWS_SHARED * 1000;
+    advance(quiet - 1);
+    await a.observe(ID, ok, a.ticket(ID));
+    expect(stored()?.[0]).toMatchObject({ limit: 24 });
+    advance(1);
+    await a.observe(ID, ok, a.ticket(ID));
+    expect(stored()?.[0]).toMatchObject({ limit: 28 }); // a tenth of the written 48, rounded down, per probe
+    advance(1000);
+    await b.observe(ID, ok, b.ticket(ID)); // b reads the probe (its refresh is due)
+    await flush();
+    expect(b.limits(ID)).toEqual([28]);
+    await b.observe(ID, refused, b.ticket(ID));
+    expect(stored()?.[0]).toMatchObject({ limit: 24 });
+    advance(quiet);
+    await b.observe(ID, ok, b.ticket(ID));
+    expect(stored()?.[0]).toMatchObject({ limit: 24 }); // b saw its probe fail: its quiet time is doubled
+    advance(quiet);
+    await b.observe(ID, ok, b.ticket(ID));
+    expect(stored()?.[0]).toMatchObject({ limit: 28 });
+  });
+
+  test('a stated limit is shared too, and back at the written limit the quota is removed', async () => {
+    const { learners, stored, source } = fleet(2);
+    const [a, b] = learners as [SharedLimitLearner, SharedLimitLearner];
+    await a.observe(ID, { status: 200, headers: new Headers({ 'x-ratelimit-limit': '20' }) }, a.ticket(ID));
+    expect(stored()?.[0]).toMatchObject({ limit: 20 });
+    await b.observe(ID, { status: 200, headers: new Headers({ 'x-ratelimit-limit': '20' }) }, b.ticket(ID));
+    expect(source.writes).toBe(1); // b found it stored already
+    await b.observe(ID, { status: 200, headers: new Headers({ 'x-ratelimit-limit': '100' }) }, b.ticket(ID));
+    expect(stored()).toBeUndefined();
+    expect(b.limits(ID)).toEqual([48]);
+  });
+
+  test("the learned quota is the identity's quota in the limiter's document: watchConfig applies it to a limiter that does not learn", async () => {
+    const { learners, source, advance } = fleet(1);
+    const watching = createLimiter({ store: new MapStore(), name: 'third-party', rules: gcra({ id: 'api', limit: 48, period: '1s' }) });
+    const watcher = watchConfig(watching, source);
+    await watcher.ready;
+    advance(1000);
+    await learners[0]!.observe(ID, refused, learners[0]!.ticket(ID));
+    await vi.waitFor(() => expect(watching.overrides.get(ID)?.[0]).toMatchObject({ params: { limit: 24 } }));
+    await watcher.stop();
+  });
+
+  test('a source that fails changes nothing and rejects nothing', async () => {
+    const { learners, source, advance } = fleet(1);
+    source.failing = new Error('connection refused');
+    advance(1000);
+    await expect(learners[0]!.observe(ID, refused, learners[0]!.ticket(ID))).resolves.toBeUndefined();
+    await flush();
+    expect(learners[0]!.limits(ID)).toEqual([48]);
+  });
+});
+
+describe('createThrottledFetch learn: { source }', () => {
+  test('a bad learn option names the field and what is accepted', () => {
+    const limiter = createLimiter({ store: new MapStore(), rules: gcra({ limit: 10, period: '1s' }) });
+    expect(() => createThrottledFetch({ limiter, maxWait: '1s', learn: 'yes' as never })).toThrow(/learn must be true, false or \{ source \}/);
+    expect(() => createThrottledFetch({ limiter, maxWait: '1s', learn: { source: new MapConfigSource() } })).toThrow(/learn\.source must be a config source with read and replace/);
+    expect(() => createThrottledFetch({ limiter, maxWait: '1s', learn: { source: new CasSource(), refresh: -1 } })).toThrow(/learn\.refresh/);
+    expect(() => createThrottledFetch({ limiter, maxWait: '1s', learn: { source: new CasSource(), every: 1 } as never })).toThrow(/every/);
+  });
+
+  test('a bare 429 through the throttled fetch halves the limit stored for the host', async () => {
+    const source = new CasSource();
+    const limiter = createLimiter({ store: new ReserveMapStore(), name: 'third-party', rules: gcra({ id: 'api', limit: 48, period: '1s' }) });
+    let status = 200;
+    const fetchApi = createThrottledFetch({ limiter, maxWait: '5s', learn: { source }, fetch: async () => ({ status, headers: new Headers() }) });
+    await fetchApi('https://api.example.com/v1');
+    status = 429;
+    await fetchApi('https://api.example.com/v1');
+    expect(parseLimiterConfig(source.documents.get('third-party')!).quotas?.['api.example.com']?.[0]).toMatchObject({ limit: 24 });
+    expect(limiter.overrides.get('api.example.com')?.[0]).toMatchObject({ params: { limit: 24 } });
+  });
+});
