@@ -5,10 +5,11 @@
 // when its wait began, the slot it booked (the reserve decision's startAt, on Redis TIME), when it was served (the
 // slot started and the request was handed to fetch) and the status.
 // Following a third party that lowers its limit is the throttled fetch's own (`learn`, on by default): the worker
-// has no code for it.
+// has no code for it. A run with `shared: true` learns as a fleet, through the limiter's configuration in Redis
+// (learn: { source: redisConfigSource(client) }).
 import { Redis } from 'ioredis';
 import { createLimiter, createThrottledFetch, gcra } from '@sluice/core';
-import { redisStore } from '@sluice/redis';
+import { redisConfigSource, redisStore } from '@sluice/redis';
 
 const [port, mockUrl] = process.argv.slice(2);
 const client = new Redis({ host: '127.0.0.1', port: Number(port) });
@@ -34,6 +35,7 @@ process.on('message', async (message) => {
     limiter,
     maxWait: '30s',
     key: () => message.identity,
+    ...(message.shared ? { learn: { source: redisConfigSource(client) } } : {}),
     fetch: async (input, init) => {
       served = Date.now();
       return fetch(input, init);

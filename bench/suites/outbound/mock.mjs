@@ -57,3 +57,56 @@ export function perSecond(arrivals, limit) {
     rejected: arrivals.filter((a) => a.status === 429).length,
   };
 }
+
+/**
+ * A third party that counts per sliding second: per client (the `x-client` header), a request is answered 200
+ * while fewer than `limit` answered requests arrived in the last 1000 ms, else 429 with `Retry-After` (whole
+ * seconds until the oldest of them leaves the second, at least 1) and no limit header: a bare 429. Refusals do
+ * not count. `dropAt(at, limit)` lowers the limit of every client from the mock's time `at` (epoch ms) on.
+ * Every arrival (epoch ms, status, the limit in force) is kept per client for the report.
+ * @returns {Promise<{ port: number, arrivals: (client: string) => Array<{ at: number, status: number, limit: number }>, dropAt: (at: number, limit: number) => void, close: () => Promise<void> }>}
+ */
+export async function startSlidingThirdParty({ limit }) {
+  let drop = { at: Infinity, limit };
+  const accepted = new Map(); // client -> answered arrival times in the last second, oldest first
+  const arrivals = new Map(); // client -> [{ at, status, limit }]
+  const server = createServer((req, res) => {
+    const at = Date.now();
+    const client = String(req.headers['x-client'] ?? 'anonymous');
+    const now = at >= drop.at ? drop.limit : limit;
+    let times = accepted.get(client);
+    if (times === undefined) accepted.set(client, (times = []));
+    let expired = 0;
+    while (expired < times.length && times[expired] <= at - 1000) expired++;
+    if (expired > 0) times.splice(0, expired);
+    const allowed = times.length < now;
+    if (allowed) times.push(at);
+    if (!arrivals.has(client)) arrivals.set(client, []);
+    arrivals.get(client).push({ at, status: allowed ? 200 : 429, limit: now });
+    req.resume();
+    if (allowed) {
+      res.writeHead(200, { 'content-type': 'text/plain', 'content-length': 2 });
+      res.end('ok');
+    } else {
+      // The oldest of the `now` newest answered requests must leave the second before one more fits.
+      const oldest = times[times.length - now] ?? at;
+      const retryAfter = Math.max(1, Math.ceil((oldest + 1000 - at) / 1000));
+      res.writeHead(429, { 'content-type': 'text/plain', 'content-length': 17, 'retry-after': String(retryAfter) });
+      res.end('too many requests');
+    }
+  });
+  server.keepAliveTimeout = 60_000;
+  server.listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  return {
+    port: server.address().port,
+    arrivals: (client) => arrivals.get(client) ?? [],
+    dropAt: (at, next) => {
+      drop = { at, limit: next };
+    },
+    close: () => {
+      server.closeAllConnections();
+      return new Promise((resolve) => server.close(resolve));
+    },
+  };
+}

@@ -1,0 +1,206 @@
+// The fleet's outbound part: 8 worker processes × 4 loops calling one third party that allows 50 requests per
+// sliding second, each call waiting for its turn, then the third party halves its limit to 25 and answers only
+// `429` + `Retry-After` (no limit header): a bare 429. Three contestants run at the same time, on the same mock (each
+// counted apart, as a client of its own) and the same redis-server this part starts, so the drop hits all three at
+// the same instant on the same machine:
+// - sluice, shared learning: limiter.wait (GCRA at 98% of the rate, redisStore) through createThrottledFetch with
+//   learn: { source: redisConfigSource(redis) }: a bare 429 halves the limit in the limiter's configuration in
+//   Redis, once per window fleet-wide, and every worker uses it;
+// - sluice, pushBack alone: the same with learn: false (Retry-After pushes the shared queue back, the rate stays);
+// - reference: written here (outbound/learn-worker.mjs): a rate and a next-slot time in Redis, the rate halved on
+//   a 429 at most once per 2.5 s fleet-wide.
+// Judged at the third party, on its clock: 429s before and after the drop, the last 429 after it, the requests it
+// answered per sliding second after the contestant settled (from 1 s after its last 429) as a share of the new
+// limit, and the waits (enqueue to send, the workers' clocks).
+import { fork } from 'node:child_process';
+import { Redis } from 'ioredis';
+import { target } from '../../lib/report.mjs';
+import { startSlidingThirdParty } from '../outbound/mock.mjs';
+import { startRedisServer } from '../outbound/redis-server.mjs';
+
+export const description = 'a fleet calling a third party that drops to half its limit with bare 429s: sluice limiter.wait + shared learning vs pushBack alone vs a reference that halves a Redis rate';
+export const builds = ['@sluice/core', '@sluice/redis'];
+
+const WORKER = new URL('../outbound/learn-worker.mjs', import.meta.url);
+const SHARED = 'sluice wait + shared learning';
+const PUSHBACK = 'sluice wait + pushBack alone';
+const REFERENCE = 'reference: halve a Redis rate on a 429';
+const CONTESTANTS = [
+  { name: SHARED, kind: 'shared' },
+  { name: PUSHBACK, kind: 'pushback' },
+  { name: REFERENCE, kind: 'reference' },
+];
+/** Targets for shared learning: no 429 later than this after the drop, and this share of the new limit used. */
+const SETTLE_BOUND_MS = 2000;
+const USE_FLOOR_PCT = 90;
+/** Utilisation after settling is measured only over at least this long a stretch. */
+const MIN_MEASURED_MS = 2000;
+
+/** @param {{ options: Record<string, string | true>, log: (line: string) => void }} context */
+export async function run({ options, log }) {
+  const quick = Boolean(options.quick);
+  const limit = Number(options.limit ?? 50);
+  const lower = Math.floor(limit / 2);
+  const rate = Math.floor(limit * 0.98);
+  const workers = Number(options.workers ?? 8);
+  const jobs = Number(options.jobs ?? 4);
+  const steadyMs = Number(options.steady ?? (quick ? 3 : 6)) * 1000;
+  const afterMs = Number(options.after ?? (quick ? 8 : 16)) * 1000;
+
+  const server = await startRedisServer();
+  const mock = await startSlidingThirdParty({ limit });
+  const admin = new Redis({ host: '127.0.0.1', port: server.port });
+  log(`redis-server ${server.version} on port ${server.port} (pid ${server.pid}); mock third party on port ${mock.port}: ${limit} per sliding second, then ${lower}, bare 429 + Retry-After`);
+  const children = [];
+  try {
+    const stamp = Date.now();
+    const runs = CONTESTANTS.map((c) => ({ ...c, id: `fleet-outbound-${c.kind}-${stamp}`, results: [] }));
+    const ready = [];
+    const done = [];
+    for (const contestant of runs) {
+      for (let i = 0; i < workers; i++) {
+        const child = fork(WORKER, [contestant.kind, String(server.port), String(mock.port), String(jobs), String(rate), contestant.id], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'], execArgv: [] });
+        children.push(child);
+        const exited = new Promise((resolve, reject) => {
+          child.once('error', reject);
+          child.once('exit', (code, signal) => (code === 0 ? resolve() : reject(new Error(`${contestant.kind} worker ${i} exited with ${signal ?? code}`))));
+        });
+        ready.push(Promise.race([new Promise((resolve) => child.once('message', resolve)), exited]));
+        done.push(Promise.all([new Promise((resolve) => child.on('message', (m) => m.waits !== undefined && resolve(m))), exited]).then(([m]) => contestant.results.push(m)));
+      }
+    }
+    const finished = Promise.all(done);
+    finished.catch(() => {}); // awaited below; a crash before that is reported through `ready`
+    await withTimeout(Promise.all(ready), 60_000, 'the workers did not get ready within 60 s');
+    const startAt = Date.now() + 300;
+    const dropAt = startAt + steadyMs;
+    const endAt = dropAt + afterMs;
+    mock.dropAt(dropAt, lower);
+    log(`${runs.length} contestants × ${workers} processes × ${jobs} loops: ${steadyMs / 1000} s at ${limit}/s, then ${afterMs / 1000} s at ${lower}/s`);
+    for (const child of children) child.send({ startAt, endAt });
+    await withTimeout(finished, steadyMs + afterMs + 60_000, 'the workers did not finish');
+
+    const rows = [];
+    const timelines = [];
+    for (const contestant of runs) {
+      const arrivals = mock.arrivals(contestant.id);
+      const seen = judge(arrivals, { startAt, dropAt, endAt, limit, lower });
+      const waits = contestant.results.flatMap((r) => r.waits);
+      const after = waits.filter(([at]) => at >= dropAt).map(([, ms]) => ms);
+      const errors = contestant.results.reduce((n, r) => n + r.errorCount, 0);
+      if (errors > 0) log(`${contestant.name}: ${errors} calls failed, e.g. ${contestant.results.flatMap((r) => r.errors).slice(0, 3).join(' | ')}`);
+      rows.push({
+        name: contestant.name,
+        nsPerOp: seen.settledPerSecond > 0 ? Math.round(1e9 / seen.settledPerSecond) : NaN,
+        opsPerSec: Math.round(seen.settledPerSecond * 10) / 10,
+        ...seen.row,
+        waitP50Ms: quantile(waits.map(([, ms]) => ms), 0.5),
+        waitP99Ms: quantile(waits.map(([, ms]) => ms), 0.99),
+        afterP99Ms: quantile(after, 0.99),
+        finalLimit: await finalLimit(admin, contestant, rate),
+        errors,
+      });
+      timelines.push(`${contestant.name.padEnd(40)} ${seen.perSecond.map((s) => `${String(s.ok).padStart(2)}${s.refused > 0 ? `+${s.refused}` : ''}`.padEnd(6)).join('')}`);
+    }
+
+    const shared = rows.find((r) => r.name === SHARED);
+    const reference = rows.find((r) => r.name === REFERENCE);
+    const ms = (v) => (Number.isFinite(v) ? `${v} ms` : 'never (429s to the end)');
+    const targets = [
+      target(`${SHARED}: no 429 before the drop`, shared.before429, '<=', 0, (v) => `${v} (reference ${reference.before429})`),
+      target(`${SHARED}: no 429 more than ${SETTLE_BOUND_MS / 1000} s after the drop`, shared.lastRefusalMs, '<=', SETTLE_BOUND_MS, (v) => `last at ${ms(v)} (reference ${ms(reference.lastRefusalMs)})`),
+      target(`${SHARED}: >= ${USE_FLOOR_PCT}% of the new ${lower}/s used after settling`, shared.settledUsePct, '>=', USE_FLOOR_PCT, (v) => `${Number.isFinite(v) ? v.toFixed(1) : '-'}% (reference ${Number.isFinite(reference.settledUsePct) ? reference.settledUsePct.toFixed(1) : '-'}%)`),
+    ];
+    const pct = (v) => (Number.isFinite(v) ? `${v.toFixed(1)}%` : '-');
+    return {
+      title: `Fleet outbound: ${workers} worker processes × ${jobs} loops per contestant, the three at once, one mock third party (${limit} per sliding second, then ${lower} with bare 429 + Retry-After) and one local redis-server ${server.version}; ${steadyMs / 1000} s steady, ${afterMs / 1000} s after the drop`,
+      rows,
+      columns: [
+        { key: 'steadyUsePct', label: `use of ${limit}/s`, format: pct },
+        { key: 'before429', label: '429s before' },
+        { key: 'after429', label: '429s after' },
+        { key: 'lastRefusalMs', label: 'last 429 ms', format: (v) => (Number.isFinite(v) ? String(v) : 'end') },
+        { key: 'settledUsePct', label: `use of ${lower}/s`, format: pct },
+        { key: 'settledMinPerSecond', label: 'min/s', format: (v) => (Number.isFinite(v) ? String(v) : '-') },
+        { key: 'waitP50Ms', label: 'wait p50 ms' },
+        { key: 'waitP99Ms', label: 'wait p99 ms' },
+        { key: 'afterP99Ms', label: 'p99 after ms' },
+        { key: 'finalLimit', label: 'limit at end' },
+      ],
+      sections: [{ heading: 'Answered (+refused) per second at the third party, from the start (the drop is at second ' + steadyMs / 1000 + ')', lines: timelines }],
+      targets,
+      notes: [
+        `Configurations. sluice: createLimiter({ store: redisStore(ioredis), name, rules: gcra({ id: 'api', limit: ${rate}, period: '1s', burst: 1 }), onStoreError: 'deny', timeout: '2s' }) and createThrottledFetch({ limiter, maxWait: '30s', key: () => 'third-party', learn }), learn = { source: redisConfigSource(ioredis) } (shared learning) or false (pushBack alone). Reference: one Lua call books the next slot 1/rate s after the last (Redis TIME, µs); on a 429, SET NX PX 2500 and, if set, the rate stored in Redis is halved.`,
+        '"use of N/s": requests the third party answered per second ÷ N; before the drop over the steady phase minus its first second; after it over the stretch from 1 s after the contestant\'s last 429 to the end (the sliding second then holds only settled traffic), shown only when that stretch is 2 s or more. "min/s": the fewest answered in any sliding second of that stretch (100 ms steps).',
+        '"last 429 ms": the third party\'s time of the last refusal after the drop, counted from the drop; "end" when refusals went on into the last 2 s. "wait": enqueue to send on the workers\' clocks, all calls ("p99 after": calls sent after the drop). "limit at end": the rate each fleet was sending at (sluice: the learned quota stored in Redis; reference: its Redis rate).',
+        `The shared learner probes upward only after ${30} quiet windows (30 s here), later than this run: a probe that is refused costs a burst of 429s and goes back (see packages/core/README.md).`,
+      ],
+      data: { limit, lower, rate, workers, jobs, steadyMs, afterMs },
+    };
+  } finally {
+    for (const child of children) if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+    admin.disconnect();
+    await mock.close();
+    await server.stop();
+  }
+}
+
+/** What the third party saw from one contestant: the row's counts, the settled rate and a per-second timeline. */
+function judge(arrivals, { startAt, dropAt, endAt, limit, lower }) {
+  const before = arrivals.filter((a) => a.at < dropAt);
+  const after = arrivals.filter((a) => a.at >= dropAt);
+  const refusedAfter = after.filter((a) => a.status === 429);
+  const lastRefusal = refusedAfter.at(-1)?.at;
+  const settledFrom = (lastRefusal ?? dropAt) + 1000;
+  const measured = endAt - settledFrom;
+  const ok = arrivals.filter((a) => a.status === 200).map((a) => a.at);
+  const answeredIn = (from, to) => ok.filter((at) => at > from && at <= to).length;
+  let settledUsePct = NaN;
+  let settledMinPerSecond = NaN;
+  let settledPerSecond = NaN;
+  if (measured >= MIN_MEASURED_MS) {
+    settledPerSecond = answeredIn(settledFrom, endAt) / (measured / 1000);
+    settledUsePct = Math.round((settledPerSecond / lower) * 1000) / 10;
+    settledMinPerSecond = Infinity;
+    for (let t = settledFrom + 1000; t <= endAt; t += 100) settledMinPerSecond = Math.min(settledMinPerSecond, answeredIn(t - 1000, t));
+  }
+  const steadyFrom = startAt + 1000;
+  const perSecond = [];
+  for (let t = startAt; t < endAt; t += 1000) {
+    const inSecond = arrivals.filter((a) => a.at >= t && a.at < t + 1000);
+    perSecond.push({ ok: inSecond.filter((a) => a.status === 200).length, refused: inSecond.filter((a) => a.status === 429).length });
+  }
+  return {
+    perSecond,
+    settledPerSecond,
+    row: {
+      requests: arrivals.length,
+      steadyUsePct: Math.round((answeredIn(steadyFrom, dropAt) / (limit * ((dropAt - steadyFrom) / 1000))) * 1000) / 10,
+      before429: before.filter((a) => a.status === 429).length,
+      after429: refusedAfter.length,
+      lastRefusalMs: lastRefusal === undefined ? 0 : lastRefusal > endAt - MIN_MEASURED_MS ? Infinity : lastRefusal - dropAt,
+      settledUsePct,
+      settledMinPerSecond,
+    },
+  };
+}
+
+/** The rate a contestant's fleet was sending at when the run ended, as stored in Redis. */
+async function finalLimit(admin, contestant, rate) {
+  if (contestant.kind === 'reference') return Number(await admin.get(`reference:{${contestant.id}}:rate`)) || rate;
+  if (contestant.kind === 'pushback') return rate;
+  const text = await admin.get(`sluice:config:${contestant.id}`);
+  const learned = text === null ? undefined : JSON.parse(text).quotas?.['third-party']?.[0]?.limit;
+  return learned ?? rate;
+}
+
+function quantile(values, q) {
+  if (values.length === 0) return NaN;
+  const sorted = [...values].sort((a, b) => a - b);
+  return Math.round(sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))]);
+}
+
+function withTimeout(promise, ms, message) {
+  let timer;
+  return Promise.race([promise, new Promise((_, reject) => (timer = setTimeout(() => reject(new Error(message)), ms)))]).finally(() => clearTimeout(timer));
+}
