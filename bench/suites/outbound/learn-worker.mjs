@@ -11,6 +11,7 @@
 import { createLimiter, createThrottledFetch, gcra } from '@sluice/core';
 import { redisConfigSource, redisStore } from '@sluice/redis';
 import { Redis } from 'ioredis';
+import { runLoops } from './loops.mjs';
 
 const [contestant, redisPortText, mockPortText, jobsText, rateText, id] = process.argv.slice(2);
 const jobs = Number(jobsText);
@@ -78,24 +79,6 @@ const go = await new Promise((resolve) => {
   process.send({ ready: true });
 });
 await sleep(go.startAt - Date.now());
-const waits = [];
-const statuses = {};
-const errors = [];
-const loop = async () => {
-  while (Date.now() < go.endAt) {
-    const enqueued = performance.now();
-    try {
-      const response = await run(() => {
-        waits.push([Date.now(), performance.now() - enqueued]);
-        return send();
-      });
-      statuses[response.status] = (statuses[response.status] ?? 0) + 1;
-    } catch (error) {
-      errors.push(String(error?.message ?? error));
-      await sleep(50);
-    }
-  }
-};
-await Promise.all(Array.from({ length: jobs }, loop));
+const { waits, statuses, errors } = await runLoops({ jobs, endAt: go.endAt, schedule: async (call) => (await run(call)).status, send });
 await client.quit();
 process.send({ waits, statuses, errors: errors.slice(0, 5), errorCount: errors.length }, () => process.disconnect());

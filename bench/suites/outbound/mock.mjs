@@ -20,12 +20,16 @@ export async function startMockThirdParty({ limit }) {
     res.writeHead(status, { 'content-type': 'text/plain', 'content-length': status === 200 ? 2 : 17 });
     res.end(status === 200 ? 'ok' : 'too many requests');
   });
+  return { ...(await listen(server)), arrivals: (client) => arrivals.get(client) ?? [] };
+}
+
+/** Listens on a free loopback port; `close` ends the keep-alive connections too. */
+async function listen(server) {
   server.keepAliveTimeout = 60_000;
   server.listen(0, '127.0.0.1');
   await once(server, 'listening');
   return {
     port: server.address().port,
-    arrivals: (client) => arrivals.get(client) ?? [],
     close: () => {
       server.closeAllConnections();
       return new Promise((resolve) => server.close(resolve));
@@ -95,18 +99,11 @@ export async function startSlidingThirdParty({ limit }) {
       res.end('too many requests');
     }
   });
-  server.keepAliveTimeout = 60_000;
-  server.listen(0, '127.0.0.1');
-  await once(server, 'listening');
   return {
-    port: server.address().port,
+    ...(await listen(server)),
     arrivals: (client) => arrivals.get(client) ?? [],
     dropAt: (at, next) => {
       drop = { at, limit: next };
-    },
-    close: () => {
-      server.closeAllConnections();
-      return new Promise((resolve) => server.close(resolve));
     },
   };
 }

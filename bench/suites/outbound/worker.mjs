@@ -9,6 +9,7 @@ import { createLimiter, gcra } from '@sluice/core';
 import { redisStore } from '@sluice/redis';
 import Bottleneck from 'bottleneck';
 import { Redis } from 'ioredis';
+import { runLoops } from './loops.mjs';
 
 const [contestant, redisPortText, mockPortText, jobsText, limitText, id] = process.argv.slice(2);
 const redisPort = Number(redisPortText);
@@ -99,26 +100,8 @@ const go = await new Promise((resolve) => {
   process.send({ ready: true });
 });
 sent.clear();
-const waits = [];
-const statuses = {};
-const errors = [];
-const loop = async () => {
-  while (Date.now() < go.endAt) {
-    const enqueued = performance.now();
-    try {
-      const status = await limiter.run(() => {
-        waits.push(performance.now() - enqueued);
-        return call();
-      });
-      statuses[status] = (statuses[status] ?? 0) + 1;
-    } catch (error) {
-      errors.push(String(error?.message ?? error));
-      await new Promise((resolve) => setTimeout(resolve, 50));
-    }
-  }
-};
-await Promise.all(Array.from({ length: jobs }, loop));
+const { waits, statuses, errors } = await runLoops({ jobs, endAt: go.endAt, schedule: (send) => limiter.run(send), send: () => call() });
 const sentDuringRun = Object.fromEntries(sent);
 await limiter.close();
 agent.destroy();
-process.send({ waits, statuses, errors: errors.slice(0, 5), errorCount: errors.length, sent: sentDuringRun, degraded: limiter.degraded() }, () => process.disconnect());
+process.send({ waits: waits.map(([, ms]) => ms), statuses, errors: errors.slice(0, 5), errorCount: errors.length, sent: sentDuringRun, degraded: limiter.degraded() }, () => process.disconnect());
