@@ -11,6 +11,9 @@
  * - at most one cut per cut interval (the shortest learnable window of the rules): a worker cuts from a limit only
  *   once it has known that limit for a whole interval, so requests refused while the third party's window still
  *   holds the old traffic do not cut again;
+ * - a lone 429 does not cut: it may be the fleet's own timing at the edge of the limit (a late timer bunching two
+ *   calls), not a lower limit. Refusals are counted fleet-wide in the limiter's own store (a sliding log per
+ *   identity, rule id `refusals`), and the third within two windows cuts; a real drop refuses dozens at once;
  * - a bare 429 halves the learnable limits (multiplicative decrease: one cut must bring a fleet from above the new
  *   limit to below it, since every further cut costs an interval of 429s); a stated limit sets them, never above
  *   the written limits;
@@ -22,7 +25,8 @@
  * timer of its own, so nothing to stop); a watcher with a push subscription picks a change up at once. Failures of
  * the source are swallowed: the answer is the caller's, and learning waits for the next refusal or refresh.
  */
-import type { Limiter } from './limiter.js';
+import { slidingWindowLog } from './algorithms/sliding-window-log.js';
+import { createLimiter, type Limiter } from './limiter.js';
 import { cutLimits, followStated, raiseLimits, rulesWithLimits, shortestWindow, statedLimits, writtenLimit } from './learn-limit.js';
 import { parseLimiterConfig, type ConfigSource, type LimiterConfig } from './runtime-config.js';
 import { ruleFromSpec, ruleSpec } from './rule-spec.js';
@@ -35,6 +39,8 @@ export const SHARED_CUT_FACTOR = 0.5;
 export const QUIET_WINDOWS_SHARED = 30;
 /** A failed probe doubles the quiet time of the workers that see it, up to this many doublings. */
 const MAX_QUIET_DOUBLINGS = 6;
+/** Refusals within two windows, fleet-wide, before a bare 429 cuts (a lone one may be the fleet's own jitter). */
+export const REFUSALS_TO_CUT = 3;
 /** Compare-and-set attempts per update before giving up until the next refusal (other writers in between). */
 const MAX_ATTEMPTS = 8;
 
@@ -61,6 +67,8 @@ export class SharedLimitLearner {
   private readonly writtenLimits: readonly number[];
   private readonly windowMs: number;
   private readonly known = new Map<string, Known>();
+  /** Counts refusals fleet-wide, in the limiter's store: denied once REFUSALS_TO_CUT - 1 were counted within two windows. */
+  private readonly refusals: Limiter | undefined;
 
   constructor(
     private readonly limiter: Limiter,
@@ -71,6 +79,9 @@ export class SharedLimitLearner {
     this.written = limiter.rules;
     this.writtenLimits = this.written.map(writtenLimit);
     this.windowMs = shortestWindow(this.written);
+    this.refusals = Number.isFinite(this.windowMs)
+      ? createLimiter({ store: limiter.store, name: limiter.name, rules: slidingWindowLog({ id: 'refusals', limit: REFUSALS_TO_CUT - 1, window: 2 * this.windowMs }), clock })
+      : undefined;
   }
 
   /** The limits in force for `identity`, by rule index (for tests and logs). */
@@ -107,7 +118,7 @@ export class SharedLimitLearner {
         // A probe refused: back to the limits it rose from, at once (they held for a whole quiet time).
         const from = known.limits;
         await this.update(identity, (stored) => (same(stored, from) ? back : undefined));
-      } else if (now - known.since >= this.windowMs) {
+      } else if (now - known.since >= this.windowMs && (await this.confirmed(identity))) {
         const from = known.limits;
         await this.update(identity, (stored) => (same(stored, from) ? cutLimits(this.written, from, SHARED_CUT_FACTOR) : undefined));
       } else {
@@ -122,6 +133,17 @@ export class SharedLimitLearner {
   /** Reads the stored limits in the background, unless a read or an update is in flight already. */
   private read(identity: string, known: Known): void {
     if (known.busy === undefined) void this.update(identity, () => undefined);
+  }
+
+  /** Counts this refusal fleet-wide; true when it is at least the REFUSALS_TO_CUT-th within two windows. */
+  private async confirmed(identity: string): Promise<boolean> {
+    if (this.refusals === undefined) return false;
+    try {
+      const decision = await this.refusals.limit(identity);
+      return !decision.allowed && !decision.degraded;
+    } catch {
+      return false; // the store failed: no evidence, and the answer is still the caller's
+    }
   }
 
   private mayProbe(known: Known, now: number): boolean {

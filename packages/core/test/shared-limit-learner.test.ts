@@ -6,7 +6,7 @@
  */
 import { describe, expect, test, vi } from 'vitest';
 import { createLimiter, createThrottledFetch, gcra, parseLimiterConfig, watchConfig, type Limiter } from '../src/index.js';
-import { QUIET_WINDOWS_SHARED, SharedLimitLearner } from '../src/shared-limit-learner.js';
+import { QUIET_WINDOWS_SHARED, REFUSALS_TO_CUT, SharedLimitLearner } from '../src/shared-limit-learner.js';
 import { MapConfigSource } from './support/map-config-source.js';
 import { MapStore } from './support/map-store.js';
 
@@ -27,6 +27,10 @@ const refused = { status: 429, headers: new Headers({ 'retry-after': '1' }) };
 const ok = { status: 200, headers: new Headers() };
 const ID = 'api.example.com';
 const flush = () => new Promise((resolve) => setTimeout(resolve, 0));
+/** `n` refusals of requests sent under the learner's current limits, one after the other. */
+async function refuse(learner: SharedLimitLearner, n = REFUSALS_TO_CUT) {
+  for (let i = 0; i < n; i++) await learner.observe(ID, refused, learner.ticket(ID));
+}
 
 /** The Map store running reserve too (core's evaluate has every mode), as the throttled fetch needs. */
 class ReserveMapStore extends MapStore {
@@ -51,11 +55,16 @@ function fleet(workers: number, source = new CasSource()) {
 
 describe('SharedLimitLearner', () => {
   test('eight workers refused in the same burst halve the stored limit once, and every one of them uses it', async () => {
-    const { source, learners, limiters, stored } = fleet(8);
+    const { source, learners, limiters, stored, advance } = fleet(8);
     const tickets = learners.map((l) => l.ticket(ID));
     await flush();
     await Promise.all(learners.map((l, i) => l.observe(ID, refused, tickets[i]!)));
     expect(source.writes).toBe(1);
+    // A worker whose refusal did not cut read the store at once (maybe before the cut landed) and reads it again
+    // within `refresh` (1 s here) while its requests flow.
+    advance(1000);
+    learners.forEach((l) => l.ticket(ID));
+    await flush();
     expect(stored()).toEqual([{ algorithm: 'gcra', id: 'api', limit: 24, period: 1000, burst: 24 }]);
     for (const [i, learner] of learners.entries()) {
       expect(learner.limits(ID)).toEqual([24]);
@@ -65,8 +74,7 @@ describe('SharedLimitLearner', () => {
 
   test('at most one cut per window fleet-wide: refusals within a window of the cut do not cut again, one after it does', async () => {
     const { source, learners, stored, advance } = fleet(3);
-    advance(1000);
-    await learners[0]!.observe(ID, refused, learners[0]!.ticket(ID));
+    await refuse(learners[0]!);
     expect(stored()?.[0]).toMatchObject({ limit: 24 });
     // The others read the cut (a refusal under the old limit makes them read), then are refused again at once.
     await learners[1]!.observe(ID, refused, 0);
@@ -85,10 +93,9 @@ describe('SharedLimitLearner', () => {
 
   test('a refusal of a request sent under limits since replaced adopts the stored ones and cuts nothing', async () => {
     const { source, learners, advance } = fleet(2);
-    advance(5000);
     const stale = learners[1]!.ticket(ID);
     await flush();
-    await learners[0]!.observe(ID, refused, learners[0]!.ticket(ID));
+    await refuse(learners[0]!);
     advance(5000); // long after: the stale request still says nothing about the new limit
     await learners[1]!.observe(ID, refused, stale);
     await flush();
@@ -99,8 +106,7 @@ describe('SharedLimitLearner', () => {
   test('a probe upward after the quiet time; a refused probe goes back (not halved) and the next probe waits twice as long', async () => {
     const { learners, stored, advance } = fleet(2);
     const [a, b] = learners as [SharedLimitLearner, SharedLimitLearner];
-    advance(1000);
-    await a.observe(ID, refused, a.ticket(ID));
+    await refuse(a);
     await b.observe(ID, ok, b.ticket(ID));
     await flush();
     expect(b.limits(ID)).toEqual([24]);
@@ -125,6 +131,19 @@ describe('SharedLimitLearner', () => {
     expect(stored()?.[0]).toMatchObject({ limit: 28 });
   });
 
+  test('a lone 429 does not cut, nor a second one: the third refusal fleet-wide within two windows does', async () => {
+    const { learners, stored, advance } = fleet(3);
+    await refuse(learners[0]!, 1);
+    advance(2000); // the first has left the two windows
+    await refuse(learners[1]!, 1);
+    advance(1000);
+    await refuse(learners[2]!, 1);
+    expect(stored()).toBeUndefined();
+    advance(500);
+    await refuse(learners[0]!, 1); // the third within two windows, from any worker
+    expect(stored()?.[0]).toMatchObject({ limit: 24 });
+  });
+
   test('a stated limit is shared too, and back at the written limit the quota is removed', async () => {
     const { learners, stored, source } = fleet(2);
     const [a, b] = learners as [SharedLimitLearner, SharedLimitLearner];
@@ -138,21 +157,19 @@ describe('SharedLimitLearner', () => {
   });
 
   test("the learned quota is the identity's quota in the limiter's document: watchConfig applies it to a limiter that does not learn", async () => {
-    const { learners, source, advance } = fleet(1);
+    const { learners, source } = fleet(1);
     const watching = createLimiter({ store: new MapStore(), name: 'third-party', rules: gcra({ id: 'api', limit: 48, period: '1s' }) });
     const watcher = watchConfig(watching, source);
     await watcher.ready;
-    advance(1000);
-    await learners[0]!.observe(ID, refused, learners[0]!.ticket(ID));
+    await refuse(learners[0]!);
     await vi.waitFor(() => expect(watching.overrides.get(ID)?.[0]).toMatchObject({ params: { limit: 24 } }));
     await watcher.stop();
   });
 
   test('a source that fails changes nothing and rejects nothing', async () => {
-    const { learners, source, advance } = fleet(1);
+    const { learners, source } = fleet(1);
     source.failing = new Error('connection refused');
-    advance(1000);
-    await expect(learners[0]!.observe(ID, refused, learners[0]!.ticket(ID))).resolves.toBeUndefined();
+    for (let i = 0; i < REFUSALS_TO_CUT; i++) await expect(learners[0]!.observe(ID, refused, learners[0]!.ticket(ID))).resolves.toBeUndefined();
     await flush();
     expect(learners[0]!.limits(ID)).toEqual([48]);
   });
@@ -167,14 +184,14 @@ describe('createThrottledFetch learn: { source }', () => {
     expect(() => createThrottledFetch({ limiter, maxWait: '1s', learn: { source: new CasSource(), every: 1 } as never })).toThrow(/every/);
   });
 
-  test('a bare 429 through the throttled fetch halves the limit stored for the host', async () => {
+  test('three bare 429s through the throttled fetch halve the limit stored for the host', async () => {
     const source = new CasSource();
     const limiter = createLimiter({ store: new ReserveMapStore(), name: 'third-party', rules: gcra({ id: 'api', limit: 48, period: '1s' }) });
     let status = 200;
-    const fetchApi = createThrottledFetch({ limiter, maxWait: '5s', learn: { source }, fetch: async () => ({ status, headers: new Headers() }) });
+    const fetchApi = createThrottledFetch({ limiter, maxWait: '5s', learn: { source }, fetch: async (_input: string) => ({ status, headers: new Headers() }) });
     await fetchApi('https://api.example.com/v1');
     status = 429;
-    await fetchApi('https://api.example.com/v1');
+    for (let i = 0; i < REFUSALS_TO_CUT; i++) await fetchApi('https://api.example.com/v1');
     expect(parseLimiterConfig(source.documents.get('third-party')!).quotas?.['api.example.com']?.[0]).toMatchObject({ limit: 24 });
     expect(limiter.overrides.get('api.example.com')?.[0]).toMatchObject({ params: { limit: 24 } });
   });
