@@ -4,8 +4,8 @@ import type { ResolvedRule } from '@sluice/core/store';
  * When units taken from the remote store at `remoteNow` stop being safe to spend, or to give back, for these rules
  * (remote clock, epoch ms; Infinity for never):
  * - fixed window: the end of the window they were counted in. Spent later, a unit counted in one window would be
- *   admitted in the next (that window would admit limit + the unit); given back later, a refund would lower the
- *   next window's count instead.
+ *   admitted in the next (that window would admit limit + the unit). Such units are never given back either: a
+ *   refund that ran after the window ended would lower the next window's count instead.
  * - token bucket, leaky bucket, GCRA: never. Every unit spent was in the shared bucket when it was taken, and a
  *   refund puts back units nobody spent (the bucket's own cap still applies).
  * The sliding windows are not leasable at all (see `leasable`).

@@ -36,8 +36,8 @@ export interface TierStats {
   leasedUnits: number;
   returnedUnits: number;
   /**
-   * `lease`: unspent units not given back because a return could no longer land in the fixed window they were
-   * counted in (that window is over, or ends within the remote timeout): harmless, the window's budget ends with it.
+   * `lease`: unspent units of a fixed window, never given back (a refund that ran after the window ended would lower
+   * the next window's count): they lapse with their window, whose budget ends with it anyway.
    */
   lapsedUnits: number;
   /** `lease`: unspent units whose return failed (the remote store was down): lost to the fleet until their window ends or their bucket refills. */
@@ -61,16 +61,19 @@ interface Denial {
 /** `lease`: units taken from the remote store and not yet spent. */
 interface Lease {
   balance: number;
-  /** Remote clock: spend no unit at or after this. */
-  expiresAt: number;
-  /** Remote clock: give units back only before this (a refund must land inside the window they were counted in). */
-  returnBefore: number;
+  /**
+   * Tier clock: spend no unit at or after this. It is the time the take was sent plus what the remote store said
+   * was left of the fixed window when it ran the take (or the lease ttl): the take ran after it was sent, so this
+   * is never after the window's real end, whatever the queueing delays were and whatever the clock offset is.
+   */
+  spendBefore: number;
+  /** Whether unspent units may be given back: only where no fixed window dates them (buckets, GCRA). */
+  returnable: boolean;
   /** Per rule, as the take left them: remaining after it, and reset time. */
   remaining: number[];
   resetAt: number[];
+  /** Remote clock: when the take ran. Local answers are never stamped earlier. */
   takenAt: number;
-  /** Units spent from this batch so far: the identity's rate, for sizing the next one. */
-  spent: number;
 }
 
 /** `async`: units admitted locally and not yet counted remotely. */
@@ -117,8 +120,6 @@ const PEEK_OPTIONS = {};
 
 const SWEEP_EVERY = 64;
 const SWEEP_BATCH = 8;
-/** A lease stops being spent this long before its window's end: local and remote clocks agree only to a round trip. */
-const WINDOW_GUARD_MS = 10;
 /** How long a cost that can never fit is refused locally (it can only start fitting if the rules change). */
 const NEVER_DENIAL_MS = 1000;
 
@@ -157,6 +158,10 @@ export class TieredStore implements Store {
   };
   /** Remote clock minus local clock, from the last remote answer (0 for a client-clock remote store). */
   private offset = 0;
+  /** Tier clock: when the remote store's current run of failures began; undefined while it answers. */
+  private failingSince: number | undefined;
+  /** Tier clock: the last run of failures that ended, and when it ended (see `shareWindow`). */
+  private lastOutage: { since: number; until: number } | undefined;
   private calls = 0;
   private timer: unknown;
   private timerTried = false;
@@ -200,6 +205,7 @@ export class TieredStore implements Store {
     this.counters.decisions++;
     if (this.closed) return this.decideRemotely(request, undefined);
     this.housekeeping();
+    if (this.lastOutage !== undefined && this.recovering(request)) return this.shared(request, RECOVERING);
     const entry = this.entryFor(request);
     const { mode } = request;
     if (mode === 'consume' || mode === 'peek') {
@@ -288,15 +294,69 @@ export class TieredStore implements Store {
     return answer;
   }
 
-  /** The caller's request decided on this instance's share of the limit, marked with why the remote store did not answer. */
+  /**
+   * The caller's request decided on this instance's share of the limit, marked with why the remote store did not
+   * answer. Only in fixed windows that began after the remote store started failing: in the window an outage
+   * begins, the remote store may already have admitted the whole limit, so what a lease does not cover is refused
+   * (degraded) until that window ends. From the next window on, nobody reaches the remote store and each instance
+   * admits its share (limit ÷ instances): the fleet at most the limit.
+   */
   private onShare(request: LimitRequest, error: SluiceError): LimitResult {
+    const now = this.options.clock();
+    this.failingSince ??= now;
+    const open = this.windowEnd(request.rules, now, this.failingSince);
+    if (open === undefined) return this.shared(request, error);
+    this.counters.degraded++;
+    return { now: request.now, outcomes: request.rules.map((rule) => refusedUntil(rule, request.now + (open - now))), error };
+  }
+
+  private shared(request: LimitRequest, error: SluiceError): LimitResult {
     this.counters.degraded++;
     return { ...this.share.limit(request), error };
   }
 
-  /** The remote clock's lead over the local one (a store-clock remote answers in its own time). */
+  /**
+   * After an outage, the fixed window it ended in is finished on the share: the other instances spent it on their
+   * shares too, and the remote store (perhaps restarted empty) never counted those admissions.
+   */
+  private recovering(request: LimitRequest): boolean {
+    const outage = this.lastOutage!;
+    const now = this.options.clock();
+    let longest = 0;
+    let inside = false;
+    for (const rule of request.rules) {
+      if (rule.algorithm !== 'fixed-window') continue;
+      const { windowMs, offsetMs } = rule.params as { windowMs: number; offsetMs: number };
+      const start = Math.floor((now - offsetMs) / windowMs) * windowMs + offsetMs;
+      if (outage.since < start && outage.until >= start) inside = true;
+      if (windowMs > longest) longest = windowMs;
+    }
+    if (!inside && now - outage.until > longest) this.lastOutage = undefined;
+    return inside;
+  }
+
+  /**
+   * The end (tier clock) of the first of these rules' fixed windows that began before `since`, the start of the
+   * outage; undefined when every fixed window began after it (or there is none).
+   */
+  private windowEnd(rules: readonly ResolvedRule[], now: number, since: number): number | undefined {
+    let end: number | undefined;
+    for (const rule of rules) {
+      if (rule.algorithm !== 'fixed-window') continue;
+      const { windowMs, offsetMs } = rule.params as { windowMs: number; offsetMs: number };
+      const start = Math.floor((now - offsetMs) / windowMs) * windowMs + offsetMs;
+      if (start <= since && (end === undefined || start + windowMs > end)) end = start + windowMs;
+    }
+    return end;
+  }
+
+  /** The remote clock's lead over the local one (a store-clock remote answers in its own time); an answer ends an outage. */
   private observe(request: LimitRequest, result: LimitResult): void {
     this.offset = this.remote.capabilities.clock === 'store' ? result.now - request.now : 0;
+    if (this.failingSince !== undefined) {
+      this.lastOutage = { since: this.failingSince, until: this.options.clock() };
+      this.failingSince = undefined;
+    }
   }
 
   /** Remembers a refusal until the time the remote store said the same cost could pass. */
@@ -333,18 +393,16 @@ export class TieredStore implements Store {
   // Leased batches
 
   private leased(entry: Entry, request: LimitRequest): LimitResult | Promise<LimitResult> {
-    const now = request.now + this.offset;
     let lease = entry.lease;
-    if (lease !== undefined && now >= lease.expiresAt) {
+    if (lease !== undefined && this.options.clock() >= lease.spendBefore) {
       this.background(this.release(entry));
       lease = undefined;
     }
     if (lease !== undefined && lease.balance >= request.cost) {
       lease.balance -= request.cost;
-      lease.spent += request.cost;
       this.counters.local++;
       // Never stamped before the take that counted the unit (the offset is shared by every identity and moves).
-      return this.leaseAnswer(request, lease, Math.max(now, lease.takenAt));
+      return this.leaseAnswer(request, lease, Math.max(request.now + this.offset, lease.takenAt));
     }
     // Another call is fetching a batch for this identity: wait for it rather than fetch a second one.
     // If that fetch failed, the remote store is down: the share answers at once rather than a second remote call
@@ -354,7 +412,7 @@ export class TieredStore implements Store {
     }
     // A cost above one is decided remotely, exactly; batches serve the usual cost of 1.
     if (request.cost !== 1) return this.decideRemotely(request, entry);
-    const fetch = this.fetch(entry, request, lease);
+    const fetch = this.fetch(entry, request);
     entry.fetching = fetch;
     return fetch.finally(() => {
       if (entry.fetching === fetch) entry.fetching = undefined;
@@ -366,45 +424,45 @@ export class TieredStore implements Store {
     return this.denied(entry, request) ?? this.leased(entry, request);
   }
 
-  /** Takes a batch sized to the identity's rate, spends one unit of it on this request, keeps the rest. */
-  private async fetch(entry: Entry, request: LimitRequest, previous: Lease | undefined): Promise<LimitResult> {
-    const batch = this.batchSize(previous, request.now + this.offset, request.rules);
-    const answer = await this.policy.run({ key: request.key, rules: request.rules, cost: batch, mode: 'take', now: request.now }, this.callRemote);
+  /**
+   * Takes a batch (a sixteenth of the smallest limit, at most maxBatch; fewer if less is left), spends one unit of
+   * it on this request and keeps the rest until its window ends or its ttl passes.
+   */
+  private async fetch(entry: Entry, request: LimitRequest): Promise<LimitResult> {
+    const sentAt = this.options.clock();
+    const take: LimitRequest = { key: request.key, rules: request.rules, cost: this.batchSize(request.rules), mode: 'take', now: request.now };
+    const answer = await this.policy.run(take, this.callRemote);
     if (answer instanceof Failover) return this.onShare(request, answer.error);
     this.observe(request, answer);
     const granted = answer.outcomes[0]?.granted ?? 0;
     const outcomes = answer.outcomes.map(withoutModeFields);
     if (granted === 0) {
-      // Nothing fits: the take's outcomes are those of a one-unit peek, a refusal to remember.
+      // Nothing fits: the take's outcomes are those of a one-unit peek, a refusal to remember (the window is spent).
       const refusal = { now: answer.now, outcomes };
       this.remember(entry, 1, refusal);
       return refusal;
     }
     this.counters.leasedUnits += granted;
     const deadline = leaseDeadline(request.rules, answer.now);
+    const returnable = deadline === Number.POSITIVE_INFINITY;
     const lease: Lease = {
       balance: granted - 1,
-      expiresAt: Math.min(answer.now + this.options.leaseTtlMs, deadline - WINDOW_GUARD_MS),
-      returnBefore: deadline - this.policy.timeoutMs,
+      // The window's end as the remote store saw it when it ran the take, counted from before the take was sent.
+      spendBefore: sentAt + Math.min(this.options.leaseTtlMs, deadline - answer.now),
+      returnable,
       remaining: outcomes.map((o) => o.remaining),
       resetAt: outcomes.map((o) => o.resetAt),
       takenAt: answer.now,
-      spent: 1,
     };
     entry.lease = lease;
     return { now: answer.now, outcomes: outcomes.map((o) => ({ ...o, remaining: Math.min(o.limit, o.remaining + lease.balance) })) };
   }
 
-  /**
-   * 1 for an identity with no history; otherwise the units it spent per ms over its last batch, times the time the
-   * new batch can be spent in (the lease ttl, or what is left of the fixed window, whichever is shorter).
-   */
-  private batchSize(previous: Lease | undefined, now: number, rules: readonly ResolvedRule[]): number {
-    if (previous === undefined) return 1;
-    const elapsed = Math.max(1, now - previous.takenAt);
-    const horizon = Math.max(1, Math.min(this.options.leaseTtlMs, leaseDeadline(rules, now) - WINDOW_GUARD_MS - now));
-    const wanted = Math.ceil((previous.spent * horizon) / elapsed);
-    return Math.max(1, Math.min(this.options.maxBatch, wanted));
+  /** A sixteenth of the smallest limit, at least 1, at most maxBatch: held unspent, at most this many per instance. */
+  private batchSize(rules: readonly ResolvedRule[]): number {
+    let least = Number.POSITIVE_INFINITY;
+    for (const rule of rules) if (rule.limit < least) least = rule.limit;
+    return Math.max(1, Math.min(this.options.maxBatch, Math.floor(least / 16)));
   }
 
   private leaseAnswer(request: LimitRequest, lease: Lease, now: number): LimitResult {
@@ -419,18 +477,21 @@ export class TieredStore implements Store {
     return { now, outcomes };
   }
 
-  /** Gives a lease's unspent units back if they would still land in the window they were counted in; otherwise they are dropped. */
+  /**
+   * Gives a lease's unspent units back where no fixed window dates them. Units of a fixed window are never given
+   * back: a refund that ran after the window ended would lower the next window's count, so they lapse with the
+   * window instead (at most one batch per instance, unspent).
+   */
   private release(entry: Entry): Promise<void> {
     const lease = entry.lease;
     entry.lease = undefined;
     if (lease === undefined || lease.balance === 0) return Promise.resolve();
     const units = lease.balance;
-    const local = this.options.clock();
-    if (local + this.offset >= lease.returnBefore) {
+    if (!lease.returnable) {
       this.counters.lapsedUnits += units;
       return Promise.resolve();
     }
-    const refund: LimitRequest = { key: entry.key, rules: entry.rules, cost: units, mode: 'refund', now: local };
+    const refund: LimitRequest = { key: entry.key, rules: entry.rules, cost: units, mode: 'refund', now: this.options.clock() };
     return Promise.resolve(this.policy.run(refund, this.callRemote)).then((answer) => {
       if (answer instanceof Failover) this.counters.droppedUnits += units;
       else this.counters.returnedUnits += units;
@@ -589,8 +650,9 @@ export class TieredStore implements Store {
     const work: Array<Promise<unknown>> = [];
     const lease = entry.lease;
     if (lease !== undefined && entry.fetching === undefined) {
-      const quiet = now - entry.lastSeen >= this.options.leaseTtlMs / 4;
-      if (force || quiet || now + this.offset >= lease.expiresAt) work.push(this.release(entry));
+      // A quiet identity's returnable units go back early; a fixed window's stay spendable until the window ends.
+      const quiet = lease.returnable && now - entry.lastSeen >= this.options.leaseTtlMs / 4;
+      if (force || quiet || now >= lease.spendBefore) work.push(this.release(entry));
     }
     const counts = entry.counts;
     if (counts !== undefined && counts.unflushed > 0 && (force || now - counts.lastFlushAt >= this.options.syncIntervalMs)) work.push(this.flush(entry));
@@ -636,6 +698,14 @@ export class TieredStore implements Store {
     this.pending.add(settled);
     void settled.then(() => this.pending.delete(settled));
   }
+}
+
+/** A degraded answer's reason while the share finishes the window an outage ended in. */
+const RECOVERING = new SluiceError('STORE_ERROR', 'tieredStore: the remote store answers again; this fixed window, begun during the outage, is finished on the local share');
+
+/** A refusal of one rule until `until` (the request's clock): the window an outage began in. */
+function refusedUntil(rule: ResolvedRule, until: number): RuleOutcome {
+  return { id: rule.id, allowed: false, limit: rule.limit, remaining: 0, resetAt: until, retryAt: until };
 }
 
 function least(values: readonly number[]): number {
