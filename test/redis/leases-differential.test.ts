@@ -17,7 +17,7 @@ import { Redis } from 'ioredis';
 import { SluiceError } from '@sluice/core';
 import { evaluateLease, type LeaseEntries, type LeaseOp, type LeaseRequest } from '@sluice/core/store';
 import { redisStore } from '@sluice/redis';
-import { CLIENT_CLOCK_EXPIRY_SLACK_MS, LEASE_SCRIPT, LEASE_SCRIPT_SHA1, leaseCall, parseLeaseReply } from '@sluice/redis-script';
+import { CLIENT_CLOCK_EXPIRY_SLACK_MS, LEASE_SCRIPT, LEASE_SCRIPT_SHA1, leaseCall, parseLeaseReplies, parseLeaseReply } from '@sluice/redis-script';
 import { startRedis, type RedisServer } from '../harness/redis.js';
 
 let server: RedisServer;
@@ -182,6 +182,101 @@ describe('the lease script equals core evaluateLease(), call by call', () => {
       { numRuns: 400 },
     );
   }, 60_000);
+});
+
+/**
+ * One call of several operations (what redisStore's LeaseBatcher sends for the operations a process issues in one
+ * tick): each must equal the reference applied in order, each on what the one before left, on up to three keys.
+ */
+async function runBatch(clock: 'store' | 'client', ids: readonly string[], list: ReadonlyArray<Step & { on: number }>, start: number): Promise<void> {
+  stats.sequences++;
+  const base = ++sequence;
+  const keyOf = (on: number) => `ldiff:{b${base}-${on}}`;
+  let logical = start;
+  const requests = list.map((step): LeaseRequest => {
+    logical += step.waitMs;
+    return { key: keyOf(step.on), op: step.op, id: ids[step.who % ids.length]!, limit: step.limit, ttlMs: step.ttlMs, now: logical };
+  });
+  // Some state first, one operation per call, so that the batch meets held, expired and renewed leases.
+  for (const request of requests.slice(0, 3)) {
+    const { keys, args } = leaseCall({ ...request, op: 'acquire', now: start }, clock, 'differential');
+    await client.evalsha(LEASE_SCRIPT_SHA1, 1, ...keys, ...args);
+  }
+  const used = [...new Set(requests.map((r) => `${r.key}:lease`))];
+  const keys: string[] = [];
+  const args: string[] = [];
+  for (const request of requests) {
+    const call = leaseCall(request, clock, 'differential');
+    keys.push(...call.keys);
+    args.push(...call.args);
+  }
+  const block = client.multi();
+  for (const key of used) block.zrange(key, 0, -1, 'WITHSCORES');
+  block.time().evalsha(LEASE_SCRIPT_SHA1, keys.length, ...keys, ...args).time();
+  for (const key of used) block.zrange(key, 0, -1, 'WITHSCORES').call('PEXPIRETIME', key);
+  const results = (await block.exec())!;
+  for (const [error] of results) expect(error).toBeNull();
+  const values = results.map(([, value]) => value);
+  const records = new Map(used.map((key, i) => [key, entriesOf(values[i]) as LeaseEntries]));
+  const [t0, reply, t1] = [redisMs(values[used.length]), values[used.length + 1], redisMs(values[used.length + 2])];
+  const actual = parseLeaseReplies(reply, requests.length);
+  const lastTtl = new Map<string, number>();
+  requests.forEach((request, i) => {
+    const where = `operation ${i} of ${requests.length} in one call: ${JSON.stringify(request)}`;
+    const now = clock === 'store' ? actual[0]!.now : request.now;
+    expect(actual[i]!.now, where).toBe(now);
+    const key = `${request.key}:lease`;
+    const expected = evaluateLease(records.get(key), request, now);
+    expect(actual[i], where).toEqual(expected.result);
+    records.set(key, expected.entries);
+    lastTtl.set(key, expected.ttlMs);
+    stats.calls++;
+    stats.ops[request.op]++;
+  });
+  if (clock === 'store') {
+    expect(actual[0]!.now).toBeGreaterThanOrEqual(t0);
+    expect(actual[0]!.now).toBeLessThanOrEqual(t1);
+  }
+  used.forEach((key, i) => {
+    const [after, expireAt] = [values[used.length + 3 + 2 * i], values[used.length + 4 + 2 * i]];
+    const expected = records.get(key)!;
+    const latest = Math.max(...expected.map(([, e]) => e));
+    if (clock === 'store' && expected.length > 0 && entriesOf(after).length === 0 && latest <= t1) return; // expired in real time
+    expect(entriesOf(after), `${key} after the call`).toEqual(byId(expected));
+    if (expected.length === 0) expect(expireAt, `${key}: an empty record is gone`).toBe(-2);
+    else if (clock === 'store') expect(expireAt, `${key}: PEXPIRETIME is its latest lease`).toBe(latest);
+    else {
+      expect(expireAt as number, `${key}: PEXPIRETIME`).toBeGreaterThanOrEqual(t0 + lastTtl.get(key)! + CLIENT_CLOCK_EXPIRY_SLACK_MS);
+      expect(expireAt as number, `${key}: PEXPIRETIME`).toBeLessThanOrEqual(t1 + lastTtl.get(key)! + CLIENT_CLOCK_EXPIRY_SLACK_MS);
+    }
+  });
+}
+
+describe('one call of several lease operations equals core evaluateLease() applied in order', () => {
+  const batchArb = (ttl: fc.Arbitrary<number>, wait: fc.Arbitrary<number>) =>
+    fc.array(fc.record({ op: opArb, who: fc.nat(7), limit: fc.integer({ min: 1, max: 4 }), ttlMs: ttl, waitMs: wait, on: fc.nat(2) }), { minLength: 2, maxLength: 24 });
+
+  test('on Redis TIME: one clock reading for the whole call', async () => {
+    await fc.assert(
+      fc.asyncProperty(idsArb, batchArb(fc.integer({ min: 1, max: 60_000 }), fc.constant(0)), (ids, list) => runBatch('store', ids, list, 0)),
+      { numRuns: 150 },
+    );
+  }, 60_000);
+
+  test("on the client's clock: each operation at its own time, leases expiring within the call", async () => {
+    const jump = fc.oneof(fc.constant(0), fc.integer({ min: 1, max: 40 }));
+    await fc.assert(
+      fc.asyncProperty(idsArb, batchArb(fc.integer({ min: 1, max: 100 }), jump), fc.integer({ min: 0, max: 2 ** 46 }), (ids, list, start) => runBatch('client', ids, list, start)),
+      { numRuns: 150 },
+    );
+  }, 60_000);
+
+  test('a malformed operation anywhere in the call fails the whole call before any operation runs', async () => {
+    const keys = ['raw:{y}:lease', 'raw:{y}:lease'];
+    await expect(client.evalsha(LEASE_SCRIPT_SHA1, 2, ...keys, 'acquire', 'a', '1', '1000', 'acquire', 'b c', '1', '1000')).rejects.toThrow(/malformed lease id/);
+    await expect(client.evalsha(LEASE_SCRIPT_SHA1, 2, ...keys, 'acquire', 'a', '1', '1000', 'acquire', 'b', '1')).rejects.toThrow(/4 or 5 arguments per key/);
+    expect(await client.exists('raw:{y}:lease')).toBe(0);
+  });
 });
 
 describe('the lease call through redisStore', () => {

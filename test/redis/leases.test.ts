@@ -33,7 +33,7 @@ let server: RedisServer;
 let client: Redis;
 let monitorClient: Redis | undefined;
 const children: ChildProcess[] = [];
-/** Every EVALSHA of the lease script the server ran, in its order: [key, op, id]. And ECHO markers. */
+/** Every operation of every EVALSHA of the lease script the server ran, in its order: [key, op, id]. And ECHO markers. */
 const stream: Array<[key: string, op: string, id: string]> = [];
 const markers: string[] = [];
 
@@ -81,7 +81,11 @@ beforeAll(async () => {
   monitorClient = await new Redis({ host: server.host, port: server.port }).monitor();
   monitorClient.on('monitor', (_time: string, args: string[]) => {
     const name = args[0]?.toLowerCase();
-    if (name === 'evalsha' && args[1] === LEASE_SCRIPT_SHA1) stream.push([args[3]!, args[4]!, args[5]!]);
+    if (name === 'evalsha' && args[1] === LEASE_SCRIPT_SHA1) {
+      // One call carries n operations (those a process issued in one tick): n keys, then op, id, limit, ttl each.
+      const n = Number(args[2]);
+      for (let i = 0; i < n; i++) stream.push([args[3 + i]!, args[3 + n + 4 * i]!, args[4 + n + 4 * i]!]);
+    }
     else if (name === 'echo') markers.push(args[1]!);
   });
   for (let i = 0; i < PROCESSES; i++) children.push(fork(new URL('./leases-worker.mjs', import.meta.url), [String(server.port)], { stdio: 'inherit' }));

@@ -94,7 +94,9 @@ async function run(message) {
     }
   };
   const startedAt = Date.now();
+  const cpuBefore = process.cpuUsage();
   await Promise.all(Array.from({ length: message.loops }, loop));
+  const cpu = process.cpuUsage(cpuBefore);
   const endedAt = Date.now();
   if (streaming !== undefined) {
     clearInterval(streaming);
@@ -103,7 +105,7 @@ async function run(message) {
   // The histogram travels sparse: [bucket, count, ...].
   const sparse = [];
   for (let i = 0; i < BUCKETS; i++) if (histogram[i] !== 0) sparse.push(i, histogram[i]);
-  process.send({ type: 'done', ...counts, startedAt, endedAt, histogram: sparse, intervals: message.stream ? undefined : intervals });
+  process.send({ type: 'done', ...counts, startedAt, endedAt, cpuUs: cpu.user + cpu.system, histogram: sparse, intervals: message.stream ? undefined : intervals });
 }
 
 process.on('message', (message) => {

@@ -13,7 +13,7 @@
 //
 // Then one more round per contestant in which one worker is SIGKILLed mid-run: the members of the tenants' sets
 // just after the kill are the ones to free (the live holders release theirs within ms); the time until all are
-// gone is how long the killed holder's slots stayed taken (ttl 1 s). After every round the tenants' keys must be
+// gone is how long the killed holder's slots stayed taken (ttl 1 s; in that round the victim holds each slot 200 ms). After every round the tenants' keys must be
 // gone (nothing leaked), and after the kill rounds, once their leases expired.
 import { fork } from 'node:child_process';
 import { Redis } from 'ioredis';
@@ -29,6 +29,7 @@ const TENANTS = ['tenant-a', 'tenant-b', 'tenant-c'];
 const LIMIT = 10;
 const TTL_MS = 1000;
 const HOLD_MS = 1;
+const VICTIM_HOLD_MS = 200;
 /** The worker's latency histogram: 10 µs buckets. */
 const BUCKET_MS = 0.01;
 /** How late a killed holder's slots may free: its ttl, plus this. */
@@ -107,6 +108,13 @@ async function stopWorker(child) {
   clearTimeout(timer);
 }
 
+/** CPU time redis-server has used (user + system), µs. */
+async function serverCpuUs(admin) {
+  const info = await admin.info('cpu');
+  const field = (name) => Number(new RegExp(`${name}:([\\d.]+)`).exec(info)?.[1] ?? Number.NaN);
+  return (field('used_cpu_user') + field('used_cpu_sys')) * 1e6;
+}
+
 /** One timed round of one contestant on every worker; with `kill`, worker 0 is SIGKILLed halfway. */
 async function fleetRound({ workers, admin, contestant, name, durationMs, kill, seed }) {
   const startAt = Date.now() + 100;
@@ -131,8 +139,22 @@ async function fleetRound({ workers, admin, contestant, name, durationMs, kill, 
         child.once('exit', onExit);
       }),
   );
+  const serverCpuBefore = await serverCpuUs(admin);
+  // In a kill round the victim holds its slots 200 ms (still well within the ttl), so it surely holds some when killed.
   workers.forEach((child, i) =>
-    child.send({ type: 'run', contestant: contestant.key, name, tenants: TENANTS, limit: LIMIT, ttlMs: TTL_MS, holdMs: HOLD_MS, loops: LOOPS, endAt, stream: kill, seed: seed * 7919 + i }),
+    child.send({
+      type: 'run',
+      contestant: contestant.key,
+      name,
+      tenants: TENANTS,
+      limit: LIMIT,
+      ttlMs: TTL_MS,
+      holdMs: kill && i === 0 ? VICTIM_HOLD_MS : HOLD_MS,
+      loops: LOOPS,
+      endAt,
+      stream: kill,
+      seed: seed * 7919 + i,
+    }),
   );
   let killed;
   if (kill) {
@@ -140,6 +162,7 @@ async function fleetRound({ workers, admin, contestant, name, durationMs, kill, 
     killed = killAndWatch(workers[0], admin, TENANTS.map((t) => contestant.keyOf(name, t)));
   }
   const done = (await Promise.all(replies)).filter((m) => m !== undefined);
+  const serverCpu = (await serverCpuUs(admin)) - serverCpuBefore;
   const freed = await killed;
   const elapsedS = (Math.max(...done.map((m) => m.endedAt)) - startAt) / 1000;
   const sum = (field) => done.reduce((total, m) => total + m[field], 0);
@@ -153,6 +176,8 @@ async function fleetRound({ workers, admin, contestant, name, durationMs, kill, 
     occupancy: heldMs / (elapsedS * 1000 * TENANTS.length * LIMIT),
     maxHeld: Math.max(...sweeps.map((s) => s.most)),
     overLimit: sweeps.reduce((total, s) => total + s.over, 0),
+    clientCpuUs: sum('cpuUs') / sum('acquires'),
+    serverCpuUs: serverCpu / sum('acquires'),
     degraded: sum('degraded'),
     releaseErrors: sum('releaseErrors'),
     histogram,
@@ -242,6 +267,8 @@ function report(results, { rounds, roundMs, killRoundMs, dbsize, version }) {
       opsPerSec: rate,
       spreadPct: spreadPct(rates),
       grantsPerSec: median(measured.map((r) => r.grantsPerSec)),
+      clientCpuUs: median(measured.map((r) => r.clientCpuUs)),
+      serverCpuUs: median(measured.map((r) => r.serverCpuUs)),
       occupancy: median(measured.map((r) => r.occupancy)),
       p50: percentile(histogram, 0.5),
       p99: percentile(histogram, 0.99),
@@ -268,6 +295,8 @@ function report(results, { rounds, roundMs, killRoundMs, dbsize, version }) {
       { key: 'occupancy', label: 'occupancy', format: (v) => v.toFixed(2) },
       { key: 'p50', label: 'p50', format: ms },
       { key: 'p99', label: 'p99', format: ms },
+      { key: 'clientCpuUs', label: 'client CPU/acq', format: (v) => `${v.toFixed(1)} µs` },
+      { key: 'serverCpuUs', label: 'redis CPU/acq', format: (v) => `${v.toFixed(1)} µs` },
       { key: 'maxHeld', label: 'most held' },
       { key: 'overLimit', label: 'over limit' },
       { key: 'degraded', label: 'degraded' },
@@ -290,6 +319,7 @@ function report(results, { rounds, roundMs, killRoundMs, dbsize, version }) {
     ],
     notes: [
       'occupancy: the held intervals ([acquire answered, release sent], caller wall clock) summed ÷ (time × tenants × limit). "most held" and "over limit" come from the sweep of intervals certainly overlapping (a 1 ms rounding allowance at the start of each).',
+      'client CPU/acq: the worker processes\' CPU time (process.cpuUsage) ÷ acquires, releases included; redis CPU/acq: redis-server\'s used_cpu_user + used_cpu_sys over the round ÷ acquires. Both hold up better than ops/s when other work shares the machine.',
       'A refusal retries at once, so acquires/s counts refusals too; grants/s is the part that took a slot. p50/p99: every acquire of every process, performance.now() around the call.',
       `sluice runs with onStoreError 'deny' (a store failure is counted as degraded, never as a slot) and its default deadline; the reference is ioredis defineCommand (EVALSHA) and ZREM on the same connection.`,
     ],

@@ -8,8 +8,8 @@ export { appendDecision, encodeCall, newCall, parseCallReply, ruleSpec, specEntr
 export type { ScriptCallArguments } from './arguments.js';
 export { LimitBatcher } from './batcher.js';
 export type { LimitBatcherOptions, ScriptCall } from './batcher.js';
-export { LEASE_SCRIPT, LEASE_SCRIPT_SHA1, leaseCall, parseLeaseReply, runLease } from './lease-script.js';
-export type { LeaseCallArguments } from './lease-script.js';
+export { LEASE_SCRIPT, LEASE_SCRIPT_SHA1, LeaseBatcher, leaseCall, parseLeaseReplies, parseLeaseReply, runLease } from './lease-script.js';
+export type { LeaseBatcherOptions, LeaseCallArguments } from './lease-script.js';
 export { isNoScript, runScript } from './run-script.js';
 export { REPLACE_CONFIG_SCRIPT } from './config-script.js';
 export type { ScriptCommands } from './run-script.js';

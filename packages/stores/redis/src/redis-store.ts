@@ -18,8 +18,8 @@ import {
   LIMIT_LIBRARY,
   LIMIT_SCRIPT,
   LIMIT_SCRIPT_SHA1,
+  LeaseBatcher,
   LimitBatcher,
-  runLease,
   runScript,
   scriptStoreOptions,
   type ScriptCommands,
@@ -103,11 +103,8 @@ export class RedisStore implements Store {
     evalsha: (keys, args) => this.send('evalsha', [LIMIT_SCRIPT_SHA1, keys.length, keys, args]),
     eval: (keys, args) => this.send('eval', [LIMIT_SCRIPT, keys.length, keys, args]),
   };
-  /** EVALSHA and EVAL of the lease script. */
-  private readonly leaseScript: ScriptCommands = {
-    evalsha: (keys, args) => this.send('evalsha', [LEASE_SCRIPT_SHA1, keys.length, keys, args]),
-    eval: (keys, args) => this.send('eval', [LEASE_SCRIPT, keys.length, keys, args]),
-  };
+  /** Lease operations issued in the same tick, in one EVALSHA of the lease script (EVAL once on NOSCRIPT); built on first use. */
+  private leaseScript: LeaseBatcher | undefined;
   private readonly clock: 'store' | 'client';
 
   constructor(client: Redis | Cluster, options: RedisStoreOptions = {}) {
@@ -134,12 +131,12 @@ export class RedisStore implements Store {
     this.batcher = new LimitBatcher({
       clock,
       maxBatch: batch ? maxBatch : 1,
-      splitWaves: true,
+      splitWaves: false,
       call: this.call,
       // A script's keys must share one hash slot on a Cluster: only decisions of one hash tag (identity) share a call.
       group: (client as { isCluster?: boolean }).isCluster === true ? hashTagOf : undefined,
-      // After every pending microtask: decisions issued in the same tick share a call, none waits for a timer.
-      defer: (flush) => process.nextTick(flush),
+      // At the end of this turn of the event loop: decisions issued in the same turn share a call, none waits for a timer.
+      defer: (flush) => setImmediate(flush),
     });
   }
 
@@ -148,12 +145,24 @@ export class RedisStore implements Store {
   }
 
   /**
-   * Concurrency leases (core's `evaluateLease()`): one call of the lease script on the sorted set `${key}:lease`,
-   * atomic, on Redis TIME (or `request.now` with `clock: 'client'`). Rejects with INVALID_OPTION, sending nothing,
-   * when the id is not 1 to 64 characters of letters, digits, '_' or '-'.
+   * Concurrency leases (core's `evaluateLease()`): the lease script on the sorted set `${key}:lease`, atomic, on
+   * Redis TIME (or `request.now` with `clock: 'client'`). Operations issued in the same tick share one call (up to
+   * 64; on a Cluster only those of one hash tag), each atomic and in order, whatever `batch` says: a lease call is
+   * never batched with decisions. Rejects with INVALID_OPTION, sending nothing, when the id is not 1 to 64
+   * characters of letters, digits, '_' or '-'.
    */
   lease(request: LeaseRequest): Promise<LeaseResult> {
-    return runLease(this.leaseScript, request, this.clock, 'redisStore.lease');
+    this.leaseScript ??= new LeaseBatcher({
+      clock: this.clock,
+      commands: {
+        evalsha: (keys, args) => this.send('evalsha', [LEASE_SCRIPT_SHA1, keys.length, keys, args]),
+        eval: (keys, args) => this.send('eval', [LEASE_SCRIPT, keys.length, keys, args]),
+      },
+      where: 'redisStore.lease',
+      group: (this.client as { isCluster?: boolean }).isCluster === true ? hashTag : undefined,
+      defer: (flush) => process.nextTick(flush),
+    });
+    return this.leaseScript.lease(request);
   }
 
   async reset(key: string, ruleIds: readonly string[]): Promise<void> {
