@@ -12,6 +12,7 @@
 import { fork, type ChildProcess } from 'node:child_process';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { Redis } from 'ioredis';
+import { nextMessage, stopChildren } from '../harness/children.js';
 import { startRedis, type RedisServer } from '../harness/redis.js';
 
 const PROCESSES = 4;
@@ -58,38 +59,15 @@ let server: RedisServer;
 let admin: Redis;
 const children: ChildProcess[] = [];
 
-function next(child: ChildProcess, type: string): Promise<Report> {
-  return new Promise((resolve, reject) => {
-    const onMessage = (m: { type: string } & Report) => {
-      if (m.type !== type) return;
-      child.off('message', onMessage);
-      child.off('exit', onExit);
-      resolve(m);
-    };
-    const onExit = (code: number | null) => reject(new Error(`worker ${child.pid} exited (${code}) before '${type}'`));
-    child.on('message', onMessage);
-    child.once('exit', onExit);
-  });
-}
-
 beforeAll(async () => {
   server = await startRedis();
   admin = new Redis({ host: server.host, port: server.port });
   for (let i = 0; i < PROCESSES; i++) children.push(fork(new URL('./concurrency-fleet-worker.mjs', import.meta.url), [String(server.port)], { stdio: 'inherit' }));
-  await Promise.all(children.map((child) => next(child, 'ready')));
+  await Promise.all(children.map((child) => nextMessage(child, 'ready')));
 });
 
 afterAll(async () => {
-  await Promise.all(
-    children.map(async (child) => {
-      if (child.exitCode !== null || child.signalCode !== null) return;
-      const exited = new Promise((r) => child.once('exit', r));
-      child.send({ type: 'stop' });
-      const timer = setTimeout(() => child.kill('SIGKILL'), 5000);
-      await exited;
-      clearTimeout(timer);
-    }),
-  );
+  await stopChildren(children);
   admin?.disconnect();
   await server?.stop();
 });
@@ -123,7 +101,7 @@ describe(`${PROCESSES} processes × ${LOOPS} lanes, ${TENANTS.length} tenants, l
         if (held !== undefined) victimDone.push({ tenant: held.tenant, interval: [held.answeredAt, m.releaseSentAt] });
       }
     });
-    const reports = survivors.map((child) => next(child, 'done'));
+    const reports = survivors.map((child) => nextMessage<Report>(child, 'done'));
     const base = { type: 'run', name, tenants: TENANTS, limit: LIMIT, ttlMs: TTL_MS, loops: LOOPS, endAt };
     victim.send({ ...base, holdMs: VICTIM_HOLD_MS, announce: true });
     for (const child of survivors) child.send({ ...base, holdMs: HOLD_MS, announce: false });
