@@ -40,45 +40,63 @@ if width == 4 then
   store_now, slack = to_number(time[1]) * 1000 + floor(to_number(time[2]) / 1000), 0
 end
 
-local reply = {}
+-- What the call knows of each record it touches: `at`, the now its expired leases were last dropped at (until the
+-- clock moves, nothing more can expire); `held`, its live leases; `earliest`, their earliest expiry once read (nil
+-- after a change); `changed`, whether the call wrote it; `now`, the time of the last operation on it.
+local records, touched, reply = {}, {}, {}
 for i = 1, n do
   local key, op, id, ttl = KEYS[i], ops[i], ids[i], ttls[i]
   local now = store_now or clocks[i]
-  -- Expired leases (expiry <= now) go first: what is left is live.
-  redis.call('ZREMRANGEBYSCORE', key, '-inf', now)
-  local held = redis.call('ZCARD', key)
-  local ok, expires_at, changed = 0, -1, false
+  local record = records[key]
+  if not record then
+    record = { changed = false }
+    records[key] = record
+    touched[#touched + 1] = key
+  end
+  if record.at ~= now then
+    -- Expired leases (expiry <= now) go first: what is left is live.
+    redis.call('ZREMRANGEBYSCORE', key, '-inf', now)
+    record.at, record.held, record.earliest = now, redis.call('ZCARD', key), nil
+  end
+  record.now = now
+  local held, ok, expires_at = record.held, 0, -1
   if op == 'acquire' then
     -- Under the limit, granted without asking whether the id is held (ZADD says: a renewal adds nothing); at the
     -- limit, only an id already held is granted (renewed, counted once).
     if held < limits[i] or redis.call('ZSCORE', key, id) then
-      ok, expires_at, changed = 1, now + ttl, true
+      ok, expires_at = 1, now + ttl
       held = held + redis.call('ZADD', key, expires_at, id)
     else
       -- Refused: the earliest expiry held (a slot frees by then at the latest).
-      expires_at = to_number(redis.call('ZRANGE', key, 0, 0, 'WITHSCORES')[2])
+      record.earliest = record.earliest or to_number(redis.call('ZRANGE', key, 0, 0, 'WITHSCORES')[2])
+      expires_at = record.earliest
     end
   elseif op == 'release' then
     -- Only live leases are left: ZREM frees the id when it was held and live.
-    if redis.call('ZREM', key, id) == 1 then ok, held, changed = 1, held - 1, true end
+    if redis.call('ZREM', key, id) == 1 then ok, held = 1, held - 1 end
   elseif redis.call('ZSCORE', key, id) then -- extend: a live lease only
-    ok, expires_at, changed = 1, now + ttl, true
+    ok, expires_at = 1, now + ttl
     redis.call('ZADD', key, expires_at, id)
   end
+  if ok == 1 then record.held, record.earliest, record.changed = held, nil, true end
+  local at = (i - 1) * 4
+  reply[at + 1], reply[at + 2], reply[at + 3], reply[at + 4] = now, ok, held, expires_at
+end
 
-  -- The record lives until its latest lease expires; an empty one is gone (Redis deletes an emptied sorted set).
-  -- On Redis TIME that instant is absolute (PEXPIREAT: PEXPIRE would count latest - now from the server's command
-  -- time, not from the TIME read above), and unchanged by an operation that changed nothing: the expiry set when
-  -- the record last changed still is its latest lease's (dropping expired leases never drops the latest live one).
-  if held > 0 and (changed or slack ~= 0) then
+-- Each record lives until its latest lease expires; an empty one is gone (Redis deletes an emptied sorted set).
+-- On Redis TIME that instant is absolute (PEXPIREAT: PEXPIRE would count latest - now from the server's command
+-- time, not from the TIME read above), and only a record the call changed needs it: one it did not change still
+-- has the expiry set when it last changed, its latest lease's (dropping expired leases never drops the latest
+-- live one). On the client's clock it is set as after the record's last operation, changed or not.
+for _, key in ipairs(touched) do
+  local record = records[key]
+  if record.held > 0 and (record.changed or slack ~= 0) then
     local latest = to_number(redis.call('ZRANGE', key, -1, -1, 'WITHSCORES')[2])
     if slack == 0 then
       redis.call('PEXPIREAT', key, latest)
     else
-      redis.call('PEXPIRE', key, latest - now + slack)
+      redis.call('PEXPIRE', key, latest - record.now + slack)
     end
   end
-  local at = (i - 1) * 4
-  reply[at + 1], reply[at + 2], reply[at + 3], reply[at + 4] = now, ok, held, expires_at
 end
 return reply
