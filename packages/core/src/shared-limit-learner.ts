@@ -103,12 +103,15 @@ export class SharedLimitLearner {
   async observe(identity: string, response: ResponseLike, ticket: number): Promise<void> {
     const known = this.state(identity);
     const now = this.clock();
+    // The limits in force now, taken before any await: a read finishing meanwhile may adopt others, and a change
+    // must be computed from (and compared against) the limits this answer is about.
+    const from = known.limits;
     const refused = response.status === 429 || response.status === 503;
     if (refused) known.lastRefusal = now;
     const stated = statedLimits(response);
     if (stated.length > 0) {
-      const target = followStated(this.written, stated, known.limits);
-      if (!same(target, known.limits)) await this.update(identity, (stored) => (same(stored, target) ? undefined : target));
+      const target = followStated(this.written, stated, from);
+      if (!same(target, from)) await this.update(identity, (stored) => (same(stored, target) ? undefined : target));
     } else if (refused && ticket !== known.version) {
       // Sent under limits this process has since left: another worker's cut may be stored already; read it.
       this.read(identity, known);
@@ -116,16 +119,13 @@ export class SharedLimitLearner {
       const back = known.beforeRise;
       if (back !== undefined) {
         // A probe refused: back to the limits it rose from, at once (they held for a whole quiet time).
-        const from = known.limits;
         await this.update(identity, (stored) => (same(stored, from) ? back : undefined));
       } else if (now - known.since >= this.windowMs && (await this.confirmed(identity))) {
-        const from = known.limits;
         await this.update(identity, (stored) => (same(stored, from) ? cutLimits(this.written, from, SHARED_CUT_FACTOR) : undefined));
       } else {
         this.read(identity, known);
       }
-    } else if (!refused && this.mayProbe(known, now)) {
-      const from = known.limits;
+    } else if (this.mayProbe(known, now)) {
       await this.update(identity, (stored) => (same(stored, from) ? raiseLimits(this.written, from) : undefined));
     }
   }

@@ -131,6 +131,18 @@ describe('SharedLimitLearner', () => {
     expect(stored()?.[0]).toMatchObject({ limit: 28 });
   });
 
+  test('a refusal confirmed while a read adopts another worker\'s cut does not cut again from the adopted limit', async () => {
+    const { learners, stored, source } = fleet(2);
+    const [a, b] = learners as [SharedLimitLearner, SharedLimitLearner];
+    await refuse(a);
+    expect(stored()?.[0]).toMatchObject({ limit: 24 });
+    const ticket = b.ticket(ID); // b's first ticket starts a read, which adopts 24 while its refusal is being counted
+    await b.observe(ID, refused, ticket);
+    await flush();
+    expect(b.limits(ID)).toEqual([24]);
+    expect(source.writes).toBe(1);
+  });
+
   test('a lone 429 does not cut, nor a second one: the third refusal fleet-wide within two windows does', async () => {
     const { learners, stored, advance } = fleet(3);
     await refuse(learners[0]!, 1);
