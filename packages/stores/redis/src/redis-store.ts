@@ -146,10 +146,10 @@ export class RedisStore implements Store {
 
   /**
    * Concurrency leases (core's `evaluateLease()`): the lease script on the sorted set `${key}:lease`, atomic, on
-   * Redis TIME (or `request.now` with `clock: 'client'`). Operations issued in the same tick share one call (up to
-   * 64; on a Cluster only those of one hash tag), each atomic and in order, whatever `batch` says: a lease call is
-   * never batched with decisions. Rejects with INVALID_OPTION, sending nothing, when the id is not 1 to 64
-   * characters of letters, digits, '_' or '-'.
+   * Redis TIME (or `request.now` with `clock: 'client'`). Operations issued in one turn of the event loop share one
+   * call (up to 64; on a Cluster only those of one hash tag), each atomic and in order, whatever `batch` says: a
+   * lease call is never batched with decisions. Rejects with INVALID_OPTION, sending nothing, when the id is not 1
+   * to 64 characters of letters, digits, '_' or '-'.
    */
   lease(request: LeaseRequest): Promise<LeaseResult> {
     this.leaseScript ??= new LeaseBatcher({
@@ -160,7 +160,10 @@ export class RedisStore implements Store {
       },
       where: 'redisStore.lease',
       group: (this.client as { isCluster?: boolean }).isCluster === true ? hashTag : undefined,
-      defer: (flush) => process.nextTick(flush),
+      // At the end of this turn of the event loop: the acquires and releases of every callback that ran in it
+      // share a call (process.nextTick sent those of one callback; in the fleet bench, 4 processes × 64 lanes,
+      // the turn took 30% less client CPU and 20% less Redis CPU per acquire). No timer: an idle loop runs it at once.
+      defer: (flush) => setImmediate(flush),
     });
     return this.leaseScript.lease(request);
   }
