@@ -1,6 +1,6 @@
-// One worker process of the fleet concurrency part (forked with an IPC channel). It opens one ioredis connection,
+// One worker process of the fleet concurrency part (forked with an IPC channel). It opens an ioredis connection and
 // builds both contestants on it (sluice's concurrency limiter on redisStore, and the reference sorted-set
-// semaphore below), tells the parent it is ready, and on `run` starts `loops` concurrent loops until `endAt`
+// semaphore below; the reference also on a second, auto-pipelined connection), tells the parent it is ready, and on `run` starts `loops` concurrent loops until `endAt`
 // (epoch ms): each loop picks a tenant, acquires, and when granted holds the slot `holdMs` and releases it; a
 // refusal retries at once. It measures by its own wall clock only: each acquire's latency (performance.now()
 // before the call and after its answer) and, per granted slot, [Date.now() after the acquire answered,
@@ -32,20 +32,24 @@ const BUCKETS = 100_000;
 
 const port = Number(process.argv[2]);
 const client = new Redis({ host: '127.0.0.1', port });
-client.defineCommand('referenceAcquire', { numberOfKeys: 1, lua: REFERENCE_ACQUIRE });
+// The reference once more on a connection of its own with ioredis's auto-pipelining (the commands of one tick in
+// one write): what a user of the plain semaphore could turn on.
+const pipelined = new Redis({ host: '127.0.0.1', port, enableAutoPipelining: true });
+for (const c of [client, pipelined]) c.defineCommand('referenceAcquire', { numberOfKeys: 1, lua: REFERENCE_ACQUIRE });
 const store = redisStore(client);
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /** An acquire that answers a release function when granted, undefined when refused; counts degraded answers. */
 function contestant(message, counts) {
-  if (message.contestant === 'reference') {
+  if (message.contestant !== 'sluice') {
+    const redis = message.contestant === 'reference' ? client : pipelined;
     let next = 0;
     const prefix = `${process.pid}-`;
     return async (tenant) => {
       const key = `reference:${message.name}:{${tenant}}`;
       const id = prefix + next++;
-      if ((await client.referenceAcquire(key, message.limit, message.ttlMs, id)) !== 1) return undefined;
-      return () => client.zrem(key, id);
+      if ((await redis.referenceAcquire(key, message.limit, message.ttlMs, id)) !== 1) return undefined;
+      return () => redis.zrem(key, id);
     };
   }
   // Fail closed with the default deadline: a store failure is counted, never turned into a slot.
@@ -111,6 +115,7 @@ async function run(message) {
 process.on('message', (message) => {
   if (message.type === 'stop') {
     client.disconnect();
+    pipelined.disconnect();
     process.disconnect();
     return;
   }
@@ -121,4 +126,4 @@ process.on('message', (message) => {
   }
 });
 
-client.once('ready', () => process.send({ type: 'ready' }));
+Promise.all([client, pipelined].map((c) => new Promise((resolve) => c.once('ready', resolve)))).then(() => process.send({ type: 'ready' }));
