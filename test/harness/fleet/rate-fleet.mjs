@@ -128,9 +128,11 @@ function summarize(o, reports, commands) {
     verdict,
     decisions,
     decisionsPerSec: decisions / (o.durationMs / 1000),
-    commandsPerDecision: decisions > 0 ? commands / decisions : Number.NaN,
+    // A server restarted mid-run starts its counts over: no figure then.
+    commandsPerDecision: decisions > 0 && commands >= 0 && o.during === undefined ? commands / decisions : Number.NaN,
     degraded: sum('degraded'),
     degradedAdmitted: sum('degradedAdmitted'),
+    lastDegradedAt: Math.max(...reports.map((r) => r.lastDegradedAt)),
     rejected: sum('rejected'),
     unhandled: reports.flatMap((r) => r.unhandled),
     loopDelayMaxMs: Math.max(...reports.map((r) => r.loopDelayMs.max)),

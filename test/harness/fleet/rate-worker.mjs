@@ -59,7 +59,9 @@ if (contestant === 'lua-incr') {
 } else if (contestant === 'reference-lease') {
   decide = referenceLease(client, { limit, windowMs, prefix: `fleet:${name}` });
 } else {
-  const remote = redisStore(client);
+  // A decision while the client is disconnected fails at once (offlineWait: 0), as the tier's README asks: the tier
+  // reads a connection error as an outage, and a timeout as a slow store (see "When the remote store fails").
+  const remote = redisStore(client, contestant === 'plain' ? {} : { offlineWait: 0 });
   const store = contestant === 'plain' ? remote : (tier = tieredStore({ remote, instances, strategy: contestant, ...(config.tier ?? {}) }));
   // The tier has its own breaker; the limiter's is off, and a limiter deadline that passes fails closed (counted as degraded).
   const limiter = createLimiter({ store, rules: fixedWindow({ limit, window: windowMs }), name, onStoreError: 'deny', circuitBreaker: false });
@@ -76,6 +78,8 @@ let decisions = 0;
 let degraded = 0;
 let degradedAdmitted = 0;
 let rejected = 0;
+/** Date.now() at the answer of the last degraded decision (-Infinity: none). */
+let lastDegradedAt = Number.NEGATIVE_INFINITY;
 
 function record(i, start, end) {
   if (admitted === size) {
@@ -113,7 +117,10 @@ async function run(startAt, stopAt) {
       }
       const end = Date.now();
       decisions++;
-      if (decision.degraded) degraded++;
+      if (decision.degraded) {
+        degraded++;
+        lastDegradedAt = end;
+      }
       if (decision.allowed) {
         record(i, start, end);
         if (decision.degraded) degradedAdmitted++;
@@ -132,6 +139,7 @@ async function run(startAt, stopAt) {
       decisions,
       degraded,
       degradedAdmitted,
+      lastDegradedAt,
       rejected,
       connectionErrors,
       admitted: { identity: admittedId.slice(0, admitted), start: admittedStart.slice(0, admitted), end: admittedEnd.slice(0, admitted) },
