@@ -9,7 +9,7 @@
  * that overlaps [Date.now() before the call, Date.now() after its answer], and the assignment with the fewest
  * admissions over the limit is used (judge.mjs). Asserted:
  * - deny-cache and lease: 0 admissions over the limit, on a healthy server and through a SIGKILL of the server and a
- *   restart, empty, on the same port; exact again (no degraded answer) within 2 windows of the restart;
+ *   restart, empty, on the same port; exact again (no degraded answer) a window and a second after reconnecting;
  * - async: no window over its stated bound, limit + instances × maxUnsynced;
  * - the small reference lease tier beside them holds the limit too (the judge and the harness agree with it);
  * - no unhandled rejection, no decision that rejected, in any process.
@@ -74,7 +74,7 @@ describe(`a busy fleet: ${PROCESSES} processes × 64 loops, 10,000 Zipf users an
   });
 
   for (const contestant of ['deny-cache', 'lease'] as const) {
-    test(`${contestant}: the server SIGKILLed mid-run and restarted empty: still no admission over the limit, exact again within 2 windows of the restart`, { timeout: 60_000 }, async () => {
+    test(`${contestant}: the server SIGKILLed mid-run and restarted empty: still no admission over the limit, exact again within a window and a second of reconnecting`, { timeout: 60_000 }, async () => {
       let restartedAt = Number.NaN;
       const durationMs = 6000;
       const during = async (startAt: number) => {
@@ -89,7 +89,9 @@ describe(`a busy fleet: ${PROCESSES} processes × 64 loops, 10,000 Zipf users an
       healthy(run);
       expect(run.verdict.over, JSON.stringify(run.verdict.worst)).toBe(0);
       expect(run.degraded).toBeGreaterThan(0); // the outage was seen
-      expect(run.lastDegradedAt - restartedAt).toBeLessThanOrEqual(2 * WINDOW_MS);
+      // Each instance is back on the shared state a window and a second (the tier's recovery spread) after it
+      // reconnects, and it reconnects within the breaker's cooldown (500 ms) and a reconnect delay (100 ms).
+      expect(run.lastDegradedAt - restartedAt).toBeLessThanOrEqual(WINDOW_MS + 1000 + 600);
     });
   }
 });
