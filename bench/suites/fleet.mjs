@@ -138,7 +138,7 @@ async function rate(options, log) {
     notes: [
       "Admissions are judged by the callers' wall clock: each may count in any window its [before the call, after the answer] interval overlaps, in the assignment with the fewest over the limit (test/harness/fleet/judge.mjs). Redis commands are INFO commandstats deltas (commands run inside scripts included).",
     ],
-    data: { rows, killed: killed.map(({ admissions, ...rest }) => rest) },
+    data: { rows, killed: killed.map(({ admissions: _admissions, ...rest }) => rest) },
   };
 }
 
