@@ -69,7 +69,7 @@ describe('LimitBatcher', () => {
     ]);
   });
 
-  test("a tick's decisions leave in calls sent as they fill: a quarter of the previous tick's wave, 8 to maxBatch", async () => {
+  test("splitWaves: a tick's first call leaves once it holds a quarter of the previous tick's wave (8 to maxBatch) while no call is in flight; the rest leave in calls of maxBatch or at the end of the tick", async () => {
     const { call, calls } = recorder();
     const batcher = new LimitBatcher({ clock: 'client', call, maxBatch: 40, splitWaves: true });
     const wave = async (size: number) => {
@@ -77,12 +77,24 @@ describe('LimitBatcher', () => {
       await Promise.all(Array.from({ length: size }, (_, i) => batcher.limit(request(`w${++sequence}-${i}`))));
       return calls.map((c) => c.decisions);
     };
-    expect(await wave(20)).toEqual([8, 8, 4]); // after a quiet start: calls of 8
-    expect(await wave(64)).toEqual([8, 8, 8, 8, 8, 8, 8, 8]); // a quarter of 20, at least 8
-    expect(await wave(64)).toEqual([16, 16, 16, 16]); // a quarter of 64
-    expect(await wave(300)).toEqual([...Array(18).fill(16), 12]);
+    expect(await wave(20)).toEqual([8, 12]); // after a quiet start: the first call at 8, the rest when the tick ends
+    expect(await wave(64)).toEqual([8, 40, 16]); // a quarter of 20, at least 8; then full calls while one is in flight
+    expect(await wave(64)).toEqual([16, 40, 8]); // a quarter of 64
+    expect(await wave(300)).toEqual([16, ...Array(7).fill(40), 4]);
     expect(await wave(100)).toEqual([40, 40, 20]); // a quarter of 300, at most maxBatch
     expect(await wave(1)).toEqual([1]); // alone: sent when the tick is over, never waiting for company
+    // A call still waiting for its reply: the next tick's decisions do not leave early, they leave together.
+    let release!: () => void;
+    const held = new Promise<void>((resolve) => (release = resolve));
+    const slow: ScriptCall = (keys, args, requests) => held.then(() => call(keys, args, requests));
+    const busy = new LimitBatcher({ clock: 'client', call: slow, maxBatch: 40, splitWaves: true });
+    calls.length = 0;
+    const first = busy.limit(request(`b${++sequence}`));
+    await Promise.resolve().then(() => new Promise((resolve) => setImmediate(resolve))); // the first call is sent, unanswered
+    const rest = Array.from({ length: 20 }, (_, i) => busy.limit(request(`b${++sequence}-${i}`)));
+    release();
+    await Promise.all([first, ...rest]);
+    expect(calls.map((c) => c.decisions)).toEqual([1, 20]);
     // Without splitWaves (the Upstash store: every call is a request), a tick leaves in as few calls as maxBatch allows.
     const whole = new LimitBatcher({ clock: 'client', call, maxBatch: 40 });
     calls.length = 0;
