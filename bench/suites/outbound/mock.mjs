@@ -66,18 +66,19 @@ export function perSecond(arrivals, limit) {
  * A third party that counts per sliding second: per client (the `x-client` header), a request is answered 200
  * while fewer than `limit` answered requests arrived in the last 1000 ms, else 429 with `Retry-After` (whole
  * seconds until the oldest of them leaves the second, at least 1) and no limit header: a bare 429. Refusals do
- * not count. `dropAt(at, limit)` lowers the limit of every client from the mock's time `at` (epoch ms) on.
+ * not count. `dropAt(at, limit, client)` lowers the limit of that client from the mock's time `at` (epoch ms) on.
  * Every arrival (epoch ms, status, the limit in force) is kept per client for the report.
- * @returns {Promise<{ port: number, arrivals: (client: string) => Array<{ at: number, status: number, limit: number }>, dropAt: (at: number, limit: number) => void, close: () => Promise<void> }>}
+ * @returns {Promise<{ port: number, arrivals: (client: string) => Array<{ at: number, status: number, limit: number }>, dropAt: (at: number, limit: number, client: string) => void, close: () => Promise<void> }>}
  */
 export async function startSlidingThirdParty({ limit }) {
-  let drop = { at: Infinity, limit };
+  const drops = new Map(); // client -> { at, limit }
   const accepted = new Map(); // client -> answered arrival times in the last second, oldest first
   const arrivals = new Map(); // client -> [{ at, status, limit }]
   const server = createServer((req, res) => {
     const at = Date.now();
     const client = String(req.headers['x-client'] ?? 'anonymous');
-    const now = at >= drop.at ? drop.limit : limit;
+    const drop = drops.get(client);
+    const now = drop !== undefined && at >= drop.at ? drop.limit : limit;
     let times = accepted.get(client);
     if (times === undefined) accepted.set(client, (times = []));
     let expired = 0;
@@ -102,8 +103,8 @@ export async function startSlidingThirdParty({ limit }) {
   return {
     ...(await listen(server)),
     arrivals: (client) => arrivals.get(client) ?? [],
-    dropAt: (at, next) => {
-      drop = { at, limit: next };
+    dropAt: (at, next, client) => {
+      drops.set(client, { at, limit: next });
     },
   };
 }
