@@ -120,6 +120,8 @@ const PEEK_OPTIONS = {};
 
 const SWEEP_EVERY = 64;
 const SWEEP_BATCH = 8;
+/** How far apart the instances of a fleet come back from one outage, at most: see `recovering`. */
+const RECOVERY_SPREAD_MS = 1000;
 /** How long a cost that can never fit is refused locally (it can only start fitting if the rules change). */
 const NEVER_DENIAL_MS = 1000;
 
@@ -158,9 +160,10 @@ export class TieredStore implements Store {
   };
   /** Remote clock minus local clock, from the last remote answer (0 for a client-clock remote store). */
   private offset = 0;
-  /** Tier clock: when the remote store's current run of failures began; undefined while it answers. */
+  /** Tier clock: the first and the latest connection error of the remote store's current outage; undefined while it answers. */
   private failingSince: number | undefined;
-  /** Tier clock: the last run of failures that ended, and when it ended (see `shareWindow`). */
+  private lastErrorAt = Number.NEGATIVE_INFINITY;
+  /** Tier clock: the last outage that ended: its first connection error, and the answer that ended it. */
   private lastOutage: { since: number; until: number } | undefined;
   private calls = 0;
   private timer: unknown;
@@ -281,6 +284,9 @@ export class TieredStore implements Store {
   private settled(request: LimitRequest, entry: Entry | undefined, answer: LimitResult | Failover): LimitResult {
     if (answer instanceof Failover) return this.onShare(request, answer.error);
     this.observe(request, answer);
+    // An answer that comes back while the share finishes a window is not used: the shared store counted it, but
+    // the share decides (so a burst of calls in flight when the store returned cannot add to the shares' admissions).
+    if (this.lastOutage !== undefined && request.mode === 'consume' && this.recovering(request)) return this.shared(request, RECOVERING);
     if (entry !== undefined && (request.mode === 'consume' || request.mode === 'peek')) {
       // Anything this instance consumed moves the retry time of a refusal it remembers: forgotten.
       if (request.mode === 'consume' && request.cost > 0 && answer.outcomes.every((o) => o.allowed)) entry.denial = undefined;
@@ -295,19 +301,26 @@ export class TieredStore implements Store {
   }
 
   /**
-   * The caller's request decided on this instance's share of the limit, marked with why the remote store did not
-   * answer. Only in fixed windows that began after the remote store started failing: in the window an outage
-   * begins, the remote store may already have admitted the whole limit, so what a lease does not cover is refused
-   * (degraded) until that window ends. From the next window on, nobody reaches the remote store and each instance
-   * admits its share (limit ÷ instances): the fleet at most the limit.
+   * The caller's request decided on this instance's share of the limit (limit ÷ instances), marked with why the
+   * remote store did not answer, where that cannot take the fleet over the limit; otherwise a degraded refusal.
+   * The share answers in a fixed window only when every instance is on its share there too: the outage began before
+   * the window did (in the window an outage begins, the remote store may already have admitted the whole limit),
+   * and the remote store refused a connection since the window began (an instance whose breaker is merely open may
+   * be the only one not to have recovered). A timeout is no outage: the store may be slow only for this instance,
+   * and the call may still run there.
    */
   private onShare(request: LimitRequest, error: SluiceError): LimitResult {
     const now = this.options.clock();
-    this.failingSince ??= now;
-    const open = this.windowEnd(request.rules, now, this.failingSince);
-    if (open === undefined) return this.shared(request, error);
+    if (error.code === 'STORE_ERROR') {
+      this.failingSince ??= now;
+      this.lastErrorAt = now;
+    }
+    const since = this.failingSince;
+    const closed = since === undefined ? now : this.closedUntil(request.rules, now, since);
+    if (closed === undefined) return this.shared(request, error);
     this.counters.degraded++;
-    return { now: request.now, outcomes: request.rules.map((rule) => refusedUntil(rule, request.now + (open - now))), error };
+    const until = request.now + (closed - now);
+    return { now: request.now, outcomes: request.rules.map((rule) => refusedUntil(rule, until)), error };
   }
 
   private shared(request: LimitRequest, error: SluiceError): LimitResult {
@@ -316,38 +329,39 @@ export class TieredStore implements Store {
   }
 
   /**
-   * After an outage, the fixed window it ended in is finished on the share: the other instances spent it on their
-   * shares too, and the remote store (perhaps restarted empty) never counted those admissions.
+   * After an outage that began before the fixed window it ended in, that window is finished on the share, and so
+   * is the window that holds the next RECOVERY_SPREAD_MS: the other instances spent it on their shares too (the
+   * remote store, perhaps restarted empty, never counted those admissions), and they come back one by one, each
+   * when its client reconnects and its breaker's cooldown ends.
    */
   private recovering(request: LimitRequest): boolean {
-    const outage = this.lastOutage!;
+    const { since, until } = this.lastOutage!;
     const now = this.options.clock();
-    let longest = 0;
-    let inside = false;
+    let fixed = false;
     for (const rule of request.rules) {
       if (rule.algorithm !== 'fixed-window') continue;
-      const { windowMs, offsetMs } = rule.params as { windowMs: number; offsetMs: number };
-      const start = Math.floor((now - offsetMs) / windowMs) * windowMs + offsetMs;
-      if (outage.since < start && outage.until >= start) inside = true;
-      if (windowMs > longest) longest = windowMs;
+      fixed = true;
+      const windowMs = (rule.params as { windowMs: number }).windowMs;
+      if (since < windowStart(rule, until) && now < windowStart(rule, until + RECOVERY_SPREAD_MS) + windowMs) return true;
     }
-    if (!inside && now - outage.until > longest) this.lastOutage = undefined;
-    return inside;
+    if (fixed && now - until > 2 * RECOVERY_SPREAD_MS + 86_400_000) this.lastOutage = undefined;
+    return false;
   }
 
   /**
-   * The end (tier clock) of the first of these rules' fixed windows that began before `since`, the start of the
-   * outage; undefined when every fixed window began after it (or there is none).
+   * When the share may not answer these rules (see onShare), the end of the window (tier clock) that forbids it;
+   * the current time when no window forbids it but no connection error was seen in it; undefined when it may.
    */
-  private windowEnd(rules: readonly ResolvedRule[], now: number, since: number): number | undefined {
-    let end: number | undefined;
+  private closedUntil(rules: readonly ResolvedRule[], now: number, since: number): number | undefined {
+    let until: number | undefined;
     for (const rule of rules) {
       if (rule.algorithm !== 'fixed-window') continue;
-      const { windowMs, offsetMs } = rule.params as { windowMs: number; offsetMs: number };
-      const start = Math.floor((now - offsetMs) / windowMs) * windowMs + offsetMs;
-      if (start <= since && (end === undefined || start + windowMs > end)) end = start + windowMs;
+      const start = windowStart(rule, now);
+      const end = start + (rule.params as { windowMs: number }).windowMs;
+      if (start <= since) until = Math.max(until ?? end, end);
+      else if (this.lastErrorAt < start) until ??= now;
     }
-    return end;
+    return until;
   }
 
   /** The remote clock's lead over the local one (a store-clock remote answers in its own time); an answer ends an outage. */
@@ -434,6 +448,8 @@ export class TieredStore implements Store {
     const answer = await this.policy.run(take, this.callRemote);
     if (answer instanceof Failover) return this.onShare(request, answer.error);
     this.observe(request, answer);
+    // A batch taken while the share finishes a window lapses unspent (see settled()).
+    if (this.lastOutage !== undefined && this.recovering(request)) return this.shared(request, RECOVERING);
     const granted = answer.outcomes[0]?.granted ?? 0;
     const outcomes = answer.outcomes.map(withoutModeFields);
     if (granted === 0) {
@@ -698,6 +714,12 @@ export class TieredStore implements Store {
     this.pending.add(settled);
     void settled.then(() => this.pending.delete(settled));
   }
+}
+
+/** Where a fixed window that holds `now` began (the rule's own clock). */
+function windowStart(rule: ResolvedRule, now: number): number {
+  const { windowMs, offsetMs } = rule.params as { windowMs: number; offsetMs: number };
+  return Math.floor((now - offsetMs) / windowMs) * windowMs + offsetMs;
 }
 
 /** A degraded answer's reason while the share finishes the window an outage ended in. */
