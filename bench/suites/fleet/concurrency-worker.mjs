@@ -5,7 +5,8 @@
 // refusal retries at once. It measures by its own wall clock only: each acquire's latency (performance.now()
 // before the call and after its answer) and, per granted slot, [Date.now() after the acquire answered,
 // Date.now() before the release was sent], which the parent sweeps for exactness. With `stream`, held intervals
-// are sent every 50 ms (the parent may SIGKILL this process mid-run and keeps what arrived).
+// are sent every 50 ms (the parent may SIGKILL this process mid-run and keeps what arrived); with `announce`, each
+// slot's id as it is granted and before its release is sent (so the parent knows what a killed worker held).
 // argv: redis port.
 import { createConcurrencyLimiter } from '@sluice/core';
 import { redisStore } from '@sluice/redis';
@@ -39,7 +40,7 @@ for (const c of [client, pipelined]) c.defineCommand('referenceAcquire', { numbe
 const store = redisStore(client);
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 
-/** An acquire that answers a release function when granted, undefined when refused; counts degraded answers. */
+/** An acquire that answers the slot's id and release function when granted, undefined when refused; counts degraded answers. */
 function contestant(message, counts) {
   if (message.contestant !== 'sluice') {
     const redis = message.contestant === 'reference' ? client : pipelined;
@@ -49,7 +50,7 @@ function contestant(message, counts) {
       const key = `reference:${message.name}:{${tenant}}`;
       const id = prefix + next++;
       if ((await redis.referenceAcquire(key, message.limit, message.ttlMs, id)) !== 1) return undefined;
-      return () => redis.zrem(key, id);
+      return { id, release: () => redis.zrem(key, id) };
     };
   }
   // Fail closed with the default deadline: a store failure is counted, never turned into a slot.
@@ -58,7 +59,7 @@ function contestant(message, counts) {
     const decision = await limiter.acquire(tenant);
     if (decision.degraded) counts.degraded++;
     if (!decision.allowed) return undefined;
-    return () => decision.lease.release();
+    return { id: decision.lease.id, release: () => decision.lease.release() };
   };
 }
 
@@ -80,18 +81,20 @@ async function run(message) {
       draw = (Math.imul(draw, 1664525) + 1013904223) >>> 0;
       const t = draw % message.tenants.length;
       const started = performance.now();
-      const release = await acquire(message.tenants[t]);
+      const slot = await acquire(message.tenants[t]);
       const answered = performance.now();
       const answeredAt = Date.now();
       counts.acquires++;
       histogram[Math.min(BUCKETS - 1, Math.floor((answered - started) / BUCKET_MS))]++;
-      if (release === undefined) continue;
+      if (slot === undefined) continue;
       counts.granted++;
+      if (message.announce) process.send({ type: 'held', id: slot.id });
       await sleep(message.holdMs);
       const releaseSentAt = Date.now();
       (message.stream ? unsent : intervals)[t].push(answeredAt, releaseSentAt);
+      if (message.announce) process.send({ type: 'freed', id: slot.id });
       try {
-        await release();
+        await slot.release();
       } catch {
         counts.releaseErrors++;
       }

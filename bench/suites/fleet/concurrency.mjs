@@ -13,9 +13,8 @@
 // gives the most holders any tenant had at once. An overlap that is only possible is never counted.
 //
 // Then one more round for sluice and the plain reference in which one worker (holding each slot 200 ms in that
-// round) is SIGKILLed mid-run: the members of the tenants' sets just after the kill are the ones to free (the live
-// holders release theirs within ms); the time until all are gone is how long the killed holder's slots stayed
-// taken (ttl 1 s). After every round the tenants' keys must be gone (nothing leaked), and after the kill rounds,
+// round, and announcing each slot's id) is SIGKILLed mid-run: the slots it held must free by themselves when their
+// leases expire (ttl 1 s), none before; the time until all are gone is polled. After every round the tenants' keys must be gone (nothing leaked), and after the kill rounds,
 // once their leases expired.
 import { fork } from 'node:child_process';
 import { Redis } from 'ioredis';
@@ -78,7 +77,7 @@ export async function run({ options = {}, log = () => {} } = {}) {
     for (const contestant of CONTESTANTS.filter((c) => !c.noKill)) {
       const round = await runRound(contestant, killRoundMs, true);
       results[contestant.key].kill = round;
-      log(`  SIGKILL round ${contestant.key}: ${round.victimSlots} slots held at the kill, all free ${round.freedMs} ms after it; keys left ${round.keysLeft}`);
+      log(`  SIGKILL round ${contestant.key}: ${round.victimSlots} slots held at the kill, expiring by ${round.expiresInMs} ms, all free ${round.freedMs} ms after it; keys left ${round.keysLeft}`);
       workers[0] = await startWorker(server.port); // the killed one's replacement
     }
     const dbsize = await admin.dbsize();
@@ -153,6 +152,7 @@ async function fleetRound({ workers, admin, contestant, name, durationMs, kill, 
       limit: LIMIT,
       ttlMs: TTL_MS,
       holdMs: kill && i === 0 ? VICTIM_HOLD_MS : HOLD_MS,
+      announce: kill && i === 0,
       loops: LOOPS,
       endAt,
       stream: kill,
@@ -161,8 +161,10 @@ async function fleetRound({ workers, admin, contestant, name, durationMs, kill, 
   );
   let killed;
   if (kill) {
+    const held = new Set();
+    workers[0].on('message', (m) => (m.type === 'held' ? held.add(m.id) : m.type === 'freed' ? held.delete(m.id) : undefined));
     await new Promise((resolve) => setTimeout(resolve, startAt + durationMs / 2 - Date.now()));
-    killed = killAndWatch(workers[0], admin, TENANTS.map((t) => contestant.keyOf(name, t)));
+    killed = killAndWatch(workers[0], held, admin, TENANTS.map((t) => contestant.keyOf(name, t)));
   }
   const done = (await Promise.all(replies)).filter((m) => m !== undefined);
   const serverCpu = (await serverCpuUs(admin)) - serverCpuBefore;
@@ -189,25 +191,44 @@ async function fleetRound({ workers, admin, contestant, name, durationMs, kill, 
 }
 
 /**
- * SIGKILLs `victim`, then reads the tenants' sets: their members now are the slots to free (the killed holder's,
- * and live holders' that are released within ms). Polls every 5 ms until none of them is left, at most ttl + 3 s.
+ * SIGKILLs `victim`, whose held slot ids are `held` (it announced each), and polls the tenants' sets every 5 ms
+ * until none of those is left, at most ttl + 3 s. Also returns when the last of them expires as stored, and how
+ * many were certainly gone before their expiry (read after the kill + 200 ms, when any release the victim had sent
+ * has landed): none may be.
  */
-async function killAndWatch(victim, admin, keys) {
+async function killAndWatch(victim, held, admin, keys) {
   const exited = new Promise((resolve) => victim.once('exit', resolve));
   victim.kill('SIGKILL');
   await exited;
   const killedAt = Date.now();
-  const members = new Set((await Promise.all(keys.map((key) => admin.zrange(key, 0, -1)))).flat());
-  const left = async () => (await Promise.all(keys.map((key) => admin.zrange(key, 0, -1)))).flat().filter((m) => members.has(m));
-  let remaining = [...members];
-  let victimSlots = 0;
+  /** Member to its stored expiry (ms on Redis TIME, this machine's clock). */
+  const read = async () => {
+    const scores = new Map();
+    for (const flat of await Promise.all(keys.map((key) => admin.zrange(key, 0, -1, 'WITHSCORES')))) {
+      for (let i = 0; i < flat.length; i += 2) scores.set(flat[i], Number(flat[i + 1]));
+    }
+    return scores;
+  };
+  const stored = await read();
+  const expiry = new Map([...held].filter((id) => stored.has(id)).map((id) => [id, stored.get(id)]));
+  let remaining = [...expiry.keys()];
+  let early = 0;
+  let freedAt = Date.now();
   while (remaining.length > 0 && Date.now() - killedAt < TTL_MS + 3000) {
     await new Promise((resolve) => setTimeout(resolve, 5));
-    remaining = await left();
-    // What outlived 100 ms after the kill is the killed holder's (live holders keep a slot 1 ms).
-    if (Date.now() - killedAt >= 100 && victimSlots === 0) victimSlots = remaining.length;
+    const readFrom = Date.now();
+    const now = await read();
+    freedAt = Date.now();
+    for (const id of remaining) if (!now.has(id) && readFrom > killedAt + 200 && freedAt < expiry.get(id)) early++;
+    remaining = remaining.filter((id) => now.has(id));
   }
-  return { killedAt, victimSlots, freedMs: remaining.length > 0 ? Number.POSITIVE_INFINITY : Date.now() - killedAt };
+  return {
+    killedAt,
+    victimSlots: expiry.size,
+    expiresInMs: Math.max(0, ...[...expiry.values()].map((e) => e - killedAt)),
+    freedEarly: early,
+    freedMs: remaining.length > 0 ? Number.POSITIVE_INFINITY : freedAt - killedAt,
+  };
 }
 
 /** The most holders of one tenant certainly at once, and how many grants took it over the limit. */
@@ -260,7 +281,7 @@ function percentile(histogram, q) {
 }
 
 /** The row of a contestant without a SIGKILL round. */
-const NO_KILL = { maxHeld: 0, overLimit: 0, degraded: 0, freedMs: undefined, victimSlots: undefined, keysLeft: 0 };
+const NO_KILL = { maxHeld: 0, overLimit: 0, degraded: 0, freedMs: undefined, expiresInMs: undefined, freedEarly: 0, victimSlots: undefined, keysLeft: 0 };
 
 function report(results, { rounds, roundMs, killRoundMs, dbsize, version }) {
   const rows = CONTESTANTS.map((contestant) => {
@@ -282,6 +303,8 @@ function report(results, { rounds, roundMs, killRoundMs, dbsize, version }) {
       overLimit: measured.reduce((n, r) => n + r.overLimit, kill.overLimit),
       degraded: measured.reduce((n, r) => n + r.degraded, kill.degraded),
       freedMs: kill.freedMs,
+      expiresInMs: kill.expiresInMs,
+      freedEarly: kill.freedEarly,
       victimSlots: kill.victimSlots,
       keysLeft: measured.reduce((n, r) => n + r.keysLeft, kill.keysLeft),
     };
@@ -312,7 +335,13 @@ function report(results, { rounds, roundMs, killRoundMs, dbsize, version }) {
     sections: [
       {
         heading: `SIGKILL of one of the ${PROCESSES} workers halfway through a ${killRoundMs / 1000} s round (ttl ${TTL_MS} ms)`,
-        lines: rows.filter((r) => r.freedMs !== undefined).map((r) => `${r.name}: ${r.victimSlots} slots still held 100 ms after the kill, all free ${Number.isFinite(r.freedMs) ? `${r.freedMs} ms` : 'never (within ttl + 3 s)'} after it`),
+        lines: rows
+          .filter((r) => r.freedMs !== undefined)
+          .map(
+            (r) =>
+              `${r.name}: held ${r.victimSlots} slots at the kill, whose leases expired by ${r.expiresInMs} ms after it (as stored); ` +
+              `all free ${Number.isFinite(r.freedMs) ? `${r.freedMs} ms` : 'never (within ttl + 3 s)'} after it (polled); ${r.freedEarly} freed before its expiry`,
+          ),
       },
     ],
     targets: [
@@ -321,6 +350,7 @@ function report(results, { rounds, roundMs, killRoundMs, dbsize, version }) {
       target('sluice never more than the limit held per tenant (wall-clock sweep, every round)', sluice.overLimit, '<=', 0, String),
       target('reference never more than the limit held per tenant (the sweep agrees with a known-exact executor)', reference.overLimit + pipelined.overLimit, '<=', 0, String),
       target(`sluice: a SIGKILLed holder's slots free within ttl + ${KILL_MARGIN_MS} ms (ms after the kill)`, sluice.freedMs, '<=', TTL_MS + KILL_MARGIN_MS, String),
+      target('sluice: no slot of the SIGKILLed holder freed before its lease expired', sluice.freedEarly, '<=', 0, String),
       target('sluice: no lease key left after the rounds', sluice.keysLeft, '<=', 0, String),
       target('no key at all left in the server at the end', dbsize, '<=', 0, String),
     ],
