@@ -82,7 +82,7 @@ beforeAll(async () => {
   monitorClient.on('monitor', (_time: string, args: string[]) => {
     const name = args[0]?.toLowerCase();
     if (name === 'evalsha' && args[1] === LEASE_SCRIPT_SHA1) {
-      // One call carries n operations (those a process issued in one tick): n keys, then op, id, limit, ttl each.
+      // One call carries n operations (those a process issued in one turn of its event loop): n keys, then op, id, limit, ttl each.
       const n = Number(args[2]);
       for (let i = 0; i < n; i++) stream.push([args[3 + i]!, args[3 + n + 4 * i]!, args[4 + n + 4 * i]!]);
     }

@@ -7,7 +7,7 @@
  * the limit script's hot path (and its Redis Function, and its differential tests) is untouched by it, and the
  * lease script stays a page of Lua that reads like evaluateLease.
  *
- * One call carries one or more lease operations (`LeaseBatcher` coalesces those issued in the same tick), run in
+ * One call carries one or more lease operations (`LeaseBatcher` coalesces those issued together), run in
  * order, each atomically on what the one before left. Per operation: KEYS[i] = `${request.key}:lease` (the
  * identity's hash tag is in the key: one slot on a Cluster); ARGV op, id, limit, ttlMs, and with the client's
  * clock '@' + now; without it the script reads Redis TIME once for the call. Reply: per operation now, ok (1/0),
@@ -127,10 +127,11 @@ interface LeaseBatch {
 }
 
 /**
- * Coalesces the lease operations issued in the same tick into one call of LEASE_SCRIPT: one round trip, one
- * command and one TIME for many acquires and releases. Each operation still runs atomically and in the order it
- * was issued, each caller gets its own result (or, when the call fails, the call's error: its limiter's failure
- * policy then decides), and nothing waits on a timer. A malformed request fails alone, before joining a call.
+ * Coalesces the lease operations issued together (until `defer` calls back: in the Redis store, one turn of the
+ * event loop) into one call of LEASE_SCRIPT: one round trip, one command and one TIME for many acquires and
+ * releases. Each operation still runs atomically and in the order it was issued, each caller gets its own result
+ * (or, when the call fails, the call's error: its limiter's failure policy then decides), and nothing waits on a
+ * timer. A malformed request fails alone, before joining a call.
  */
 export class LeaseBatcher {
   private readonly maxBatch: number;
