@@ -84,7 +84,7 @@ async function main() {
         log(
           `round ${round} ${CONTESTANTS[name]}: ${formatInteger(result.perSecond)} decisions/s, ${result.commandsPerDecision.toFixed(2)} commands/decision ` +
             `(${result.scriptCallsPerDecision.toFixed(3)} script calls), client CPU ${result.clientCpuUs.toFixed(1)} µs/decision, Redis CPU ${result.redisCpuUs.toFixed(1)} µs/decision, ` +
-            `loop delay max ${result.maxLoopDelayMs.toFixed(0)} ms, over limit ${result.over}, degraded ${result.degraded}`,
+            `loop delay max ${result.maxLoopDelayMs.toFixed(0)} ms, over limit ${result.over}, degraded ${result.degraded}${result.degraded > 0 ? ` ${JSON.stringify(result.degradedBy)}` : ''}`,
         );
       }
     }
@@ -206,6 +206,10 @@ async function runFleet({ name, port, admin, workers, inFlight, seconds, seed, p
     maxLoopDelayMs: Math.max(...reports.map((r) => r.maxLoopDelayMs)),
     over,
     degraded: reports.reduce((sum, r) => sum + r.degraded, 0),
+    degradedBy: reports.reduce((all, r) => {
+      for (const [code, n] of Object.entries(r.degradedBy)) all[code] = (all[code] ?? 0) + n;
+      return all;
+    }, {}),
   };
 }
 
@@ -255,6 +259,8 @@ async function worker({ name, port, inFlight, seconds, seed, pause }) {
   let running = true;
   let decisions = 0;
   let degraded = 0;
+  /** Degraded answers by error code (sluice: STORE_TIMEOUT, STORE_ERROR, CIRCUIT_OPEN). */
+  let degradedBy = {};
   /**
    * Admissions whose start and answer both fell in one window, per (window, identity): windows counted from the
    * one the run began in (a few seconds of them), so the bookkeeping stays a typed-array increment.
@@ -270,7 +276,11 @@ async function worker({ name, port, inFlight, seconds, seed, pause }) {
       const answeredAt = Date.now();
       if (!running) break;
       decisions++;
-      if (answer.degraded) degraded++;
+      if (answer.degraded) {
+        degraded++;
+        const code = String(answer.error?.code ?? answer.error ?? 'refused');
+        degradedBy[code] = (degradedBy[code] ?? 0) + 1;
+      }
       if (answer.allowed) {
         const window = Math.floor(startedAt / WINDOW_MS);
         if (window === Math.floor(answeredAt / WINDOW_MS)) admitted[(window - firstWindow) * (USERS + 1) + i]++;
@@ -291,6 +301,7 @@ async function worker({ name, port, inFlight, seconds, seed, pause }) {
   running = true;
   decisions = 0;
   degraded = 0;
+  degradedBy = {};
   admitted.fill(0);
   firstWindow = Math.floor(Date.now() / WINDOW_MS);
   const delay = monitorEventLoopDelay({ resolution: 10 });
@@ -310,13 +321,22 @@ async function worker({ name, port, inFlight, seconds, seed, pause }) {
     type: 'done',
     decisions,
     degraded,
+    degradedBy,
     startedAt,
     stoppedAt,
     cpuUs: cpu.user + cpu.system,
     maxLoopDelayMs: delay.max / 1e6,
-    // Only the (window, identity) pairs that admitted anything, as [absolute window * (USERS + 1) + identity, count].
-    admitted: [...admitted].flatMap((count, slot) => (count === 0 ? [] : [[(Math.floor(slot / (USERS + 1)) + firstWindow) * (USERS + 1) + (slot % (USERS + 1)), count]])),
+    admitted: admittedPairs(admitted, firstWindow),
   }, () => process.disconnect());
+}
+
+/** The (window, identity) slots that admitted anything, as [absolute window * (USERS + 1) + identity, count]. */
+function admittedPairs(admitted, firstWindow) {
+  const pairs = [];
+  for (let slot = 0; slot < admitted.length; slot++) {
+    if (admitted[slot] !== 0) pairs.push([(Math.floor(slot / (USERS + 1)) + firstWindow) * (USERS + 1) + (slot % (USERS + 1)), admitted[slot]]);
+  }
+  return pairs;
 }
 
 /** The contestant's one call: `(identity) => Promise<{ allowed, degraded }>`. */
