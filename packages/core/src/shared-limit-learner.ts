@@ -11,9 +11,10 @@
  * - at most one cut per cut interval (the shortest learnable window of the rules): a worker cuts from a limit only
  *   once it has known that limit for a whole interval, so requests refused while the third party's window still
  *   holds the old traffic do not cut again;
- * - a lone 429 does not cut: it may be the fleet's own timing at the edge of the limit (a late timer bunching two
- *   calls), not a lower limit. Refusals are counted fleet-wide in the limiter's own store (a sliding log per
- *   identity, rule id `refusals`), and the third within two windows cuts; a real drop refuses dozens at once;
+ * - a few 429s do not cut: they may be the fleet's own timing at the edge of the limit (late timers bunching calls
+ *   on a starved machine), not a lower limit. Refusals are counted fleet-wide in the limiter's own store (a sliding
+ *   log per identity, rule id `refusals`), and a cut needs a tenth of what the written rule allows in two windows
+ *   (at least 3) refused within two windows: a real drop refuses a large share of the traffic;
  * - a bare 429 halves the learnable limits (multiplicative decrease: one cut must bring a fleet from above the new
  *   limit to below it, since every further cut costs an interval of 429s); a stated limit sets them, never above
  *   the written limits;
@@ -27,7 +28,7 @@
  */
 import { slidingWindowLog } from './algorithms/sliding-window-log.js';
 import { createLimiter, type Limiter } from './limiter.js';
-import { cutLimits, followStated, raiseLimits, rulesWithLimits, shortestWindow, statedLimits, writtenLimit } from './learn-limit.js';
+import { cutLimits, followStated, learnableWindow, raiseLimits, rulesWithLimits, shortestWindow, statedLimits, writtenLimit } from './learn-limit.js';
 import { parseLimiterConfig, type ConfigSource, type LimiterConfig } from './runtime-config.js';
 import { ruleFromSpec, ruleSpec } from './rule-spec.js';
 import type { Rule } from './rules.js';
@@ -39,8 +40,10 @@ export const SHARED_CUT_FACTOR = 0.5;
 export const QUIET_WINDOWS_SHARED = 30;
 /** A failed probe doubles the quiet time of the workers that see it, up to this many doublings. */
 const MAX_QUIET_DOUBLINGS = 6;
-/** Refusals within two windows, fleet-wide, before a bare 429 cuts (a lone one may be the fleet's own jitter). */
-export const REFUSALS_TO_CUT = 3;
+/** A bare 429 cuts once refusals within two windows, fleet-wide, reach this share of what the written rule allows in two windows. */
+export const REFUSAL_SHARE = 0.1;
+/** ...and at least this many. */
+export const MIN_REFUSALS_TO_CUT = 3;
 /** Compare-and-set attempts per update before giving up until the next refusal (other writers in between). */
 const MAX_ATTEMPTS = 8;
 
@@ -67,7 +70,9 @@ export class SharedLimitLearner {
   private readonly writtenLimits: readonly number[];
   private readonly windowMs: number;
   private readonly known = new Map<string, Known>();
-  /** Counts refusals fleet-wide, in the limiter's store: denied once REFUSALS_TO_CUT - 1 were counted within two windows. */
+  /** Refusals within two windows, fleet-wide, that make a bare 429 cut. */
+  readonly refusalsToCut: number;
+  /** Counts refusals fleet-wide, in the limiter's store: denied once refusalsToCut - 1 were counted within two windows. */
   private readonly refusals: Limiter | undefined;
 
   constructor(
@@ -79,8 +84,10 @@ export class SharedLimitLearner {
     this.written = limiter.rules;
     this.writtenLimits = this.written.map(writtenLimit);
     this.windowMs = shortestWindow(this.written);
+    const allowed = Math.min(...this.written.map((rule, i) => (learnableWindow(rule) === this.windowMs ? this.writtenLimits[i]! : Infinity)));
+    this.refusalsToCut = Number.isFinite(allowed) ? Math.max(MIN_REFUSALS_TO_CUT, Math.ceil(REFUSAL_SHARE * 2 * allowed)) : MIN_REFUSALS_TO_CUT;
     this.refusals = Number.isFinite(this.windowMs)
-      ? createLimiter({ store: limiter.store, name: limiter.name, rules: slidingWindowLog({ id: 'refusals', limit: REFUSALS_TO_CUT - 1, window: 2 * this.windowMs }), clock })
+      ? createLimiter({ store: limiter.store, name: limiter.name, rules: slidingWindowLog({ id: 'refusals', limit: this.refusalsToCut - 1, window: 2 * this.windowMs }), clock })
       : undefined;
   }
 
@@ -135,7 +142,7 @@ export class SharedLimitLearner {
     if (known.busy === undefined) void this.update(identity, () => undefined);
   }
 
-  /** Counts this refusal fleet-wide; true when it is at least the REFUSALS_TO_CUT-th within two windows. */
+  /** Counts this refusal fleet-wide; true when it is at least the refusalsToCut-th within two windows. */
   private async confirmed(identity: string): Promise<boolean> {
     if (this.refusals === undefined) return false;
     try {

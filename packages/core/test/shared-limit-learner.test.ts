@@ -6,7 +6,7 @@
  */
 import { describe, expect, test, vi } from 'vitest';
 import { createLimiter, createThrottledFetch, gcra, parseLimiterConfig, watchConfig, type Limiter } from '../src/index.js';
-import { QUIET_WINDOWS_SHARED, REFUSALS_TO_CUT, SharedLimitLearner } from '../src/shared-limit-learner.js';
+import { QUIET_WINDOWS_SHARED, SharedLimitLearner } from '../src/shared-limit-learner.js';
 import { MapConfigSource } from './support/map-config-source.js';
 import { MapStore } from './support/map-store.js';
 
@@ -28,7 +28,7 @@ const ok = { status: 200, headers: new Headers() };
 const ID = 'api.example.com';
 const flush = () => new Promise((resolve) => setTimeout(resolve, 0));
 /** `n` refusals of requests sent under the learner's current limits, one after the other. */
-async function refuse(learner: SharedLimitLearner, n = REFUSALS_TO_CUT) {
+async function refuse(learner: SharedLimitLearner, n = learner.refusalsToCut) {
   for (let i = 0; i < n; i++) await learner.observe(ID, refused, learner.ticket(ID));
 }
 
@@ -58,7 +58,11 @@ describe('SharedLimitLearner', () => {
     const { source, learners, limiters, stored, advance } = fleet(8);
     const tickets = learners.map((l) => l.ticket(ID));
     await flush();
-    await Promise.all(learners.map((l, i) => l.observe(ID, refused, tickets[i]!)));
+    // Each is refused twice: 16 refusals, over the 10 (a tenth of 48 per second, over two seconds) a cut needs.
+    await Promise.all(learners.map(async (l, i) => {
+      await l.observe(ID, refused, tickets[i]!);
+      await l.observe(ID, refused, tickets[i]!);
+    }));
     expect(source.writes).toBe(1);
     // A worker whose refusal did not cut read the store at once (maybe before the cut landed) and reads it again
     // within `refresh` (1 s here) while its requests flow.
@@ -143,17 +147,23 @@ describe('SharedLimitLearner', () => {
     expect(source.writes).toBe(1);
   });
 
-  test('a lone 429 does not cut, nor a second one: the third refusal fleet-wide within two windows does', async () => {
+  test('a few 429s do not cut: refusals within two windows fleet-wide must reach a tenth of what the rule allows in two windows', async () => {
     const { learners, stored, advance } = fleet(3);
-    await refuse(learners[0]!, 1);
-    advance(2000); // the first has left the two windows
-    await refuse(learners[1]!, 1);
+    expect(learners[0]!.refusalsToCut).toBe(10); // 48 per second: a tenth of 96
+    await refuse(learners[0]!, 4);
+    advance(2000); // those have left the two windows
+    await refuse(learners[1]!, 5);
     advance(1000);
-    await refuse(learners[2]!, 1);
+    await refuse(learners[2]!, 4);
     expect(stored()).toBeUndefined();
     advance(500);
-    await refuse(learners[0]!, 1); // the third within two windows, from any worker
+    await refuse(learners[0]!, 1); // the tenth within two windows, from any worker
     expect(stored()?.[0]).toMatchObject({ limit: 24 });
+  });
+
+  test('a rule with a small limit still needs three refusals', () => {
+    const limiter = createLimiter({ store: new MapStore(), name: 'slow', rules: gcra({ id: 'api', limit: 2, period: '1s' }) });
+    expect(new SharedLimitLearner(limiter, new CasSource(), 1000).refusalsToCut).toBe(3);
   });
 
   test('a stated limit is shared too, and back at the written limit the quota is removed', async () => {
@@ -181,7 +191,7 @@ describe('SharedLimitLearner', () => {
   test('a source that fails changes nothing and rejects nothing', async () => {
     const { learners, source } = fleet(1);
     source.failing = new Error('connection refused');
-    for (let i = 0; i < REFUSALS_TO_CUT; i++) await expect(learners[0]!.observe(ID, refused, learners[0]!.ticket(ID))).resolves.toBeUndefined();
+    for (let i = 0; i < learners[0]!.refusalsToCut; i++) await expect(learners[0]!.observe(ID, refused, learners[0]!.ticket(ID))).resolves.toBeUndefined();
     await flush();
     expect(learners[0]!.limits(ID)).toEqual([48]);
   });
@@ -196,14 +206,14 @@ describe('createThrottledFetch learn: { source }', () => {
     expect(() => createThrottledFetch({ limiter, maxWait: '1s', learn: { source: new CasSource(), every: 1 } as never })).toThrow(/every/);
   });
 
-  test('three bare 429s through the throttled fetch halve the limit stored for the host', async () => {
+  test('ten bare 429s through the throttled fetch halve the limit stored for the host', async () => {
     const source = new CasSource();
     const limiter = createLimiter({ store: new ReserveMapStore(), name: 'third-party', rules: gcra({ id: 'api', limit: 48, period: '1s' }) });
     let status = 200;
     const fetchApi = createThrottledFetch({ limiter, maxWait: '5s', learn: { source }, fetch: async (_input: string) => ({ status, headers: new Headers() }) });
     await fetchApi('https://api.example.com/v1');
     status = 429;
-    for (let i = 0; i < REFUSALS_TO_CUT; i++) await fetchApi('https://api.example.com/v1');
+    for (let i = 0; i < 10; i++) await fetchApi('https://api.example.com/v1'); // a tenth of 48 per second, over two seconds
     expect(parseLimiterConfig(source.documents.get('third-party')!).quotas?.['api.example.com']?.[0]).toMatchObject({ limit: 24 });
     expect(limiter.overrides.get('api.example.com')?.[0]).toMatchObject({ params: { limit: 24 } });
   });
