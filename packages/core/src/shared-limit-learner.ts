@@ -13,8 +13,9 @@
  *   holds the old traffic do not cut again;
  * - a few 429s do not cut: they may be the fleet's own timing at the edge of the limit (late timers bunching calls
  *   on a starved machine), not a lower limit. Refusals are counted fleet-wide in the limiter's own store (a sliding
- *   log per identity, rule id `refusals`), and a cut needs a tenth of what the written rule allows in two windows
- *   (at least 3) refused within two windows: a real drop refuses a large share of the traffic;
+ *   log per identity and limit, rule id `refusals`: only refusals of requests sent under the limit in force count
+ *   against it), and a cut needs a tenth of what the written rule allows in two windows (at least 3) refused within
+ *   two windows: a real drop refuses a large share of the traffic;
  * - a bare 429 halves the learnable limits (multiplicative decrease: one cut must bring a fleet from above the new
  *   limit to below it, since every further cut costs an interval of 429s); a stated limit sets them, never above
  *   the written limits;
@@ -127,7 +128,7 @@ export class SharedLimitLearner {
       if (back !== undefined) {
         // A probe refused: back to the limits it rose from, at once (they held for a whole quiet time).
         await this.update(identity, (stored) => (same(stored, from) ? back : undefined));
-      } else if (now - known.since >= this.windowMs && (await this.confirmed(identity))) {
+      } else if (now - known.since >= this.windowMs && (await this.confirmed(identity, from))) {
         await this.update(identity, (stored) => (same(stored, from) ? cutLimits(this.written, from, SHARED_CUT_FACTOR) : undefined));
       } else {
         this.read(identity, known);
@@ -142,11 +143,14 @@ export class SharedLimitLearner {
     if (known.busy === undefined) void this.update(identity, () => undefined);
   }
 
-  /** Counts this refusal fleet-wide; true when it is at least the refusalsToCut-th within two windows. */
-  private async confirmed(identity: string): Promise<boolean> {
+  /**
+   * Counts this refusal fleet-wide, against the limits it was sent under (refusals from before a cut say nothing
+   * about the limits after it); true when it is at least the refusalsToCut-th within two windows.
+   */
+  private async confirmed(identity: string, limits: readonly number[]): Promise<boolean> {
     if (this.refusals === undefined) return false;
     try {
-      const decision = await this.refusals.limit(identity);
+      const decision = await this.refusals.limit(`${identity} ${limits.join(',')}`);
       return !decision.allowed && !decision.degraded;
     } catch {
       return false; // the store failed: no evidence, and the answer is still the caller's

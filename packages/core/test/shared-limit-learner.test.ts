@@ -90,7 +90,7 @@ describe('SharedLimitLearner', () => {
     expect(stored()?.[0]).toMatchObject({ limit: 24 });
     expect(source.writes).toBe(1);
     advance(1);
-    await Promise.all(learners.map((l) => l.observe(ID, refused, l.ticket(ID))));
+    await refuse(learners[1]!); // refused enough under 24, a window after it was adopted
     expect(stored()?.[0]).toMatchObject({ limit: 12 });
     expect(source.writes).toBe(2);
   });
@@ -159,6 +159,21 @@ describe('SharedLimitLearner', () => {
     advance(500);
     await refuse(learners[0]!, 1); // the tenth within two windows, from any worker
     expect(stored()?.[0]).toMatchObject({ limit: 24 });
+  });
+
+  test('refusals counted before a cut do not count towards the next one', async () => {
+    const { learners, stored, advance } = fleet(2);
+    const [a, b] = learners as [SharedLimitLearner, SharedLimitLearner];
+    await refuse(a, 19); // 10 cut 48 to 24; 9 more arrive before b knows (sent under 48)
+    expect(stored()?.[0]).toMatchObject({ limit: 24 });
+    advance(1000);
+    await refuse(b, 1); // b adopts 24
+    await flush();
+    advance(1000);
+    await refuse(b, 9);
+    expect(stored()?.[0]).toMatchObject({ limit: 24 }); // 9 under 24, within two windows of the 19 under 48
+    await refuse(b, 1);
+    expect(stored()?.[0]).toMatchObject({ limit: 12 });
   });
 
   test('a rule with a small limit still needs three refusals', () => {
