@@ -103,6 +103,7 @@ export async function run({ options, log }) {
 
     const rows = [];
     const timelines = [];
+    const refusalLines = [];
     for (const contestant of runs) {
       const arrivals = mock.arrivals(contestant.id);
       const { startAt, dropAt, endAt } = contestant;
@@ -122,6 +123,7 @@ export async function run({ options, log }) {
         finalLimit: await finalLimit(admin, contestant, rate),
         errors,
       });
+      refusalLines.push(`${contestant.name}: ${seen.refusedAfterMs.length === 0 ? 'none' : `${seen.refusedAfterMs.slice(0, 30).join(' ')}${seen.refusedAfterMs.length > 30 ? ` … (${seen.refusedAfterMs.length})` : ''}`}`);
       timelines.push(`${contestant.name.padEnd(40)} ${seen.perSecond.map((s) => `${String(s.ok).padStart(2)}${s.refused > 0 ? `+${s.refused}` : ''}`.padEnd(6)).join('')}`);
     }
 
@@ -155,6 +157,7 @@ export async function run({ options, log }) {
       ],
       sections: [
         { heading: 'Answered (+refused) per second at the third party, from the start (the drop is at second ' + steadyMs / 1000 + ')', lines: timelines },
+        { heading: '429s after the drop, ms from it (the third party\'s clock)', lines: refusalLines },
         { heading: 'Writes of the shared limit to Redis (the writer\'s clock, from the drop; one per cut)', lines: cutLines },
       ],
       targets,
@@ -202,6 +205,7 @@ function judge(arrivals, { startAt, dropAt, endAt, limit, lower }) {
   return {
     perSecond,
     settledPerSecond,
+    refusedAfterMs: refusedAfter.map((a) => a.at - dropAt),
     row: {
       requests: arrivals.length,
       steadyUsePct: Math.round((answeredIn(steadyFrom, dropAt) / (limit * ((dropAt - steadyFrom) / 1000))) * 1000) / 10,

@@ -64,6 +64,8 @@ interface Known {
   lastRead: number;
   /** The update or read in flight: one at a time per identity in a process. */
   busy: Promise<void> | undefined;
+  /** A read is queued behind `busy` (one is enough: it reads whatever is stored by then). */
+  readQueued: boolean;
 }
 
 export class SharedLimitLearner {
@@ -138,9 +140,14 @@ export class SharedLimitLearner {
     }
   }
 
-  /** Reads the stored limits in the background, unless a read or an update is in flight already. */
+  /**
+   * Reads the stored limits in the background: now, or once after the read or update in flight (which may have
+   * read before another worker's cut landed).
+   */
   private read(identity: string, known: Known): void {
-    if (known.busy === undefined) void this.update(identity, () => undefined);
+    if (known.readQueued) return;
+    known.readQueued = true;
+    void this.update(identity, () => undefined, () => (known.readQueued = false));
   }
 
   /**
@@ -166,7 +173,7 @@ export class SharedLimitLearner {
   private state(identity: string): Known {
     let known = this.known.get(identity);
     if (known === undefined) {
-      known = { limits: [...this.writtenLimits], version: 0, since: -Infinity, beforeRise: undefined, lastRefusal: -Infinity, doublings: 0, lastRead: -Infinity, busy: undefined };
+      known = { limits: [...this.writtenLimits], version: 0, since: -Infinity, beforeRise: undefined, lastRefusal: -Infinity, doublings: 0, lastRead: -Infinity, busy: undefined, readQueued: false };
       this.known.set(identity, known);
     }
     return known;
@@ -176,9 +183,14 @@ export class SharedLimitLearner {
    * Reads the stored limits, adopts them, and writes `next(stored)` over them by compare and set when it gives
    * one (undefined: nothing to write). Runs after the update in flight for the identity; never rejects.
    */
-  private update(identity: string, next: (stored: readonly number[]) => readonly number[] | undefined): Promise<void> {
+  private update(identity: string, next: (stored: readonly number[]) => readonly number[] | undefined, onStart?: () => void): Promise<void> {
     const known = this.state(identity);
-    const run = (known.busy ?? Promise.resolve()).then(() => this.compareAndSet(identity, known, next)).catch(() => undefined);
+    const run = (known.busy ?? Promise.resolve())
+      .then(() => {
+        onStart?.();
+        return this.compareAndSet(identity, known, next);
+      })
+      .catch(() => undefined);
     const tracked = run.finally(() => {
       if (known.busy === tracked) known.busy = undefined;
     });
