@@ -257,7 +257,7 @@ export class TieredStore implements Store {
     this.closed = true;
     if (this.timer !== undefined) timers.clearInterval?.(this.timer);
     const work: Array<Promise<unknown>> = [];
-    for (const entry of this.entries.values()) work.push(this.release(entry), this.flushAll(entry));
+    for (const entry of this.entries.values()) work.push(this.release(entry) ?? Promise.resolve(), this.flushAll(entry));
     work.push(...this.pending);
     await Promise.allSettled(work);
     this.entries.clear();
@@ -267,7 +267,10 @@ export class TieredStore implements Store {
   async sync(): Promise<void> {
     const work: Array<Promise<unknown>> = [];
     const now = this.options.clock();
-    for (const entry of this.entries.rvalues()) if (entry !== undefined) work.push(this.tidy(entry, now, true));
+    for (const entry of this.entries.rvalues()) {
+      const tidied = entry === undefined ? undefined : this.tidy(entry, now, true);
+      if (tidied !== undefined) work.push(tidied);
+    }
     await Promise.allSettled(work);
   }
 
@@ -498,14 +501,14 @@ export class TieredStore implements Store {
    * back: a refund that ran after the window ended would lower the next window's count, so they lapse with the
    * window instead (at most one batch per instance, unspent).
    */
-  private release(entry: Entry): Promise<void> {
+  private release(entry: Entry): Promise<void> | undefined {
     const lease = entry.lease;
     entry.lease = undefined;
-    if (lease === undefined || lease.balance === 0) return Promise.resolve();
+    if (lease === undefined || lease.balance === 0) return undefined;
     const units = lease.balance;
     if (!lease.returnable) {
       this.counters.lapsedUnits += units;
-      return Promise.resolve();
+      return undefined;
     }
     const refund: LimitRequest = { key: entry.key, rules: entry.rules, cost: units, mode: 'refund', now: this.options.clock() };
     return Promise.resolve(this.policy.run(refund, this.callRemote)).then((answer) => {
@@ -661,25 +664,31 @@ export class TieredStore implements Store {
     }
   }
 
-  /** A quiet identity's lease goes back; counts waiting longer than syncInterval are flushed. */
-  private tidy(entry: Entry, now: number, force: boolean): Promise<unknown> {
-    const work: Array<Promise<unknown>> = [];
+  /**
+   * A quiet identity's lease goes back; counts waiting longer than syncInterval are flushed. Undefined when there
+   * is nothing to send: the timer visits every entry, and most have nothing to do (no promise made for them).
+   */
+  private tidy(entry: Entry, now: number, force: boolean): Promise<unknown> | undefined {
+    let returned: Promise<void> | undefined;
     const lease = entry.lease;
     if (lease !== undefined && entry.fetching === undefined) {
       // A quiet identity's returnable units go back early; a fixed window's stay spendable until the window ends.
       const quiet = lease.returnable && now - entry.lastSeen >= this.options.leaseTtlMs / 4;
-      if (force || quiet || now >= lease.spendBefore) work.push(this.release(entry));
+      if (force || quiet || now >= lease.spendBefore) returned = this.release(entry);
     }
     const counts = entry.counts;
-    if (counts !== undefined && counts.unflushed > 0 && (force || now - counts.lastFlushAt >= this.options.syncIntervalMs)) work.push(this.flush(entry));
-    return Promise.allSettled(work);
+    if (counts === undefined || counts.unflushed === 0 || (!force && now - counts.lastFlushAt < this.options.syncIntervalMs)) return returned;
+    const flushed = this.flush(entry);
+    return returned === undefined ? flushed : Promise.allSettled([returned, flushed]);
   }
 
   private startTimer(): void {
     this.timerTried = true;
     const { setInterval, clearInterval } = timers;
+    // The deny cache has no background work; the timer visits every entry, so it runs no more often than needed.
+    if (this.strategy === 'deny-cache') return;
     if (!this.options.timers || typeof setInterval !== 'function' || typeof clearInterval !== 'function') return;
-    const period = Math.max(10, Math.min(this.options.leaseTtlMs / 4, this.options.syncIntervalMs));
+    const period = Math.max(10, this.strategy === 'lease' ? this.options.leaseTtlMs / 4 : this.options.syncIntervalMs);
     const timer = setInterval(() => {
       const now = this.options.clock();
       for (const entry of this.entries.rvalues()) if (entry !== undefined) this.background(this.tidy(entry, now, false));
@@ -702,7 +711,8 @@ export class TieredStore implements Store {
   }
 
   /** Background work never rejects unhandled; with waitUntil the platform keeps it alive, otherwise close() waits for it. */
-  private background(work: Promise<unknown>): void {
+  private background(work: Promise<unknown> | undefined): void {
+    if (work === undefined) return;
     const settled = work.then(
       () => undefined,
       () => undefined,

@@ -61,7 +61,7 @@ export async function runRateFleet(options) {
   const worker = new URL('./rate-worker.mjs', import.meta.url);
   const children = Array.from({ length: o.processes }, (_, index) => {
     const config = { ...o, during: undefined, name, seed: o.seed + index, instances: o.processes };
-    return fork(worker, [JSON.stringify(config)], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'], serialization: 'advanced' });
+    return fork(worker, [JSON.stringify(config)], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'], serialization: 'advanced', execArgv: process.env.FLEET_PROFILE ? ['--cpu-prof', `--cpu-prof-dir=${process.env.FLEET_PROFILE}`] : [] });
   });
   const reports = children.map(
     (child) =>
