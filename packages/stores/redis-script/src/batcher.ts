@@ -33,6 +33,12 @@ export interface LimitBatcherOptions {
    */
   readonly group?: (request: LimitRequest) => string | number | undefined;
   /**
+   * Calls `flush` sooner than `defer` for a tick that holds a `reserve`: its caller sleeps from the answer until
+   * the booked start, so a late answer sends its call late (e.g. `process.nextTick` where `defer` waits for the end
+   * of the turn). Unset: reserves wait for `defer` like every other decision.
+   */
+  readonly deferReserve?: (flush: () => void) => void;
+  /**
    * Calls `flush` once the decisions issued together have arrived. The default waits for the microtask queue to
    * go quiet (a turn without a new decision, after 2 turns and at most 8): no timer, so a decision that is alone
    * is sent at once. Node code may pass `process.nextTick`, which runs after every pending microtask.
@@ -72,6 +78,8 @@ export class LimitBatcher {
   private single: Batch | undefined;
   private readonly open = new Map<string | number, Batch>();
   private scheduled = false;
+  private reserveScheduled = false;
+  private readonly deferReserve: ((flush: () => void) => void) | undefined;
   private arrivals = 0;
   /** Decisions that arrived since the last flush: the size of this tick's wave of decisions. */
   private wave = 0;
@@ -90,6 +98,7 @@ export class LimitBatcher {
     this.chunkSize = this.splitWaves ? Math.min(this.maxBatch, MIN_CHUNK) : this.maxBatch;
     this.group = options.group;
     this.defer = options.defer ?? ((flush) => this.whenQuiet(flush));
+    this.deferReserve = options.deferReserve;
   }
 
   /** Decides one request; the promise settles after the one call that carries it. */
@@ -135,6 +144,10 @@ export class LimitBatcher {
       this.scheduled = true;
       this.defer(this.flush);
     }
+    if (request.mode === 'reserve' && this.deferReserve !== undefined && !this.reserveScheduled) {
+      this.reserveScheduled = true;
+      this.deferReserve(this.flush);
+    }
     return promise;
   }
 
@@ -146,6 +159,7 @@ export class LimitBatcher {
    */
   private readonly flush = (): void => {
     this.scheduled = false;
+    this.reserveScheduled = false;
     if (this.splitWaves) this.chunkSize = Math.max(Math.min(MIN_CHUNK, this.maxBatch), Math.min(this.maxBatch, Math.ceil(this.wave / 4)));
     this.wave = 0;
     if (this.single !== undefined) {

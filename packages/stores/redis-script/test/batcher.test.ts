@@ -56,6 +56,22 @@ describe('LimitBatcher', () => {
     expect(calls).toHaveLength(2);
   });
 
+  test('a tick holding a reserve is sent at deferReserve, not at the end of the turn: the decisions before it in the tick go with it, in order', async () => {
+    const { call, calls } = recorder();
+    const turnEnds: Array<() => void> = [];
+    const batcher = new LimitBatcher({ clock: 'client', call, defer: (flush) => turnEnds.push(flush), deferReserve: (flush) => queueMicrotask(flush) });
+    const id = `r${++sequence}`;
+    const consumed = batcher.limit(request(id));
+    const reserved = batcher.limit({ ...request(id), mode: 'reserve', maxWaitMs: 1000 });
+    const [first, second] = await Promise.all([consumed, reserved]);
+    // Both answered with the end-of-turn flush never run: one call, the consume first.
+    expect(calls).toEqual([{ keys: 2, decisions: 2 }]);
+    expect(first.outcomes[0]!.remaining).toBe(999);
+    expect(second.outcomes[0]!.remaining).toBe(998);
+    for (const flush of turnEnds) flush();
+    expect(calls).toHaveLength(1);
+  });
+
   test('a call stays under 1,024 keys however many decisions wait: compound decisions are split into several calls', async () => {
     const { call, calls } = recorder();
     const batcher = new LimitBatcher({ clock: 'client', call });
