@@ -35,8 +35,8 @@ const tier = tieredStore({
   async: { flushEvery: 10, maxUnsynced: 20 },
   // Deadlines twice the defaults (150 ms for the tier, 250 ms for the limiter): this demo runs four apps, the proxy,
   // the load and Redis on one machine, and a Redis call that misses its deadline is answered from the local share
-  // (marked degraded), which is not what it sets out to show. Keep the tier's below the limiter's. It also sets how
-  // late in a window a lease can still be given back: until the window's end less this deadline.
+  // (marked degraded, or refused in the window a failure began in), which is not what it sets out to show. Keep the
+  // tier's below the limiter's.
   timeout: '300ms',
 });
 // A limiter name per strategy: each run starts on keys of its own in the same Redis.

@@ -182,7 +182,7 @@ try {
     }
     console.log(table(windowRows));
     const exits = apps.map((a) => `${a.name} (pid ${a.child.pid}) ${a.killed ? 'killed by this script' : `exit code ${a.child.exitCode ?? a.child.signalCode}`}`);
-    console.log(`  closed: each process awaited tier.close() (leases given back, counts flushed), quit its Redis client and exited by itself: ${exits.join(', ')}`);
+    console.log(`  closed: each process awaited tier.close() (counts flushed, leases let go), quit its Redis client and exited by itself: ${exits.join(', ')}`);
     console.log('');
 
     // What the README says about this run.

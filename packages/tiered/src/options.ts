@@ -4,8 +4,8 @@ import { describeValue as describe, durationOption, optionalFunction, rejectUnkn
 /**
  * How the tier answers from process memory (README, "Strategies"):
  * - `deny-cache`: only refusals are answered locally, until the remote store's `retryAt`. Exact.
- * - `lease`: units are taken from the remote store in batches (one atomic `take`) and spent locally. Never over
- *   the limit; under-admission up to the units held in other instances' batches.
+ * - `lease`: units are taken from the remote store in batches (one atomic `take`) and spent locally until their
+ *   window ends. Never over the limit; under-admission up to the units held in other instances' batches.
  * - `async`: decisions are local against the last known remote state, counted remotely in the background.
  *   Over-admission bounded by instances × maxUnsynced per window.
  * Every strategy also keeps the deny cache.
@@ -13,7 +13,7 @@ import { describeValue as describe, durationOption, optionalFunction, rejectUnkn
 export type TierStrategy = 'deny-cache' | 'lease' | 'async';
 
 export interface LeaseOptions {
-  /** Most units taken in one batch; a hot identity's batch grows to this, a cold one's is 1. @default 100 */
+  /** Most units taken in one batch; a batch is a sixteenth of the smallest limit, at most this. @default 100 */
   maxBatch?: number;
   /** How long a batch may be spent before what is left goes back (never past its fixed window's end). @default '1s' */
   ttl?: Duration;
@@ -49,8 +49,8 @@ export interface TieredStoreOptions {
   async?: AsyncCountingOptions;
   /**
    * Deadline for one remote call. Below the limiter's own (250 ms by default), so the tier answers from its local
-   * share before the limiter gives up on it. It also bounds lease returns: unspent units of a fixed window are
-   * given back only while the return can land before the window ends (its end minus this deadline). @default '150ms'
+   * share before the limiter gives up on it. A call that misses it is answered with a degraded refusal: a slow
+   * store is not an outage (see the README, "When the shared store fails"). @default '150ms'
    */
   timeout?: Duration;
   /**
