@@ -90,8 +90,9 @@ describe(`a busy fleet: ${PROCESSES} processes × 64 loops, 10,000 Zipf users an
       expect(run.verdict.over, JSON.stringify(run.verdict.worst)).toBe(0);
       expect(run.degraded).toBeGreaterThan(0); // the outage was seen
       // Each instance is back on the shared state a window and a second (the tier's recovery spread) after it
-      // reconnects, and it reconnects within the breaker's cooldown (500 ms) and a reconnect delay (100 ms).
-      expect(run.lastDegradedAt - restartedAt).toBeLessThanOrEqual(WINDOW_MS + 1000 + 600);
+      // reconnects, and it reconnects within the breaker's cooldown (500 ms) and a reconnect delay (100 ms); the
+      // last degraded answer is stamped when its caller resumed, up to an event-loop delay (400 ms allowed) later.
+      expect(run.lastDegradedAt - restartedAt).toBeLessThanOrEqual(WINDOW_MS + 1000 + 600 + 400);
     });
   }
 });
