@@ -378,6 +378,20 @@ describe('failures', () => {
     }
   });
 
+  test('a bucket has no window to guard: the local share answers it from the first connection error', async () => {
+    const now = T0;
+    const clock = () => now;
+    const shared = new SharedStore();
+    const limiter = createLimiter({ store: tier(shared, 'deny-cache', clock), rules: tokenBucket({ capacity: 8, refillRate: 1, interval: '1h' }), clock });
+    shared.failing = true;
+    const during: Decision[] = [];
+    for (let i = 0; i < 4; i++) during.push(await limiter.limit('b'));
+    // capacity 8 ÷ 4 instances: this instance admits 2 on its own, every answer degraded, the first one already.
+    expect(during.map((d) => d.allowed)).toEqual([true, true, false, false]);
+    expect(during.every((d) => d.degraded)).toBe(true);
+    expect(during[0]!.error).toMatchObject({ code: 'STORE_ERROR' });
+  });
+
   test('a rejected background flush or lease return never surfaces as an unhandled rejection, and the counts are kept', async () => {
     let now = T0;
     const clock = () => now;
