@@ -47,7 +47,7 @@ export async function run({ options, log }) {
 async function rate(options, log) {
   const quick = options.quick === true;
   const durationMs = Number(options.duration ?? (quick ? 3000 : 6000));
-  const rounds = Number(options.rounds ?? 1);
+  const rounds = Number(options.rounds ?? (quick ? 1 : 3));
   const server = await startRedisServer();
   const port = server.port;
   let pid = server.pid;

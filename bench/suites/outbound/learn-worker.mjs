@@ -59,7 +59,7 @@ function sluice(learn) {
     limiter,
     maxWait: '30s',
     key: () => 'third-party',
-    learn: learn ? { source: redisConfigSource(client) } : false,
+    learn: learn ? { source: redisConfigSource(client), } : false,
     // The throttled fetch calls `fetch` once its slot has started: that is when the call is sent.
     fetch: (_input, init) => init.call(),
   });

@@ -54,6 +54,8 @@ interface Known {
   limits: number[];
   /** Counts adoptions: a request carries the version it was sent under. */
   version: number;
+  /** The version of the last adoption that lowered a limit: a slot booked before it was booked too close to the last. */
+  loweredAt: number;
   /** When this process adopted `limits` (its clock, epoch ms); -Infinity for the written limits it started with. */
   since: number;
   /** The limits before the last rise, while `limits` came from a rise (a probe): where a failed probe goes back to. */
@@ -107,6 +109,15 @@ export class SharedLimitLearner {
     const known = this.state(identity);
     if (this.clock() - known.lastRead >= this.refreshMs) this.read(identity, known);
     return known.version;
+  }
+
+  /**
+   * Whether a limit was lowered in this process since `ticket` was taken: a slot booked under the old limits is
+   * closer to the one before it than the new limits allow, and sending every such slot after a cut (the workers'
+   * queue holds up to a whole window of them) keeps the third party's window over its new limit for another window.
+   */
+  loweredSince(identity: string, ticket: number): boolean {
+    return this.state(identity).loweredAt > ticket;
   }
 
   /** Reads one answer to a request sent under `ticket`. Never rejects; resolves once any update it made is done. */
@@ -173,7 +184,7 @@ export class SharedLimitLearner {
   private state(identity: string): Known {
     let known = this.known.get(identity);
     if (known === undefined) {
-      known = { limits: [...this.writtenLimits], version: 0, since: -Infinity, beforeRise: undefined, lastRefusal: -Infinity, doublings: 0, lastRead: -Infinity, busy: undefined, readQueued: false };
+      known = { limits: [...this.writtenLimits], version: 0, loweredAt: 0, since: -Infinity, beforeRise: undefined, lastRefusal: -Infinity, doublings: 0, lastRead: -Infinity, busy: undefined, readQueued: false };
       this.known.set(identity, known);
     }
     return known;
@@ -245,9 +256,11 @@ export class SharedLimitLearner {
     const rose = limits.every((limit, i) => limit >= known.limits[i]!);
     const fellBackFromProbe = known.beforeRise !== undefined && same(limits, known.beforeRise);
     if (fellBackFromProbe) known.doublings = Math.min(MAX_QUIET_DOUBLINGS, known.doublings + 1);
+    const lowered = limits.some((limit, i) => limit < known.limits[i]!);
     known.beforeRise = rose ? known.limits : undefined;
     known.limits = [...limits];
     known.version++;
+    if (lowered) known.loweredAt = known.version;
     known.since = this.clock();
     const overrides = new Map(this.limiter.overrides);
     if (same(limits, this.writtenLimits)) overrides.delete(identity);

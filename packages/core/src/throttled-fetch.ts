@@ -63,7 +63,7 @@ export interface ThrottledFetchOptions<F extends FetchLike = FetchLike> {
 export interface SharedLearnOptions {
   /** Where the fleet keeps what it learns: a config source on the store every worker shares (it must have `replace`). */
   source: ConfigSource;
-  /** How often, at most, a worker reads the stored limit while its requests flow (ms or a string like '1s'). @default '1s' */
+  /** How often, at most, a worker reads the stored limit while its requests flow (ms or a string like '1s'): how soon a worker follows another's cut when no push reaches it. @default '250ms' */
   refresh?: Duration;
 }
 
@@ -212,8 +212,12 @@ export function createThrottledFetch<F extends FetchLike = FetchLike>(options: T
     const signal = readSignal(init) ?? readSignal(input);
     // A request sent more than once needs its body again: clone a Request built once from input and init.
     const original = retries > 0 && global.Request !== undefined ? new global.Request(input, init) : undefined;
+    const waitOptions = signal === undefined ? { maxWait: maxWaitMs } : { maxWait: maxWaitMs, signal };
     for (let attempt = 0; ; attempt++) {
-      await limiter.wait(identity, signal === undefined ? { maxWait: maxWaitMs } : { maxWait: maxWaitMs, signal });
+      const booked = shared?.ticket(identity);
+      await limiter.wait(identity, waitOptions);
+      // A slot booked before the fleet lowered the limit is booked again, once, under the new limit.
+      if (booked !== undefined && shared!.loweredSince(identity, booked)) await limiter.wait(identity, waitOptions);
       const sentAt = Date.now();
       const ticket = shared?.ticket(identity);
       const response = original === undefined ? await fetchImpl(input, init) : await fetchImpl(original.clone());
@@ -245,7 +249,7 @@ function sharedLearner(limiter: Limiter, learn: unknown): SharedLimitLearner | u
       `createThrottledFetch: learn.source must be a config source with read and replace (compare and set), such as redisConfigSource(redis), got ${describe(source)}`,
     );
   }
-  const refreshMs = durationOption(refresh ?? '1s', 'createThrottledFetch: learn.refresh', REFRESH_RANGE);
+  const refreshMs = durationOption(refresh ?? '250ms', 'createThrottledFetch: learn.refresh', REFRESH_RANGE);
   return new SharedLimitLearner(limiter, candidate as ConfigSource, refreshMs);
 }
 

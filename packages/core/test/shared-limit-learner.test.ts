@@ -233,3 +233,47 @@ describe('createThrottledFetch learn: { source }', () => {
     expect(limiter.overrides.get('api.example.com')?.[0]).toMatchObject({ params: { limit: 24 } });
   });
 });
+
+describe('createThrottledFetch: a slot booked before a cut', () => {
+  /** Worker A is a throttled fetch whose first wait is held until `release`; worker B is another process's learner. */
+  function workers() {
+    const source = new CasSource();
+    const store = new ReserveMapStore();
+    const limiter = createLimiter({ store, name: 'third-party', rules: gcra({ id: 'api', limit: 48, period: '1s' }) });
+    const wait = limiter.wait.bind(limiter);
+    let release!: () => void;
+    const held = new Promise<void>((resolve) => (release = resolve));
+    let waits = 0;
+    vi.spyOn(limiter, 'wait').mockImplementation(async (identity, options) => {
+      waits++;
+      if (waits === 1) await held;
+      return wait(identity, options);
+    });
+    const fetchApi = createThrottledFetch({ limiter, maxWait: '5s', learn: { source, refresh: '10ms' }, fetch: async (_input: string) => ok });
+    const other = createLimiter({ store, name: 'third-party', rules: gcra({ id: 'api', limit: 48, period: '1s' }) });
+    const b = new SharedLimitLearner(other, source, 1000);
+    return { fetchApi, b, release, waits: () => waits };
+  }
+
+  test('is booked again under the lower limit once this process has adopted the cut', async () => {
+    const { fetchApi, b, release, waits } = workers();
+    const first = fetchApi('https://api.example.com/v1');
+    await refuse(b); // another worker cuts 48 to 24
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    // This request's ticket starts the read that adopts the cut in worker A, while it waits: booked under 48 too.
+    await fetchApi('https://api.example.com/v1');
+    release();
+    await first;
+    expect(waits()).toBe(4); // both requests waited twice
+  });
+
+  test('is sent as booked when no limit was lowered while it waited', async () => {
+    const { fetchApi, release, waits } = workers();
+    const first = fetchApi('https://api.example.com/v1');
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    await fetchApi('https://api.example.com/v1');
+    release();
+    await first;
+    expect(waits()).toBe(2);
+  });
+});
