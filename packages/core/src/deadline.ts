@@ -60,7 +60,7 @@ export const STALL_TOLERANCE_MS = 20;
  * saves); it fires once more, finds nothing in flight and stops, so an idle limiter holds no timer after at most
  * timeoutMs. The timer is unref'd where the runtime allows, so it never keeps a process alive by itself.
  *
- * The deadline measures the store, not the application (issue 8, item 8):
+ * The deadline measures the store, not the application (a stalled event loop is not a slow store):
  * - a timer that fires late (by more than STALL_TOLERANCE_MS) means the event loop was stalled; every deadline
  *   in flight moves by the stall, so a stall never times out a healthy store nor opens the breaker;
  * - a call past its deadline is refused one turn of the event loop later, not at once: timers run before I/O, so

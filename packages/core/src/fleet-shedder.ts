@@ -1,11 +1,11 @@
 /**
- * The fleet-usage load shedder (seed 000, "Fleet usage load shedder"): it keeps a fraction of the fleet's capacity
- * for critical work. Fleet-wide in-flight work is counted as concurrency leases on one global key of the shared
- * store, so every instance sees the same count. A class may hold leases only while fewer than its share of the
- * capacity are held: the first (most important) class up to the whole capacity, the last up to
- * (1 − reserve) × capacity, the classes between on a straight line. So when the fleet fills up, the least
- * important class is shed first, and critical requests still pass until the capacity itself is reached. Refusals
- * are 503s: the fleet is at capacity, the client did nothing wrong.
+ * The fleet-usage load shedder (the "Fleet usage load shedder" of the article 'Scaling your API with rate
+ * limiters'): it keeps a fraction of the fleet's capacity for critical work. Fleet-wide in-flight work is counted as
+ * concurrency leases on one global key of the shared store, so every instance sees the same count. A class may hold
+ * leases only while fewer than its share of the capacity are held: the first (most important) class up to the whole
+ * capacity, the last up to (1 − reserve) × capacity, the classes between on a straight line. So when the fleet fills
+ * up, the least important class is shed first, and critical requests still pass until the capacity itself is
+ * reached. Refusals are 503s: the fleet is at capacity, the client did nothing wrong.
  */
 import { createConcurrencyLimiter, type AcquireOptions, type ConcurrencyLimiter, type ConcurrencyLimiterOptions, type LeaseDecision } from './concurrency.js';
 import { SluiceError, describe } from './errors.js';

@@ -1,10 +1,11 @@
 /**
- * Following a third party's limit (seed 002, issue 12): the throttled fetch's rules start as the user wrote them
- * and move with what the third party says. A stated limit (`RateLimit-Policy`, `RateLimit`, `RateLimit-Limit`,
- * `X-RateLimit-Limit`) sets the matching rule to it, never above the rule the user wrote; a 429 or 503 that states
- * no limit cuts the rules by a quarter (at most once per window, and only for a request sent after the last cut)
- * and, after ten quiet windows, gives back a tenth of the written limit per window (additive increase,
- * multiplicative decrease, as TCP does, since a bare 429 says "too many" but not how many).
+ * Following a third party's limit (outbound calls, as in the article 'Rate limiting with Redis'): the throttled
+ * fetch's rules start as the user wrote them and move with what the third party says. A stated limit
+ * (`RateLimit-Policy`, `RateLimit`, `RateLimit-Limit`, `X-RateLimit-Limit`) sets the matching rule to it, never
+ * above the rule the user wrote; a 429 or 503 that states no limit cuts the rules by a quarter (at most once per
+ * window, and only for a request sent after the last cut) and, after ten quiet windows, gives back a tenth of the
+ * written limit per window (additive increase, multiplicative decrease, as TCP does, since a bare 429 says "too
+ * many" but not how many).
  *
  * Rules keep their ids, so the shared state is kept (GCRA rescales its stored remainder to the new limit).
  * Learning scales GCRA and the window algorithms; token and leaky buckets keep the limit they were written with.

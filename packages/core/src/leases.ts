@@ -1,8 +1,9 @@
 /**
- * Concurrency leases (seed 000, "Concurrent requests limiter"): at most `limit` leases held at once per key. The
- * reference semantics every executor follows (memory, and the stores that announce the `lease` operation), as the
- * seed's Redis version does with a sorted set: the held leases are (id, expiresAt) pairs; expired ones are dropped
- * first; an acquire adds one if fewer than `limit` are held; a release removes exactly its own id.
+ * Concurrency leases (the "Concurrent requests limiter" of the article 'Scaling your API with rate limiters'): at
+ * most `limit` leases held at once per key. The reference semantics every executor follows (memory, and the stores
+ * that announce the `lease` operation), as the article's Redis version does with a sorted set: the held leases are
+ * (id, expiresAt) pairs; expired ones are dropped first; an acquire adds one if fewer than `limit` are held; a
+ * release removes exactly its own id.
  *
  * - acquire(id, limit, ttlMs): granted when fewer than `limit` live leases are held (an id already held is
  *   renewed, not counted twice); `expiresAt` is the new lease's expiry, or, when refused, the earliest expiry

@@ -1,9 +1,9 @@
 /**
- * The worker-utilization load shedder (seed 000, "Worker utilization load shedder"): the last line of defence of
- * one process. It reads how busy the process is, and when that stays high it sheds requests of the least
- * important class first, with a probability that grows slowly, then the next class, until only the first class
- * (critical) is left; when the process recovers it brings traffic back just as slowly. Refusals are 503s (the
- * server is overloaded), never 429s (the client is not at fault).
+ * The worker-utilization load shedder (the "Worker utilization load shedder" of the article 'Scaling your API with
+ * rate limiters'): the last line of defence of one process. It reads how busy the process is, and when that stays
+ * high it sheds requests of the least important class first, with a probability that grows slowly, then the next
+ * class, until only the first class (critical) is left; when the process recovers it brings traffic back just as
+ * slowly. Refusals are 503s (the server is overloaded), never 429s (the client is not at fault).
  *
  * The shedding amount `a` moves, at each utilization sample u, by the time since the last sample times a derivative:
  * - u < goodBelow: a falls, at (u / goodBelow − 1) / rampUp per second (faster the idler the process);
@@ -20,7 +20,7 @@ import { SluiceError, describe } from './errors.js';
 import { notify, performanceNow } from './observe.js';
 import { optionalFunction, optionalString, rejectUnknownOptions, requireObject } from './validate.js';
 
-/** The seed's four classes, from most to least important. */
+/** The article's four classes, from most to least important. */
 const DEFAULT_PRIORITY_CLASSES: readonly string[] = ['critical', 'write', 'read', 'test'];
 
 export interface UtilizationShedderOptions {
@@ -131,7 +131,7 @@ class Shedder implements UtilizationShedder {
   private readonly random: () => number;
   private readonly onDecision: ((event: ShedEvent) => void) | undefined;
   private readonly rest: number;
-  /** The most time one update counts: `delay` (as in the seed), or one sample period when that is longer. */
+  /** The most time one update counts: `delay` (as in the article), or one sample period when that is longer. */
   private readonly maxStepMs: number;
   private current: number;
   private lastUpdate: number | undefined;
@@ -229,8 +229,8 @@ class Shedder implements UtilizationShedder {
     if (typeof utilization !== 'number' || Number.isNaN(utilization)) {
       throw new SluiceError('INVALID_OPTION', `${WHERE}: signal must return a number from 0 to 1, got ${describe(utilization)}`);
     }
-    // As in the seed: the new sample sets the derivative, which moves the amount by the time since the last move; a
-    // clock that stepped back counts as no time, and no more than max(delay, sampleEvery) is counted at once.
+    // As in the article: the new sample sets the derivative, which moves the amount by the time since the last move;
+    // a clock that stepped back counts as no time, and no more than max(delay, sampleEvery) is counted at once.
     this.utilization = clamp(utilization, 0, 1);
     const derivative = this.derivativeFor(this.utilization);
     if (this.lastUpdate !== undefined) {

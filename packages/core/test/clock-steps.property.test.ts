@@ -1,5 +1,5 @@
 /**
- * Issue 8, item 2: executors disagreed when the clock stepped back. Every executor (memory, SQLite, the Lua on
+ * The bug this pins: executors disagreed when the clock stepped back. Every executor (memory, SQLite, the Lua on
  * Redis and Upstash) must give the same answers for any clock sequence, and they differ in only one way: how long a
  * record outlives its expiry (memory and SQLite ignore it from `now >= expiresAt`; Redis with the client's clock
  * keeps it for its own time to live plus a slack). So the steps themselves must make that difference invisible:
@@ -85,7 +85,7 @@ function clockStepProperties<P>(c: AlgorithmCase<P>): void {
   });
 }
 
-describe('clock steps (issue 8 item 2): what every executor relies on', () => {
+describe('clock steps, backward ones included: what every executor relies on', () => {
   forEachCase(clockStepProperties);
 
   test('regression: a sliding window counter after a backward step allows cost 0 (was denied on every executor)', () => {

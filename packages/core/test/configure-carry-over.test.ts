@@ -1,5 +1,5 @@
 /**
- * Issue 8, item 3: changing a rule's interval reinterpreted the stored state (spend 1 of 10 tokens, change the
+ * The bug this pins: changing a rule's interval reinterpreted the stored state (spend 1 of 10 tokens, change the
  * interval from 1s to 1m: the next peek said 0 left, reset in 59 s; the other way round it over-admitted). The
  * rule now: every state is either in units that do not depend on the rule's parameters (instants, counts) or
  * records the parameter it is scaled by, so a rule changed at run time under the same id carries its state over.
@@ -20,7 +20,7 @@ function carried(before: Rule, after: Rule, spent: number, elapsedMs = 0) {
   return h.limiter.peekSync('user');
 }
 
-describe('configure() keeps every algorithm\'s counters, whatever parameter changes (issue 8 item 3)', () => {
+describe('configure() keeps every algorithm\'s counters, whatever parameter changes', () => {
   test('regression: token bucket, interval 1s -> 1m after spending 1 of 10: 9 left, the 10th back in 6 s', () => {
     const decision = carried(tokenBucket({ capacity: 10, refillRate: 10, interval: '1s' }), tokenBucket({ capacity: 10, refillRate: 10, interval: '1m' }), 1);
     expect(decision.remaining).toBe(9);

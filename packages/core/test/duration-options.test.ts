@@ -1,5 +1,5 @@
 /**
- * One duration convention (issue 9): every duration option of core (createLimiter's `timeout`, the circuit
+ * One duration convention: every duration option of core (createLimiter's `timeout`, the circuit
  * breaker's `cooldown`, reserve's `maxWait`, createFailurePolicy's `timeout`) takes milliseconds or a string such
  * as '1s', the two alike; a bad value is refused naming the field and what it accepts; the former `...Ms` name
  * is refused with the current one.

@@ -1,5 +1,5 @@
 /**
- * Issue 9: the failure policy is one unit a caller other than the limiter (the local tier, around its remote
+ * The failure policy is one unit a caller other than the limiter (the local tier, around its remote
  * store) can put around a store call: `createFailurePolicy(options)` → `{ run, runSync }`, answering the call's
  * own value or a `Failover` that says why and what to answer. The limiter's use of it is covered by
  * failure-policy.test.ts and limiter-defects.test.ts; these tests drive it directly, with real timers.

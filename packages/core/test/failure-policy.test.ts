@@ -216,7 +216,7 @@ describe('deadline', () => {
   });
 });
 
-describe('the deadline measures the store, not the application (issue 8 item 8)', () => {
+describe('the deadline measures the store, not the application', () => {
   /** A synchronous stall of the process: the wall clock moves, no timer runs. */
   const stall = (ms: number) => vi.setSystemTime(Date.now() + ms);
 

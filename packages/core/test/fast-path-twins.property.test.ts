@@ -1,5 +1,5 @@
 /**
- * Issue 9: a fast path is kept only where `pnpm bench memory` shows it pays, and each one kept is proven equal to
+ * A fast path is kept only where `pnpm bench memory` shows it pays, and each one kept is proven equal to
  * the general path here, from histories with backward clock steps, huge gaps, cost 0 and oversize costs:
  * - `stepRuleInto` equals `stepRule`, with one scratch reused across calls as the memory store (and `sluice tune`)
  *   reuses it, and starting dirty; through it each `*Into` step (fixed window, sliding window counter, token

@@ -1,7 +1,7 @@
 /**
- * Regression tests for issue 8's limiter defects (items 1, 4, 10 and core's part of 16), each named after the
- * defect it pins. They drive the limiter with the test MapStore (core's `evaluate` over a Map) and with stores
- * that fail, all in-process.
+ * Regression tests for limiter defects (an unchecked clock, a double count through an asynchronous fallback, shadow
+ * mode refusing, messages naming the wrong method), each named after the defect it pins. They drive the limiter with
+ * the test MapStore (core's `evaluate` over a Map) and with stores that fail, all in-process.
  */
 import { describe, expect, test } from 'vitest';
 import {
@@ -37,7 +37,7 @@ function rejection(run: () => unknown): unknown {
   throw new Error('expected a throw');
 }
 
-describe('item 1: the limiter validates its clock', () => {
+describe('the limiter validates its clock', () => {
   const rules: Array<[string, Rule]> = [
     ['token bucket', tokenBucket({ capacity: 3, refillRate: 1, interval: '1h' })],
     ['sliding window log', slidingWindowLog({ limit: 3, window: '1h' })],
@@ -72,7 +72,7 @@ describe('item 1: the limiter validates its clock', () => {
   );
 });
 
-describe('item 4: a synchronous store with an asynchronous fallback consumes once', () => {
+describe('a synchronous store with an asynchronous fallback consumes once', () => {
   test('regression: limitSync refuses before consuming from the async fallback (it consumed, then threw)', async () => {
     const fallback = new AsyncMapStore();
     const limiter = createLimiter({ store: failingSyncStore, rules: tokenBucket({ capacity: 5, refillRate: 1, interval: '1h' }), onStoreError: fallback, clock: () => HOUR });
@@ -91,7 +91,7 @@ describe('item 4: a synchronous store with an asynchronous fallback consumes onc
   });
 });
 
-describe('item 10: shadow mode never refuses', () => {
+describe('shadow mode never refuses', () => {
   test('regression: shadow mode with onStoreError "deny" allows when the store fails (it answered 503)', async () => {
     const limiter = createLimiter({ store: failingSyncStore, rules: tokenBucket({ capacity: 1, refillRate: 1 }), onStoreError: 'deny', mode: 'shadow', clock: () => HOUR });
     const decision = await limiter.limit('user');
@@ -114,7 +114,7 @@ describe('item 10: shadow mode never refuses', () => {
   });
 });
 
-describe('item 16: messages name the method called', () => {
+describe('messages name the method called', () => {
   test('regression: peekSync and refundSync on an async store name themselves, not limitSync', () => {
     const limiter = createLimiter({ store: new AsyncMapStore(), rules: tokenBucket({ capacity: 1, refillRate: 1 }) }) as unknown as {
       peekSync(id: string): unknown;

@@ -1,5 +1,5 @@
 /**
- * The take and reserve modes (issue 9), checked against the step modes they are defined on, for every algorithm
+ * The take and reserve modes, checked against the step modes they are defined on, for every algorithm
  * and for compound rules, from states reached by random histories of every mode with backward clock steps, huge
  * gaps, cost 0 and costs above capacity:
  * - take grants g = what repeated consumes of 1 at that instant would admit, never more than a consume allows,
@@ -140,7 +140,7 @@ function checkReserve(rules: readonly ResolvedRule[], states: Array<State | unde
   }
 }
 
-describe('take and reserve, defined on the steps (issue 9)', () => {
+describe('take and reserve, defined on the steps', () => {
   forEachCase(<P>(c: AlgorithmCase<P>) => {
     const cases = [c as AlgorithmCase<unknown>];
     test(`${c.name}: take equals repeated consumes of 1 and never exceeds what a consume allows`, () => {

@@ -1,5 +1,5 @@
 /**
- * The limiter's take and reserve methods (issue 9): what they return, how they validate, and that a store which
+ * The limiter's take and reserve methods: what they return, how they validate, and that a store which
  * does not announce a mode is refused before anything is counted.
  */
 import { describe, expect, test } from 'vitest';

@@ -1,5 +1,5 @@
 /**
- * What issue 13's runtime configuration and metrics build on: rules as JSON specs (ruleSpec / ruleFromSpec, built
+ * What runtime configuration and metrics build on: rules as JSON specs (ruleSpec / ruleFromSpec, built
  * by the factories themselves), per-identity overrides set by configure(), and the onDecision hook.
  */
 import fc from 'fast-check';

@@ -1,7 +1,7 @@
 /**
- * limiter.wait / schedule (seed 002): a slot booked with reserve, then a sleep until its start. Fake timers and a
- * fake clock: queued waiters start one slot apart in booking order (no polling: one store call each), a slot beyond
- * maxWait is refused with nothing booked, an abort gives a bucket's booking back.
+ * limiter.wait / schedule (outbound calls and jobs): a slot booked with reserve, then a sleep until its start. Fake
+ * timers and a fake clock: queued waiters start one slot apart in booking order (no polling: one store call each), a
+ * slot beyond maxWait is refused with nothing booked, an abort gives a bucket's booking back.
  */
 import { afterEach, beforeEach, describe, expect, test, vi } from 'vitest';
 import { createLimiter, fixedWindow, gcra, tokenBucket, type Rule } from '../src/index.js';

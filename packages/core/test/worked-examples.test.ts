@@ -1,6 +1,6 @@
 /**
- * The worked examples of /work/shared/seeds/001_fc5edec648030b8b.txt ("Designing a rate limiter"), replayed
- * with a fake clock. Minute 0 starts at T0, an exact multiple of a minute, so 1:00 is a window boundary.
+ * The worked examples of the article 'Designing a rate limiter', replayed with a fake clock. Minute 0 starts at T0,
+ * an exact multiple of a minute, so 1:00 is a window boundary.
  */
 import { describe, expect, test } from 'vitest';
 import { fixedWindow, slidingWindowCounter, slidingWindowLog, tokenBucket } from '../src/index.js';
@@ -12,7 +12,7 @@ const at = (clock: string) => {
   return T0 + (m * 60 + s) * 1000;
 };
 
-describe('seed article worked examples', () => {
+describe('worked examples of the article "Designing a rate limiter"', () => {
   test('sliding window log, 2 per minute: 0:01 and 0:15 allowed, 0:55 denied, 1:27 allowed', () => {
     const h = harness(slidingWindowLog({ limit: 2, window: '1m' }));
     const request = (clock: string) => {

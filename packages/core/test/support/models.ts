@@ -99,7 +99,10 @@ export function slidingWindowLogModel(limit: number, windowMs: number): Model {
   };
 }
 
-/** The seed article's estimate: current window count plus the previous one weighted by its overlap, rounded down. */
+/**
+ * The estimate of the article 'Designing a rate limiter': current window count plus the previous one weighted by its
+ * overlap, rounded down.
+ */
 export function slidingWindowCounterModel(limit: number, windowMs: number): Model {
   const counts = new Map<number, number>();
   const windowOf = (x: number) => Math.floor(x / windowMs);
