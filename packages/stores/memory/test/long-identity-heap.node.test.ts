@@ -1,5 +1,5 @@
 /**
- * Issue 8, item 9: long identities defeated the memory bound. A 15,000-character identity cost about 15.6 KB
+ * The bug this pins: long identities defeated the memory bound. A 15,000-character identity cost about 15.6 KB
  * in the memory store (its 163-character key was a slice that kept the whole identity alive) against about 840 B
  * for a 200-character one; a server keyed on an API-key header died out of memory. Measured here on the real
  * heap after full garbage collections: a 15,000-character identity costs no more than a 200-character one.
@@ -34,7 +34,7 @@ function bytesPerIdentity(length: number, count: number): number {
   return (after - before) / count;
 }
 
-describe('memory per identity does not grow with the identity\'s length (issue 8 item 9)', () => {
+describe('memory per identity does not grow with the identity\'s length', () => {
   test('regression: a 15,000-character identity costs no more than a 200-character one', () => {
     const count = 2_000;
     const short = bytesPerIdentity(200, count);

@@ -205,7 +205,7 @@ describe('memoryStore: maxKeys upper bound', () => {
   });
 });
 
-describe('memoryStore: a clock that steps back (issue 8 item 2)', () => {
+describe('memoryStore: a clock that steps back', () => {
   it('regression: a refund back to full deletes the state, as SQLite and Redis do (was A A A D, now A A A A)', () => {
     let now = 1500;
     const store = memoryStore();

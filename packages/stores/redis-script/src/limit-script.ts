@@ -41,11 +41,11 @@
  * not touch the standard libraries while it loads, so the library binds its locals on its first call.
  * State: the rule's integers joined by ',' (core's encodeState), stored with PX = the step's ttlMs, or deleted
  * when ttlMs <= 0 (state that old is equivalent to none). No key is ever written without an expiry.
- * With the client's clock, Redis still expires keys by its own clock, which need not run with the client's (a
- * slower or frozen client clock, as in tests): keys then live CLIENT_CLOCK_EXPIRY_SLACK_MS longer, so a client
- * clock that falls behind Redis's by less than that never loses state early. A clock that stands still (a frozen
- * test clock) does lose it once ttl + slack has passed in Redis real time (issue 8 item 5; the Redis README states
- * the rule). Core's steps read expired state exactly as no state, so the extra life never changes a decision.
+ * With the client's clock, Redis still expires keys by its own clock, which need not run with the client's (a slower
+ * or frozen client clock, as in tests): keys then live CLIENT_CLOCK_EXPIRY_SLACK_MS longer, so a client clock that
+ * falls behind Redis's by less than that never loses state early. A clock that stands still (a frozen test clock)
+ * does lose it once ttl + slack has passed in Redis real time (the Redis README states the rule, and a test holds
+ * it). Core's steps read expired state exactly as no state, so the extra life never changes a decision.
  */
 import { functionName, library, script, sha1 } from 'virtual:sluice-lua';
 

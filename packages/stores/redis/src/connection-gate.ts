@@ -1,10 +1,10 @@
 import { SluiceError } from '@sluice/core';
 
 /**
- * Keeps the store's commands out of ioredis's offline queue (issue 8, item 14). With ioredis defaults a command
- * issued while the client is not connected waits in that queue and runs whenever the connection comes back,
- * minutes later if need be; by then the limiter's deadline has long answered the decision by its failure policy,
- * so the late run would spend budget for a decision that was already made.
+ * Keeps the store's commands out of ioredis's offline queue. With ioredis defaults a command issued while the client
+ * is not connected waits in that queue and runs whenever the connection comes back, minutes later if need be; by
+ * then the limiter's deadline has long answered the decision by its failure policy, so the late run would spend
+ * budget for a decision that was already made.
  *
  * The gate sends at once when the client is `ready` (or when a command cannot wait anyway: offline queue off,
  * client ended). Otherwise it holds the command itself, for at most `waitMs` from the moment it was issued, and

@@ -133,7 +133,7 @@ describe('concurrency and reset', () => {
     expect(await control.stats()).toMatchObject({ requests: 1, redisCommands: 1, byCommand: { evalsha: 1 } });
   });
 
-  // Issue 8 item 18: both modes assert the exact transport, not just a bound that 25 requests would also meet.
+  // Both modes assert the exact transport, not just a bound that 25 requests would also meet.
   it.each([
     ['auto-pipelining on: one pipeline request carries all 25', true, { requests: 1, pipeline: 1, command: 0 }],
     ['auto-pipelining off: one request each', false, { requests: 25, pipeline: 0, command: 25 }],
