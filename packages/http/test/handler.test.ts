@@ -70,7 +70,7 @@ describe('createHandler: N allowed, then 429', () => {
     expect(JSON.parse(refused.body!)['violated-policies']).toEqual(['demo/minute']);
   });
 
-  it('issue 8 item 11: on a 429 from a compound limiter no t exceeds Retry-After (the day rule\'s t is capped at it)', () => {
+  it('on a 429 from a compound limiter no t exceeds Retry-After (the day rule\'s t is capped at it)', () => {
     const clock = fakeClock();
     const burst = fixedWindow({ limit: 4, window: '1m', id: 'burst' });
     const day = fixedWindow({ limit: 1000, window: '1d', id: 'day' });
@@ -284,7 +284,7 @@ describe('shadow mode, shadow-ban, skip, cost', () => {
     expect(sync(handler.run(request(), { flagged: false })).status).toBe(429);
   });
 
-  it('issue 8 item 12: a shadow-banned response carries the same header names as an allowed one, in every header style', () => {
+  it('a shadow-banned response carries the same header names as an allowed one, in every header style', () => {
     for (const headers of [undefined, 'draft-7', 'draft-6', 'legacy', ['draft-11', 'legacy']] as const) {
       const limiter = memoryLimiter({ name: 'api', rules: [fixedWindow({ limit: 1, window: '10s', id: 's' }), fixedWindow({ limit: 50, window: '1d', id: 'd' })], clock: fakeClock().read });
       const handler = createHandler({ limiter, shadowBan: true, ...(headers === undefined ? {} : { headers }) });
@@ -358,7 +358,7 @@ describe('asynchronous stores and hooks', () => {
   });
 });
 
-describe('issue 8 item 6: a request whose connection was reset before its address could be read', () => {
+describe('a request whose connection was reset before its address could be read', () => {
   const lost = { headers: {}, remoteAddress: undefined, connectionLost: true, method: 'GET', url: '/' };
 
   it("is refused under 'skip' and { bucket } too, and counted nowhere", async () => {
@@ -409,7 +409,7 @@ describe('options are validated once, with messages that say what to change', ()
     expect(() => createHandler(options as never)).toThrow(message);
   });
 
-  it('issue 8 item 16: a limiter passed where the options go is named as such, not as unknown option "name"', () => {
+  it('a limiter passed where the options go is named as such, not as unknown option "name"', () => {
     expect(() => createHandler(limiter as never)).toThrow(
       '[sluice] rate limit options: got a limiter where the options object goes; pass { limiter } instead, e.g. rateLimit({ limiter })',
     );

@@ -1,5 +1,5 @@
 /**
- * Issue 8, item 4: a synchronous store with an asynchronous fallback double-counted through @sluice/http. A
+ * The bug this pins: a synchronous store with an asynchronous fallback double-counted through @sluice/http. A
  * failing SQLite store with `onStoreError: someAsyncStore`: `limitSync` consumed from the fallback and then threw
  * UNSUPPORTED_OPERATION; the handler caught it and called `limit()`, which consumed again. Each request cost the
  * fallback 2 units and the breaker counted 2 failures. One decision must consume once, on every path.
@@ -10,7 +10,7 @@ import { describe, expect, it } from 'vitest';
 import { createHandler } from '../src/index.js';
 import { asyncMemoryStore, request, written } from './support.js';
 
-describe('a synchronous store falling back to an asynchronous one (issue 8 item 4)', () => {
+describe('a synchronous store falling back to an asynchronous one', () => {
   it('regression: each request consumes once from the fallback and counts one store failure', async () => {
     let primaryCalls = 0;
     // A synchronous store that fails every call, as SQLite does on a locked or unreadable file.
