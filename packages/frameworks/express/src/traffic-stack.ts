@@ -45,10 +45,11 @@ function rateOnly(rateLayer: RateLimitMiddleware): RateLimitMiddleware {
 }
 
 /**
- * Seed 000's four limiters as one middleware, consulted in the seed's order: request rate (429) → concurrency
- * (429) → fleet usage (503) → worker utilization (503). A refusal says which layer refused (the problem body's
- * `refusedBy` and `req.trafficStack`); a lease taken for the request (concurrency, fleet) is released when the
- * response ends: finished, aborted by the client, failed by a thrown error or a timeout.
+ * The four limiters of the article 'Scaling your API with rate limiters' as one middleware, consulted in the
+ * article's order: request rate (429) → concurrency (429) → fleet usage (503) → worker utilization (503). A refusal
+ * says which layer refused (the problem body's `refusedBy` and `req.trafficStack`); a lease taken for the request
+ * (concurrency, fleet) is released when the response ends: finished, aborted by the client, failed by a thrown error
+ * or a timeout.
  * @example app.use(trafficStack({ rate: { limiter }, concurrency: { limiter: inFlight }, fleet, worker, priority: (req) => (req.method === 'GET' ? 'read' : 'write') }))
  */
 const KNOWN = ['rate', 'concurrency', 'fleet', 'worker', 'priority'];

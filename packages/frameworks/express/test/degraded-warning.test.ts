@@ -48,7 +48,7 @@ class SilentStore implements Store {
   }
 }
 
-describe('issue 8 item 16: the degraded-store warning has one prefix and names the store and the cause', () => {
+describe('the degraded-store warning has one prefix and names the store and the cause', () => {
   let warn: MockInstance<typeof console.warn>;
   let server: Server | undefined;
   beforeEach(() => {

@@ -112,7 +112,7 @@ for (const [version, express] of [['Express 5', express5], ['Express 4', express
       const banned = await fetch(base);
       expect(banned.status).toBe(200);
       expect(await banned.json()).toEqual({ results: [] });
-      // Like an allowed response, it carries RateLimit fields (issue 8 item 12), and no Retry-After.
+      // Like an allowed response, it carries RateLimit fields, and no Retry-After.
       expect(banned.headers.get('ratelimit')).toMatch(/^"api";r=0;t=\d+$/);
       expect(banned.headers.get('retry-after')).toBeNull();
       expect(ran).toBe(1);
@@ -120,7 +120,7 @@ for (const [version, express] of [['Express 5', express5], ['Express 4', express
   });
 }
 
-describe('issue 8 item 16: rateLimit(limiter)', () => {
+describe('rateLimit(limiter): a limiter where the options go', () => {
   it('says to pass { limiter } rather than calling the limiter\'s name an unknown option', () => {
     expect(() => rateLimit(limiter('api', 1) as never)).toThrow(
       '[sluice] rate limit options: got a limiter where the options object goes; pass { limiter } instead, e.g. rateLimit({ limiter })',

@@ -4,7 +4,10 @@ import { checkStackLayers, heldUntilEnd, runStackLayers, type StackLayers } from
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
 
-/** The layers after the request rate, in seed 000's order; the rate layer is `rateLimitPlugin`, registered first. */
+/**
+ * The layers after the request rate, in the order of the article 'Scaling your API with rate limiters'; the rate
+ * layer is `rateLimitPlugin`, registered first.
+ */
 export type FastifyStackLayer = 'concurrency' | 'fleet' | 'worker';
 
 /** The layers after the request rate: concurrency (429), fleet usage (503), worker utilization (503). */
@@ -53,9 +56,10 @@ function sluiceTrafficStack(fastify: FastifyInstance, options: FastifyTrafficSta
 }
 
 /**
- * Seed 000's concurrency limiter and load shedders as a Fastify plugin, after the request rate: register
- * `rateLimitPlugin` first, then this one. Refusals are 429 (concurrency) or 503 (fleet, worker) problem+json with
- * Retry-After and `refusedBy`; leases are released when the response ends, however it ends.
+ * The concurrency limiter and load shedders of the article 'Scaling your API with rate limiters' as a Fastify
+ * plugin, after the request rate: register `rateLimitPlugin` first, then this one. Refusals are 429 (concurrency) or
+ * 503 (fleet, worker) problem+json with Retry-After and `refusedBy`; leases are released when the response ends,
+ * however it ends.
  * @example
  * await app.register(rateLimitPlugin, { limiter });
  * await app.register(trafficStackPlugin, { concurrency: { limiter: inFlight }, fleet, worker, priority: (req) => (req.method === 'GET' ? 'read' : 'write') });

@@ -154,7 +154,7 @@ describe('@sluice/fastify', () => {
     await expect(Fastify().register(rateLimitPlugin, { limiter: limiter('x', 1), max: 5 } as never).ready()).rejects.toThrow(/unknown option "max"/);
   });
 
-  it('issue 8 item 16: a limiter passed where the options go says to pass { limiter }', async () => {
+  it('a limiter passed where the options go says to pass { limiter }', async () => {
     await expect(Fastify().register(rateLimitPlugin, limiter('x', 1) as never).ready()).rejects.toThrow(
       '[sluice] @sluice/fastify options: got a limiter where the options object goes; pass { limiter } instead, e.g. app.register(rateLimitPlugin, { limiter })',
     );

@@ -65,7 +65,7 @@ describe('options are checked when the limiter is built', () => {
     expect(failure(null).message).toBe('[sluice] rateLimit options must be an object, got null');
   });
 
-  it('issue 8 item 16: a limiter passed where the options go says to pass { limiter }', () => {
+  it('a limiter passed where the options go says to pass { limiter }', () => {
     expect(failure(limiter)).toEqual({
       code: 'INVALID_OPTION',
       message: '[sluice] rateLimit options: got a limiter where the options object goes; pass { limiter } instead, e.g. rateLimit({ limiter })',

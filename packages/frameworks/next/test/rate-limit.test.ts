@@ -6,7 +6,7 @@ import { brokenStore, fakeClock, fetchEvent, memoryLimiter, nextRequest } from '
 
 const VERCEL = { platform: 'vercel' } as const;
 
-describe('issue 8 item 12: shadow-banned responses', () => {
+describe('shadow-banned responses', () => {
   it('carry the rate-limit header names an allowed response gets (no Retry-After)', async () => {
     const limiter = memoryLimiter({ name: 'api', clock: fakeClock().read, rules: fixedWindow({ limit: 1, window: '10s' }) });
     const limit = rateLimit({ limiter, clientIp: VERCEL, shadowBan: true });
