@@ -32,7 +32,7 @@ const MUST_FAIL: Record<string, string[]> = {
   'truncates-keys': ['long identities are accepted, kept apart'],
   'ascii-keys': ['any Unicode identity gets its own state'],
   'not-atomic': ['in flight admit exactly 5 each'],
-  'reports-wrong-time': ['seed: sliding window log', 'answers a raw request atomically'],
+  'reports-wrong-time': ['worked example: sliding window log', 'answers a raw request atomically'],
   'take-all-or-nothing': ['take: a fixed window of 5 per minute grants what is left', 'take: compound rules grant the same number'],
   'reserve-ignores-queue': ['reserve: a token bucket of 2 (1 per second) books 1 s apart'],
 };
@@ -100,7 +100,7 @@ describe('the conformance suite catches broken stores', () => {
     expect(leaseSkips.length).toBe(5);
   });
 
-  describe('issue 8 item 18: checks that need key inspection are skipped and reported, never passed unchecked', () => {
+  describe('checks that need key inspection are skipped and reported, never passed unchecked', () => {
     for (const [withKeys, without] of [
       ['mutant none', 'mutant none, no inspectKeys'],
       ['mutant none, async', 'mutant none, async, no inspectKeys'],
@@ -116,7 +116,7 @@ describe('the conformance suite catches broken stores', () => {
       });
     }
 
-    it('issue 9: a store without take and reserve has exactly the mode vectors skipped (reported), and its refusal checked', () => {
+    it('a store without take and reserve has exactly the mode vectors skipped (reported), and its refusal checked', () => {
       const without = suite('mutant none, without modes');
       const skipped = without.filter((a) => a.status !== 'passed');
       expect(skipped.length).toBeGreaterThanOrEqual(6);

@@ -12,7 +12,7 @@ import type { Vector } from '../vectors/types.js';
 const GROUPS: ReadonlyArray<[string, Vector[]]> = [
   ['every algorithm at one instant', INSTANT_VECTORS],
   ['every algorithm over time (fake clock)', OVER_TIME_VECTORS],
-  ['worked examples of seed 001 (fake clock)', SEED_VECTORS],
+  ['worked examples of the article "Designing a rate limiter" (fake clock)', SEED_VECTORS],
   ['compound rules, all-or-nothing', COMPOUND_VECTORS],
 ];
 

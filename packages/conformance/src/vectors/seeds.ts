@@ -2,14 +2,14 @@ import { slidingWindowCounter, slidingWindowLog, tokenBucket } from '@sluice/cor
 import type { Vector } from './types.js';
 
 /**
- * The worked examples of "Designing a rate limiter" (seed 001), replayed on a fake clock. Clock readings are the
+ * The worked examples of the article 'Designing a rate limiter', replayed on a fake clock. Clock readings are the
  * article's; T0 is the article's 0:00.
  */
 export const SEED_VECTORS: Vector[] = [
   {
     // Denied requests are not logged (sluice's log keeps admitted cost only), so 1:27 finds an empty window and is
     // admitted like in the article, with one unit to spare where the article's log would have none.
-    title: 'seed: sliding window log, 2 per minute (0:01 ok, 0:15 ok, 0:55 denied, 1:27 ok)',
+    title: 'worked example: sliding window log, 2 per minute (0:01 ok, 0:15 ok, 0:55 denied, 1:27 ok)',
     rules: () => slidingWindowLog({ limit: 2, window: '1m' }),
     steps: [
       { at: '0:01', expect: { allowed: true, remaining: 1, resetAt: '1:01', limit: 2 } },
@@ -26,7 +26,7 @@ export const SEED_VECTORS: Vector[] = [
   {
     // Five requests in the previous minute and three in the current one, built by traffic; at 1:18 the weight of
     // the previous window is 70%: floor(5 × 0.7) + 3 = 6, so one more fits (7 of 7).
-    title: 'seed: sliding window counter, 7 per minute (previous 5, current 3, 1:18 allowed)',
+    title: 'worked example: sliding window counter, 7 per minute (previous 5, current 3, 1:18 allowed)',
     rules: () => slidingWindowCounter({ limit: 7, window: '1m' }),
     steps: [
       { at: '0:10', expect: { allowed: true, remaining: 6, resetAt: '1:00.001', limit: 7 } },
@@ -48,7 +48,7 @@ export const SEED_VECTORS: Vector[] = [
   },
   {
     // "A bucket size and refill rate of three": three tokens back at the top of every minute.
-    title: 'seed: token bucket, capacity 3 refilled 3 per minute at the top of the minute (0:01, 0:15 ×2 ok, 0:58 denied, 1:00 ok)',
+    title: 'worked example: token bucket, capacity 3 refilled 3 per minute at the top of the minute (0:01, 0:15 ×2 ok, 0:58 denied, 1:00 ok)',
     rules: () => tokenBucket({ capacity: 3, refillRate: 3, interval: '1m', refill: 'interval' }),
     steps: [
       { at: '0:01', expect: { allowed: true, remaining: 2, resetAt: '1:00', limit: 3 } },
