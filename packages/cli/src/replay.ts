@@ -4,9 +4,9 @@
  * the step's next state with its time to live, a refusal writes nothing, a state read at or after its expiry is
  * no state, and a state worth nothing (ttl <= 0) is dropped. Each request costs 1.
  *
- * Alongside, it measures the traffic itself as seed 003 does: requests per identity per period (a "user-period"),
- * and each identity's peak over its periods. A clock that steps back into an earlier period counts in the current
- * one: a period only moves forward, so a user-period is never counted twice.
+ * Alongside, it measures the traffic itself as the article 'Rate Limiting' (Hunter Fernandes) does: requests per
+ * identity per period (a "user-period"), and each identity's peak over its periods. A clock that steps back into an
+ * earlier period counts in the current one: a period only moves forward, so a user-period is never counted twice.
  *
  * Memory: a few numbers per identity and candidate, plus the distinct counts; nothing per line. The hot loop
  * allocates nothing either: core's `stepRuleInto` writes each outcome into the candidate's reused scratch (fixed window, sliding

@@ -62,7 +62,7 @@ export interface TuneReport {
   readonly periodMs: number;
   /** Requests per identity per period, over the user-periods with at least one request. */
   readonly userPeriods: Percentiles & { readonly count: number };
-  /** Each identity's largest count in one period, over the identities (seed 003's MAX(Used)). */
+  /** Each identity's largest count in one period, over the identities (`MAX(Used)` in the article 'Rate Limiting'). */
   readonly peakPerUser: Percentiles;
   /** [requests in the identity's busiest period, identities] by ascending count. */
   readonly peakHistogram: ReadonlyArray<readonly [number, number]>;
