@@ -1,10 +1,11 @@
-// Outbound suite (seed 002): worker processes calling a third party that allows N requests per second across all of
-// them, each call waiting for its turn instead of being refused. One redis-server and one mock third party (an HTTP
-// server on 127.0.0.1 counting per fixed 1 s window and answering 429 past the limit), both started here; the
-// contestants run one after the other on them, each with the same worker processes and jobs for the same time:
-// sluice (redisStore + GCRA, limiter.wait before each call) and bottleneck in its Clustering mode (ioredis).
-// Reported: what the third party saw per second, its 429s, the waits (enqueue to send) and the Redis commands per
-// request, as the workers' clients sent them and as Redis executed them (INFO commandstats, script internals in).
+// Outbound suite (the case of the article 'Rate limiting with Redis'): worker processes calling a third party that
+// allows N requests per second across all of them, each call waiting for its turn instead of being refused. One
+// redis-server and one mock third party (an HTTP server on 127.0.0.1 counting per fixed 1 s window and answering 429
+// past the limit), both started here; the contestants run one after the other on them, each with the same worker
+// processes and jobs for the same time: sluice (redisStore + GCRA, limiter.wait before each call) and bottleneck in
+// its Clustering mode (ioredis). Reported: what the third party saw per second, its 429s, the waits (enqueue to
+// send) and the Redis commands per request, as the workers' clients sent them and as Redis executed them (INFO
+// commandstats, script internals in).
 import { fork } from 'node:child_process';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';

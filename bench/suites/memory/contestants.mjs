@@ -43,7 +43,7 @@ export const SLUICE_SYNC = 'sluice limitSync()';
 export const SLUICE_NOOP = 'limitSync() + no-op onDecision';
 export const SLUICE_OTEL = 'limitSync() + sluiceMetrics';
 export const SLUICE_OTEL_COUNTS = 'limitSync() + sluiceMetrics, duration: false';
-/** The rows that price an observer (issue 13): limitSync() with onDecision set, against the SLUICE_SYNC row (unset). */
+/** The rows that price an observer: limitSync() with onDecision set, against the SLUICE_SYNC row (unset). */
 export const OBSERVED = [SLUICE_NOOP, SLUICE_OTEL, SLUICE_OTEL_COUNTS];
 export const RLF = 'rate-limiter-flexible consume';
 export const ERL = 'express-rate-limit increment';
