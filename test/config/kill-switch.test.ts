@@ -1,8 +1,8 @@
 /**
- * Issue 13's proof of runtime configuration: a fleet of worker processes on one redis-server (started here), each
- * with its own ioredis client, limiter (fixed window 20 per hour, id 'w') and watchConfig (refresh 1 s); three
- * hear changes by pub/sub, one by its periodic read only. Under steady load (about a decision per millisecond
- * each), the real CLI, spawned as a process, flips the kill switch:
+ * The proof of runtime configuration: a fleet of worker processes on one redis-server (started here), each with its
+ * own ioredis client, limiter (fixed window 20 per hour, id 'w') and watchConfig (refresh 1 s); three hear changes
+ * by pub/sub, one by its periodic read only. Under steady load (about a decision per millisecond each), the real
+ * CLI, spawned as a process, flips the kill switch:
  * - every pub/sub process switches within 1 s of the write (measured from the document's updatedAt, stamped by
  *   the CLI just before its SET, to the first decision made in mode off), and within 250 ms, which only the push
  *   can give; the periodic-read process within its refresh (1 s) plus one read and a margin for a loaded machine;

@@ -30,8 +30,8 @@ beforeAll(async () => {
 }, 240_000);
 
 // Each test starts from an empty database and zeroed fixture counters, so none counts what another did and each
-// passes alone (`-t <name>`) or in any order (issue 8 item 19). A test that makes refusals waits for their
-// background work (onLimited's ZINCRBY) to land before it ends, so none is still in flight when the next starts.
+// passes alone (`-t <name>`) or in any order. A test that makes refusals waits for their background work
+// (onLimited's ZINCRBY) to land before it ends, so none is still in flight when the next starts.
 beforeEach(async () => {
   expect(await rawCommand(redis!.port, 'FLUSHDB')).toBe('+OK\r\n');
   fixture!.resetStats();
@@ -110,7 +110,7 @@ async function burst(headers: Record<string, string>, identity: string): Promise
   });
 }
 
-describe('Next.js edge middleware on Upstash (examples/next-edge-upstash), production build; each test passes alone (issue 8 item 19)', () => {
+describe('Next.js edge middleware on Upstash (examples/next-edge-upstash), production build; each test passes alone', () => {
   it('built the middleware for the edge runtime, with @sluice/next inside its edge bundle', () => {
     const manifest = JSON.parse(readFileSync(join(APP, '.next/server/middleware-manifest.json'), 'utf8')) as {
       middleware: Record<string, { files: string[]; matchers: { originalSource: string }[] }>;

@@ -78,7 +78,7 @@ async function burst(headers: Record<string, string>): Promise<void> {
   expect(refused.headers.get('ratelimit-policy')).toBe(POLICY);
   const [burstLeft, burstT, dayRemaining, dayT] = parseRateLimit(refused.headers.get('ratelimit'));
   // All or nothing: the refused request took nothing from the daily rule either. And on a 429 no t exceeds
-  // Retry-After, the day rule's included (issue 8 item 11).
+  // Retry-After, the day rule's included.
   expect([burstLeft, burstT, dayRemaining, dayT]).toEqual([0, retryAfter, DAY_LIMIT - CAPACITY, retryAfter]);
   expect(refused.headers.get('content-type')).toBe('application/problem+json');
   expect(refused.body).toMatchObject({

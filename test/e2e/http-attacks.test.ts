@@ -93,7 +93,7 @@ for (const framework of FRAMEWORKS) {
     });
   });
 
-  describe(`${framework}: issue 8 item 7, a malformed Forwarded element prepended by the client`, () => {
+  describe(`${framework}: a malformed Forwarded element prepended by the client`, () => {
     const MALFORMED = ['for=x y', 'for="6.6.6.6', 'for=6.6.6.6;for=7.7.7.7', 'for=[2001:db8::6]', 'for='];
     const clientIp: ClientIpOptions = { trustProxy: ['127.0.0.1'], header: 'forwarded' };
 
@@ -121,7 +121,7 @@ for (const framework of FRAMEWORKS) {
     });
   });
 
-  describe(`${framework}: issue 8 item 6, a client that resets its connection`, () => {
+  describe(`${framework}: a client that resets its connection`, () => {
     it("under 'skip', requests on connections reset at once do not run the route unlimited (limit 5)", async () => {
       const app = await track(serve(framework, { limiter: limiter(), onMissingIdentity: 'skip' }, [{ path: '/' }, { path: '/probe' }]));
       // 40 connections from 127.0.0.2, each with 10 pipelined requests and a TCP RST right after them.
@@ -134,7 +134,7 @@ for (const framework of FRAMEWORKS) {
     });
   });
 
-  describe(`${framework}: issue 8 item 12, shadow-banned responses`, () => {
+  describe(`${framework}: shadow-banned responses`, () => {
     it('carry the same header names as allowed ones', async () => {
       const app = await track(serve(framework, { limiter: limiter(), shadowBan: true }, [{ path: '/' }]));
       const user = await track(client());

@@ -120,7 +120,8 @@ it('pnpm start: the whole stack on Redis under an overload; critical survives, t
   expect(share('critical')).toBeGreaterThanOrEqual(0.85);
   expect(share('test')).toBeLessThanOrEqual(0.5);
   expect(share('critical') - share('test')).toBeGreaterThanOrEqual(0.4);
-  // The classes between are shed in the seed's order: test most, then read, then write.
+  // The classes between are shed in the order of the article 'Scaling your API with rate limiters': test most,
+  // then read, then write.
   expect(share('read')).toBeLessThanOrEqual(share('write'));
   expect(out).toMatch(/^during the overload: critical \d+% admitted, write \d+%, read \d+%, test \d+% \(\d+ test requests shed\)$/m);
   const amounts = /^worker shedding amount: (-?[\d.]+) when the overload began, peak (-?[\d.]+), /m.exec(out);

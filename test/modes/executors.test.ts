@@ -1,10 +1,10 @@
 /**
- * take and reserve (issue 9) give the same answers on every executor that carries them: memory and SQLite against
- * core's evaluate() (the conformance reference store), decision for decision and field for field, over random
- * sequences mixing all five modes with backward clock steps, huge gaps, cost 0 and costs above capacity, for
- * every algorithm and for compound rules. Redis and Upstash run them in the Lua script: test/redis/differential.test.ts
- * holds the script equal to evaluate() event by event, and test/redis/cross-store.test.ts puts them beside memory
- * and SQLite through the limiters' take and reserve.
+ * take and reserve give the same answers on every executor that carries them: memory and SQLite against core's
+ * evaluate() (the conformance reference store), decision for decision and field for field, over random sequences
+ * mixing all five modes with backward clock steps, huge gaps, cost 0 and costs above capacity, for every algorithm
+ * and for compound rules. Redis and Upstash run them in the Lua script: test/redis/differential.test.ts holds the
+ * script equal to evaluate() event by event, and test/redis/cross-store.test.ts puts them beside memory and SQLite
+ * through the limiters' take and reserve.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -104,7 +104,7 @@ function agree(rules: readonly ResolvedRule[], start: number, sequence: readonly
   }
 }
 
-describe('take and reserve: memory and SQLite equal core evaluate (issue 9)', () => {
+describe('take and reserve: memory and SQLite equal core evaluate', () => {
   for (const algorithm of ALGORITHMS) {
     test(`${algorithm}: random sequences of all five modes with backward steps, huge gaps, cost 0 and oversize costs`, () => {
       fc.assert(

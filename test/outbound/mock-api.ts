@@ -1,11 +1,12 @@
 /**
- * A mock third party for the outbound suite (seed 002): an HTTP server on 127.0.0.1 that enforces its own limit
- * in fixed 1 s windows on its own clock (the window of a request is floor(Date.now() / 1000)), answers 429 with
- * `Retry-After` (whole seconds to the window's end, rounded up, as real APIs send it) past the limit, and every
- * answer with `X-RateLimit-Limit`, `X-RateLimit-Remaining` and `X-RateLimit-Reset` (epoch seconds of the window's
- * end, with milliseconds). It records every request: arrival time, window, status. `setLimit(limit, fromSecond)`
- * changes the limit from that window on (the mid-run drop of the second test), so no window has two limits.
- * `statesLimit(false)` leaves the X-RateLimit-* headers out: a 429 then says only `Retry-After` (the third test).
+ * A mock third party for the outbound suite (calls to a rate-limited third party, as in the article 'Rate limiting
+ * with Redis'): an HTTP server on 127.0.0.1 that enforces its own limit in fixed 1 s windows on its own clock (the
+ * window of a request is floor(Date.now() / 1000)), answers 429 with `Retry-After` (whole seconds to the window's
+ * end, rounded up, as real APIs send it) past the limit, and every answer with `X-RateLimit-Limit`,
+ * `X-RateLimit-Remaining` and `X-RateLimit-Reset` (epoch seconds of the window's end, with milliseconds). It records
+ * every request: arrival time, window, status. `setLimit(limit, fromSecond)` changes the limit from that window on
+ * (the mid-run drop of the second test), so no window has two limits. `statesLimit(false)` leaves the X-RateLimit-*
+ * headers out: a 429 then says only `Retry-After` (the third test).
  */
 import { createServer, type Server } from 'node:http';
 

@@ -1,9 +1,9 @@
-// One worker process of the outbound suite (seed 002): its own ioredis client, redisStore and limiter (GCRA, one
-// slot every 1000/limit ms, burst 1, on Redis TIME), calling the mock third party through core's throttled fetch
-// (limiter.wait before each request; Retry-After / X-RateLimit-* push the shared queue back). On `run` it waits
-// until `startAt`, then loops until `until`: a request is started only before `until`. It reports, per request,
-// when its wait began, the slot it booked (the reserve decision's startAt, on Redis TIME), when it was served (the
-// slot started and the request was handed to fetch) and the status.
+// One worker process of the outbound suite (calls to a rate-limited third party): its own ioredis client, redisStore
+// and limiter (GCRA, one slot every 1000/limit ms, burst 1, on Redis TIME), calling the mock third party through
+// core's throttled fetch (limiter.wait before each request; Retry-After / X-RateLimit-* push the shared queue back).
+// On `run` it waits until `startAt`, then loops until `until`: a request is started only before `until`. It reports,
+// per request, when its wait began, the slot it booked (the reserve decision's startAt, on Redis TIME), when it was
+// served (the slot started and the request was handed to fetch) and the status.
 // Following a third party that lowers its limit is the throttled fetch's own (`learn`, on by default): the worker
 // has no code for it. A run with `shared: true` learns as a fleet, through the limiter's configuration in Redis
 // (learn: { source: redisConfigSource(client) }).

@@ -1,9 +1,9 @@
-// One worker process of test/outbound/wait-stores.test.ts (seed 002 on SQLite and Upstash): its own store instance
-// (a better-sqlite3 connection to the shared file, or an @upstash/redis client to the REST fixture) and its own
-// limiter gcra({ id: 'api', limit, period: '1s', burst: 1 }). On `run` it sleeps until `startAt`, then loops until
-// `until`: limiter.wait(identity, { maxWait: '30s' }), recording when the wait began, when it resolved (Date.now()
-// right after), and the decision's booked `startAt` and `now` (the store's clock: the limiter's on SQLite, Redis
-// TIME on Upstash). A wait is begun only before `until`. It reports what it saw; the parent decides.
+// One worker process of test/outbound/wait-stores.test.ts (outbound calls on SQLite and Upstash): its own store
+// instance (a better-sqlite3 connection to the shared file, or an @upstash/redis client to the REST fixture) and its
+// own limiter gcra({ id: 'api', limit, period: '1s', burst: 1 }). On `run` it sleeps until `startAt`, then loops
+// until `until`: limiter.wait(identity, { maxWait: '30s' }), recording when the wait began, when it resolved
+// (Date.now() right after), and the decision's booked `startAt` and `now` (the store's clock: the limiter's on
+// SQLite, Redis TIME on Upstash). A wait is begun only before `until`. It reports what it saw; the parent decides.
 import { createLimiter, gcra } from '@sluice/core';
 
 const [kind, ...args] = process.argv.slice(2);

@@ -1,9 +1,10 @@
 /**
- * Seed 002, issue 12, on the stores other than Redis: `limiter.wait` books each slot with one atomic `reserve` in the
- * shared store and then sleeps until it, so processes sharing a store are queued at the rule's rate, in order.
- * outbound.test.ts proves it across 16 processes on Redis; this suite proves it on SQLite (one real file in a temp
- * folder, each process its own better-sqlite3 connection) and on the Upstash REST store (each process its own
- * @upstash/redis client against the project's REST fixture over a redis-server this suite starts).
+ * Outbound calls to a rate-limited third party (the article 'Rate limiting with Redis'), on the stores other than
+ * Redis: `limiter.wait` books each slot with one atomic `reserve` in the shared store and then sleeps until it, so
+ * processes sharing a store are queued at the rule's rate, in order. outbound.test.ts proves it across 16 processes
+ * on Redis; this suite proves it on SQLite (one real file in a temp folder, each process its own better-sqlite3
+ * connection) and on the Upstash REST store (each process its own @upstash/redis client against the project's REST
+ * fixture over a redis-server this suite starts).
  *
  * For each store, 4 worker processes (./wait-store-worker.mjs), each with its own store instance and limiter
  * gcra({ id: 'api', limit: 20, period: '1s', burst: 1 }), call wait('shared', { maxWait: '30s' }) in a loop for 3 s

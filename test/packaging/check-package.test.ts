@@ -84,7 +84,7 @@ describe('check-package.mjs', () => {
     expect(output).toContain('@arethetypeswrong/cli found type resolution problems');
   });
 
-  it('issue 8 item 17: fails a tarball without LICENSE, and a manifest without repository.directory, homepage or bugs', () => {
+  it('fails a tarball without LICENSE, and a manifest without repository.directory, homepage or bugs', () => {
     const { homepage: _h, bugs: _b, ...manifest } = goodManifest();
     manifest.repository = { type: 'git', url: 'git+https://github.com/sluice-dev/sluice.git' };
     const { status, output } = check(manifest, { license: false });

@@ -54,8 +54,8 @@ const quickstartCjs = fencedBlockAfter(readme, 'quickstart-cjs');
 const expectedOutput = fencedBlockAfter(readme, 'quickstart-output');
 
 /**
- * The README's "install from this repository" block (issue 8 item 17): the packages it builds and packs, and the
- * tarball files it installs. Its lines must keep the shape this test runs.
+ * The README's "install from this repository" block: the packages it builds and packs, and the tarball files it
+ * installs. Its lines must keep the shape this test runs.
  */
 function installFromRepository(): { lines: string[]; filters: string[]; tarballs: string[] } {
   const block = fencedBlockAfter(readme, 'install-from-repository');
@@ -88,7 +88,7 @@ beforeAll(() => {
     if (!existsSync(join(dir, 'dist'))) throw new Error(`${manifest.name} has no dist/; build it first (pnpm build)`);
   }
   // The README's pack command as written, from the repository root (its ./tarballs here a temp dir), then the same
-  // command for every other package this suite installs (issue 8 item 17).
+  // command for every other package this suite installs.
   const readmeFilters = installFromRepository().filters;
   const others = packages.map((p) => p.manifest.name).filter((name) => !readmeFilters.includes(name));
   for (const names of [readmeFilters, others]) {
@@ -139,7 +139,7 @@ describe('consumer install from packed tarballs', () => {
     expect(lock).toContain('"node_modules/lru-cache"');
   });
 
-  it('issue 8 item 17: the README says how to install from this repository, and its commands are the ones run here', () => {
+  it('the README says how to install from this repository, and its commands are the ones run here', () => {
     const { lines, filters, tarballs } = installFromRepository();
     const repository = readJson(join(root, 'packages/core/package.json')).repository?.url?.replace(/^git\+/, '');
     expect(lines[0]).toBe(`git clone ${repository} && cd sluice`);
@@ -259,7 +259,7 @@ const packages = ${JSON.stringify(loadable.map((p) => ({ name: p.manifest.name, 
       testResults: { assertionResults: { title: string; status: string }[] }[];
     };
     // The README's totals: 127 tests for a synchronous client-clock store with both modes and leases, of which the 12 that read
-    // keys are skipped without inspectKeys (issue 8 item 18).
+    // keys are skipped without inspectKeys.
     expect([report.numTotalTests, report.numPassedTests, report.numPendingTests]).toEqual([127, 115, 12]);
     const skipped = report.testResults.flatMap((file) => file.assertionResults).filter((a) => a.status !== 'passed');
     expect(skipped.every((a) => a.status === 'skipped' && a.title.endsWith('(needs inspectKeys)'))).toBe(true);

@@ -1,5 +1,5 @@
-// What a user sees on the npm website and in the tarball besides the code (issue 8 item 17): the package README
-// (rendered by npmjs.com, where a relative link leads nowhere), the LICENSE, and where the package came from.
+// What a user sees on the npm website and in the tarball besides the code: the package README (rendered by
+// npmjs.com, where a relative link leads nowhere), the LICENSE, and where the package came from.
 import { existsSync, readFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -17,7 +17,7 @@ function linkTargets(markdown: string): string[] {
   return [...inline, ...definitions, ...html];
 }
 
-describe('package READMEs, LICENSE and manifests (issue 8 item 17)', () => {
+describe('package READMEs, LICENSE and manifests', () => {
   it('finds the relative links it must reject (inline, image, reference, HTML) and ignores code', () => {
     const sample = [
       'See [core](../core) and ![logo](./logo.png "Logo"), [ref][r], <a href="../http">http</a>.',

@@ -1,7 +1,7 @@
 // Every ```ts block of the root README and of each package README compiles as written under `strict: true`, against
-// the built packages' types (issue 8 item 15): a user pastes these. Each block is one module; its imports resolve
-// to the workspace's own packages (dist/*.d.ts) and to the third-party versions the workspace tests against.
-// A block that is deliberately a fragment must say so with `<!-- snippet: fragment -->` on the line above it.
+// the built packages' types: a user pastes these. Each block is one module; its imports resolve to the workspace's
+// own packages (dist/*.d.ts) and to the third-party versions the workspace tests against. A block that is
+// deliberately a fragment must say so with `<!-- snippet: fragment -->` on the line above it.
 import { spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -71,7 +71,7 @@ afterAll(() => {
   if (scratch !== '') rmSync(scratch, { recursive: true, force: true });
 });
 
-describe('README snippets compile under strict TypeScript as written (issue 8 item 15)', () => {
+describe('README snippets compile under strict TypeScript as written', () => {
   it('finds the ```ts blocks of the root README and of every package README', () => {
     expect(readmes.length).toBeGreaterThanOrEqual(11);
     expect(snippets.length).toBeGreaterThanOrEqual(15);

@@ -1,6 +1,6 @@
-// Issue 9 (a small public API): a store is made by its factory. Each store class is exported as a type only, so
-// `store: MemoryStore` annotations keep working while `new MemoryStore()` and `instanceof` are not part of the
-// API, in both builds a user loads (the published ESM and CJS, resolved as a user's code resolves them).
+// A small public API: a store is made by its factory. Each store class is exported as a type only, so
+// `store: MemoryStore` annotations keep working while `new MemoryStore()` and `instanceof` are not part of the API,
+// in both builds a user loads (the published ESM and CJS, resolved as a user's code resolves them).
 import { createRequire } from 'node:module';
 import { describe, expect, it } from 'vitest';
 

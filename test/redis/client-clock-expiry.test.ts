@@ -1,10 +1,10 @@
 /**
- * Issue 8, item 5: the Redis README said a frozen test clock never loses state early, but with `clock: 'client'`
+ * The bug this pins: the Redis README said a frozen test clock never loses state early, but with `clock: 'client'`
  * Redis expires keys by its own clock: a key lives the step's ttl plus CLIENT_CLOCK_EXPIRY_SLACK_MS of Redis real
- * time, whatever the client clock says. The README now states that rule; these tests hold it on a real
- * redis-server from both sides: state kept while real time < ttl + slack (even past the ttl), and gone after,
- * although the frozen client clock still says the window is on. They wait on conditions Redis reports (PTTL,
- * EXISTS), never on fixed sleeps.
+ * time, whatever the client clock says. The README now states that rule; these tests hold it on a real redis-server
+ * from both sides: state kept while real time < ttl + slack (even past the ttl), and gone after, although the frozen
+ * client clock still says the window is on. They wait on conditions Redis reports (PTTL, EXISTS), never on fixed
+ * sleeps.
  */
 import { readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
@@ -38,7 +38,7 @@ async function until(check: () => Promise<boolean>, what: string, limitMs = 10_0
   }
 }
 
-describe('issue 8 item 5: a frozen client clock on Redis keeps state for ttl + slack of Redis real time, then loses it', () => {
+describe('a frozen client clock on Redis keeps state for ttl + slack of Redis real time, then loses it', () => {
   test('kept while real time < ttl + slack (past the ttl too); gone after, and the next decision at the same frozen time starts fresh', async () => {
     const limiter = createLimiter({
       store: redisStore(client, { clock: 'client' }),

@@ -1,12 +1,11 @@
 /**
- * Cross-store equality (issue 8 item 2): the same rules, the same identity and the same clock readings give the
- * same decision on every store, field for field. Memory and SQLite run core's steps in JavaScript; Redis (client
- * clock) and Upstash (client clock, through the REST fixture) run the Lua script. The clock is driven by the
- * test and steps backwards as several app servers with clocks a few ms apart make it step: that is where the
- * executors used to disagree (a refunded-to-full state kept by memory and deleted by the others; cost 0 denied by
- * the script; an expired sliding-window-counter state read differently). Every mode runs, through the limiters'
- * own methods: limit, peek, refund, take and reserve (maxWait 0, short or huge), on every algorithm and on
- * compound rules.
+ * Cross-store equality: the same rules, the same identity and the same clock readings give the same decision on
+ * every store, field for field. Memory and SQLite run core's steps in JavaScript; Redis (client clock) and Upstash
+ * (client clock, through the REST fixture) run the Lua script. The clock is driven by the test and steps backwards
+ * as several app servers with clocks a few ms apart make it step: that is where the executors used to disagree (a
+ * refunded-to-full state kept by memory and deleted by the others; cost 0 denied by the script; an expired
+ * sliding-window-counter state read differently). Every mode runs, through the limiters' own methods: limit, peek,
+ * refund, take and reserve (maxWait 0, short or huge), on every algorithm and on compound rules.
  *
  * Each sequence runs in a few ms of real time, far inside the Redis store's real-time expiry slack, so a key
  * Redis drops by real time cannot explain a difference.
@@ -111,7 +110,7 @@ async function agree(rules: readonly ResolvedRule[], start: number, sequence: re
 
 const event = (deltaMs: number, mode: Event['mode'] = 'consume', cost = 1): Event => ({ deltaMs, mode, cost });
 
-describe('every store gives the same answers for any clock sequence (issue 8 item 2)', () => {
+describe('every store gives the same answers for any clock sequence', () => {
   test('the reported repro: fixed window 1 per 1000 ms, 1500 limit → 2100 refund → 1900 limit → 2200 limit', async () => {
     const start = 1_700_000_001_500;
     await agree([fixedWindow({ id: 'fw', limit: 1, window: 1_000 })], start, [event(0), event(600, 'refund'), event(-200), event(300)]);

@@ -1,9 +1,9 @@
 /**
- * Issue 8, item 8: an event-loop stall in the application switched limiting off for everyone. With Redis
- * healthy, a 400 ms synchronous handler let the deadline timer fire before the replies already waiting on the
- * socket were read: every decision in flight ended in STORE_TIMEOUT (fail open: all admitted), the breaker
- * opened, and the next client was let through unlimited for its cooldown. A deadline must measure the store, not
- * the application: here a real redis-server answers while the test stalls its own event loop.
+ * The bug this pins: an event-loop stall in the application switched limiting off for everyone. With Redis healthy,
+ * a 400 ms synchronous handler let the deadline timer fire before the replies already waiting on the socket were
+ * read: every decision in flight ended in STORE_TIMEOUT (fail open: all admitted), the breaker opened, and the next
+ * client was let through unlimited for its cooldown. A deadline must measure the store, not the application: here a
+ * real redis-server answers while the test stalls its own event loop.
  */
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { Redis } from 'ioredis';
@@ -38,7 +38,7 @@ async function flushMicrotasks(): Promise<void> {
   for (let i = 0; i < 20; i++) await Promise.resolve();
 }
 
-describe('a stalled event loop is not a store failure (issue 8 item 8)', () => {
+describe('a stalled event loop is not a store failure', () => {
   for (const policy of ['allow', 'deny'] as const) {
     test(`regression: 20 decisions in flight through a 400 ms stall are answered by Redis (onStoreError '${policy}'), and the breaker stays closed`, async () => {
       const limiter = createLimiter({

@@ -1,9 +1,9 @@
 /**
- * Issue 8, item 13: `npm install ioredis` installs ioredis 6, and `@sluice/redis` declared the peer `^5.0.0`, so
+ * The bug this pins: `npm install ioredis` installs ioredis 6, and `@sluice/redis` declared the peer `^5.0.0`, so
  * installs warned and later failed with ERESOLVE. The store supports both majors: its peer range names both, its
- * source typechecks against either's types, and the store's core behaviours (a decision with compound rules
- * through FCALL and EVALSHA, a batch of concurrent decisions, recovery after the server restarts) run on a real
- * redis-server through each major's client with its defaults (ioredis 6 speaks RESP3 by default).
+ * source typechecks against either's types, and the store's core behaviours (a decision with compound rules through
+ * FCALL and EVALSHA, a batch of concurrent decisions, recovery after the server restarts) run on a real redis-server
+ * through each major's client with its defaults (ioredis 6 speaks RESP3 by default).
  */
 import { spawnSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -26,7 +26,7 @@ afterAll(async () => {
   await server?.stop();
 });
 
-describe('issue 8 item 13: @sluice/redis supports ioredis 5 and 6', () => {
+describe('@sluice/redis supports ioredis 5 and 6', () => {
   test('the peer range accepts both installed majors', () => {
     const manifest = JSON.parse(readFileSync(join(storeDir, 'package.json'), 'utf8')) as { peerDependencies: Record<string, string> };
     const alternatives = manifest.peerDependencies.ioredis!.split('||').map((range) => range.trim());
@@ -60,7 +60,7 @@ describe('issue 8 item 13: @sluice/redis supports ioredis 5 and 6', () => {
   }, 120_000);
 });
 
-describe.each(MAJORS)('issue 8 item 13: the store on ioredis $major ($version)', ({ major, connect, redisStore }) => {
+describe.each(MAJORS)('the store on ioredis $major ($version)', ({ major, connect, redisStore }) => {
   for (const functions of [true, false]) {
     test(`limit: compound rules all-or-nothing, peek and refund (${functions ? 'FCALL' : 'EVALSHA'})`, async () => {
       const client = connect(server.port);

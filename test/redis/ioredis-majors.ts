@@ -1,7 +1,7 @@
 /**
- * The ioredis majors `@sluice/redis` supports (its peer range `^5.0.0 || ^6.0.0`, issue 8 item 13): `ioredis` is
- * 5, `ioredis6` an npm alias of 6 (test/package.json). Suites that take `MAJORS` run once per major, each client
- * made with that major's defaults plus an `error` listener (refused connections are expected where servers stop).
+ * The ioredis majors `@sluice/redis` supports (its peer range `^5.0.0 || ^6.0.0`): `ioredis` is 5, `ioredis6` an npm
+ * alias of 6 (test/package.json). Suites that take `MAJORS` run once per major, each client made with that major's
+ * defaults plus an `error` listener (refused connections are expected where servers stop).
  *
  * Each major gets its own copy of `@sluice/redis` whose `import 'ioredis'` resolves to that major, as in an app
  * that installed it: the store builds its commands with ioredis's `Command`, and ioredis 6's `sendCommand` needs

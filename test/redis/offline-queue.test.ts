@@ -1,9 +1,9 @@
 /**
- * Issue 8, item 14: with the README's default ioredis client and Redis down at startup, the store's commands
- * waited in ioredis's offline queue and ran on reconnect, long after the limiter had answered them by its failure
- * policy: the first decision after recovery already showed r=0. A decision that timed out must never count later.
- * A real redis-server is stopped, decisions are made and answered degraded, the server comes back on the same
- * port, and the budget must be untouched. Runs on ioredis 5 and 6 (issue 8, item 13).
+ * The bug this pins: with the README's default ioredis client and Redis down at startup, the store's commands waited
+ * in ioredis's offline queue and ran on reconnect, long after the limiter had answered them by its failure policy:
+ * the first decision after recovery already showed r=0. A decision that timed out must never count later. A real
+ * redis-server is stopped, decisions are made and answered degraded, the server comes back on the same port, and the
+ * budget must be untouched. Runs on ioredis 5 and 6.
  */
 import { afterEach, describe, expect, test } from 'vitest';
 import { createLimiter, fixedWindow, isSluiceError, type Store } from '@sluice/core';
@@ -31,7 +31,7 @@ async function downServer(): Promise<RedisServer> {
   return server;
 }
 
-describe.each(MAJORS)('issue 8 item 14: a decision that timed out while Redis was down never counts later (ioredis $major)', ({ connect, redisStore }) => {
+describe.each(MAJORS)('a decision that timed out while Redis was down never counts later (ioredis $major)', ({ connect, redisStore }) => {
   test('Redis down at startup: degraded decisions, then a full budget after the server comes back on the same port', async () => {
     const server = await downServer();
     const client = connect(server.port); // ioredis defaults: offline queue on, endless reconnects

@@ -76,7 +76,7 @@ if (problems.length > 0) {
 }
 console.log(`check-package: ${label} ok (publint strict, attw ${esmOnly ? 'esm-only' : 'strict'}, layout)`);
 
-/** The promises every sluice package makes about its manifest and tarball (see /work/shared/STYLE.md). */
+/** The promises every sluice package makes about its manifest and tarball. */
 function checkLayout(pkg, shippedFiles) {
   if (pkg.private === true) problems.push('package is private; check:package is for published packages');
   if (pkg.type !== 'module') problems.push('"type" must be "module" (ESM .js, CJS .cjs)');
