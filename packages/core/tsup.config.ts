@@ -1,9 +1,16 @@
 import { defineConfig } from 'tsup';
 
 export default defineConfig({
-  // `store` is the `@sluice/core/store` subpath (store-author API). Splitting puts the code both entries share in
-  // one chunk, in CJS too, so SluiceError, Failover and the rest exist once and `instanceof` works across entries.
-  entry: { index: 'src/index.ts', store: 'src/store-api.ts' },
+  // Each entry but `index` is a subpath: `@sluice/core/store` (the store-author API), `/concurrency`, `/shedding`
+  // and `/config`. Splitting puts the code the entries share in chunks, in CJS too, so SluiceError, Failover and the
+  // rest exist once and `instanceof` works across entries.
+  entry: {
+    index: 'src/index.ts',
+    store: 'src/store-api.ts',
+    concurrency: 'src/concurrency-api.ts',
+    shedding: 'src/shedding-api.ts',
+    config: 'src/config-api.ts',
+  },
   format: ['esm', 'cjs'],
   splitting: true,
   dts: true,

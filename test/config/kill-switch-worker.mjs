@@ -5,7 +5,8 @@
 // clock the CLI stamps updatedAt with), for whom, the reason and the limit of the rule that decided. It never
 // judges anything itself: the parent reads the records ('dump') and checks them.
 import { Redis } from 'ioredis';
-import { createLimiter, fixedWindow, watchConfig } from '@sluice/core';
+import { createLimiter, fixedWindow } from '@sluice/core';
+import { watchConfig } from '@sluice/core/config';
 import { memoryStore } from '@sluice/memory';
 import { redisConfigSource, redisStore } from '@sluice/redis';
 

@@ -5,7 +5,7 @@
 // reports them at the end. With `announce`, it tells the parent each lease id as it gets it and as it lets it go
 // (the parent SIGKILLs such a worker mid-run and then knows which slots it held).
 import { Redis } from 'ioredis';
-import { createConcurrencyLimiter } from '@sluice/core';
+import { createConcurrencyLimiter } from '@sluice/core/concurrency';
 import { redisStore } from '@sluice/redis';
 
 const [port] = process.argv.slice(2);

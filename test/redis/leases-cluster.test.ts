@@ -6,7 +6,7 @@
  */
 import { afterAll, beforeAll, expect, test } from 'vitest';
 import { Cluster } from 'ioredis';
-import { createConcurrencyLimiter } from '@sluice/core';
+import { createConcurrencyLimiter } from '@sluice/core/concurrency';
 import { redisStore } from '@sluice/redis';
 import { startCluster, type RedisCluster } from '../harness/redis.js';
 

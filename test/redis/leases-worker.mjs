@@ -3,7 +3,7 @@
 // few ms), and report which lease ids were granted and released (the parent replays them in the server's order).
 // `hold`: acquires leases and never releases them (the parent then kills this process with SIGKILL).
 import { Redis } from 'ioredis';
-import { createConcurrencyLimiter } from '@sluice/core';
+import { createConcurrencyLimiter } from '@sluice/core/concurrency';
 import { redisStore } from '@sluice/redis';
 
 const [port] = process.argv.slice(2);

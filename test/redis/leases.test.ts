@@ -17,7 +17,7 @@
 import { fork, type ChildProcess } from 'node:child_process';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { Redis } from 'ioredis';
-import { createConcurrencyLimiter } from '@sluice/core';
+import { createConcurrencyLimiter } from '@sluice/core/concurrency';
 import { redisStore } from '@sluice/redis';
 import { LEASE_SCRIPT, LEASE_SCRIPT_SHA1 } from '@sluice/redis-script';
 import { startRedis, type RedisServer } from '../harness/redis.js';

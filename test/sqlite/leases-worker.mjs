@@ -5,7 +5,7 @@
 // - 'hold': take `count` leases with a short ttl, report them, and never release them (the parent SIGKILLs it).
 // It reports what it saw; the parent decides.
 import Database from 'better-sqlite3';
-import { createConcurrencyLimiter } from '@sluice/core';
+import { createConcurrencyLimiter } from '@sluice/core/concurrency';
 import { sqliteStore } from '@sluice/sqlite';
 
 const [file] = process.argv.slice(2);

@@ -19,7 +19,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
-import { createConcurrencyLimiter } from '@sluice/core';
+import { createConcurrencyLimiter } from '@sluice/core/concurrency';
 import { sqliteStore } from '@sluice/sqlite';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 

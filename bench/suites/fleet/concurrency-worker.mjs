@@ -8,7 +8,7 @@
 // are sent every 50 ms (the parent may SIGKILL this process mid-run and keeps what arrived); with `announce`, each
 // slot's id as it is granted and before its release is sent (so the parent knows what a killed worker held).
 // argv: redis port.
-import { createConcurrencyLimiter } from '@sluice/core';
+import { createConcurrencyLimiter } from '@sluice/core/concurrency';
 import { redisStore } from '@sluice/redis';
 import { Redis } from 'ioredis';
 

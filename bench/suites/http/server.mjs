@@ -1,7 +1,9 @@
 // One benchmark server, in its own process so it has a core to itself while autocannon drives it from the
 // parent. Usage: node server.mjs <variant>. Prints `{ "port": N }` once listening; runs until killed.
 // Every variant answers GET / with the same small JSON body; the limited ones allow far more than the run sends.
-import { createConcurrencyLimiter, createFleetShedder, createLimiter, createUtilizationShedder, eventLoopSignal, fixedWindow } from '@sluice/core';
+import { createLimiter, fixedWindow } from '@sluice/core';
+import { createConcurrencyLimiter } from '@sluice/core/concurrency';
+import { createFleetShedder, createUtilizationShedder, eventLoopSignal } from '@sluice/core/shedding';
 import { memoryStore } from '@sluice/memory';
 import { rateLimit as sluiceExpress, trafficStack } from '@sluice/express';
 import { rateLimitPlugin as sluiceFastify } from '@sluice/fastify';

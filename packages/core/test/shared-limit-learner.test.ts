@@ -5,7 +5,8 @@
  * and a failing source changes nothing and throws nothing.
  */
 import { describe, expect, test, vi } from 'vitest';
-import { createLimiter, createThrottledFetch, gcra, parseLimiterConfig, watchConfig, type Limiter } from '../src/index.js';
+import { createLimiter, createThrottledFetch, gcra, type Limiter } from '../src/index.js';
+import { parseLimiterConfig, watchConfig } from '../src/config-api.js';
 import { QUIET_WINDOWS_SHARED, SharedLimitLearner } from '../src/shared-limit-learner.js';
 import { MapConfigSource } from './support/map-config-source.js';
 import { MapStore } from './support/map-store.js';

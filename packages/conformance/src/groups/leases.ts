@@ -1,4 +1,5 @@
-import { createConcurrencyLimiter, type ConcurrencyLimiter, type LeaseDecision, type Store } from '@sluice/core';
+import type { Store } from '@sluice/core';
+import { createConcurrencyLimiter, type ConcurrencyLimiter, type LeaseDecision } from '@sluice/core/concurrency';
 import { describe, expect, it } from 'vitest';
 import { itWithKeys, type TestContext } from '../context.js';
 

@@ -3,7 +3,9 @@
  * naming the layer; no leaked lease however a response ends (finished, client aborted, handler threw); the
  * concurrency identity taken from rateLimitPlugin when it runs first.
  */
-import { createConcurrencyLimiter, createFleetShedder, createLimiter, fixedWindow } from '@sluice/core';
+import { createLimiter, fixedWindow } from '@sluice/core';
+import { createConcurrencyLimiter } from '@sluice/core/concurrency';
+import { createFleetShedder } from '@sluice/core/shedding';
 import { memoryStore } from '@sluice/memory';
 import Fastify, { type FastifyInstance } from 'fastify';
 import { request as httpRequest } from 'node:http';

@@ -1,4 +1,4 @@
-import type { ConfigSource, Unsubscribe } from '@sluice/core';
+import type { ConfigSource, Unsubscribe } from '@sluice/core/config';
 import { describeValue } from '@sluice/core/store';
 import { SluiceError } from '@sluice/core';
 

@@ -1,7 +1,8 @@
 // The in-process config source under core's watchConfig: a write reaches the limiters beside it before the next
 // decision (subscribers are told at once), with no timer involved.
 import { describe, expect, test } from 'vitest';
-import { createLimiter, fixedWindow, readLimiterConfig, setConfigMode, setQuota, deleteLimiterConfig, watchConfig, type ConfigWarning } from '@sluice/core';
+import { createLimiter, fixedWindow } from '@sluice/core';
+import { readLimiterConfig, setConfigMode, setQuota, deleteLimiterConfig, watchConfig, type ConfigWarning } from '@sluice/core/config';
 import { memoryConfigSource, memoryStore } from '../src/index.js';
 
 // One timer turn: the push's read and apply (a few microtasks) are done by then. Typed here: no DOM or Node types.

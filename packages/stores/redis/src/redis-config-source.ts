@@ -1,4 +1,5 @@
-import { SluiceError, type ConfigSource, type Unsubscribe } from '@sluice/core';
+import { SluiceError } from '@sluice/core';
+import type { ConfigSource, Unsubscribe } from '@sluice/core/config';
 import { describeValue, rejectUnknownOptions } from '@sluice/core/store';
 import { REPLACE_CONFIG_SCRIPT } from '@sluice/redis-script';
 import type { Cluster, Redis } from 'ioredis';

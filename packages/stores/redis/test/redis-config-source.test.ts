@@ -5,7 +5,8 @@
  */
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { Cluster, Redis } from 'ioredis';
-import { createLimiter, fixedWindow, readLimiterConfig, setConfigMode, setQuota, watchConfig, type ConfigWarning, type Limiter } from '@sluice/core';
+import { createLimiter, fixedWindow, type Limiter } from '@sluice/core';
+import { readLimiterConfig, setConfigMode, setQuota, watchConfig, type ConfigWarning } from '@sluice/core/config';
 import { redisConfigSource, redisStore } from '../src/index.js';
 import { startCluster, startRedis, type RedisCluster, type RedisServer } from '../../../../test/harness/redis.js';
 

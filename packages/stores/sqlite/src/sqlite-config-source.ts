@@ -1,4 +1,5 @@
-import { SluiceError, type ConfigSource } from '@sluice/core';
+import { SluiceError } from '@sluice/core';
+import type { ConfigSource } from '@sluice/core/config';
 import { describeValue, rejectUnknownOptions } from '@sluice/core/store';
 import type { SqliteDatabase, SqliteStatement } from './database.js';
 import { sqliteCode } from './store-error.js';

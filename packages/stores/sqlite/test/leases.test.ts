@@ -1,5 +1,6 @@
 import Database from 'better-sqlite3';
-import { createConcurrencyLimiter, createLimiter, fixedWindow, isSluiceError } from '@sluice/core';
+import { createLimiter, fixedWindow, isSluiceError } from '@sluice/core';
+import { createConcurrencyLimiter } from '@sluice/core/concurrency';
 import type { LeaseRequest } from '@sluice/core/store';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { sqliteStore } from '../src/index.js';

@@ -3,7 +3,8 @@
  * written by one connection and picked up by a watcher on the other at its next periodic read.
  */
 import Database from 'better-sqlite3';
-import { createLimiter, fixedWindow, readLimiterConfig, setConfigMode, setQuota, deleteLimiterConfig, watchConfig, type ConfigWarning } from '@sluice/core';
+import { createLimiter, fixedWindow } from '@sluice/core';
+import { readLimiterConfig, setConfigMode, setQuota, deleteLimiterConfig, watchConfig, type ConfigWarning } from '@sluice/core/config';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { sqliteConfigSource, sqliteStore } from '../src/index.js';
 import { tempFolder } from './helpers.js';

@@ -1,4 +1,5 @@
-import { SluiceError, type ConfigSource } from '@sluice/core';
+import { SluiceError } from '@sluice/core';
+import type { ConfigSource } from '@sluice/core/config';
 import { describeValue, rejectUnknownOptions } from '@sluice/core/store';
 import { REPLACE_CONFIG_SCRIPT } from '@sluice/redis-script';
 import type { UpstashRestOptions } from './upstash-rest.js';

@@ -3,7 +3,8 @@
  * edge-runtime): GET and SET of one key, no push, so a change arrives with the watcher's next periodic read; the
  * fixture's counters show what that costs (one GET per refresh, nothing per decision).
  */
-import { createLimiter, fixedWindow, readLimiterConfig, setConfigMode, setQuota, deleteLimiterConfig, watchConfig, type ConfigWarning } from '@sluice/core';
+import { createLimiter, fixedWindow } from '@sluice/core';
+import { readLimiterConfig, setConfigMode, setQuota, deleteLimiterConfig, watchConfig, type ConfigWarning } from '@sluice/core/config';
 import { beforeEach, describe, expect, it } from 'vitest';
 import { upstashConfigSource, upstashStore } from '../src/index.js';
 import { client, control, identity } from './helpers.js';

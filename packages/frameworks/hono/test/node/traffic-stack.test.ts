@@ -4,7 +4,9 @@
  * ends (finished, client aborted mid-request, route threw).
  */
 import { serve, type ServerType } from '@hono/node-server';
-import { createConcurrencyLimiter, createFleetShedder, createLimiter, fixedWindow } from '@sluice/core';
+import { createLimiter, fixedWindow } from '@sluice/core';
+import { createConcurrencyLimiter } from '@sluice/core/concurrency';
+import { createFleetShedder } from '@sluice/core/shedding';
 import { memoryStore } from '@sluice/memory';
 import { Hono } from 'hono';
 import { request as httpRequest, type Server } from 'node:http';
