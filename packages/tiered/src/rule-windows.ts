@@ -14,11 +14,16 @@ export function leaseDeadline(rules: readonly ResolvedRule[], remoteNow: number)
   let deadline = Number.POSITIVE_INFINITY;
   for (const rule of rules) {
     if (rule.algorithm !== 'fixed-window') continue;
-    const { windowMs, offsetMs } = rule.params as { windowMs: number; offsetMs: number };
-    const end = Math.floor((remoteNow - offsetMs) / windowMs) * windowMs + offsetMs + windowMs;
+    const end = windowStart(rule, remoteNow) + (rule.params as { windowMs: number }).windowMs;
     if (end < deadline) deadline = end;
   }
   return deadline;
+}
+
+/** Where the fixed window of `rule` that holds `now` began (the rule's own clock). */
+export function windowStart(rule: ResolvedRule, now: number): number {
+  const { windowMs, offsetMs } = rule.params as { windowMs: number; offsetMs: number };
+  return Math.floor((now - offsetMs) / windowMs) * windowMs + offsetMs;
 }
 
 /**
