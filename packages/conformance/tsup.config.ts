@@ -1,11 +1,5 @@
 import { defineConfig } from 'tsup';
+import { library } from '../../scripts/tsup-preset.mjs';
 
-export default defineConfig({
-  entry: ['src/index.ts'],
-  format: ['esm'], // vitest, which the suite is written in, cannot be require()d: an ESM-only package is the honest shape
-  dts: true,
-  clean: true,
-  sourcemap: true,
-  target: 'es2022',
-  external: ['vitest'],
-});
+// vitest, which the suite is written in, cannot be require()d: an ESM-only package is the honest shape.
+export default defineConfig(library({ format: ['esm'], external: ['vitest'] }));

@@ -1,13 +1,6 @@
 import { defineConfig } from 'tsup';
+import { library } from '../../scripts/tsup-preset.mjs';
 
-export default defineConfig({
-  // `ip` is the `@sluice/http/ip` subpath (address parsing, CIDR ranges, forwarding chains). Splitting puts the
-  // parsers both entries use in one chunk, in CJS too, so a bundle that imports both ships them once.
-  entry: { index: 'src/index.ts', ip: 'src/ip-api.ts' },
-  format: ['esm', 'cjs'],
-  splitting: true,
-  dts: true,
-  clean: true,
-  sourcemap: true,
-  target: 'es2022',
-});
+// `ip` is the `@sluice/http/ip` subpath (address parsing, CIDR ranges, forwarding chains). Splitting puts the
+// parsers both entries use in one chunk, in CJS too, so a bundle that imports both ships them once.
+export default defineConfig(library({ entry: { index: 'src/index.ts', ip: 'src/ip-api.ts' }, splitting: true }));

@@ -1,11 +1,5 @@
 import { defineConfig } from 'tsup';
+import { library } from '../../../scripts/tsup-preset.mjs';
 
-export default defineConfig({
-  // `scripts` re-exports @sluice/redis-script, which owns the Lua, for code that imported it from here.
-  entry: { index: 'src/index.ts', scripts: 'src/scripts/index.ts' },
-  format: ['esm', 'cjs'],
-  dts: true,
-  clean: true,
-  sourcemap: true,
-  target: 'es2022',
-});
+// `scripts` re-exports @sluice/redis-script, which owns the Lua, for code that imported it from here.
+export default defineConfig(library({ entry: { index: 'src/index.ts', scripts: 'src/scripts/index.ts' } }));

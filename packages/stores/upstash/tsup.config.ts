@@ -1,10 +1,4 @@
 import { defineConfig } from 'tsup';
+import { library } from '../../../scripts/tsup-preset.mjs';
 
-export default defineConfig({
-  entry: ['src/index.ts'],
-  format: ['esm', 'cjs'],
-  dts: true,
-  clean: true,
-  sourcemap: true,
-  target: 'es2022',
-});
+export default defineConfig(library());
