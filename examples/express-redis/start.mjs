@@ -7,7 +7,7 @@
 import { once } from 'node:events';
 import { Redis } from 'ioredis';
 import { createApp, TRUSTED_PROXIES } from './app.mjs';
-import { startRedisServer } from './redis-server.mjs';
+import { startRedisServer } from '../support/redis-server.mjs';
 
 const watchdog = setTimeout(() => {
   console.error('express-redis: did not finish within 30 s');
@@ -21,7 +21,7 @@ const expect = (ok, what) => {
 };
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 
-const redisServer = await startRedisServer();
+const redisServer = await startRedisServer({ name: 'express-redis' });
 // Client settings for an outage (see @sluice/redis's README): no offline queue, so a command fails at once while
 // Redis is unreachable instead of waiting and running later; reconnect every 100 ms.
 const redis = new Redis({

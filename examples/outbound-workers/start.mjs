@@ -7,7 +7,7 @@
 import { fork } from 'node:child_process';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { startRedisServer } from './redis-server.mjs';
+import { startRedisServer } from '../support/redis-server.mjs';
 import { startThirdParty } from './third-party.mjs';
 
 const here = dirname(fileURLToPath(import.meta.url));
@@ -33,7 +33,7 @@ function table(rows) {
 }
 
 const thirdParty = await startThirdParty({ limit: LIMIT });
-const redisServer = await startRedisServer();
+const redisServer = await startRedisServer({ name: 'outbound-workers' });
 const children = [];
 const ready = []; // workers that are warm; all get `go` together
 try {

@@ -12,7 +12,7 @@ import { fileURLToPath } from 'node:url';
 import { Redis } from 'ioredis';
 import { runLoad } from './load.mjs';
 import { startProxy } from './proxy.mjs';
-import { startRedisServer } from './redis-server.mjs';
+import { startRedisServer } from '../support/redis-server.mjs';
 
 const here = dirname(fileURLToPath(import.meta.url));
 const STRATEGIES = ['deny-cache', 'lease', 'async'];
@@ -110,7 +110,7 @@ async function commandStats(admin) {
 
 const SCRIPT_COMMANDS = new Set(['fcall', 'fcall_ro', 'evalsha', 'evalsha_ro', 'eval', 'eval_ro']);
 
-const redisServer = await startRedisServer();
+const redisServer = await startRedisServer({ name: 'tiered-fleet' });
 const admin = new Redis({ host: redisServer.host, port: redisServer.port, lazyConnect: true });
 const results = [];
 let proxy;

@@ -12,7 +12,7 @@ import { fileURLToPath } from 'node:url';
 import { Redis } from 'ioredis';
 import { CLASSES, WORK_MS } from './app.mjs';
 import { renderChart } from './chart.mjs';
-import { startRedisServer } from './redis-server.mjs';
+import { startRedisServer } from '../support/redis-server.mjs';
 
 const watchdog = setTimeout(() => {
   console.error('traffic-stack: did not finish within 35 s');
@@ -65,7 +65,7 @@ const quantile = (values, q) => {
   return String(Math.round(sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))]));
 };
 
-const redisServer = await startRedisServer();
+const redisServer = await startRedisServer({ name: 'traffic-stack' });
 const redisUrl = `redis://${redisServer.host}:${redisServer.port}`;
 const app = fork(fileURLToPath(new URL('./server.mjs', import.meta.url)), [], {
   env: { ...process.env, REDIS_URL: redisUrl },
