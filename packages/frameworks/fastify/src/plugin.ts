@@ -3,7 +3,7 @@ import { rejectUnknownOptions } from '@sluice/core/store';
 import { addressLost, checkOptionsObject, HTTP_OPTION_NAMES, nodeHeaderTarget, writeHeaders, type HandleResult, type HttpLimitOptions, type ProblemDetails } from '@sluice/http';
 import type { FastifyInstance, FastifyReply, FastifyRequest, HookHandlerDoneFunction } from 'fastify';
 import fp from 'fastify-plugin';
-import { checkHook, PlanBuilder, type HookStage, type Plan, type RouteRateLimitOptions } from './route-plans.js';
+import { checkHook, PlanBuilder, RoutePlans, type HookStage, type Plan, type RouteConfig, type RouteRateLimitOptions } from './route-plans.js';
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -79,60 +79,17 @@ function register(fastify: FastifyInstance, options: FastifyRateLimitOptions): v
     if ('group' in group) throw new SluiceError('INVALID_OPTION', `groups.${name}: a group cannot name another group`);
     groupPlans.set(name, builder.build(group, `groups.${name}`, name));
   }
-
-  // Plans are built once per route: at declaration (so configuration errors surface at startup) for routes
-  // declared after this plugin, at first request for routes declared before it. Keyed by the route's rateLimit
-  // object and URL, so a GET route and its automatic HEAD route share one plan (and one counter).
-  const plans = new WeakMap<object, Map<string, Plan | null>>();
-  const planFor = (config: FastifyRequest['routeOptions']['config'] | undefined, method: string | string[], url: string | undefined): Plan | null => {
-    const setting = config?.rateLimit;
-    if (setting === undefined) return global;
-    if (setting === false) return null;
-    if (typeof setting === 'string') {
-      const plan = groupPlans.get(setting);
-      if (plan === undefined) {
-        throw new SluiceError('INVALID_OPTION', `route ${url}: rateLimit names the group ${JSON.stringify(setting)}, but the plugin's groups are ${[...groupPlans.keys()].join(', ') || 'none'}`);
-      }
-      return plan;
-    }
-    if (setting.group !== undefined) {
-      const { group, ...rest } = setting;
-      if (Object.keys(rest).length > 0) {
-        throw new SluiceError('INVALID_OPTION', `route ${url}: a route in group ${JSON.stringify(group)} takes all its settings from the group; move ${Object.keys(rest).join(', ')} there`);
-      }
-      return planFor({ ...config, rateLimit: group } as typeof config, method, url);
-    }
-    const key = url ?? '';
-    let byUrl = plans.get(setting);
-    if (byUrl === undefined) plans.set(setting, (byUrl = new Map()));
-    let plan = byUrl.get(key);
-    if (plan === undefined) {
-      plan = builder.build(setting, `route ${key}`, `${[method].flat().filter((m) => m !== 'HEAD').join('_')}${key}`);
-      byUrl.set(key, plan);
-    }
-    return plan;
-  };
-
-  // Per request, the plan is one WeakMap lookup on the route's config object (stable for the route's lifetime).
-  const byConfig = new WeakMap<object, Plan | null>();
-  const planOf = (request: FastifyRequest): Plan | null => {
-    const { config, method, url } = request.routeOptions;
-    let plan = byConfig.get(config);
-    if (plan === undefined) {
-      plan = planFor(config, method, url);
-      byConfig.set(config, plan);
-    }
-    return plan;
-  };
+  const plans = new RoutePlans(builder, global, groupPlans);
 
   // onRequest always runs globally. preHandler runs globally only when the plugin or a group asks for it;
   // otherwise a route that asks for it gets its own preHandler hook when it is declared, so the common case
   // pays for one hook per request.
   const globalPreHandler = hook === 'preHandler' || [...groupPlans.values()].some((p) => p.hook === 'preHandler');
   const hooked = new WeakSet<object>();
+  const decide = (plan: Plan, request: FastifyRequest, reply: FastifyReply, next: HookHandlerDoneFunction): void => runPlan(plan, request, reply, next, errorResponse);
   fastify.decorateRequest('rateLimit', null);
   fastify.addHook('onRoute', (route) => {
-    const plan = planFor(route.config as FastifyRequest['routeOptions']['config'], route.method, route.url);
+    const plan = plans.forRoute(route.config as RouteConfig, route.method, route.url);
     if (plan !== null && plan.hook === 'preHandler' && !globalPreHandler) {
       const own = (request: FastifyRequest, reply: FastifyReply, next: HookHandlerDoneFunction) => decide(plan, request, reply, next);
       const existing = route.preHandler;
@@ -140,34 +97,15 @@ function register(fastify: FastifyInstance, options: FastifyRateLimitOptions): v
       hooked.add((route.config as { rateLimit: object }).rateLimit);
     }
   });
-
-  const decide = (plan: Plan, request: FastifyRequest, reply: FastifyReply, next: HookHandlerDoneFunction): void => {
-    let pending: HandleResult | Promise<HandleResult>;
-    try {
-      const raw = request.raw;
-      const remoteAddress = raw.socket?.remoteAddress;
-      // A client that reset its connection has no address any more: refused, never "unidentified" and let through.
-      const connectionLost = remoteAddress === undefined && addressLost(raw.socket);
-      pending = plan.handler.run({ headers: raw.headers, remoteAddress, connectionLost, method: raw.method, url: raw.url }, request);
-    } catch (error) {
-      next(error as Error);
-      return;
-    }
-    if (pending instanceof Promise) {
-      pending.then((result) => finish(request, reply, next, result, errorResponse), (error: Error) => next(error));
-    } else {
-      finish(request, reply, next, pending, errorResponse);
-    }
+  /** Whether onRoute gave this request's route a preHandler hook of its own. */
+  const hasOwnHook = (request: FastifyRequest): boolean => {
+    const config = request.routeOptions.config as { rateLimit?: unknown } | undefined;
+    return typeof config?.rateLimit === 'object' && config.rateLimit !== null && hooked.has(config.rateLimit);
   };
 
   fastify.addHook('onRequest', function sluiceOnRequest(request, reply, next) {
-    let plan: Plan | null;
-    try {
-      plan = planOf(request);
-    } catch (error) {
-      next(error as Error);
-      return;
-    }
+    const plan = planOrError(plans, request, next);
+    if (plan === undefined) return;
     if (plan === null) return next();
     if (plan.hook === 'preHandler') {
       if (globalPreHandler || hasOwnHook(request)) return next();
@@ -179,23 +117,42 @@ function register(fastify: FastifyInstance, options: FastifyRateLimitOptions): v
   });
   if (globalPreHandler) {
     fastify.addHook('preHandler', function sluicePreHandler(request, reply, next) {
-      let plan: Plan | null;
-      try {
-        plan = planOf(request);
-      } catch (error) {
-        next(error as Error);
-        return;
-      }
+      const plan = planOrError(plans, request, next);
+      if (plan === undefined) return;
       if (plan === null || plan.hook !== 'preHandler') return next();
       decide(plan, request, reply, next);
     });
   }
+}
 
-  /** Whether onRoute gave this request's route a preHandler hook of its own. */
-  const hasOwnHook = (request: FastifyRequest): boolean => {
-    const config = request.routeOptions.config as { rateLimit?: unknown } | undefined;
-    return typeof config?.rateLimit === 'object' && config.rateLimit !== null && hooked.has(config.rateLimit);
-  };
+/** The request's plan; undefined when finding it failed (a route's bad configuration), already passed to `next`. */
+function planOrError(plans: RoutePlans, request: FastifyRequest, next: HookHandlerDoneFunction): Plan | null | undefined {
+  try {
+    return plans.forRequest(request);
+  } catch (error) {
+    next(error as Error);
+    return undefined;
+  }
+}
+
+/** Runs a plan's handler for one request and hands its answer to Fastify (`finish`). */
+function runPlan(plan: Plan, request: FastifyRequest, reply: FastifyReply, next: HookHandlerDoneFunction, errorResponse: 'reply' | 'throw'): void {
+  let pending: HandleResult | Promise<HandleResult>;
+  try {
+    const raw = request.raw;
+    const remoteAddress = raw.socket?.remoteAddress;
+    // A client that reset its connection has no address any more: refused, never "unidentified" and let through.
+    const connectionLost = remoteAddress === undefined && addressLost(raw.socket);
+    pending = plan.handler.run({ headers: raw.headers, remoteAddress, connectionLost, method: raw.method, url: raw.url }, request);
+  } catch (error) {
+    next(error as Error);
+    return;
+  }
+  if (pending instanceof Promise) {
+    pending.then((result) => finish(request, reply, next, result, errorResponse), (error: Error) => next(error));
+  } else {
+    finish(request, reply, next, pending, errorResponse);
+  }
 }
 
 function finish(request: FastifyRequest, reply: FastifyReply, next: HookHandlerDoneFunction, result: HandleResult, errorResponse: 'reply' | 'throw'): void {

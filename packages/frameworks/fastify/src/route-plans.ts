@@ -92,3 +92,63 @@ export class PlanBuilder {
     return candidate;
   }
 }
+
+/** A route's config as Fastify gives it to hooks. */
+export type RouteConfig = FastifyRequest['routeOptions']['config'] | undefined;
+
+/**
+ * Which plan each route runs: the plugin's, a group's, its own, or none. Plans are built once per route: at
+ * declaration (so configuration errors surface at startup) for routes declared after the plugin, at first request
+ * for routes declared before it. Keyed by the route's rateLimit object and URL, so a GET route and its automatic
+ * HEAD route share one plan (and one counter).
+ */
+export class RoutePlans {
+  private readonly plans = new WeakMap<object, Map<string, Plan | null>>();
+  /** Per request, the plan is one WeakMap lookup on the route's config object (stable for the route's lifetime). */
+  private readonly byConfig = new WeakMap<object, Plan | null>();
+
+  constructor(
+    private readonly builder: PlanBuilder,
+    private readonly global: Plan | null,
+    private readonly groups: ReadonlyMap<string, Plan>,
+  ) {}
+
+  forRequest(request: FastifyRequest): Plan | null {
+    const { config, method, url } = request.routeOptions;
+    let plan = this.byConfig.get(config);
+    if (plan === undefined) {
+      plan = this.forRoute(config, method, url);
+      this.byConfig.set(config, plan);
+    }
+    return plan;
+  }
+
+  forRoute(config: RouteConfig, method: string | string[], url: string | undefined): Plan | null {
+    const setting = config?.rateLimit;
+    if (setting === undefined) return this.global;
+    if (setting === false) return null;
+    if (typeof setting === 'string') {
+      const plan = this.groups.get(setting);
+      if (plan === undefined) {
+        throw new SluiceError('INVALID_OPTION', `route ${url}: rateLimit names the group ${JSON.stringify(setting)}, but the plugin's groups are ${[...this.groups.keys()].join(', ') || 'none'}`);
+      }
+      return plan;
+    }
+    if (setting.group !== undefined) {
+      const { group, ...rest } = setting;
+      if (Object.keys(rest).length > 0) {
+        throw new SluiceError('INVALID_OPTION', `route ${url}: a route in group ${JSON.stringify(group)} takes all its settings from the group; move ${Object.keys(rest).join(', ')} there`);
+      }
+      return this.forRoute({ ...config, rateLimit: group } as RouteConfig, method, url);
+    }
+    const key = url ?? '';
+    let byUrl = this.plans.get(setting);
+    if (byUrl === undefined) this.plans.set(setting, (byUrl = new Map()));
+    let plan = byUrl.get(key);
+    if (plan === undefined) {
+      plan = this.builder.build(setting, `route ${key}`, `${[method].flat().filter((m) => m !== 'HEAD').join('_')}${key}`);
+      byUrl.set(key, plan);
+    }
+    return plan;
+  }
+}
