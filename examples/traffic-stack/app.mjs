@@ -1,15 +1,17 @@
-// The application: an Express 5 API behind seed 000's four limiters, as one trafficStack() middleware on Redis.
-// Everything about limiting and shedding is in this file; server.mjs runs it in its own process and start.mjs
-// sends it traffic.
+// The application: an Express 5 API behind the four limiters of the article 'Scaling your API with rate limiters',
+// as one trafficStack() middleware on Redis. Everything about limiting and shedding is in this file; server.mjs runs
+// it in its own process and start.mjs sends it traffic.
 import express from 'express';
-import { createConcurrencyLimiter, createFleetShedder, createLimiter, createUtilizationShedder, tokenBucket } from '@sluice/core';
+import { createLimiter, tokenBucket } from '@sluice/core';
+import { createConcurrencyLimiter } from '@sluice/core/concurrency';
+import { createFleetShedder, createUtilizationShedder } from '@sluice/core/shedding';
 import { trafficStack } from '@sluice/express';
 import { redisStore } from '@sluice/redis';
 
 /** CPU time each admitted request spends in the handler (a busy loop: the event loop is really busy). */
 export const WORK_MS = 6;
 
-/** The seed's four classes, most important first: critical methods, POSTs, GETs, test-mode traffic. */
+/** The article's four classes, most important first: critical methods, POSTs, GETs, test-mode traffic. */
 export const CLASSES = ['critical', 'write', 'read', 'test'];
 
 /**

@@ -76,7 +76,7 @@ describe('edge-safety lint', () => {
   // The memory store is recommended for edge functions: its source is held to the edge rules and, like core's,
   // its tests run under vitest's edge-runtime environment as well as under Node.
   for (const dir of ['packages/core', 'packages/stores/memory']) {
-    it(`issue 8 item 20: ${dir}'s tests run under edge-runtime too, every file but *.node.test.ts`, () => {
+    it(`${dir}'s tests run under edge-runtime too, every file but *.node.test.ts`, () => {
       const list = (project: string) => {
         const result = spawnSync(process.execPath, [vitestBin, 'list', '--filesOnly', '--json', '--project', project], {
           cwd: join(root, dir),
@@ -98,7 +98,8 @@ describe('edge-safety lint', () => {
   }
 
   it("core's built ESM and CJS import nothing but their own chunks (zero dependencies, no Node built-ins)", () => {
-    // Both entries (the root and `/store`) and the chunk they share, followed through their relative imports.
+    // Every entry package.json exports (the root, `/store`, `/concurrency`, ...) and the chunks they share, followed
+    // through their relative imports.
     const seen = new Set<string>();
     const visit = (file: string) => {
       if (seen.has(file)) return;
@@ -111,7 +112,11 @@ describe('edge-safety lint', () => {
       }
       expect(code, file).not.toMatch(/\bBuffer\b|\bprocess\.(env|nextTick|versions)/);
     };
-    for (const entry of ['index.js', 'index.cjs', 'store.js', 'store.cjs']) visit(entry);
+    const manifest = JSON.parse(readFileSync(join(root, 'packages/core/package.json'), 'utf8')) as { exports: Record<string, unknown> };
+    const entries = Object.keys(manifest.exports)
+      .filter((key) => key !== './package.json')
+      .map((key) => (key === '.' ? 'index' : key.slice(2)));
+    for (const entry of entries) for (const extension of ['js', 'cjs']) visit(`${entry}.${extension}`);
     expect(seen.size).toBeGreaterThan(4);
   });
 });

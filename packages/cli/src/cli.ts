@@ -27,6 +27,6 @@ try {
 } catch (error) {
   // A bad flag or input is the user's to fix: say what, without a stack trace. Anything else is a bug: show it all.
   if (!isSluiceError(error)) throw error;
-  process.stderr.write(`sluice: ${error.message.replace(/^\[sluice\] /, '')}\n`);
+  process.stderr.write(`sluice: ${error.detail}\n`);
   process.exitCode = 2;
 }

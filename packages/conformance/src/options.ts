@@ -61,7 +61,6 @@ export interface StoreConformanceOptions<S extends Store = Store> {
 }
 
 const KNOWN = ['name', 'createStore', 'clock', 'capabilities', 'teardown', 'storeScope', 'inspectKeys', 'keyPrefix', 'timeout'];
-const RENAMED = { timeoutMs: 'timeout' };
 /** What the limiters' own `timeout` accepts. */
 const TIMEOUT_RANGE: DurationRange = { min: 1, max: 2_147_483_647 };
 
@@ -87,7 +86,7 @@ function fail(message: string): never {
 
 export function resolveOptions<S extends Store>(options: StoreConformanceOptions<S>): ResolvedOptions<S> {
   if (typeof options !== 'object' || options === null) fail(`options must be an object, got ${describeValue(options)}`);
-  rejectUnknownOptions(options, KNOWN, 'describeStoreConformance', RENAMED);
+  rejectUnknownOptions(options, KNOWN, 'describeStoreConformance');
   if (typeof options.name !== 'string' || options.name.length === 0) fail(`name must be a non-empty string, got ${describeValue(options.name)}`);
   if (typeof options.createStore !== 'function') fail(`createStore must be a function returning a store (or a promise of one), got ${describeValue(options.createStore)}`);
   if (options.clock !== 'client' && options.clock !== 'store') fail(`clock must be 'client' or 'store', got ${describeValue(options.clock)}`);

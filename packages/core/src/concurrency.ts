@@ -1,8 +1,10 @@
 /**
- * The concurrency limiter (seed 000, "Concurrent requests limiter"): "at most N requests in flight per identity".
- * `acquire` takes a lease, a slot held until `release()` (or until its ttl, so that a crashed holder frees it by
- * itself); a refusal says when the oldest lease expires. The store runs `evaluateLease()` (leases.ts) atomically.
+ * The concurrency limiter (the "Concurrent requests limiter" of the article 'Scaling your API with rate limiters'):
+ * "at most N requests in flight per identity". `acquire` takes a lease, a slot held until `release()` (or until its
+ * ttl, so that a crashed holder frees it by itself); a refusal says when the oldest lease expires. The store runs
+ * `evaluateLease()` (leases.ts) atomically.
  */
+import { readClock } from './clock.js';
 import { durationOption, type Duration, type DurationRange } from './duration.js';
 import { SluiceError, describe } from './errors.js';
 import { Failover, checkStore, createFailurePolicy, type FailurePolicy } from './failure-policy.js';
@@ -235,9 +237,7 @@ class Concurrency implements ConcurrencyLimiter {
   }
 
   private now(): number {
-    const t = this.clock();
-    if (typeof t === 'number' && t >= 0 && t <= 2 ** 47) return Math.floor(t);
-    throw new SluiceError('INVALID_CLOCK', `${WHERE}: clock must return epoch milliseconds, a finite number from 0 to 2^47, got ${describe(t)}`);
+    return readClock(this.clock, WHERE);
   }
 }
 

@@ -1,6 +1,7 @@
 import { NEVER } from './algorithm.js';
+import type { SluiceError } from './errors.js';
 import type { Rule, RuleOutcome } from './rules.js';
-import type { RuleAnswer } from './store.js';
+import type { LimitRequest, RuleAnswer } from './store.js';
 
 /**
  * Why a decision came out as it did.
@@ -120,4 +121,74 @@ function report(o: RuleOutcome, windowMs: number): RuleReport {
 
 function waitRank(outcome: RuleOutcome): number {
   return outcome.retryAt === NEVER ? Number.POSITIVE_INFINITY : outcome.retryAt;
+}
+
+/** How long a caller told "denied by policy" should wait: the order of a reconnect, not of a rate window. */
+export const POLICY_RETRY_AFTER_MS = 1000;
+
+/** A decision the failure policy stands behind: marked degraded, with the store's error. */
+export function degrade(decision: Decision, error: SluiceError): Decision {
+  return { ...decision, degraded: true, error };
+}
+
+/**
+ * The answer of the allow/deny verdicts: every rule reported at full room (allow) or none (deny), so headers
+ * stay well formed, with `reason: 'store_unavailable'` and `degraded: true`.
+ */
+export function failOpenOrClosed(verdict: 'allow' | 'deny', rules: readonly Rule[], now: number, error: SluiceError): Decision {
+  const allowed = verdict === 'allow';
+  const reports = rules.map((rule) => ({
+    id: rule.id,
+    allowed,
+    limit: rule.limit,
+    remaining: allowed ? rule.limit : 0,
+    resetAt: now,
+    retryAt: allowed ? now : now + POLICY_RETRY_AFTER_MS,
+    windowMs: rule.windowMs,
+  }));
+  const first = reports[0]!;
+  return {
+    allowed,
+    reason: 'store_unavailable',
+    limit: first.limit,
+    remaining: first.remaining,
+    resetAt: now,
+    retryAfter: allowed ? 0 : POLICY_RETRY_AFTER_MS,
+    degraded: true,
+    rule: first.id,
+    rules: reports,
+    now,
+    error,
+  };
+}
+
+/**
+ * Fills `granted` / `startAt` on answers that did not come from the store's evaluation (limiter off, failure
+ * policy): an allowed answer grants the whole cost and starts now; a denied one grants nothing and starts when
+ * `retryAfter` says (-1 when never).
+ */
+export function withModeFields(decision: Decision, request: LimitRequest): Decision {
+  if (request.mode === 'take') {
+    if (decision.granted !== undefined) return decision;
+    return { ...decision, granted: decision.allowed ? request.cost : 0 };
+  }
+  if (request.mode !== 'reserve' || decision.startAt !== undefined) return decision;
+  const wait = decision.allowed ? 0 : decision.retryAfter;
+  return { ...decision, startAt: Number.isFinite(wait) ? decision.now + wait : NEVER };
+}
+
+export function disabled(rules: readonly Rule[], now: number): Decision {
+  const first = rules[0]!;
+  return {
+    allowed: true,
+    reason: 'disabled',
+    limit: first.limit,
+    remaining: first.limit,
+    resetAt: now,
+    retryAfter: 0,
+    degraded: false,
+    rule: first.id,
+    rules: [],
+    now,
+  };
 }

@@ -27,12 +27,15 @@ const BRAND = Symbol.for('sluice.error');
 /** The one error class sluice throws. Check with `isSluiceError`, which works across duplicated package copies. */
 export class SluiceError extends Error {
   readonly code: SluiceErrorCode;
+  /** The message without its `[sluice] ` prefix, for a caller that puts it in a message of its own. */
+  readonly detail: string;
   readonly [BRAND] = true;
 
   constructor(code: SluiceErrorCode, message: string, options?: { cause?: unknown }) {
     super(`[sluice] ${message}`, options);
     this.name = 'SluiceError';
     this.code = code;
+    this.detail = message;
   }
 }
 

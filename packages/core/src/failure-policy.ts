@@ -12,11 +12,9 @@
  * (test/redis/faults.test.ts) and with store doubles (core's test/failure-policy.test.ts).
  */
 import { CircuitBreaker, type CircuitBreakerOptions, type CircuitState } from './circuit-breaker.js';
-import type { Decision } from './decision.js';
 import { Deadlines, withDeadline } from './deadline.js';
 import { durationOption, type Duration, type DurationRange } from './duration.js';
 import { SluiceError, describe, isSluiceError } from './errors.js';
-import type { Rule } from './rules.js';
 import type { LimitRequest, LimitResult, Store } from './store.js';
 import { isPromiseLike } from './promise.js';
 import { rejectUnknownOptions, requireObject } from './validate.js';
@@ -74,13 +72,7 @@ export interface FailurePolicy {
 const TIMEOUT_RANGE: DurationRange = { min: 1, max: 2_147_483_647 };
 const COOLDOWN_RANGE: DurationRange = { min: 1 };
 
-/** How long a caller told "denied by policy" should wait: the order of a reconnect, not of a rate window. */
-export const POLICY_RETRY_AFTER_MS = 1000;
-
 const KNOWN = ['timeout', 'onStoreError', 'circuitBreaker', 'clock', 'caller'];
-/** Former option names (before one duration convention), answered with the current ones. */
-export const RENAMED_POLICY_OPTIONS: Readonly<Record<string, string>> = { timeoutMs: 'timeout' };
-const RENAMED_BREAKER_OPTIONS: Readonly<Record<string, string>> = { cooldownMs: 'cooldown' };
 
 /**
  * Builds a failure policy, validating its options once.
@@ -90,7 +82,7 @@ const RENAMED_BREAKER_OPTIONS: Readonly<Record<string, string>> = { cooldownMs: 
  */
 export function createFailurePolicy(options: FailurePolicyOptions = {}): FailurePolicy {
   const caller = options.caller ?? 'createFailurePolicy';
-  rejectUnknownOptions(requireObject(options, caller), KNOWN, caller, RENAMED_POLICY_OPTIONS);
+  rejectUnknownOptions(requireObject(options, caller), KNOWN, caller);
   return new Policy(options, caller);
 }
 
@@ -123,76 +115,52 @@ class Policy implements FailurePolicy {
   }
 
   run<T>(request: LimitRequest, call: (request: LimitRequest) => T | Promise<T>): T | Failover | Promise<T | Failover> {
-    const breaker = this.breaker;
-    if (breaker !== undefined && !breaker.allowRequest(request.now)) {
-      return this.answer(request, circuitOpen());
-    }
-    let pending: T | Promise<T>;
-    try {
-      pending = call(request);
-    } catch (error) {
-      return this.failed(request, error);
-    }
-    if (isPromise(pending)) return this.settle(pending, request);
-    breaker?.onSuccess();
-    return pending;
-  }
-
-  runSync<T>(request: LimitRequest, call: (request: LimitRequest) => T): T | Failover {
-    // Written out rather than through run(): the in-process hot path, without run()'s promise checks.
-    const breaker = this.breaker;
-    if (breaker !== undefined && !breaker.allowRequest(request.now)) return synchronously(this.answer(request, circuitOpen()));
-    let value: T;
-    try {
-      value = call(request);
-    } catch (error) {
-      return synchronously(this.failed(request, error));
-    }
-    breaker?.onSuccess();
-    return value;
-  }
-
-  runOperation<T>(now: number, call: () => T | Promise<T>): T | Failover | Promise<T | Failover> {
-    const breaker = this.breaker;
-    if (breaker !== undefined && !breaker.allowRequest(now)) return new Failover(circuitOpen(), undefined, this.verdict ?? 'allow');
-    let pending: T | Promise<T>;
-    try {
-      pending = call();
-    } catch (error) {
-      return this.operationFailed(error);
-    }
-    if (!isPromise(pending)) {
-      breaker?.onSuccess();
-      return pending;
-    }
-    return this.deadlines.race(pending).then(
-      (value) => {
-        this.breaker?.onSuccess();
-        return value;
-      },
-      (error: unknown) => this.operationFailed(error),
+    const started = this.start(request.now, call, request);
+    if (started instanceof Stopped) return this.answer(request, started.error);
+    if (!isPromise(started)) return this.succeeded(started);
+    return this.deadlines.race(started).then(
+      (value) => this.succeeded(value),
+      (error: unknown) => this.answer(request, this.failed(error)),
     );
   }
 
-  private operationFailed(error: unknown): Failover {
-    this.breaker?.onFailure(this.clock());
-    return new Failover(asStoreError(error), undefined, this.verdict ?? 'allow');
+  runSync<T>(request: LimitRequest, call: (request: LimitRequest) => T): T | Failover {
+    const started = this.start(request.now, call, request);
+    return started instanceof Stopped ? synchronously(this.answer(request, started.error)) : this.succeeded(started);
   }
 
-  private async settle<T>(pending: Promise<T>, request: LimitRequest): Promise<T | Failover> {
-    let value: T;
+  runOperation<T>(now: number, call: () => T | Promise<T>): T | Failover | Promise<T | Failover> {
+    const started = this.start(now, call, undefined);
+    if (started instanceof Stopped) return new Failover(started.error, undefined, this.verdict ?? 'allow');
+    if (!isPromise(started)) return this.succeeded(started);
+    return this.deadlines.race(started).then(
+      (value) => this.succeeded(value),
+      (error: unknown) => new Failover(this.failed(error), undefined, this.verdict ?? 'allow'),
+    );
+  }
+
+  /**
+   * The start every run shares: the breaker may stop the call (CIRCUIT_OPEN); a call that throws is a failure of
+   * the store. Either comes back as `Stopped`; anything else is the call's value or promise.
+   */
+  private start<A, T>(now: number, call: (arg: A) => T, arg: A): T | Stopped {
+    if (this.breaker !== undefined && !this.breaker.allowRequest(now)) return new Stopped(circuitOpen());
     try {
-      value = await this.deadlines.race(pending);
+      return call(arg);
     } catch (error) {
-      return this.failed(request, error);
+      return new Stopped(this.failed(error));
     }
+  }
+
+  private succeeded<T>(value: T): T {
     this.breaker?.onSuccess();
     return value;
   }
 
-  private failed(request: LimitRequest, error: unknown): Failover | Promise<Failover> {
+  /** A failure of the store (a throw, a rejection, a missed deadline): counted by the breaker, as a store error. */
+  private failed(error: unknown): SluiceError {
     this.breaker?.onFailure(this.clock());
-    return this.answer(request, asStoreError(error));
+    return asStoreError(error);
   }
 
   /** A fallback store limits for real; if it fails too, or misses the same deadline, the request is let through. */
@@ -212,6 +180,11 @@ class Policy implements FailurePolicy {
   }
 }
 
+/** Why a run did not get an answer from the store's call. */
+class Stopped {
+  constructor(readonly error: SluiceError) {}
+}
+
 function circuitOpen(): SluiceError {
   return new SluiceError('CIRCUIT_OPEN', 'the store circuit is open after repeated failures');
 }
@@ -226,7 +199,7 @@ function synchronously(answer: Failover | Promise<Failover>): Failover {
 function makeBreaker(value: CircuitBreakerOptions | false | undefined, caller: string): CircuitBreaker | undefined {
   if (value === false) return undefined;
   const options = value === undefined ? {} : requireObject(value, `${caller}: circuitBreaker`);
-  rejectUnknownOptions(options, ['failureThreshold', 'cooldown'], `${caller}: circuitBreaker`, RENAMED_BREAKER_OPTIONS);
+  rejectUnknownOptions(options, ['failureThreshold', 'cooldown'], `${caller}: circuitBreaker`);
   const threshold = options.failureThreshold ?? 5;
   if (typeof threshold !== 'number' || !Number.isSafeInteger(threshold) || threshold < 1) {
     throw new SluiceError('INVALID_OPTION', `${caller}: circuitBreaker.failureThreshold must be a positive integer, got ${describe(threshold)}`);
@@ -253,39 +226,4 @@ export function asStoreError(error: unknown): SluiceError {
   }
   const message = error instanceof Error ? error.message : String(error);
   return new SluiceError('STORE_ERROR', `the store failed: ${message}`, { cause: error });
-}
-
-export function degrade(decision: Decision, error: SluiceError): Decision {
-  return { ...decision, degraded: true, error };
-}
-
-/**
- * The answer of the allow/deny verdicts: every rule reported at full room (allow) or none (deny), so headers
- * stay well formed, with `reason: 'store_unavailable'` and `degraded: true`.
- */
-export function failOpenOrClosed(verdict: 'allow' | 'deny', rules: readonly Rule[], now: number, error: SluiceError): Decision {
-  const allowed = verdict === 'allow';
-  const reports = rules.map((rule) => ({
-    id: rule.id,
-    allowed,
-    limit: rule.limit,
-    remaining: allowed ? rule.limit : 0,
-    resetAt: now,
-    retryAt: allowed ? now : now + POLICY_RETRY_AFTER_MS,
-    windowMs: rule.windowMs,
-  }));
-  const first = reports[0]!;
-  return {
-    allowed,
-    reason: 'store_unavailable',
-    limit: first.limit,
-    remaining: first.remaining,
-    resetAt: now,
-    retryAfter: allowed ? 0 : POLICY_RETRY_AFTER_MS,
-    degraded: true,
-    rule: first.id,
-    rules: reports,
-    now,
-    error,
-  };
 }

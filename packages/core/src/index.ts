@@ -1,5 +1,7 @@
 // The application API: what code that limits requests calls. What a store author needs (the evaluator, the state
 // codec, step functions, key and option helpers, the failure policy) is in `@sluice/core/store` (src/store-api.ts).
+// The features beside the limiter have subpaths of their own: `@sluice/core/concurrency` (src/concurrency-api.ts),
+// `@sluice/core/shedding` (src/shedding-api.ts) and `@sluice/core/config` (src/config-api.ts).
 export { createLimiter } from './limiter.js';
 export type { DecisionEvent, Limiter, LimiterChanges, LimiterMode, LimiterOptions, LimitOptions, ReserveOptions, StoreErrorPolicy, SyncLimiter, TakeOptions } from './limiter.js';
 export type { WaitOptions } from './wait.js';
@@ -28,25 +30,6 @@ export type { CircuitBreakerOptions, CircuitState } from './circuit-breaker.js';
 export { SluiceError, isSluiceError } from './errors.js';
 export type { SluiceErrorCode } from './errors.js';
 export { parseDuration } from './duration.js';
-export { createUtilizationShedder, eventLoopSignal } from './utilization-shedder.js';
-export { createConcurrencyLimiter } from './concurrency.js';
-export { createFleetShedder } from './fleet-shedder.js';
-export type { FleetDecision, FleetEvent, FleetShedder, FleetShedderOptions } from './fleet-shedder.js';
-export type { AbortSignalLike, AcquireOptions, ConcurrencyLimiter, ConcurrencyLimiterOptions, Lease, LeaseDecision, LeaseEvent } from './concurrency.js';
-export type { EventLoopSignal, EventLoopSignalOptions, ShedDecision, ShedEvent, UtilizationShedder, UtilizationShedderOptions } from './utilization-shedder.js';
 export type { Duration, DurationUnit } from './duration.js';
 export { createThrottledFetch, pushBack } from './throttled-fetch.js';
 export type { FetchLike, ResponseLike, SharedLearnOptions, ThrottledFetchOptions, UrlLike } from './throttled-fetch.js';
-export {
-  deleteLimiterConfig,
-  parseLimiterConfig,
-  readLimiterConfig,
-  removeQuota,
-  setConfigMode,
-  setConfigRules,
-  setQuota,
-  writeLimiterConfig,
-} from './runtime-config.js';
-export type { ConfigSource, LimiterConfig, LimiterConfigChanges, RulesInput, Unsubscribe } from './runtime-config.js';
-export { watchConfig } from './watch-config.js';
-export type { ConfigWarning, ConfigWatcher, WatchConfigOptions } from './watch-config.js';

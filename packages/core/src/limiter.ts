@@ -1,174 +1,33 @@
-import type { CircuitBreakerOptions, CircuitState } from './circuit-breaker.js';
-import { decide, decideOne, type Decision } from './decision.js';
+import type { CircuitState } from './circuit-breaker.js';
+import { decide, decideOne, degrade, disabled, failOpenOrClosed, withModeFields, type Decision } from './decision.js';
 import { withDeadline } from './deadline.js';
-import { durationOption, type Duration, type DurationRange } from './duration.js';
+import { readClock } from './clock.js';
 import { SluiceError, describe } from './errors.js';
 import {
   Failover,
-  RENAMED_POLICY_OPTIONS,
   asStoreError,
   checkStore,
   createFailurePolicy,
-  degrade,
-  failOpenOrClosed,
   isPromise,
   type FailurePolicy,
-  type StoreErrorPolicy,
 } from './failure-policy.js';
-import { MAX_VERBATIM_IDENTITY, hash32, identityKey } from './identity.js';
-import { NEVER, isStepMode, type Mode, type StepMode } from './algorithm.js';
-import { ALGORITHM_NAMES } from './algorithm-names.js';
-import type { ResolvedRule, Rule } from './rules.js';
+import { identityKey } from './identity.js';
+import { KeyCache } from './key-cache.js';
+import { hasStagger, stagger } from './stagger.js';
+import { isStepMode, type Mode, type StepMode } from './algorithm.js';
+import type { Rule } from './rules.js';
 import type { FastPath, FastPathStore, FastRequest, LimitRequest, LimitResult, RuleAnswer, Store, SyncStore } from './store.js';
 import { rejectUnknownOptions, requireObject } from './validate.js';
 import { waitForSlot, type WaitOptions } from './wait.js';
 import { notify, performanceNow } from './observe.js';
+import type { DecisionEvent, Limiter, LimiterChanges, LimiterMode, LimiterOptions, LimitOptions, ReserveOptions, SyncLimiter, TakeOptions } from './limiter-api.js';
+import { checkName, checkOverrides, checkRules, readCost, readMaxWait } from './limiter-input.js';
 
-/** `enforce` denies; `shadow` counts and reports but never denies (dark launch); `off` is the kill switch. */
-export type LimiterMode = 'enforce' | 'shadow' | 'off';
-
-export type { StoreErrorPolicy };
-
-export interface LimiterOptions<S extends Store = Store> {
-  store: S;
-  /** One rule, or several that must all pass ("10 per second and 10,000 per day"). */
-  rules: Rule | readonly Rule[];
-  /** Namespaces this limiter's keys; two limiters on one store never share state. @default 'default' */
-  name?: string;
-  /** Key prefix for every limiter on the store. @default 'sluice' */
-  prefix?: string;
-  /** Epoch milliseconds. Inject a fake clock in tests. @default Date.now */
-  clock?: () => number;
-  /** @default 'enforce' */
-  mode?: LimiterMode;
-  /** Per-identity rules (custom quotas). Return undefined for the limiter's rules. Keep rule ids the same to keep state. */
-  quota?: (identity: string) => Rule | readonly Rule[] | undefined;
-  /**
-   * Deadline for one store call (and for an asynchronous fallback store), async stores only. A healthy local
-   * Redis answers in well under a millisecond and a cross-zone one in a few, so 250 ms is far beyond any normal
-   * answer yet rides out a GC pause or a reconnect blip; it bounds what a dead or hung store adds to a request
-   * to a quarter second. Milliseconds or a string like `'250ms'`. See "Failure policy" in core's README.
-   * @default '250ms'
-   */
-  timeout?: Duration;
-  /**
-   * `'allow'` fails open, `'deny'` fails closed, a store (e.g. `memoryStore()`) keeps limiting locally. Every
-   * answer given by the policy has `degraded: true` and `error.code` STORE_TIMEOUT, STORE_ERROR or CIRCUIT_OPEN.
-   * @default 'allow' (fail open, so a store outage does not become an API outage)
-   */
-  onStoreError?: StoreErrorPolicy;
-  /** Stop calling a failing store for a while. `false` turns it off. @default { failureThreshold: 5, cooldown: '2s' } */
-  circuitBreaker?: CircuitBreakerOptions | false;
-  /**
-   * Called after every decision with what was decided and how long it took (metrics, logs, audits; see
-   * `@sluice/otel`). It runs inline: keep it cheap. An exception it throws is swallowed, never the caller's.
-   * Unset, it costs nothing (`pnpm bench memory`).
-   */
-  onDecision?: (event: DecisionEvent) => void;
-}
-
-/** What `onDecision` receives. */
-export interface DecisionEvent {
-  /** The limiter's name. */
-  readonly limiter: string;
-  readonly operation: 'limit' | 'peek' | 'refund' | 'take' | 'reserve';
-  readonly identity: string;
-  readonly decision: Decision;
-  /** From the call to its answer, in ms (fractional where the runtime's performance.now() is). */
-  readonly durationMs: number;
-}
-
-/** The changes `configure()` accepts. */
-export interface LimiterChanges {
-  rules?: Rule | readonly Rule[];
-  mode?: LimiterMode;
-  /**
-   * Rules for single identities, over the limiter's rules and over `quota` (per-customer quotas set at run time,
-   * e.g. from the shared store by `watchConfig`). Replaces the previous overrides; an empty map removes them.
-   */
-  overrides?: ReadonlyMap<string, Rule | readonly Rule[]>;
-}
-
-export interface LimitOptions {
-  /** Weight of this request, a non-negative integer. 0 reads without consuming. @default 1 */
-  cost?: number;
-}
-
-export interface TakeOptions {
-  /** Most units to take, a non-negative integer. @default 1 */
-  cost?: number;
-}
-
-export interface ReserveOptions {
-  /** Units to book, a non-negative integer. @default 1 */
-  cost?: number;
-  /** Longest wait accepted (ms or a string like `'5s'`, from 0): a booking that would start later is refused. */
-  maxWait: Duration;
-}
-
-export interface Limiter {
-  readonly name: string;
-  readonly rules: readonly Rule[];
-  readonly mode: LimiterMode;
-  /** The store this limiter decides on (adapters name it in their warnings). */
-  readonly store: Store;
-  /** State of the circuit breaker in front of the store. */
-  readonly circuit: CircuitState;
-  /** Takes `cost` from every rule if all have room; otherwise takes nothing. */
-  limit(identity: string, options?: LimitOptions): Promise<Decision>;
-  /** Whether `cost` (default 1) would pass now, without taking anything. */
-  peek(identity: string, options?: LimitOptions): Promise<Decision>;
-  /** Gives `cost` back, e.g. when the work it paid for was not done. */
-  refund(identity: string, options?: LimitOptions): Promise<Decision>;
-  /** Forgets an identity's state in every rule. */
-  reset(identity: string): Promise<void>;
-  /** Per-identity rules set by `configure({ overrides })`. */
-  readonly overrides: ReadonlyMap<string, readonly Rule[]>;
-  /** Changes rules, mode or per-identity overrides at run time, validated like the constructor; counters are kept per rule id. */
-  configure(changes: LimiterChanges): void;
-  /**
-   * Takes as many units as fit now, up to `cost`, from every rule alike; `granted` says how many (0 is an
-   * answer, not an error: `allowed` is false and `retryAfter` says when one unit fits). Needs a store that
-   * announces `take` (memory, SQLite, Redis, Upstash); others reject with UNSUPPORTED_OPERATION.
-   * @example const { granted } = await limiter.take('tier:a', { cost: 50 });
-   */
-  take(identity: string, options?: TakeOptions): Promise<Decision>;
-  /**
-   * Books `cost` at the earliest time it fits on every rule, if that is within `maxWait`; `startAt` says when
-   * to start (wait `startAt − now`). Later requests queue behind the booking. Denied (nothing booked) when the
-   * start is further away. Needs a store that announces `reserve` (memory, SQLite, Redis, Upstash).
-   * @example const d = await limiter.reserve('api.example.com', { maxWait: '5s' }); if (d.allowed) await sleep(d.startAt - d.now);
-   */
-  reserve(identity: string, options: ReserveOptions): Promise<Decision>;
-  /**
-   * Waits for a slot instead of being refused: books it with `reserve` (one atomic step in the shared store, so
-   * waiters across processes queue instead of racing) and resolves at its start. Rejects with WAIT_TOO_LONG
-   * (nothing booked) when the slot is further than `maxWait`, and with ABORTED when `signal` aborts (the booking
-   * is given back when every rule is a bucket or GCRA). Needs a store that announces `reserve`.
-   * @example await limiter.wait('api.example.com', { maxWait: '30s' }); await fetch(url);
-   */
-  wait(identity: string, options: WaitOptions): Promise<Decision>;
-  /** `wait`, then runs `fn` and returns its result: `await limiter.schedule('api.example.com', () => fetch(url), { maxWait: '30s' })`. */
-  schedule<T>(identity: string, fn: () => T | Promise<T>, options: WaitOptions): Promise<T>;
-}
-
-/** A limiter over a synchronous store also answers without a promise. */
-export interface SyncLimiter extends Limiter {
-  limitSync(identity: string, options?: LimitOptions): Decision;
-  peekSync(identity: string, options?: LimitOptions): Decision;
-  refundSync(identity: string, options?: LimitOptions): Decision;
-  takeSync(identity: string, options?: TakeOptions): Decision;
-  reserveSync(identity: string, options: ReserveOptions): Decision;
-}
+export type { DecisionEvent, Limiter, LimiterChanges, LimiterMode, LimiterOptions, LimitOptions, ReserveOptions, StoreErrorPolicy, SyncLimiter, TakeOptions } from './limiter-api.js';
 
 const KNOWN = ['store', 'rules', 'name', 'prefix', 'clock', 'mode', 'quota', 'timeout', 'onStoreError', 'circuitBreaker', 'onDecision'];
 const OPERATIONS: Readonly<Record<Mode, DecisionEvent['operation']>> = { consume: 'limit', peek: 'peek', refund: 'refund', take: 'take', reserve: 'reserve' };
 
-const NAME_PATTERN = /^[A-Za-z0-9_.-]{1,64}$/;
-/** Latest time a clock may return: 2^47 ms, about the year 6429; keeps every time sum of the steps below 2^53. */
-const MAX_CLOCK_MS = 2 ** 47;
-/** Identities per generation of the key cache: two generations hold at most twice this many keys. */
-const KEY_CACHE_SIZE = 32768;
 
 /**
  * Builds a limiter. Everything is validated here, once; the hot path only checks identity and cost.
@@ -188,7 +47,7 @@ class LimiterImpl implements SyncLimiter {
   private readonly quota: LimiterOptions['quota'];
   private readonly policy: FailurePolicy;
   private readonly quotaCache = new WeakMap<object, readonly Rule[]>();
-  private readonly cacheKeys: boolean;
+  private readonly keys: KeyCache;
   /** The store's fast path over this limiter's keys (a FastPathStore, see store.ts): single-rule step-mode requests, into `answer`. */
   private readonly fastPath: FastPath | undefined;
   private readonly answer: RuleAnswer = { allowed: true, remaining: 0, resetAt: 0, retryAt: 0 };
@@ -198,8 +57,6 @@ class LimiterImpl implements SyncLimiter {
     this.fastPath!.limitOne(request as IdentityRequest, this.answer);
     return this.answer;
   };
-  private keys = new Map<string, string>();
-  private previousKeys = new Map<string, string>();
   private currentRules!: readonly Rule[];
   private currentMode!: LimiterMode;
   private currentOverrides: ReadonlyMap<string, readonly Rule[]> = new Map();
@@ -212,16 +69,16 @@ class LimiterImpl implements SyncLimiter {
 
   constructor(raw: LimiterOptions) {
     const options = requireObject(raw, 'createLimiter') as unknown as LimiterOptions;
-    rejectUnknownOptions(options, KNOWN, 'createLimiter', RENAMED_POLICY_OPTIONS);
+    rejectUnknownOptions(options, KNOWN, 'createLimiter');
     this.store = checkStore(options.store, 'createLimiter: store');
     const { operations } = this.store.capabilities;
     if (!Array.isArray(operations) || !operations.includes('limit') || !operations.includes('reset')) {
       throw new SluiceError('INVALID_OPTION', `createLimiter: store.capabilities.operations must list 'limit' and 'reset', got ${describe(operations)}`);
     }
-    this.cacheKeys = this.store.capabilities.synchronous === true || this.store.capabilities.memoryFirst === true;
     this.name = checkName(options.name ?? 'default', 'name');
     const prefix = checkName(options.prefix ?? 'sluice', 'prefix');
     this.keyPrefix = `${prefix}:${this.name}:{`;
+    this.keys = new KeyCache(this.keyPrefix, this.store.capabilities.synchronous === true || this.store.capabilities.memoryFirst === true);
     const bind = (this.store as Partial<FastPathStore>).bindFastPath;
     this.fastPath = this.store.capabilities.synchronous === true && this.store.capabilities.clock === 'client' && typeof bind === 'function' ? bind.call(this.store, this.keyPrefix) : undefined;
     if (options.clock !== undefined && typeof options.clock !== 'function') {
@@ -254,12 +111,7 @@ class LimiterImpl implements SyncLimiter {
    * Fractions are floored (`performance.timeOrigin + performance.now()` is a fine clock); anything else throws.
    */
   private now(): number {
-    const t = this.clock();
-    if (typeof t === 'number' && t >= 0 && t <= MAX_CLOCK_MS) return Math.floor(t);
-    throw new SluiceError(
-      'INVALID_CLOCK',
-      `createLimiter: clock must return epoch milliseconds, a finite number from 0 to ${MAX_CLOCK_MS} (fractions are floored), got ${describe(t)}`,
-    );
+    return readClock(this.clock, 'createLimiter');
   }
 
   get rules(): readonly Rule[] {
@@ -480,27 +332,6 @@ class LimiterImpl implements SyncLimiter {
     return checked;
   }
 
-  /**
-   * The store key of an identity. Building `prefix:name:{identity}` makes a rope string, and V8 flattens and
-   * hashes a rope in its runtime on its first Map lookup (about 200 ns, the largest cost of a memory-store
-   * decision); handing an in-process store the same string again for a recent identity keeps its cached hash.
-   * Only for synchronous and memory-first stores (for others a remote round trip dwarfs it) and identities short enough to be kept verbatim
-   * (so the cache's memory is bounded): two generations of at most KEY_CACHE_SIZE identities each.
-   */
-  private keyFor(identity: string): string {
-    if (!this.cacheKeys) return this.keyPrefix + identityKey(identity) + '}';
-    let key = this.keys.get(identity);
-    if (key !== undefined) return key;
-    key = this.previousKeys.get(identity) ?? this.keyPrefix + identityKey(identity) + '}';
-    if (identity.length > MAX_VERBATIM_IDENTITY) return key;
-    if (this.keys.size >= KEY_CACHE_SIZE) {
-      this.previousKeys = this.keys;
-      this.keys = new Map();
-    }
-    this.keys.set(identity, key);
-    return key;
-  }
-
   private request(identity: string, options: LimitOptions | undefined, mode: Mode, rules: readonly Rule[]): LimitRequest {
     if (this.fastPath !== undefined && rules.length === 1 && !rules[0]!.stagger && isStepMode(mode)) {
       // The fast path finds the identity without its key (the store builds it only for an identity it does not hold).
@@ -508,7 +339,7 @@ class LimiterImpl implements SyncLimiter {
       const cost = options === undefined ? 1 : readCost(options, mode);
       return new IdentityRequest(identity, this.keyPrefix, rules, cost, cost === 0 ? 'peek' : mode, this.now());
     }
-    const key = this.keyFor(identity);
+    const key = this.keys.keyFor(identity);
     const cost = options === undefined ? 1 : readCost(options, mode);
     const request: LimitRequest = { key, rules: hasStagger(rules) ? stagger(rules, identity) : rules, cost, mode: cost === 0 && isStepMode(mode) ? 'peek' : mode, now: this.now() };
     return mode === 'reserve' ? { ...request, maxWaitMs: readMaxWait(options as ReserveOptions) } : request;
@@ -561,130 +392,4 @@ class IdentityRequest implements FastRequest {
   get key(): string {
     return (this.builtKey ??= this.keyPrefix + identityKey(this.identity) + '}');
   }
-}
-
-/**
- * Fills `granted` / `startAt` on answers that did not come from the store's evaluation (limiter off, failure
- * policy): an allowed answer grants the whole cost and starts now; a denied one grants nothing and starts when
- * `retryAfter` says (-1 when never).
- */
-function withModeFields(decision: Decision, request: LimitRequest): Decision {
-  if (request.mode === 'take') {
-    if (decision.granted !== undefined) return decision;
-    return { ...decision, granted: decision.allowed ? request.cost : 0 };
-  }
-  if (request.mode !== 'reserve' || decision.startAt !== undefined) return decision;
-  const wait = decision.allowed ? 0 : decision.retryAfter;
-  return { ...decision, startAt: Number.isFinite(wait) ? decision.now + wait : NEVER };
-}
-
-function disabled(rules: readonly Rule[], now: number): Decision {
-  const first = rules[0]!;
-  return {
-    allowed: true,
-    reason: 'disabled',
-    limit: first.limit,
-    remaining: first.limit,
-    resetAt: now,
-    retryAfter: 0,
-    degraded: false,
-    rule: first.id,
-    rules: [],
-    now,
-  };
-}
-
-function hasStagger(rules: readonly Rule[]): boolean {
-  for (let i = 0; i < rules.length; i++) if (rules[i]!.stagger) return true;
-  return false;
-}
-
-function stagger(rules: readonly Rule[], identity: string): readonly ResolvedRule[] {
-  return rules.map((r) => (r.stagger ? staggered(r, identity) : r));
-}
-
-function staggered(rule: Rule, identity: string): ResolvedRule {
-  const params = rule.params as { limit: number; windowMs: number; offsetMs: number };
-  return { ...rule, params: { ...params, offsetMs: hash32(identity) % params.windowMs } } as ResolvedRule;
-}
-
-function checkName(value: unknown, field: string): string {
-  if (typeof value !== 'string' || !NAME_PATTERN.test(value)) {
-    throw new SluiceError(
-      'INVALID_OPTION',
-      `createLimiter: ${field} must be 1 to 64 characters of letters, digits, '_', '.' or '-', got ${describe(value)}`,
-    );
-  }
-  return value;
-}
-
-const RULE_ALGORITHMS: ReadonlySet<string> = new Set(ALGORITHM_NAMES);
-
-function checkRules(value: unknown, field: string): readonly Rule[] {
-  const list = (Array.isArray(value) ? value : [value]) as unknown[];
-  if (list.length === 0) {
-    throw new SluiceError('INVALID_OPTION', `${field} must hold at least one rule, such as tokenBucket({...})`);
-  }
-  const ids = new Set<string>();
-  for (const rule of list) {
-    const candidate = rule as Rule | undefined;
-    if (typeof candidate !== 'object' || candidate === null || !RULE_ALGORITHMS.has(candidate.algorithm)) {
-      throw new SluiceError('INVALID_OPTION', `${field} must be rules made by fixedWindow(), tokenBucket() and the like, got ${describe(rule)}`);
-    }
-    if (ids.has(candidate.id)) {
-      throw new SluiceError('INVALID_OPTION', `${field}: two rules share the id ${JSON.stringify(candidate.id)}; give one of them an explicit id`);
-    }
-    ids.add(candidate.id);
-  }
-  return Object.freeze([...(list as Rule[])]);
-}
-
-function checkOverrides(value: unknown): ReadonlyMap<string, readonly Rule[]> {
-  if (!(value instanceof Map)) {
-    throw new SluiceError('INVALID_OPTION', `configure: overrides must be a Map from identity to rules, got ${describe(value)}`);
-  }
-  const checked = new Map<string, readonly Rule[]>();
-  for (const [identity, rules] of value as Map<unknown, unknown>) {
-    if (typeof identity !== 'string' || identity.length === 0) {
-      throw new SluiceError('INVALID_OPTION', `configure: overrides keys must be non-empty identity strings, got ${describe(identity)}`);
-    }
-    checked.set(identity, checkRules(rules, `overrides[${JSON.stringify(identity.slice(0, 64))}]`));
-  }
-  return checked;
-}
-
-function readCost(options: LimitOptions, mode: Mode): number {
-  checkLimitOptions(options, mode);
-  const cost = options.cost;
-  if (cost === undefined) return 1;
-  if (!Number.isSafeInteger(cost) || cost < 0) {
-    throw new SluiceError('INVALID_COST', `cost must be a non-negative integer, got ${describe(cost)}`);
-  }
-  return cost;
-}
-
-/** The options each mode accepts, and the error's prefix: constants, so a check that passes allocates nothing. */
-const MODE_OPTIONS: Readonly<Record<Mode, { readonly known: readonly string[]; readonly where: string }>> = {
-  consume: { known: ['cost'], where: 'limit options' },
-  peek: { known: ['cost'], where: 'peek options' },
-  refund: { known: ['cost'], where: 'refund options' },
-  take: { known: ['cost'], where: 'take options' },
-  reserve: { known: ['cost', 'maxWait'], where: 'reserve options' },
-};
-const RENAMED_RESERVE_OPTIONS: Readonly<Record<string, string>> = { maxWaitMs: 'maxWait' };
-/** reserve's maxWait: up to 2^47 ms, the clock's own range, so `now + maxWait` stays exact. */
-const MAX_WAIT_RANGE: DurationRange = { min: 0, max: MAX_CLOCK_MS };
-
-/** Per-call options: `limit(id, 5)` or `{ weight: 5 }` would otherwise silently cost 1. */
-function checkLimitOptions(options: LimitOptions, mode: Mode): void {
-  if (typeof options !== 'object' || options === null) {
-    throw new SluiceError('INVALID_OPTION', `limit options must be an object such as { cost: 2 }, got ${describe(options)}`);
-  }
-  const accepted = MODE_OPTIONS[mode];
-  rejectUnknownOptions(options, accepted.known, accepted.where, mode === 'reserve' ? RENAMED_RESERVE_OPTIONS : undefined);
-}
-
-/** reserve's maxWait (required), in ms. */
-function readMaxWait(options: ReserveOptions): number {
-  return durationOption(options.maxWait, 'reserve options: maxWait', MAX_WAIT_RANGE);
 }

@@ -1,5 +1,5 @@
 /**
- * Rules as plain JSON (issue 13: rules kept in the shared store, written by the `sluice config` CLI): a spec is
+ * Rules as plain JSON (for rules kept in the shared store, written by the `sluice config` CLI): a spec is
  * the options of a rule factory plus the algorithm's name, `{ "algorithm": "gcra", "limit": 10, "period": "1s" }`.
  * `ruleFromSpec` builds the rule with the factory itself, so a spec is validated exactly as code is; `ruleSpec`
  * writes a rule back out (durations in milliseconds), and `ruleFromSpec(ruleSpec(rule))` equals `rule`.
@@ -48,7 +48,7 @@ export function ruleFromSpec(spec: unknown, field = 'rule'): Rule {
   try {
     return FACTORIES[algorithm as AlgorithmName](options as never);
   } catch (error) {
-    if (error instanceof SluiceError) throw new SluiceError(error.code, `${field}: ${error.message.replace(/^\[sluice\] /, '')}`, { cause: error });
+    if (error instanceof SluiceError) throw new SluiceError(error.code, `${field}: ${error.detail}`, { cause: error });
     throw error;
   }
 }

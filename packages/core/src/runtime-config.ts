@@ -1,5 +1,5 @@
 /**
- * Runtime configuration kept in the shared store (issue 13): one JSON document per limiter name holds the rules,
+ * Runtime configuration kept in the shared store: one JSON document per limiter name holds the rules,
  * the mode (the kill switch and dark launches) and per-identity quotas, so one write changes every instance of a
  * fleet without a restart. This file is the document, its validation, the contract a store implements to hold
  * it (`ConfigSource`) and the writers' functions; `watchConfig` (watch-config.ts) applies it to a limiter.
@@ -14,7 +14,7 @@
  * the writer read, so two writers at once both land, one after the other; without it the last write wins.
  */
 import type { LimiterMode } from './limiter.js';
-import { SluiceError, describe } from './errors.js';
+import { SluiceError, describe, isSluiceError } from './errors.js';
 import { ruleFromSpec, ruleSpec, type RuleSpec } from './rule-spec.js';
 import type { Rule } from './rules.js';
 import { rejectUnknownOptions } from './validate.js';
@@ -160,7 +160,7 @@ export async function readLimiterConfig(source: ConfigSource, name: string): Pro
   try {
     return parseLimiterConfig(text);
   } catch (error) {
-    const message = (error as Error).message.replace(/^\[sluice\] /, '');
+    const message = isSluiceError(error) ? error.detail : String((error as Error)?.message ?? error);
     throw new SluiceError('INVALID_OPTION', `the stored configuration of ${JSON.stringify(name)} is not valid (instances ignore it and keep their last good one): ${message}`, { cause: error });
   }
 }

@@ -1,12 +1,14 @@
 /**
- * Calling a third party that allows N requests per second across all workers (seed 002, issue 12): a fetch that
- * waits for its slot (`limiter.wait`: one `reserve` in the shared store, then a sleep, no polling) and learns from
- * the third party's answers. A 429 or 503 with `Retry-After`, or a `RateLimit` / `X-RateLimit-*` answer that says
- * nothing is left, pushes the SHARED queue back (`pushBack`), so every worker slows down, not only the one told;
- * and the limit the third party states (or a bare 429) moves the rules (`learn`): this process's (learn-limit.ts),
- * or, with `learn: { source }`, the fleet's, held in the shared store (shared-limit-learner.ts).
+ * Calling a third party that allows N requests per second across all workers (the article 'Rate limiting with
+ * Redis'): a fetch that waits for its slot (`limiter.wait`: one `reserve` in the shared store, then a sleep, no
+ * polling) and learns from the third party's answers. A 429 or 503 with `Retry-After`, or a `RateLimit` /
+ * `X-RateLimit-*` answer that says nothing is left, pushes the SHARED queue back (`pushBack`), so every worker slows
+ * down, not only the one told; and the limit the third party states (or a bare 429) moves the rules (`learn`): this
+ * process's (learn-limit.ts), or, with `learn: { source }`, the fleet's, held in the shared store
+ * (shared-limit-learner.ts).
  * Edge-safe: no Node imports; URL and fetch are read from globalThis.
  */
+import { MAX_CLOCK_MS } from './clock.js';
 import type { Decision } from './decision.js';
 import { durationOption, type Duration, type DurationRange } from './duration.js';
 import { SluiceError, describe } from './errors.js';
@@ -68,7 +70,7 @@ export interface SharedLearnOptions {
 }
 
 const KNOWN = ['limiter', 'maxWait', 'key', 'fetch', 'retries', 'learn'];
-const MAX_WAIT_RANGE: DurationRange = { min: 0, max: 2 ** 47 };
+const MAX_WAIT_RANGE: DurationRange = { min: 0, max: MAX_CLOCK_MS };
 const REFRESH_RANGE: DurationRange = { min: 10, max: 2 ** 31 - 1 };
 /** A push back books at most this many slots (a Retry-After of hours on a per-second rule is not booked to its end). */
 export const MAX_PUSH_BACK_BOOKINGS = 100;
@@ -82,27 +84,26 @@ const global = globalThis as unknown as {
 };
 
 /**
- * Pushes the shared queue of `identity` back so that its next slot starts at least `delayMs` from now (the
- * store's now): books slots with `reserve`, each of the smallest capacity over the limiter's rules, until the next
- * free slot lies beyond now + delayMs (at most 100 bookings). Every worker waiting on
+ * Pushes the shared queue of `identity` back so that its next slot starts at least `delay` from now (the store's
+ * now): books slots with `reserve`, each of the smallest capacity over the limiter's rules, until the next free
+ * slot lies beyond now + delay (at most 100 bookings). Every worker waiting on
  * the same store then queues behind the bookings. Idempotent enough for a fleet: a second worker pushing back by the
  * same delay finds the queue already there and books nothing (each booking's maxWait is what is left of the delay).
  *
  * These bookings are real consumption: with several rules (20 per second and 50 000 per day), the slots booked to
  * hold the short rule back also spend the longer rules' quota. Resolves with the number of slots booked.
+ * @example await pushBack(limiter, 'api.example.com', '30s');
  */
-export async function pushBack(limiter: Limiter, identity: string, delayMs: number): Promise<number> {
-  if (typeof delayMs !== 'number' || !Number.isFinite(delayMs) || delayMs < 0) {
-    throw new SluiceError('INVALID_OPTION', `pushBack: delayMs must be a finite, non-negative count of milliseconds, got ${describe(delayMs)}`);
-  }
+export async function pushBack(limiter: Limiter, identity: string, delay: Duration): Promise<number> {
+  const delayMs = durationOption(delay, 'pushBack: delay', MAX_WAIT_RANGE);
   const cost = Math.min(...(limiter.overrides.get(identity) ?? limiter.rules).map((rule) => rule.limit));
   let target: number | undefined;
-  let maxWait = Math.ceil(delayMs);
+  let maxWait = delayMs;
   for (let booked = 0; booked < MAX_PUSH_BACK_BOOKINGS; booked++) {
     const decision: Decision = await limiter.reserve(identity, { cost, maxWait });
     // Denied: the next free slot already starts beyond the target; degraded: the store is not there to book in.
     if (!decision.allowed || decision.degraded || decision.startAt === undefined) return booked;
-    target ??= decision.now + Math.ceil(delayMs);
+    target ??= decision.now + delayMs;
     if (decision.startAt >= target) return booked + 1;
     maxWait = Math.max(0, target - decision.now);
   }
@@ -225,7 +226,7 @@ export function createThrottledFetch<F extends FetchLike = FetchLike>(options: T
       if (shared !== undefined) await shared.observe(identity, response, ticket!);
       const hold = holdOffMs(response, Date.now());
       // The answer is the caller's even if the store cannot book the push back now (its next wait will say so).
-      if (hold !== undefined && hold > 0) await pushBack(limiter, identity, hold).catch(() => undefined);
+      if (hold !== undefined && hold > 0) await pushBack(limiter, identity, Math.ceil(hold)).catch(() => undefined);
       const refused = response.status === 429 || response.status === 503;
       if (!refused || attempt >= retries) return response;
       await (response as { body?: { cancel?(): Promise<void> } | null }).body?.cancel?.().catch(() => undefined);

@@ -1,20 +1,13 @@
 import { SluiceError, describe } from './errors.js';
 
 /**
- * Throws `UNKNOWN_OPTION` for any own key of `options` not in `known`: typos fail loudly. `renamed` maps former
- * option names to their current ones, so an old name is answered with the new one ("did you mean").
- * Allocates nothing when every key is known: the limiter runs it on every call that passes options.
+ * Throws `UNKNOWN_OPTION` for any own key of `options` not in `known`: typos fail loudly. Allocates nothing when
+ * every key is known: the limiter runs it on every call that passes options.
  */
-export function rejectUnknownOptions(
-  options: object,
-  known: readonly string[],
-  where: string,
-  renamed?: Readonly<Record<string, string>>,
-): void {
+export function rejectUnknownOptions(options: object, known: readonly string[], where: string): void {
   for (const key in options) {
     if (!known.includes(key) && Object.prototype.hasOwnProperty.call(options, key)) {
-      const hint = renamed !== undefined && Object.prototype.hasOwnProperty.call(renamed, key) ? `did you mean ${JSON.stringify(renamed[key])}? Accepted` : 'accepted';
-      throw new SluiceError('UNKNOWN_OPTION', `${where}: unknown option ${JSON.stringify(key)}; ${hint} options are ${known.join(', ')}`);
+      throw new SluiceError('UNKNOWN_OPTION', `${where}: unknown option ${JSON.stringify(key)}; accepted options are ${known.join(', ')}`);
     }
   }
 }

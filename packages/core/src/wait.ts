@@ -1,9 +1,10 @@
 /**
- * Waiting for a slot instead of being refused (seed 002: workers calling a third party that allows N per second
- * across all of them). `wait` books the slot with one `reserve` (the shared store decides the start time
- * atomically, so concurrent waiters across processes are queued, not woken together to race), then sleeps until
- * that start: no polling, no thundering herd when a window opens.
+ * Waiting for a slot instead of being refused (the case of the article 'Rate limiting with Redis': workers calling a
+ * third party that allows N per second across all of them). `wait` books the slot with one `reserve` (the shared
+ * store decides the start time atomically, so concurrent waiters across processes are queued, not woken together to
+ * race), then sleeps until that start: no polling, no thundering herd when a window opens.
  */
+import { MAX_CLOCK_MS } from './clock.js';
 import type { Decision } from './decision.js';
 import { durationOption, type Duration, type DurationRange } from './duration.js';
 import { SluiceError, describe } from './errors.js';
@@ -29,7 +30,7 @@ const timers = globalThis as unknown as {
 };
 /** setTimeout clamps longer delays to 1 ms in every runtime: long waits sleep in steps of this. */
 const MAX_TIMER_MS = 2_147_483_647;
-const MAX_WAIT_RANGE: DurationRange = { min: 0, max: 2 ** 47 };
+const MAX_WAIT_RANGE: DurationRange = { min: 0, max: MAX_CLOCK_MS };
 
 /** Algorithms whose refund gives a booked slot back to the next caller (a window's refund would land in the wrong window). */
 const REFUNDABLE = new Set(['token-bucket', 'leaky-bucket', 'gcra']);

@@ -13,7 +13,7 @@
  * - reads run one at a time, in order, so an older read never overwrites a newer one.
  */
 import { durationOption, type Duration, type DurationRange } from './duration.js';
-import { SluiceError, describe } from './errors.js';
+import { SluiceError, describe, isSluiceError } from './errors.js';
 import type { Limiter, LimiterMode } from './limiter.js';
 import { isPromiseLike } from './promise.js';
 import { compileLimiterConfig, type ConfigSource, type LimiterConfig, type Unsubscribe } from './runtime-config.js';
@@ -194,7 +194,7 @@ class Watcher implements ConfigWatcher {
       compiled = compileLimiterConfig(text, (identity, error) => {
         bad.push(identity);
         const kept = this.goodQuotas.has(identity) ? 'its last good quota' : "the limiter's rules";
-        this.warn('invalid_quota', `${error.message.replace(/^\[sluice\] /, '')}; ignored: ${JSON.stringify(identity)} keeps ${kept}`, error);
+        this.warn('invalid_quota', `${messageOf(error)}; ignored: ${JSON.stringify(identity)} keeps ${kept}`, error);
       });
     } catch (error) {
       this.warn('invalid_document', `the stored document is not valid and is ignored, the last configuration stays: ${messageOf(error)}`, error);
@@ -284,7 +284,7 @@ function unref(timer: unknown): void {
 }
 
 function messageOf(error: unknown): string {
-  return error instanceof Error ? error.message.replace(/^\[sluice\] /, '') : String(error);
+  return isSluiceError(error) ? error.detail : error instanceof Error ? error.message : String(error);
 }
 
 function defaultWarning(warning: ConfigWarning): void {

@@ -1,19 +1,18 @@
 /**
- * `onDecision` on the concurrency limiter and the two load shedders (issue 13, "Metrics and events"): one event per
+ * `onDecision` on the concurrency limiter and the two load shedders (metrics and events): one event per
  * decision, carrying the component, its name, what was decided and how long it took; an observer's exception never
  * reaches the caller; unset, no clock is read and no event is built. createLimiter's own `onDecision` is tested in
  * limiter.test.ts.
  */
 import { afterEach, describe, expect, test, vi } from 'vitest';
+import type { Store } from '../src/index.js';
+import { createConcurrencyLimiter, type ConcurrencyLimiterOptions } from '../src/concurrency-api.js';
 import {
-  createConcurrencyLimiter,
   createFleetShedder,
   createUtilizationShedder,
-  type ConcurrencyLimiterOptions,
   type FleetShedderOptions,
-  type Store,
   type UtilizationShedderOptions,
-} from '../src/index.js';
+} from '../src/shedding-api.js';
 import type { FleetEvent } from '../src/fleet-shedder.js';
 import type { LeaseEvent } from '../src/concurrency.js';
 import type { ShedEvent } from '../src/utilization-shedder.js';

@@ -1,11 +1,12 @@
 /**
- * The concurrency limiter (seed 000) over a store that runs core's `evaluateLease()`: modes, failures, abort
- * signals and options. The store contract itself (every store that announces `lease`) is checked by the
- * conformance suite's "concurrency leases" group.
+ * The concurrency limiter (from the article 'Scaling your API with rate limiters') over a store that runs core's
+ * `evaluateLease()`: modes, failures, abort signals and options. The store contract itself (every store that
+ * announces `lease`) is checked by the conformance suite's "concurrency leases" group.
  */
 import fc from 'fast-check';
 import { describe, expect, test } from 'vitest';
-import { createConcurrencyLimiter, type ConcurrencyLimiterOptions, type Store } from '../src/index.js';
+import type { Store } from '../src/index.js';
+import { createConcurrencyLimiter, type ConcurrencyLimiterOptions } from '../src/concurrency-api.js';
 import { evaluateLease, type LeaseEntries, type LeaseRequest, type LeaseResult } from '../src/store-api.js';
 
 const T0 = 1_700_000_000_000;

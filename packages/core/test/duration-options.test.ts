@@ -80,7 +80,7 @@ describe('createLimiter timeout', () => {
   test('the former name timeoutMs is refused with the current one', () => {
     const error = thrown(() => createLimiter({ store: new MapStore(), rules, timeoutMs: 1000 } as never));
     expect(error.code).toBe('UNKNOWN_OPTION');
-    expect(error.message).toMatch(/^\[sluice\] createLimiter: unknown option "timeoutMs"; did you mean "timeout"\? Accepted options are store, rules, .*timeout/);
+    expect(error.message).toMatch(/^\[sluice\] createLimiter: unknown option "timeoutMs"; accepted options are store, rules, .*timeout/);
   });
 });
 
@@ -113,7 +113,7 @@ describe('circuitBreaker cooldown', () => {
     const error = thrown(() => createLimiter({ store: new MapStore(), rules, circuitBreaker: { cooldownMs: 1000 } as never }));
     expect(error.code).toBe('UNKNOWN_OPTION');
     expect(error.message).toBe(
-      '[sluice] createLimiter: circuitBreaker: unknown option "cooldownMs"; did you mean "cooldown"? Accepted options are failureThreshold, cooldown',
+      '[sluice] createLimiter: circuitBreaker: unknown option "cooldownMs"; accepted options are failureThreshold, cooldown',
     );
   });
 });
@@ -145,7 +145,7 @@ describe('reserve maxWait', () => {
     const limiter = createLimiter({ store, rules, clock: () => T0 });
     const error = thrown(() => limiter.reserveSync('a', { maxWaitMs: 1000 } as never));
     expect(error.code).toBe('UNKNOWN_OPTION');
-    expect(error.message).toBe('[sluice] reserve options: unknown option "maxWaitMs"; did you mean "maxWait"? Accepted options are cost, maxWait');
+    expect(error.message).toBe('[sluice] reserve options: unknown option "maxWaitMs"; accepted options are cost, maxWait');
     expect(store.calls).toBe(0);
   });
 });
@@ -158,7 +158,7 @@ describe('createFailurePolicy timeout', () => {
 
   test('a bad value is refused naming the field; the former name with the current one', () => {
     expect(thrown(() => createFailurePolicy({ timeout: 'soon' as Duration, caller: 'tier' })).message).toMatch(/^\[sluice\] tier: timeout must be a duration/);
-    expect(thrown(() => createFailurePolicy({ timeoutMs: 100 } as never)).message).toMatch(/unknown option "timeoutMs"; did you mean "timeout"\?/);
+    expect(thrown(() => createFailurePolicy({ timeoutMs: 100 } as never)).message).toMatch(/unknown option "timeoutMs"; accepted options are/);
   });
 });
 

@@ -1,9 +1,11 @@
 /**
- * The fleet-usage shedder (seed 000) over a lease store: a reserve of the capacity for the first class, the least
- * important class shed first, 503-style `shed` refusals, shared by every instance that counts on the same store.
+ * The fleet-usage shedder (from the article 'Scaling your API with rate limiters') over a lease store: a reserve of
+ * the capacity for the first class, the least important class shed first, 503-style `shed` refusals, shared by every
+ * instance that counts on the same store.
  */
 import { describe, expect, test } from 'vitest';
-import { createFleetShedder, type FleetShedderOptions, type Store } from '../src/index.js';
+import type { Store } from '../src/index.js';
+import { createFleetShedder, type FleetShedderOptions } from '../src/shedding-api.js';
 import { evaluateLease, type LeaseEntries, type LeaseRequest, type LeaseResult } from '../src/store-api.js';
 
 /** A shared lease store over a Map (what several instances would reach over the network). */
@@ -31,7 +33,7 @@ function fleet(store: Store, options: Partial<FleetShedderOptions> = {}) {
 }
 
 describe('createFleetShedder', () => {
-  test("the seed's two classes: non-critical work is shed past 80% of the capacity, critical passes up to 100%", async () => {
+  test("two classes, critical and non-critical: non-critical work is shed past 80% of the capacity, critical passes up to 100%", async () => {
     const store = new LeaseStore();
     const shedder = fleet(store, { classes: ['critical', 'normal'] });
     expect([shedder.limitFor('critical'), shedder.limitFor('normal')]).toEqual([10, 8]);

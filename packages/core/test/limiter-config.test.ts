@@ -1,11 +1,11 @@
 /**
- * The runtime configuration document (issue 13): what parseLimiterConfig accepts and how it words a refusal, and the
+ * The runtime configuration document: what parseLimiterConfig accepts and how it words a refusal, and the
  * writers' functions, which check a document exactly as the watcher will before it is stored.
  */
 import { describe, expect, test } from 'vitest';
+import { gcra } from '../src/index.js';
 import {
   deleteLimiterConfig,
-  gcra,
   parseLimiterConfig,
   readLimiterConfig,
   removeQuota,
@@ -13,7 +13,7 @@ import {
   setConfigRules,
   setQuota,
   writeLimiterConfig,
-} from '../src/index.js';
+} from '../src/config-api.js';
 import { MapConfigSource } from './support/map-config-source.js';
 
 const GCRA = { algorithm: 'gcra', limit: 10, period: '1s' } as const;

@@ -23,13 +23,8 @@ describe('rejectUnknownOptions', () => {
     expect(() => rejectUnknownOptions({}, [], 'x')).not.toThrow();
   });
 
-  test('a former name listed in `renamed` is answered with the current one', () => {
-    expect(() => rejectUnknownOptions({ offlineWaitMs: 5 }, ['offlineWait', 'clock'], 'redisStore', { offlineWaitMs: 'offlineWait' })).toThrow(
-      /^\[sluice\] redisStore: unknown option "offlineWaitMs"; did you mean "offlineWait"\? Accepted options are offlineWait, clock$/,
-    );
-    // Only the names listed: another typo, or a key the map inherits, reads as before.
-    expect(() => rejectUnknownOptions({ clok: 1 }, ['clock'], 'x', { offlineWaitMs: 'offlineWait' })).toThrow(/^\[sluice\] x: unknown option "clok"; accepted options are clock$/);
-    expect(() => rejectUnknownOptions({ toString: 1 }, ['clock'], 'x', {})).toThrow(/unknown option "toString"; accepted/);
+  test('a key named like an Object.prototype member is still an unknown option', () => {
+    expect(() => rejectUnknownOptions({ toString: 1 }, ['clock'], 'x')).toThrow(/^\[sluice\] x: unknown option "toString"; accepted options are clock$/);
   });
 
   test('inherited keys are not options; own symbol keys are not read', () => {

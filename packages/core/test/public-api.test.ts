@@ -1,37 +1,28 @@
 // The runtime surface of @sluice/core, listed name by name so it changes only on purpose: the root export is what
-// an application calls, `@sluice/core/store` is what a store author needs, and internals are in neither.
+// an application calls to limit requests, `@sluice/core/store` is what a store author needs, the features beside
+// the limiter have a subpath each (`/concurrency`, `/shedding`, `/config`), and internals are in none of them.
 import { describe, expect, test } from 'vitest';
+import * as concurrencySource from '../src/concurrency-api.js';
+import * as configSource from '../src/config-api.js';
 import * as rootSource from '../src/index.js';
+import * as sheddingSource from '../src/shedding-api.js';
 import * as storeSource from '../src/store-api.js';
 
 const ROOT = [
   'SluiceError',
-  'createConcurrencyLimiter',
-  'createFleetShedder',
   'createLimiter',
   'createThrottledFetch',
-  'createUtilizationShedder',
-  'deleteLimiterConfig',
-  'eventLoopSignal',
   'fixedWindow',
   'gcra',
   'isSluiceError',
   'leakyBucket',
   'parseDuration',
-  'parseLimiterConfig',
   'pushBack',
-  'readLimiterConfig',
-  'removeQuota',
   'ruleFromSpec',
   'ruleSpec',
-  'setConfigMode',
-  'setConfigRules',
-  'setQuota',
   'slidingWindowCounter',
   'slidingWindowLog',
   'tokenBucket',
-  'watchConfig',
-  'writeLimiterConfig',
 ];
 
 const STORE = [
@@ -66,6 +57,31 @@ const STORE = [
   'tokenBucketStep',
 ];
 
+const CONCURRENCY = ['createConcurrencyLimiter'];
+
+const SHEDDING = ['createFleetShedder', 'createUtilizationShedder', 'eventLoopSignal'];
+
+const CONFIG = [
+  'deleteLimiterConfig',
+  'parseLimiterConfig',
+  'readLimiterConfig',
+  'removeQuota',
+  'setConfigMode',
+  'setConfigRules',
+  'setQuota',
+  'watchConfig',
+  'writeLimiterConfig',
+];
+
+/** Each entry: its name in dist/, its source module and the names it exports. */
+const ENTRIES = [
+  { name: 'index', source: rootSource, exported: ROOT },
+  { name: 'store', source: storeSource, exported: STORE },
+  { name: 'concurrency', source: concurrencySource, exported: CONCURRENCY },
+  { name: 'shedding', source: sheddingSource, exported: SHEDDING },
+  { name: 'config', source: configSource, exported: CONFIG },
+];
+
 const INTERNAL = ['ceilDiv', 'STEPS', 'hash32', 'CircuitBreaker'];
 
 const names = (module: object) => Object.keys(module).filter((name) => name !== 'default').sort();
@@ -79,16 +95,19 @@ describe('public API', () => {
     expect(names(storeSource)).toEqual(STORE);
   });
 
-  test('the two share no runtime name and neither exports an internal', () => {
-    expect(ROOT.filter((name) => STORE.includes(name))).toEqual([]);
-    for (const name of INTERNAL) {
-      expect(ROOT, name).not.toContain(name);
-      expect(STORE, name).not.toContain(name);
-    }
+  test('the /concurrency, /shedding and /config exports are exactly their feature', () => {
+    expect(names(concurrencySource)).toEqual(CONCURRENCY);
+    expect(names(sheddingSource)).toEqual(SHEDDING);
+    expect(names(configSource)).toEqual(CONFIG);
   });
 
-  test('the built ESM entries (dist/index.js, dist/store.js) export the same names', async () => {
-    expect(names(await import('../dist/index.js'))).toEqual(ROOT);
-    expect(names(await import('../dist/store.js'))).toEqual(STORE);
+  test('no two entries share a runtime name and none exports an internal', () => {
+    const all = ENTRIES.flatMap(({ exported }) => exported);
+    expect(all.filter((name, i) => all.indexOf(name) !== i)).toEqual([]);
+    for (const name of INTERNAL) expect(all, name).not.toContain(name);
+  });
+
+  test.each(ENTRIES)('the built ESM entry dist/$name.js exports the same names', async ({ name, exported }) => {
+    expect(names(await import(`../dist/${name}.js`))).toEqual(exported);
   });
 });

@@ -1,7 +1,8 @@
 /**
- * createThrottledFetch and pushBack (seed 002, issue 12): a fake fetch (a function answering `new Response(...)`),
- * fake timers with the limiter's clock on the faked Date. Waits before sending; a 429 with Retry-After pushes the
- * next caller's slot back by at least that; each header form is read; bad options name their field.
+ * createThrottledFetch and pushBack (outbound calls to a third party): a fake fetch (a function answering
+ * `new Response(...)`), fake timers with the limiter's clock on the faked Date. Waits before sending; a 429 with
+ * Retry-After pushes the next caller's slot back by at least that; each header form is read; bad options name their
+ * field.
  */
 import { afterEach, beforeEach, describe, expect, test, vi } from 'vitest';
 import { createLimiter, createThrottledFetch, gcra, pushBack, tokenBucket, type Rule } from '../src/index.js';
@@ -121,12 +122,13 @@ describe('pushBack', () => {
   test('books the smallest capacity until the next slot is past the delay; a second push back by the same delay books nothing', async () => {
     const limiter = setup([tokenBucket({ capacity: 5, refillRate: 10, interval: '1s', id: 'second' }), tokenBucket({ capacity: 1000, refillRate: 1000, interval: '1h', id: 'hour' })]);
     expect(await pushBack(limiter, 'api', 1000)).toBe(3); // 5 now, 5 at 500 ms, 5 at 1000 ms
-    expect(await pushBack(limiter, 'api', 1000)).toBe(0);
+    expect(await pushBack(limiter, 'api', '1s')).toBe(0); // a duration string says the same
     const next = await limiter.reserve('api', { maxWait: '10s' });
     expect(next.startAt! - next.now).toBeGreaterThanOrEqual(1000);
     // The bookings spent the hour's quota too (the doc comment says so).
     expect(next.rules.find((r) => r.id === 'hour')!.remaining).toBe(1000 - 16);
-    await expect(pushBack(limiter, 'api', -1)).rejects.toThrow(/delayMs/);
+    await expect(pushBack(limiter, 'api', -1)).rejects.toThrow(/pushBack: delay must be a duration from 0 to/);
+    await expect(pushBack(limiter, 'api', 'soon' as never)).rejects.toThrow(/a string like '250ms'/);
   });
 
   test('is bounded to 100 bookings', async () => {

@@ -1,11 +1,11 @@
 /**
- * The worker-utilization shedder (seed 000) with a fake clock and a scripted utilization signal: deterministic
- * ramp curves (nothing shed for `delay`, then the least important class first, critical never), the dead zone,
- * the slow way back, and the nasty clocks (backward steps, huge gaps). The real event-loop signal is measured in
- * utilization-shedder.node.test.ts.
+ * The worker-utilization shedder (from the article 'Scaling your API with rate limiters') with a fake clock and a
+ * scripted utilization signal: deterministic ramp curves (nothing shed for `delay`, then the least important class
+ * first, critical never), the dead zone, the slow way back, and the nasty clocks (backward steps, huge gaps). The
+ * real event-loop signal is measured in utilization-shedder.node.test.ts.
  */
 import { afterEach, describe, expect, test, vi } from 'vitest';
-import { createUtilizationShedder, eventLoopSignal, type UtilizationShedderOptions } from '../src/index.js';
+import { createUtilizationShedder, eventLoopSignal, type UtilizationShedderOptions } from '../src/shedding-api.js';
 
 const T0 = 1_700_000_000_000;
 
@@ -40,7 +40,7 @@ afterEach(() => {
   vi.unstubAllGlobals();
 });
 
-describe('the ramp (seed defaults: delay 28 s, ramp-up 120 s, good below 0.7, bad from 0.8)', () => {
+describe('the ramp (the article\'s numbers, the defaults: delay 28 s, ramp-up 120 s, good below 0.7, bad from 0.8)', () => {
   test('full overload: nothing for 28 s, then test traffic, then reads, then writes; critical never', () => {
     const { shedder, run } = scripted();
     const chances = (): Record<string, number> => Object.fromEntries(shedder.classes.map((c) => [c, round(shedder.check(c).dropChance)]));

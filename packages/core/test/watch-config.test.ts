@@ -1,19 +1,11 @@
 /**
- * watchConfig (issue 13): a limiter follows the configuration stored under its name, read at start, every
+ * watchConfig: a limiter follows the configuration stored under its name, read at start, every
  * `refresh` and at once on a push, never per decision; an unreadable store or a bad document keeps the last
  * configuration, with a warning, and never switches limiting off. Fake timers: nothing sleeps.
  */
 import { afterEach, beforeEach, describe, expect, test, vi } from 'vitest';
-import {
-  createLimiter,
-  fixedWindow,
-  setConfigMode,
-  setConfigRules,
-  setQuota,
-  watchConfig,
-  type ConfigWarning,
-  type Limiter,
-} from '../src/index.js';
+import { createLimiter, fixedWindow, type Limiter } from '../src/index.js';
+import { setConfigMode, setConfigRules, setQuota, watchConfig, type ConfigWarning } from '../src/config-api.js';
 import { MapStore } from './support/map-store.js';
 import { MapConfigSource } from './support/map-config-source.js';
 

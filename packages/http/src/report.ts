@@ -1,3 +1,4 @@
+import { isSluiceError } from '@sluice/core';
 import type { CompiledOptions } from './compile-options.js';
 import type { ErrorEvent, LimitedEvent } from './options.js';
 
@@ -46,8 +47,6 @@ export function warner(): Warner {
   };
 }
 
-const PREFIX = '[sluice] ';
-
 /** The error's message without sluice's prefix, followed by each cause that adds something (up to three deep). */
 export function explain(error: unknown): string {
   let text = messageOf(error);
@@ -63,8 +62,7 @@ export function explain(error: unknown): string {
 }
 
 function messageOf(error: unknown): string {
-  const message = error instanceof Error ? error.message : String(error);
-  return message.startsWith(PREFIX) ? message.slice(PREFIX.length) : message;
+  return isSluiceError(error) ? error.detail : error instanceof Error ? error.message : String(error);
 }
 
 /** Hands an error to onError, or, without one (or when it throws), to the handler's throttled console warning. */

@@ -1,10 +1,12 @@
 /**
- * Seed 000's layers after the request rate (concurrency 429, fleet usage 503, worker utilization 503), consulted in
- * the seed's order for one request, written once for every framework adapter (Express, Fastify, Next). An adapter
- * runs its rate layer first, then `runStackLayers`, and only decides how leases are held until its response ends
- * and how a refusal is written.
+ * The layers after the request rate in the article 'Scaling your API with rate limiters' (concurrency 429, fleet
+ * usage 503, worker utilization 503), consulted in the article's order for one request, written once for every
+ * framework adapter (Express, Fastify, Next). An adapter runs its rate layer first, then `runStackLayers`, and only
+ * decides how leases are held until its response ends and how a refusal is written.
  */
-import { SluiceError, type AcquireOptions, type ConcurrencyLimiter, type FleetShedder, type Lease, type UtilizationShedder } from '@sluice/core';
+import { SluiceError } from '@sluice/core';
+import type { AcquireOptions, ConcurrencyLimiter, Lease } from '@sluice/core/concurrency';
+import type { FleetShedder, UtilizationShedder } from '@sluice/core/shedding';
 import { optionalFunction } from '@sluice/core/store';
 import { PROBLEM_CONTENT_TYPE, problemFor, type RefusalKind } from './problem.js';
 

@@ -1,7 +1,7 @@
 /**
- * Issue 13's proof: the OpenTelemetry SDK's exported counts equal the decisions made. fast-check generates a mix of
- * calls on real components over a real memory store (@sluice/memory): limiters in enforce, shadow and off modes,
- * a limiter whose store goes down and comes back (degraded), a concurrency limiter, a fleet shedder and a
+ * The proof of the metrics: the OpenTelemetry SDK's exported counts equal the decisions made. fast-check generates a
+ * mix of calls on real components over a real memory store (@sluice/memory): limiters in enforce, shadow and off
+ * modes, a limiter whose store goes down and comes back (degraded), a concurrency limiter, a fleet shedder and a
  * utilization shedder (shed). The test files each decision under the outcome it expects from what it set up (which
  * component, which mode, whether the store was down) and what the caller was told (allowed or not), then compares
  * that tally, per outcome, component, limiter, rule and class, with what a MeterProvider exported through an
@@ -9,7 +9,9 @@
  */
 import fc from 'fast-check';
 import { describe, expect, test } from 'vitest';
-import { createConcurrencyLimiter, createFleetShedder, createLimiter, createUtilizationShedder, fixedWindow, tokenBucket, type Decision, type LimiterMode, type Store } from '@sluice/core';
+import { createLimiter, fixedWindow, tokenBucket, type Decision, type LimiterMode, type Store } from '@sluice/core';
+import { createConcurrencyLimiter } from '@sluice/core/concurrency';
+import { createFleetShedder, createUtilizationShedder } from '@sluice/core/shedding';
 import type { LimitRequest, LimitResult } from '@sluice/core/store';
 import { memoryStore } from '@sluice/memory';
 import { sluiceMetrics, type DecisionOutcome } from '../src/index.js';

@@ -5,10 +5,9 @@
  * refused before it is stored. Exit codes: 0 done, 1 the store failed (unreachable, refused, a stored document
  * that is not valid), 2 the command or its input is wrong.
  */
+import { SluiceError, isSluiceError } from '@sluice/core';
 import {
-  SluiceError,
   deleteLimiterConfig,
-  isSluiceError,
   parseLimiterConfig,
   setConfigMode,
   setConfigRules,
@@ -17,7 +16,7 @@ import {
   type ConfigSource,
   type LimiterConfig,
   type RulesInput,
-} from '@sluice/core';
+} from '@sluice/core/config';
 import type { Command } from 'commander';
 
 interface ConnectionFlags {
@@ -227,5 +226,5 @@ function redact(url: string): string {
 }
 
 function messageOf(error: unknown): string {
-  return error instanceof Error ? error.message.replace(/^\[sluice\] /, '') : String(error);
+  return isSluiceError(error) ? error.detail : error instanceof Error ? error.message : String(error);
 }

@@ -1,9 +1,12 @@
 /**
- * Seed 000's four limiters through trafficStack() on a real Express server with real clients: the right status and
- * problem body per layer (429 for rate and concurrency, 503 for the shedders), which layer refused, the priority
- * classes, and no leaked lease however a response ends (finished, client aborted, handler threw).
+ * The four limiters of the article 'Scaling your API with rate limiters' through trafficStack() on a real Express
+ * server with real clients: the right status and problem body per layer (429 for rate and concurrency, 503 for the
+ * shedders), which layer refused, the priority classes, and no leaked lease however a response ends (finished,
+ * client aborted, handler threw).
  */
-import { createConcurrencyLimiter, createFleetShedder, createLimiter, createUtilizationShedder, fixedWindow } from '@sluice/core';
+import { createLimiter, fixedWindow } from '@sluice/core';
+import { createConcurrencyLimiter } from '@sluice/core/concurrency';
+import { createFleetShedder, createUtilizationShedder } from '@sluice/core/shedding';
 import { memoryStore } from '@sluice/memory';
 import express from 'express';
 import { request as httpRequest, type Server } from 'node:http';

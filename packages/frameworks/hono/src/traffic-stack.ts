@@ -1,4 +1,5 @@
-import { SluiceError, type Lease } from '@sluice/core';
+import { SluiceError } from '@sluice/core';
+import type { Lease } from '@sluice/core/concurrency';
 import { rejectUnknownOptions } from '@sluice/core/store';
 import { checkStackLayers, releasingBody, runStackLayers, type StackLayer, type StackLayers } from '@sluice/http';
 import type { Context, Env, MiddlewareHandler } from 'hono';
@@ -29,10 +30,11 @@ export interface HonoTrafficStackOptions<E extends Env = Env> extends StackLayer
 const KNOWN = ['rate', 'concurrency', 'fleet', 'worker', 'priority'];
 
 /**
- * Seed 000's four limiters as one middleware, consulted in the seed's order: request rate (429) → concurrency
- * (429) → fleet usage (503) → worker utilization (503). A refusal is problem+json naming the layer (`refusedBy`)
- * with Retry-After. A lease taken for the request is held until the response body has been sent to its end or
- * cancelled, the client went away (the request's signal aborted), or the route failed.
+ * The four limiters of the article 'Scaling your API with rate limiters' as one middleware, consulted in the
+ * article's order: request rate (429) → concurrency (429) → fleet usage (503) → worker utilization (503). A refusal
+ * is problem+json naming the layer (`refusedBy`) with Retry-After. A lease taken for the request is held until the
+ * response body has been sent to its end or cancelled, the client went away (the request's signal aborted), or the
+ * route failed.
  * @example
  * app.use('/api/*', trafficStack({ rate: { limiter }, concurrency: { limiter: inFlight } }));
  */

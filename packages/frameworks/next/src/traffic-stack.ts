@@ -1,5 +1,6 @@
 import { rejectUnknownOptions } from '@sluice/core/store';
-import { SluiceError, type Lease } from '@sluice/core';
+import { SluiceError } from '@sluice/core';
+import type { Lease } from '@sluice/core/concurrency';
 import type { NextRequest } from 'next/server';
 import { checkStackLayers, releasingBody, runStackLayers, type StackLayer, type StackLayers } from './http.js';
 import type { WaitUntilEvent } from './options.js';
@@ -19,10 +20,10 @@ type RouteHandler<C> = (request: NextRequest, context: C) => Response | Promise<
 const KNOWN = ['rate', 'concurrency', 'fleet', 'worker', 'priority'];
 
 /**
- * Wraps a route handler in seed 000's four limiters, in the seed's order (rate → concurrency → fleet → worker).
- * A refusal is answered with problem+json naming the layer (`refusedBy`), 429 or 503, and Retry-After. Leases are
- * held until the handler's response body has been read to its end or cancelled (a client that went away), or the
- * handler threw.
+ * Wraps a route handler in the four limiters of the article 'Scaling your API with rate limiters', in the article's
+ * order (rate → concurrency → fleet → worker). A refusal is answered with problem+json naming the layer
+ * (`refusedBy`), 429 or 503, and Retry-After. Leases are held until the handler's response body has been read to its
+ * end or cancelled (a client that went away), or the handler threw.
  * @example
  * export const GET = withTrafficStack(async (request) => Response.json(await report()), { rate, concurrency: { limiter: inFlight } });
  */

@@ -1,8 +1,11 @@
 /**
- * withTrafficStack around a route handler: the seed's order, 429/503 problem bodies naming the layer, and leases
- * held until the response body is read to its end, cancelled (a client that went away) or the handler threw.
+ * withTrafficStack around a route handler: the order of the article 'Scaling your API with rate limiters', 429/503
+ * problem bodies naming the layer, and leases held until the response body is read to its end, cancelled (a client
+ * that went away) or the handler threw.
  */
-import { createConcurrencyLimiter, createFleetShedder, fixedWindow } from '@sluice/core';
+import { fixedWindow } from '@sluice/core';
+import { createConcurrencyLimiter } from '@sluice/core/concurrency';
+import { createFleetShedder } from '@sluice/core/shedding';
 import { memoryStore } from '@sluice/memory';
 import { describe, expect, it } from 'vitest';
 import { rateLimit, withTrafficStack } from '../src/index.js';

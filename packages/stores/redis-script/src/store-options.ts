@@ -11,19 +11,13 @@ export interface ScriptStoreOptions {
 
 /**
  * Checks a script store's options object: an object, no unknown option (`known` lists the store's own ones as
- * well), and the shared `clock`, `batch` and `maxBatch`, with their defaults. `where` names the factory; `renamed`
- * maps the store's former option names to their current ones (see core's rejectUnknownOptions).
+ * well), and the shared `clock`, `batch` and `maxBatch`, with their defaults. `where` names the factory.
  */
-export function scriptStoreOptions(
-  options: unknown,
-  known: readonly string[],
-  where: string,
-  renamed?: Readonly<Record<string, string>>,
-): ScriptStoreOptions {
+export function scriptStoreOptions(options: unknown, known: readonly string[], where: string): ScriptStoreOptions {
   if (typeof options !== 'object' || options === null || Array.isArray(options)) {
     throw new SluiceError('INVALID_OPTION', `${where}: options must be an object, got ${describeValue(options)}`);
   }
-  rejectUnknownOptions(options, known, where, renamed);
+  rejectUnknownOptions(options, known, where);
   const given = options as { clock?: unknown; batch?: unknown; maxBatch?: unknown };
   const clock = given.clock ?? 'store';
   if (clock !== 'store' && clock !== 'client') {

@@ -77,7 +77,6 @@ type ScriptClient = Pick<Redis, 'evalsha' | 'eval' | 'del' | 'sendCommand'> &
 const OFFLINE_WAIT_RANGE: DurationRange = { min: 0, max: 2 ** 31 - 1 };
 
 const KNOWN = ['clock', 'batch', 'maxBatch', 'functions', 'offlineWait'];
-const RENAMED = { offlineWaitMs: 'offlineWait' };
 
 /**
  * Store on the user's ioredis client, standalone `Redis` or `Cluster`, with or without `enableAutoPipelining`.
@@ -120,7 +119,7 @@ export class RedisStore implements Store {
     ) {
       throw new SluiceError('INVALID_OPTION', 'redisStore: client must be an ioredis Redis or Cluster instance, e.g. redisStore(new Redis())');
     }
-    const { clock, batch, maxBatch } = scriptStoreOptions(options, KNOWN, 'redisStore', RENAMED);
+    const { clock, batch, maxBatch } = scriptStoreOptions(options, KNOWN, 'redisStore');
     const functions = options.functions ?? true;
     if (typeof functions !== 'boolean') throw new SluiceError('INVALID_OPTION', `redisStore: functions must be true or false, got ${describeValue(functions)}`);
     const offlineWaitMs = durationOption(options.offlineWait ?? 200, 'redisStore: offlineWait', OFFLINE_WAIT_RANGE);

@@ -50,7 +50,6 @@ export interface ResolvedOptions {
 }
 
 const KNOWN = ['table', 'wal', 'busyTimeout', 'synchronous', 'sweepEvery', 'sweepBatch'];
-const RENAMED = { busyTimeoutMs: 'busyTimeout' };
 /** SQLite keeps busy_timeout in a C int. */
 const BUSY_TIMEOUT_RANGE: DurationRange = { min: 0, max: 2_147_483_647 };
 const TABLE_PATTERN = /^[A-Za-z_][A-Za-z0-9_]{0,47}$/;
@@ -60,7 +59,7 @@ export function resolveOptions(raw: unknown): ResolvedOptions {
     throw new SluiceError('INVALID_OPTION', `sqliteStore: options must be an object, got ${describeValue(raw)}`);
   }
   const options = raw as Record<string, unknown>;
-  rejectUnknownOptions(options, KNOWN, 'sqliteStore', RENAMED);
+  rejectUnknownOptions(options, KNOWN, 'sqliteStore');
   const table = options.table ?? 'sluice_state';
   if (typeof table !== 'string' || !TABLE_PATTERN.test(table)) {
     throw new SluiceError(

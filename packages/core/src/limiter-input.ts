@@ -1,0 +1,94 @@
+/**
+ * Checks of what a limiter is given: its name, rules and per-identity overrides at construction and in
+ * `configure()`, and the options of each call. Every refusal names the field and what is accepted.
+ */
+import type { Mode } from './algorithm.js';
+import { ALGORITHM_NAMES } from './algorithm-names.js';
+import { MAX_CLOCK_MS } from './clock.js';
+import { durationOption, type DurationRange } from './duration.js';
+import { SluiceError, describe } from './errors.js';
+import type { LimitOptions, ReserveOptions } from './limiter-api.js';
+import type { Rule } from './rules.js';
+import { rejectUnknownOptions } from './validate.js';
+
+const NAME_PATTERN = /^[A-Za-z0-9_.-]{1,64}$/;
+
+export function checkName(value: unknown, field: string): string {
+  if (typeof value !== 'string' || !NAME_PATTERN.test(value)) {
+    throw new SluiceError(
+      'INVALID_OPTION',
+      `createLimiter: ${field} must be 1 to 64 characters of letters, digits, '_', '.' or '-', got ${describe(value)}`,
+    );
+  }
+  return value;
+}
+
+const RULE_ALGORITHMS: ReadonlySet<string> = new Set(ALGORITHM_NAMES);
+
+export function checkRules(value: unknown, field: string): readonly Rule[] {
+  const list = (Array.isArray(value) ? value : [value]) as unknown[];
+  if (list.length === 0) {
+    throw new SluiceError('INVALID_OPTION', `${field} must hold at least one rule, such as tokenBucket({...})`);
+  }
+  const ids = new Set<string>();
+  for (const rule of list) {
+    const candidate = rule as Rule | undefined;
+    if (typeof candidate !== 'object' || candidate === null || !RULE_ALGORITHMS.has(candidate.algorithm)) {
+      throw new SluiceError('INVALID_OPTION', `${field} must be rules made by fixedWindow(), tokenBucket() and the like, got ${describe(rule)}`);
+    }
+    if (ids.has(candidate.id)) {
+      throw new SluiceError('INVALID_OPTION', `${field}: two rules share the id ${JSON.stringify(candidate.id)}; give one of them an explicit id`);
+    }
+    ids.add(candidate.id);
+  }
+  return Object.freeze([...(list as Rule[])]);
+}
+
+export function checkOverrides(value: unknown): ReadonlyMap<string, readonly Rule[]> {
+  if (!(value instanceof Map)) {
+    throw new SluiceError('INVALID_OPTION', `configure: overrides must be a Map from identity to rules, got ${describe(value)}`);
+  }
+  const checked = new Map<string, readonly Rule[]>();
+  for (const [identity, rules] of value as Map<unknown, unknown>) {
+    if (typeof identity !== 'string' || identity.length === 0) {
+      throw new SluiceError('INVALID_OPTION', `configure: overrides keys must be non-empty identity strings, got ${describe(identity)}`);
+    }
+    checked.set(identity, checkRules(rules, `overrides[${JSON.stringify(identity.slice(0, 64))}]`));
+  }
+  return checked;
+}
+
+export function readCost(options: LimitOptions, mode: Mode): number {
+  checkLimitOptions(options, mode);
+  const cost = options.cost;
+  if (cost === undefined) return 1;
+  if (!Number.isSafeInteger(cost) || cost < 0) {
+    throw new SluiceError('INVALID_COST', `cost must be a non-negative integer, got ${describe(cost)}`);
+  }
+  return cost;
+}
+
+/** The options each mode accepts, and the error's prefix: constants, so a check that passes allocates nothing. */
+const MODE_OPTIONS: Readonly<Record<Mode, { readonly known: readonly string[]; readonly where: string }>> = {
+  consume: { known: ['cost'], where: 'limit options' },
+  peek: { known: ['cost'], where: 'peek options' },
+  refund: { known: ['cost'], where: 'refund options' },
+  take: { known: ['cost'], where: 'take options' },
+  reserve: { known: ['cost', 'maxWait'], where: 'reserve options' },
+};
+/** reserve's maxWait: up to 2^47 ms, the clock's own range, so `now + maxWait` stays exact. */
+const MAX_WAIT_RANGE: DurationRange = { min: 0, max: MAX_CLOCK_MS };
+
+/** Per-call options: `limit(id, 5)` or `{ weight: 5 }` would otherwise silently cost 1. */
+function checkLimitOptions(options: LimitOptions, mode: Mode): void {
+  if (typeof options !== 'object' || options === null) {
+    throw new SluiceError('INVALID_OPTION', `limit options must be an object such as { cost: 2 }, got ${describe(options)}`);
+  }
+  const accepted = MODE_OPTIONS[mode];
+  rejectUnknownOptions(options, accepted.known, accepted.where);
+}
+
+/** reserve's maxWait (required), in ms. */
+export function readMaxWait(options: ReserveOptions): number {
+  return durationOption(options.maxWait, 'reserve options: maxWait', MAX_WAIT_RANGE);
+}
