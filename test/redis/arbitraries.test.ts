@@ -6,7 +6,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { ALGORITHM_NAMES } from '@sluice/core/store';
-import { ruleSpec } from '@sluice/redis-script';
+import { luaRuleArgument } from '@sluice/redis-script';
 import { STEPS } from '../../packages/stores/redis-script/build/lua.mjs';
 import { ALGORITHMS, GENERATORS, differentialCases, ruleOf } from './arbitraries.js';
 
@@ -30,7 +30,7 @@ describe('the differential cases are derived from core', () => {
   it('the cases reach every step the Lua dispatches, and only those', () => {
     const codes = new Set<string>();
     for (const variant of ALGORITHMS) {
-      for (const rule of fc.sample(ruleOf(variant, 'r'), 20)) codes.add(ruleSpec(rule).split(' ')[0]!);
+      for (const rule of fc.sample(ruleOf(variant, 'r'), 20)) codes.add(luaRuleArgument(rule).split(' ')[0]!);
     }
     expect([...codes].sort()).toEqual(STEPS.map(([code]) => code).sort());
   });

@@ -6,7 +6,8 @@ const specs = new WeakMap<ResolvedRule, string>();
 /** A rule set's spec entry, `#` + its rules' specs joined by ' '. Limiters pass the same rules array every time. */
 const entries = new WeakMap<readonly ResolvedRule[], string>();
 
-export function ruleSpec(rule: ResolvedRule): string {
+/** One rule as the script reads it: `code a b c` (see `specs`). Not core's `ruleSpec`, which is a rule as JSON. */
+export function luaRuleArgument(rule: ResolvedRule): string {
   let spec = specs.get(rule);
   if (spec !== undefined) return spec;
   const p = rule.params as unknown as Record<string, unknown>;
@@ -59,8 +60,8 @@ export function specEntry(rules: readonly ResolvedRule[]): string {
   let entry = entries.get(rules);
   if (entry !== undefined) return entry;
   if (rules.length === 0) throw new SluiceError('INVALID_OPTION', 'a limit request needs at least one rule');
-  entry = `#${ruleSpec(rules[0]!)}`;
-  for (let i = 1; i < rules.length; i++) entry += ` ${ruleSpec(rules[i]!)}`;
+  entry = `#${luaRuleArgument(rules[0]!)}`;
+  for (let i = 1; i < rules.length; i++) entry += ` ${luaRuleArgument(rules[i]!)}`;
   entries.set(rules, entry);
   return entry;
 }

@@ -4,7 +4,7 @@
  * calls, and the concurrency-lease script. Free of any Redis client and of Node built-ins, so it runs on the edge too.
  */
 export { CLIENT_CLOCK_EXPIRY_SLACK_MS, LIMIT_FUNCTION, LIMIT_LIBRARY, LIMIT_SCRIPT, LIMIT_SCRIPT_SHA1 } from './limit-script.js';
-export { appendDecision, encodeCall, newCall, parseCallReply, ruleSpec, specEntry } from './arguments.js';
+export { appendDecision, encodeCall, newCall, parseCallReply, luaRuleArgument, specEntry } from './arguments.js';
 export type { ScriptCallArguments } from './arguments.js';
 export { LimitBatcher } from './batcher.js';
 export type { LimitBatcherOptions, ScriptCall } from './batcher.js';
