@@ -44,7 +44,7 @@ export class Leases {
     // If that fetch failed, the remote store is down: the share answers at once rather than a second remote call
     // (two calls in a row could outlast the limiter's own deadline).
     if (entry.fetching !== undefined) {
-      return entry.fetching.then((result) => (result.error !== undefined ? this.outage.answer(request, result.error) : this.again(entry, request)));
+      return entry.fetching.then((result) => (result.error !== undefined ? this.outage.answer(request, result.error) : this.afterSharedFetch(entry, request)));
     }
     // A cost above one is decided remotely, exactly; batches serve the usual cost of 1.
     if (request.cost !== 1) return this.host.decideRemotely(request, entry);
@@ -56,7 +56,7 @@ export class Leases {
   }
 
   /** After waiting for another call's batch: the deny cache first (the batch may have come back empty), then the lease. */
-  private again(entry: Entry, request: LimitRequest): LimitResult | Promise<LimitResult> {
+  private afterSharedFetch(entry: Entry, request: LimitRequest): LimitResult | Promise<LimitResult> {
     return denied(entry, request, this.remote.offset, this.counters) ?? this.leased(entry, request);
   }
 
