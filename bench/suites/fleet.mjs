@@ -10,7 +10,7 @@ import { startRedisServer } from './outbound/redis-server.mjs';
 import { FLEET_DEFAULTS, runRateFleet } from '../../test/harness/fleet/rate-fleet.mjs';
 
 export const description = 'a busy fleet (4 processes × 64 loops, 10,000 Zipf users + an abuser): plain store, tier strategies, Lua INCR and a reference lease tier, by the callers\' wall clock; concurrency and outbound parts';
-export const builds = ['@sluice/core', '@sluice/redis', '@sluice/tiered'];
+export const builds = ['@sluice/core', '@sluice/http', '@sluice/redis', '@sluice/tiered'];
 
 const CONTESTANTS = ['reference-lease', 'lease', 'deny-cache', 'async', 'plain', 'lua-incr'];
 const ASYNC = { flushEvery: 10, maxUnsynced: 20 };

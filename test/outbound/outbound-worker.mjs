@@ -1,6 +1,6 @@
 // One worker process of the outbound suite (calls to a rate-limited third party): its own ioredis client, redisStore
 // and limiter (GCRA, one slot every 1000/limit ms, burst 1, on Redis TIME), calling the mock third party through
-// core's throttled fetch (limiter.wait before each request; Retry-After / X-RateLimit-* push the shared queue back).
+// @sluice/http's throttled fetch (limiter.wait before each request; Retry-After / X-RateLimit-* push the shared queue back).
 // On `run` it waits until `startAt`, then loops until `until`: a request is started only before `until`. It reports,
 // per request, when its wait began, the slot it booked (the reserve decision's startAt, on Redis TIME), when it was
 // served (the slot started and the request was handed to fetch) and the status.
@@ -8,7 +8,8 @@
 // has no code for it. A run with `shared: true` learns as a fleet, through the limiter's configuration in Redis
 // (learn: { source: redisConfigSource(client) }).
 import { Redis } from 'ioredis';
-import { createLimiter, createThrottledFetch, gcra } from '@sluice/core';
+import { createLimiter, gcra } from '@sluice/core';
+import { createThrottledFetch } from '@sluice/http/fetch';
 import { redisConfigSource, redisStore } from '@sluice/redis';
 
 const [port, mockUrl] = process.argv.slice(2);

@@ -3,7 +3,7 @@
  * second across all of them wait for their turn, fairly, without polling. A mock third party (./mock-api.ts) on
  * 127.0.0.1 enforces its own limit in fixed 1 s windows on its clock and counts every request per second; 16 worker
  * processes (./outbound-worker.mjs), each with its own ioredis client, redisStore and limiter
- * gcra({ limit: 20, period: '1s', burst: 1 }) on one redis-server this suite starts, call it through core's
+ * gcra({ limit: 20, period: '1s', burst: 1 }) on one redis-server this suite starts, call it through @sluice/http's
  * createThrottledFetch (limiter.wait, then fetch).
  *
  * Three runs of the 16 processes: 20 s at the limit (fairness is read from its records), then two runs in which

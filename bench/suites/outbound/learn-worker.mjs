@@ -8,7 +8,8 @@
 //              429 the rate is halved, at most once per 2.5 s fleet-wide (SET NX PX).
 // It reports every call's wait (enqueue to send, ms) and status, and failed calls.
 // argv: contestant, redis port, mock port, jobs, rate (per second, as written), client id (mock header, limiter name).
-import { createLimiter, createThrottledFetch, gcra } from '@sluice/core';
+import { createLimiter, gcra } from '@sluice/core';
+import { createThrottledFetch } from '@sluice/http/fetch';
 import { redisConfigSource, redisStore } from '@sluice/redis';
 import { Redis } from 'ioredis';
 import { runLoops } from './loops.mjs';

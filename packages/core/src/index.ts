@@ -31,5 +31,3 @@ export { SluiceError, isSluiceError } from './errors.js';
 export type { SluiceErrorCode } from './errors.js';
 export { parseDuration } from './duration.js';
 export type { Duration, DurationUnit } from './duration.js';
-export { createThrottledFetch, pushBack } from './throttled-fetch.js';
-export type { FetchLike, ResponseLike, SharedLearnOptions, ThrottledFetchOptions, UrlLike } from './throttled-fetch.js';

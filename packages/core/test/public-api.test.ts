@@ -11,13 +11,11 @@ import * as storeSource from '../src/store-api.js';
 const ROOT = [
   'SluiceError',
   'createLimiter',
-  'createThrottledFetch',
   'fixedWindow',
   'gcra',
   'isSluiceError',
   'leakyBucket',
   'parseDuration',
-  'pushBack',
   'ruleFromSpec',
   'ruleSpec',
   'slidingWindowCounter',

@@ -11,6 +11,9 @@
  *
  * Time values are whole seconds rounded up, so a client that waits them is never early. The draft-7, draft-6 and
  * legacy forms describe one policy only: the one closest to denying (the denying one on a 429).
+ *
+ * The same fields come back on answers from other servers: `fieldMembers` reads them for the throttled fetch
+ * (`@sluice/http/fetch`), so the one file that writes them also says how they are read.
  */
 import type { Decision, RuleReport } from '@sluice/core';
 
@@ -232,4 +235,32 @@ function remainingIn(value: string | undefined): number | undefined {
   if (value === undefined || value === '') return undefined;
   const match = /(?:^|[\s,;])remaining=(\d+)/.exec(value) ?? /^\s*(\d+)\s*$/.exec(value);
   return match === null ? undefined : Number(match[1]);
+}
+
+/**
+ * One member of a `RateLimit` or `RateLimit-Policy` field another server sent, in either draft: a List item
+ * (`"api";r=0;t=5`, `10;w=1`) is `{ value: '"api"', params }`; a Dictionary member (draft-7's `remaining=0`) also
+ * has its `key`. Keys and parameter names are lowercased.
+ */
+export interface FieldMember {
+  readonly key?: string;
+  readonly value: string;
+  readonly params: ReadonlyMap<string, string>;
+}
+
+/**
+ * The members of such a field, read leniently (a third party's header is data, not a contract): split at commas,
+ * then at semicolons, with no quoted comma or semicolon expected inside a policy name.
+ */
+export function fieldMembers(field: string): FieldMember[] {
+  return field.split(',').map((member) => {
+    const [head = '', ...rest] = member.split(';').map((part) => part.trim());
+    const params = new Map<string, string>();
+    for (const part of rest) {
+      const eq = part.indexOf('=');
+      if (eq > 0) params.set(part.slice(0, eq).trim().toLowerCase(), part.slice(eq + 1).trim());
+    }
+    const eq = head.startsWith('"') ? -1 : head.indexOf('=');
+    return eq > 0 ? { key: head.slice(0, eq).trim().toLowerCase(), value: head.slice(eq + 1).trim(), params } : { value: head, params };
+  });
 }

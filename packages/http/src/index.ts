@@ -1,3 +1,7 @@
+// The root export: what an application or a framework adapter calls (the handler, client identity, writing its
+// header fields and its refusal, the traffic stack's layers, BackgroundHooks). How the fields and problem bodies are
+// built stays inside. The subpaths: `@sluice/http/ip` (src/ip-api.ts), the address parsing under the client
+// identity, and `@sluice/http/fetch` (src/fetch-api.ts), the throttled fetch for outbound calls.
 export { createHandler } from './handler.js';
 export { checkOptionsObject } from './compile-options.js';
 export type { Handler, HandleResult, LimiterResult, Outcome } from './handler.js';
@@ -19,15 +23,13 @@ export type { AddressSource, ClientIpOptions, ClientIpResult, Platform } from '.
 // A resolved client's `address` is one; the functions that parse and format it are on `@sluice/http/ip`.
 export type { IpAddress } from './ip-address.js';
 
-export { ceilSeconds, HEADER_STYLES, nodeHeaderTarget, rateLimitFields, sfString, writeHeaders } from './header-fields.js';
-export type { HeaderField, HeaderStyle, HeaderTarget, LegacyReset, PolicyReport, RateLimitFieldsOptions } from './header-fields.js';
-export { PROBLEM_CONTENT_TYPE, PROBLEM_TYPES, REFUSAL_STATUS, problemFor } from './problem.js';
-export type { ProblemDetails, ProblemInput, RefusalKind } from './problem.js';
-export { addressLost, readHeader } from './request.js';
+export { nodeHeaderTarget, writeHeaders } from './header-fields.js';
+export type { HeaderField, HeaderStyle, HeaderTarget, LegacyReset } from './header-fields.js';
+export type { ProblemDetails, RefusalKind } from './problem.js';
+export { addressLost } from './request.js';
 export type { HeaderBag, HttpRequest, SocketLike } from './request.js';
-export { applyHeaders, headersTarget, toResponse } from './web.js';
-export { throttledWarning } from './report.js';
+export { applyHeaders, toResponse } from './web.js';
 export { BackgroundHooks } from './background.js';
 export type { BackgroundHooksOptions, WaitUntil } from './background.js';
-export { checkStackLayers, heldUntilEnd, releasingBody, runStackLayers, stackRefusal } from './stack.js';
+export { checkStackLayers, heldUntilEnd, releasingBody, runStackLayers } from './stack.js';
 export type { EndingResponse, StackLayer, StackLayers, StackOutcome, StackRefusal } from './stack.js';

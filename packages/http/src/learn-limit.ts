@@ -10,12 +10,9 @@
  * Rules keep their ids, so the shared state is kept (GCRA rescales its stored remainder to the new limit).
  * Learning scales GCRA and the window algorithms; token and leaky buckets keep the limit they were written with.
  */
-import { gcra } from './algorithms/gcra.js';
-import { fixedWindow } from './algorithms/fixed-window.js';
-import { slidingWindowCounter } from './algorithms/sliding-window-counter.js';
-import { slidingWindowLog } from './algorithms/sliding-window-log.js';
+import { fixedWindow, gcra, slidingWindowCounter, slidingWindowLog, type Rule } from '@sluice/core';
+import { fieldMembers } from './header-fields.js';
 import type { ResponseLike } from './throttled-fetch.js';
-import type { Rule } from './rules.js';
 
 /** A limit a third party states: `limit` per `windowMs`, or per an unstated window. */
 export interface StatedLimit {
@@ -44,9 +41,8 @@ export function statedLimits(response: ResponseLike): StatedLimit[] {
   }
   const dictionary = headers.get('ratelimit');
   if (dictionary !== null) {
-    for (const item of dictionary.split(',')) {
-      const [name, value] = item.split('=').map((p) => p.trim().toLowerCase());
-      if (name === 'limit' && value !== undefined && /^\d+$/.test(value) && Number(value) > 0) return [{ limit: Number(value) }];
+    for (const { key, value } of fieldMembers(dictionary)) {
+      if (key === 'limit' && /^\d+$/.test(value) && Number(value) > 0) return [{ limit: Number(value) }];
     }
   }
   for (const name of ['ratelimit-limit', 'x-ratelimit-limit']) {
@@ -63,19 +59,12 @@ export function statedLimits(response: ResponseLike): StatedLimit[] {
 /** Items of a policy list: `10;w=1` or `"name";q=10;w=1`; items without a positive whole quota are skipped. */
 function policyItems(value: string): StatedLimit[] {
   const items: StatedLimit[] = [];
-  for (const item of value.split(',')) {
-    const parts = item.split(';').map((p) => p.trim());
-    let limit = /^\d+$/.test(parts[0] ?? '') ? Number(parts[0]) : undefined;
-    let windowMs: number | undefined;
-    for (const part of parts.slice(1)) {
-      const eq = part.indexOf('=');
-      if (eq < 0) continue;
-      const key = part.slice(0, eq).trim().toLowerCase();
-      const raw = part.slice(eq + 1).trim();
-      if (!/^\d+$/.test(raw)) continue;
-      if (key === 'q') limit = Number(raw);
-      if (key === 'w') windowMs = Number(raw) * 1000;
-    }
+  for (const { key, value: head, params } of fieldMembers(value)) {
+    if (key !== undefined) continue;
+    const quota = params.get('q');
+    const window = params.get('w');
+    const limit = quota !== undefined && /^\d+$/.test(quota) ? Number(quota) : /^\d+$/.test(head) ? Number(head) : undefined;
+    const windowMs = window !== undefined && /^\d+$/.test(window) ? Number(window) * 1000 : undefined;
     if (limit !== undefined && limit > 0 && Number.isSafeInteger(limit)) items.push(windowMs !== undefined && windowMs > 0 ? { limit, windowMs } : { limit });
   }
   return items;

@@ -2,7 +2,7 @@
  * Learning a third party's limit as a fleet. Each process of a fleet learning on its own (learn-limit.ts) sees a
  * bare 429 only now and then and cuts only its own rules, so a fleet of many never converges. Here the learned
  * limit is held in the shared store, as the identity's quota in the limiter's runtime configuration document
- * (runtime-config.ts): one cut there slows every worker, and a `watchConfig` on the same document applies it too.
+ * (`@sluice/core/config`): one cut there slows every worker, and a `watchConfig` on the same document applies it too.
  *
  * What it guarantees, fleet-wide:
  * - one cut per change: a worker cuts only from the limit its refused request was sent under, by a compare and set
@@ -27,12 +27,9 @@
  * timer of its own, so nothing to stop); a watcher with a push subscription picks a change up at once. Failures of
  * the source are swallowed: the answer is the caller's, and learning waits for the next refusal or refresh.
  */
-import { slidingWindowLog } from './algorithms/sliding-window-log.js';
-import { createLimiter, type Limiter } from './limiter.js';
+import { createLimiter, ruleFromSpec, ruleSpec, slidingWindowLog, type Limiter, type Rule } from '@sluice/core';
+import { parseLimiterConfig, type ConfigSource, type LimiterConfig } from '@sluice/core/config';
 import { cutLimits, followStated, learnableWindow, raiseLimits, rulesWithLimits, shortestWindow, statedLimits, writtenLimit } from './learn-limit.js';
-import { parseLimiterConfig, type ConfigSource, type LimiterConfig } from './runtime-config.js';
-import { ruleFromSpec, ruleSpec } from './rule-spec.js';
-import type { Rule } from './rules.js';
 import type { ResponseLike } from './throttled-fetch.js';
 
 /** A bare 429 shared by the fleet halves the learned limits. */

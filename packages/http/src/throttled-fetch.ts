@@ -8,15 +8,12 @@
  * (shared-limit-learner.ts).
  * Edge-safe: no Node imports; URL and fetch are read from globalThis.
  */
-import { MAX_CLOCK_MS } from './clock.js';
-import type { Decision } from './decision.js';
-import { durationOption, type Duration, type DurationRange } from './duration.js';
-import { SluiceError, describe } from './errors.js';
-import type { Limiter } from './limiter.js';
-import { optionalFunction, rejectUnknownOptions } from './validate.js';
-import type { AbortSignalLike } from './concurrency.js';
+import { SluiceError, type Decision, type Duration, type Limiter } from '@sluice/core';
+import type { AbortSignalLike } from '@sluice/core/concurrency';
+import type { ConfigSource } from '@sluice/core/config';
+import { describeValue as describe, durationOption, optionalFunction, rejectUnknownOptions, type DurationRange } from '@sluice/internal';
+import { fieldMembers } from './header-fields.js';
 import { LimitLearner } from './learn-limit.js';
-import type { ConfigSource } from './runtime-config.js';
 import { SharedLimitLearner } from './shared-limit-learner.js';
 
 /** The parts of a URL the `key` option reads (the global URL class has them all). */
@@ -70,7 +67,8 @@ export interface SharedLearnOptions {
 }
 
 const KNOWN = ['limiter', 'maxWait', 'key', 'fetch', 'retries', 'learn'];
-const MAX_WAIT_RANGE: DurationRange = { min: 0, max: MAX_CLOCK_MS };
+/** The limiter's own bound on a wait: its latest clock reading, 2^47 ms (about the year 6429). */
+const MAX_WAIT_RANGE: DurationRange = { min: 0, max: 2 ** 47 };
 const REFRESH_RANGE: DurationRange = { min: 10, max: 2 ** 31 - 1 };
 /** A push back books at most this many slots (a Retry-After of hours on a per-second rule is not booked to its end). */
 export const MAX_PUSH_BACK_BOOKINGS = 100;
@@ -150,19 +148,13 @@ export function parseRateLimit(value: string | null): number | undefined {
   if (value === null) return undefined;
   let hold: number | undefined;
   const dictionary = new Map<string, string>();
-  for (const item of value.split(',')) {
-    const parts = item.split(';').map((p) => p.trim());
-    const params = new Map<string, string>();
-    for (const part of parts) {
-      const eq = part.indexOf('=');
-      if (eq > 0) params.set(part.slice(0, eq).trim().toLowerCase(), part.slice(eq + 1).trim());
-    }
-    if (params.has('r')) {
-      const remaining = parseSeconds(params.get('r')!);
-      const reset = parseSeconds(params.get('t') ?? null);
-      if (remaining === 0 && reset !== undefined) hold = Math.max(hold ?? 0, reset * 1000);
-    } else {
-      for (const [k, v] of params) dictionary.set(k, v);
+  for (const member of fieldMembers(value)) {
+    const remaining = member.params.get('r');
+    if (remaining !== undefined) {
+      const reset = parseSeconds(member.params.get('t') ?? null);
+      if (parseSeconds(remaining) === 0 && reset !== undefined) hold = Math.max(hold ?? 0, reset * 1000);
+    } else if (member.key !== undefined) {
+      dictionary.set(member.key, member.value);
     }
   }
   if (dictionary.has('remaining')) {

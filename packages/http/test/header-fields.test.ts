@@ -1,6 +1,7 @@
 import { fixedWindow } from '@sluice/core';
 import { describe, expect, it } from 'vitest';
-import { createHandler, nodeHeaderTarget, sfString, toResponse, writeHeaders, type HandleResult, type HeaderStyle, type LegacyReset } from '../src/index.js';
+import { createHandler, nodeHeaderTarget, toResponse, writeHeaders, type HandleResult, type HeaderStyle, type LegacyReset } from '../src/index.js';
+import { sfString } from '../src/header-fields.js';
 import { fakeClock, memoryLimiter, request, written } from './support.js';
 
 function headersAfter(count: number, styles: HeaderStyle | HeaderStyle[], legacyReset?: LegacyReset) {

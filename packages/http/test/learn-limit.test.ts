@@ -3,10 +3,10 @@
  * 429 move the rules (never above the written limit, ids kept), and the throttled fetch wired to it.
  */
 import { afterEach, beforeEach, describe, expect, test, vi } from 'vitest';
-import { createLimiter, createThrottledFetch, fixedWindow, gcra, tokenBucket, type Rule } from '../src/index.js';
+import { createLimiter, fixedWindow, gcra, tokenBucket, type Rule } from '@sluice/core';
 import { CUT_FACTOR, LimitLearner, QUIET_WINDOWS, statedLimits, withLimit } from '../src/learn-limit.js';
-import type { LimitRequest, LimitResult, Store } from '../src/store-api.js';
-import { MapStore } from './support/map-store.js';
+import { createThrottledFetch } from '../src/throttled-fetch.js';
+import { reserveStore } from './support.js';
 
 const answer = (status: number, headers: Record<string, string> = {}) => ({ status, headers: new Headers(headers) });
 
@@ -96,17 +96,6 @@ describe('LimitLearner', () => {
   });
 });
 
-class ReserveStore implements Store {
-  readonly capabilities = { synchronous: false, clock: 'client', operations: ['limit', 'reset', 'take', 'reserve'] } as const;
-  private readonly inner = new MapStore();
-  limit(request: LimitRequest): Promise<LimitResult> {
-    return Promise.resolve(this.inner.limit(request));
-  }
-  reset(key: string, ids: readonly string[]): void {
-    this.inner.reset(key, ids);
-  }
-}
-
 describe('createThrottledFetch follows the stated limit', () => {
   const T0 = 1_700_000_000_000;
   beforeEach(() => {
@@ -117,7 +106,7 @@ describe('createThrottledFetch follows the stated limit', () => {
 
   test('after an answer saying 5 per second, requests go out 200 ms apart instead of 100 after the booked one; learn: false keeps 100', async () => {
     for (const learn of [true, false]) {
-      const limiter = createLimiter({ store: new ReserveStore(), rules: gcra({ id: 'api', limit: 10, period: '1s', burst: 1 }), clock: () => Date.now() });
+      const limiter = createLimiter({ store: reserveStore(), rules: gcra({ id: 'api', limit: 10, period: '1s', burst: 1 }), clock: () => Date.now() });
       const sent: number[] = [];
       const fetch = (_input: string, _init?: RequestInit) => {
         sent.push(Date.now() - T0);
@@ -136,7 +125,7 @@ describe('createThrottledFetch follows the stated limit', () => {
   });
 
   test('learn must be a boolean or { source }', () => {
-    const limiter = createLimiter({ store: new ReserveStore(), rules: gcra({ limit: 10, period: '1s' }) });
+    const limiter = createLimiter({ store: reserveStore(), rules: gcra({ limit: 10, period: '1s' }) });
     expect(() => createThrottledFetch({ limiter, maxWait: '1s', learn: 'yes' as never })).toThrow(/learn must be true, false or \{ source \}/);
   });
 });

@@ -1,35 +1,25 @@
 // The runtime surface of @sluice/http, listed name by name so it changes only on purpose: the root export is what
-// an application or a framework adapter calls, `@sluice/http/ip` is the address parsing under `clientIpResolver`.
+// an application or a framework adapter calls, `@sluice/http/ip` is the address parsing under `clientIpResolver`,
+// `@sluice/http/fetch` the throttled fetch for outbound calls.
 import { describe, expect, test } from 'vitest';
+import * as fetchSource from '../src/fetch-api.js';
 import * as rootSource from '../src/index.js';
 import * as ipSource from '../src/ip-api.js';
 
 const ROOT = [
   'BackgroundHooks',
-  'HEADER_STYLES',
   'HTTP_OPTION_NAMES',
   'PLATFORM_HEADERS',
-  'PROBLEM_CONTENT_TYPE',
-  'PROBLEM_TYPES',
-  'REFUSAL_STATUS',
   'addressLost',
   'applyHeaders',
-  'ceilSeconds',
   'checkOptionsObject',
   'checkStackLayers',
   'clientIpResolver',
   'createHandler',
-  'headersTarget',
   'heldUntilEnd',
   'nodeHeaderTarget',
-  'problemFor',
-  'rateLimitFields',
-  'readHeader',
   'releasingBody',
   'runStackLayers',
-  'sfString',
-  'stackRefusal',
-  'throttledWarning',
   'toResponse',
   'writeHeaders',
 ];
@@ -50,6 +40,8 @@ const IP = [
   'parseXForwardedFor',
 ];
 
+const FETCH = ['createThrottledFetch', 'pushBack'];
+
 const names = (module: object) => Object.keys(module).filter((name) => name !== 'default').sort();
 
 describe('public API', () => {
@@ -61,12 +53,18 @@ describe('public API', () => {
     expect(names(ipSource)).toEqual(IP);
   });
 
-  test('the two share no runtime name', () => {
-    expect(ROOT.filter((name) => IP.includes(name))).toEqual([]);
+  test('the /fetch export (src/fetch-api.ts) is exactly the throttled fetch', () => {
+    expect(names(fetchSource)).toEqual(FETCH);
   });
 
-  test('the built ESM entries (dist/index.js, dist/ip.js) export the same names', async () => {
+  test('no two entries share a runtime name', () => {
+    const all = [...ROOT, ...IP, ...FETCH];
+    expect(new Set(all).size).toBe(all.length);
+  });
+
+  test('the built ESM entries (dist/index.js, dist/ip.js, dist/fetch.js) export the same names', async () => {
     expect(names(await import('../dist/index.js'))).toEqual(ROOT);
     expect(names(await import('../dist/ip.js'))).toEqual(IP);
+    expect(names(await import('../dist/fetch.js'))).toEqual(FETCH);
   });
 });

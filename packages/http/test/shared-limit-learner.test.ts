@@ -5,22 +5,40 @@
  * and a failing source changes nothing and throws nothing.
  */
 import { describe, expect, test, vi } from 'vitest';
-import { createLimiter, createThrottledFetch, gcra, type Limiter } from '../src/index.js';
-import { parseLimiterConfig, watchConfig } from '../src/config-api.js';
+import { createLimiter, gcra, type Limiter } from '@sluice/core';
+import { parseLimiterConfig, watchConfig, type ConfigSource } from '@sluice/core/config';
+import { memoryConfigSource, memoryStore } from '@sluice/memory';
 import { QUIET_WINDOWS_SHARED, SharedLimitLearner } from '../src/shared-limit-learner.js';
-import { MapConfigSource } from './support/map-config-source.js';
-import { MapStore } from './support/map-store.js';
+import { createThrottledFetch } from '../src/throttled-fetch.js';
+import { reserveStore } from './support.js';
 
-/** The Map source with the compare and set every sluice source has; `writes` counts the stored documents. */
-class CasSource extends MapConfigSource {
+/**
+ * The memory config source answering reads with a promise, as a shared store does: `writes` counts the documents
+ * stored by compare and set, `failing` makes every read reject, `stored` reads a document back for the test.
+ */
+class CasSource implements ConfigSource {
+  private readonly inner = memoryConfigSource();
   writes = 0;
+  failing: Error | undefined = undefined;
+  read(name: string): Promise<string | undefined> {
+    return this.failing === undefined ? Promise.resolve(this.inner.read(name)) : Promise.reject(this.failing);
+  }
+  stored(name: string): string | undefined {
+    return this.inner.read(name);
+  }
+  write(name: string, text: string): void {
+    this.inner.write(name, text);
+  }
+  remove(name: string): void {
+    this.inner.remove(name);
+  }
   replace(name: string, expectedRevision: number, text: string): boolean {
-    const current = this.documents.get(name);
-    const revision = current === undefined ? 0 : parseLimiterConfig(current).revision;
-    if (revision !== expectedRevision) return false;
-    this.writes++;
-    this.write(name, text);
-    return true;
+    const written = this.inner.replace(name, expectedRevision, text);
+    if (written) this.writes++;
+    return written;
+  }
+  subscribe(name: string, onChange: () => void): () => void {
+    return this.inner.subscribe(name, onChange);
   }
 }
 
@@ -33,14 +51,9 @@ async function refuse(learner: SharedLimitLearner, n = learner.refusalsToCut) {
   for (let i = 0; i < n; i++) await learner.observe(ID, refused, learner.ticket(ID));
 }
 
-/** The Map store running reserve too (core's evaluate has every mode), as the throttled fetch needs. */
-class ReserveMapStore extends MapStore {
-  override readonly capabilities = { synchronous: true, clock: 'client', operations: ['limit', 'reset', 'reserve'] } as const;
-}
-
 function fleet(workers: number, source = new CasSource()) {
   let now = 1_000_000;
-  const store = new MapStore();
+  const store = memoryStore();
   const limiters: Limiter[] = [];
   const learners = Array.from({ length: workers }, () => {
     const limiter = createLimiter({ store, name: 'third-party', rules: gcra({ id: 'api', limit: 48, period: '1s' }), clock: () => now });
@@ -48,7 +61,7 @@ function fleet(workers: number, source = new CasSource()) {
     return new SharedLimitLearner(limiter, source, 1000, () => now);
   });
   const stored = () => {
-    const text = source.documents.get('third-party');
+    const text = source.stored('third-party');
     return text === undefined ? undefined : parseLimiterConfig(text).quotas?.[ID];
   };
   return { source, learners, limiters, stored, advance: (ms: number) => (now += ms), now: () => now };
@@ -178,7 +191,7 @@ describe('SharedLimitLearner', () => {
   });
 
   test('a rule with a small limit still needs three refusals', () => {
-    const limiter = createLimiter({ store: new MapStore(), name: 'slow', rules: gcra({ id: 'api', limit: 2, period: '1s' }) });
+    const limiter = createLimiter({ store: memoryStore(), name: 'slow', rules: gcra({ id: 'api', limit: 2, period: '1s' }) });
     expect(new SharedLimitLearner(limiter, new CasSource(), 1000).refusalsToCut).toBe(3);
   });
 
@@ -196,7 +209,7 @@ describe('SharedLimitLearner', () => {
 
   test("the learned quota is the identity's quota in the limiter's document: watchConfig applies it to a limiter that does not learn", async () => {
     const { learners, source } = fleet(1);
-    const watching = createLimiter({ store: new MapStore(), name: 'third-party', rules: gcra({ id: 'api', limit: 48, period: '1s' }) });
+    const watching = createLimiter({ store: memoryStore(), name: 'third-party', rules: gcra({ id: 'api', limit: 48, period: '1s' }) });
     const watcher = watchConfig(watching, source);
     await watcher.ready;
     await refuse(learners[0]!);
@@ -215,22 +228,22 @@ describe('SharedLimitLearner', () => {
 
 describe('createThrottledFetch learn: { source }', () => {
   test('a bad learn option names the field and what is accepted', () => {
-    const limiter = createLimiter({ store: new MapStore(), rules: gcra({ limit: 10, period: '1s' }) });
+    const limiter = createLimiter({ store: memoryStore(), rules: gcra({ limit: 10, period: '1s' }) });
     expect(() => createThrottledFetch({ limiter, maxWait: '1s', learn: 'yes' as never })).toThrow(/learn must be true, false or \{ source \}/);
-    expect(() => createThrottledFetch({ limiter, maxWait: '1s', learn: { source: new MapConfigSource() } })).toThrow(/learn\.source must be a config source with read and replace/);
+    expect(() => createThrottledFetch({ limiter, maxWait: '1s', learn: { source: { read: () => undefined, write: () => undefined, remove: () => undefined } } })).toThrow(/learn\.source must be a config source with read and replace/);
     expect(() => createThrottledFetch({ limiter, maxWait: '1s', learn: { source: new CasSource(), refresh: -1 } })).toThrow(/learn\.refresh/);
     expect(() => createThrottledFetch({ limiter, maxWait: '1s', learn: { source: new CasSource(), every: 1 } as never })).toThrow(/every/);
   });
 
   test('ten bare 429s through the throttled fetch halve the limit stored for the host', async () => {
     const source = new CasSource();
-    const limiter = createLimiter({ store: new ReserveMapStore(), name: 'third-party', rules: gcra({ id: 'api', limit: 48, period: '1s' }) });
+    const limiter = createLimiter({ store: reserveStore(), name: 'third-party', rules: gcra({ id: 'api', limit: 48, period: '1s' }) });
     let status = 200;
     const fetchApi = createThrottledFetch({ limiter, maxWait: '5s', learn: { source }, fetch: async (_input: string) => ({ status, headers: new Headers() }) });
     await fetchApi('https://api.example.com/v1');
     status = 429;
     for (let i = 0; i < 10; i++) await fetchApi('https://api.example.com/v1'); // a tenth of 48 per second, over two seconds
-    expect(parseLimiterConfig(source.documents.get('third-party')!).quotas?.['api.example.com']?.[0]).toMatchObject({ limit: 24 });
+    expect(parseLimiterConfig(source.stored('third-party')!).quotas?.['api.example.com']?.[0]).toMatchObject({ limit: 24 });
     expect(limiter.overrides.get('api.example.com')?.[0]).toMatchObject({ params: { limit: 24 } });
   });
 });
@@ -239,7 +252,7 @@ describe('createThrottledFetch: a slot booked before a cut', () => {
   /** Worker A is a throttled fetch whose first wait is held until `release`; worker B is another process's learner. */
   function workers() {
     const source = new CasSource();
-    const store = new ReserveMapStore();
+    const store = reserveStore();
     const limiter = createLimiter({ store, name: 'third-party', rules: gcra({ id: 'api', limit: 48, period: '1s' }) });
     const wait = limiter.wait.bind(limiter);
     let release!: () => void;

@@ -1,4 +1,5 @@
 import type { Store } from '@sluice/core';
+import type { StoreOperation } from '@sluice/core/store';
 import { memoryStore } from '@sluice/memory';
 import type { HeaderField, HttpRequest } from '../src/index.js';
 import { writeHeaders } from '../src/index.js';
@@ -16,12 +17,17 @@ export function written(fields: readonly HeaderField[], start: Record<string, st
   return Object.fromEntries(headers);
 }
 
-/** The memory store behind a promise, as any remote store answers. */
-export function asyncMemoryStore(): Store {
+/** The memory store behind a promise, as any remote store answers; `operations` are those it says it runs. */
+export function asyncMemoryStore(operations: readonly StoreOperation[] = ['limit', 'reset']): Store {
   const inner = memoryStore();
   return {
-    capabilities: { synchronous: false, clock: 'client', operations: ['limit', 'reset'] },
+    capabilities: { synchronous: false, clock: 'client', operations },
     limit: (r) => Promise.resolve(inner.limit(r)),
     reset: (k, ids) => Promise.resolve(inner.reset(k, ids)),
   };
+}
+
+/** A remote store that books slots (`reserve`), as the throttled fetch's limiter needs: the memory store behind a promise. */
+export function reserveStore(): Store {
+  return asyncMemoryStore(['limit', 'reset', 'take', 'reserve']);
 }

@@ -5,26 +5,14 @@
  * field.
  */
 import { afterEach, beforeEach, describe, expect, test, vi } from 'vitest';
-import { createLimiter, createThrottledFetch, gcra, pushBack, tokenBucket, type Rule } from '../src/index.js';
-import { holdOffMs, parseRateLimit, parseRetryAfter } from '../src/throttled-fetch.js';
-import type { LimitRequest, LimitResult, Store } from '../src/store-api.js';
-import { MapStore } from './support/map-store.js';
-
-class ReserveStore implements Store {
-  readonly capabilities = { synchronous: false, clock: 'client', operations: ['limit', 'reset', 'take', 'reserve'] } as const;
-  private readonly inner = new MapStore();
-  limit(request: LimitRequest): Promise<LimitResult> {
-    return Promise.resolve(this.inner.limit(request));
-  }
-  reset(key: string, ids: readonly string[]): void {
-    this.inner.reset(key, ids);
-  }
-}
+import { createLimiter, gcra, tokenBucket, type Rule } from '@sluice/core';
+import { createThrottledFetch, holdOffMs, parseRateLimit, parseRetryAfter, pushBack } from '../src/throttled-fetch.js';
+import { reserveStore } from './support.js';
 
 const T0 = 1_700_000_000_000;
 
 function setup(rules: Rule | Rule[]) {
-  const limiter = createLimiter({ store: new ReserveStore(), rules, clock: () => Date.now() });
+  const limiter = createLimiter({ store: reserveStore(), rules, clock: () => Date.now() });
   return limiter;
 }
 

@@ -1,5 +1,5 @@
 /// <reference types="node" />
-// The CommonJS build of both entries exports the same names as the ESM build, and the parsers the two entries
+// The CommonJS build of every entry exports the same names as the ESM build, and the parsers the root and /ip
 // share are one copy (tsup splits them into a chunk): a resolver's address formats with /ip's formatIp.
 import { createRequire } from 'node:module';
 import { describe, expect, test } from 'vitest';
@@ -8,9 +8,8 @@ const require = createRequire(import.meta.url);
 const names = (module: object) => Object.keys(module).filter((name) => name !== 'default' && name !== '__esModule').sort();
 
 describe('public API (CommonJS build)', () => {
-  test('dist/index.cjs and dist/ip.cjs export what dist/index.js and dist/ip.js export', async () => {
-    expect(names(require('../../dist/index.cjs'))).toEqual(names(await import('../../dist/index.js')));
-    expect(names(require('../../dist/ip.cjs'))).toEqual(names(await import('../../dist/ip.js')));
+  test.each(['index', 'ip', 'fetch'])('dist/%s.cjs exports what its ESM build exports', async (entry) => {
+    expect(names(require(`../../dist/${entry}.cjs`))).toEqual(names(await import(`../../dist/${entry}.js`)));
   });
 
   test.each(['cjs', 'js'])('an address from the root resolver is read by the /ip helpers (dist/*.%s)', async (extension) => {
