@@ -1,5 +1,5 @@
 /**
- * Keeps a limiter on the configuration stored under its name (runtime-config.ts). Decisions never touch the store
+ * Keeps a limiter on the configuration stored under its name (config-document.ts). Decisions never touch the store
  * for it: the watcher reads the document at start, every `refresh`, and at once when the source pushes a change,
  * and applies it with `limiter.configure()`. So a change reaches an instance within the push latency where the
  * source subscribes (Redis pub/sub, memory), and within `refresh` plus one read where it does not (Upstash,
@@ -16,7 +16,8 @@ import { durationOption, type Duration, type DurationRange } from './duration.js
 import { SluiceError, describe, isSluiceError } from './errors.js';
 import type { Limiter, LimiterMode } from './limiter.js';
 import { isPromiseLike } from './promise.js';
-import { compileLimiterConfig, type ConfigSource, type LimiterConfig, type Unsubscribe } from './runtime-config.js';
+import { compileLimiterConfig, type LimiterConfig } from './config-document.js';
+import type { ConfigSource, Unsubscribe } from './config-source.js';
 import type { Rule } from './rules.js';
 import { optionalFunction, rejectUnknownOptions } from './validate.js';
 

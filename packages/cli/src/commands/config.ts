@@ -1,6 +1,6 @@
 /**
  * `sluice config`: reads and changes a limiter's runtime configuration in the shared store (core's
- * runtime-config.ts), which every instance running `watchConfig` applies without a restart. Each write goes
+ * config-document.ts), which every instance running `watchConfig` applies without a restart. Each write goes
  * through core's writeLimiterConfig, so a rule is checked by the same factories as in code and a bad one is
  * refused before it is stored. Exit codes: 0 done, 1 the store failed (unreachable, refused, a stored document
  * that is not valid), 2 the command or its input is wrong.

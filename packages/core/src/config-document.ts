@@ -1,0 +1,135 @@
+/**
+ * The runtime configuration document: one JSON document per limiter name, kept in the shared store, holds the
+ * rules, the mode (the kill switch and dark launches) and per-identity quotas, so one write changes every instance
+ * of a fleet without a restart. This file is the document alone: its type, and the one check that parses it and
+ * builds its rules, used alike by writers (before they store it) and by `watchConfig` (after it reads it).
+ *
+ * The document, version 1:
+ *   { "version": 1, "revision": 7, "updatedAt": 1767225600000,
+ *     "rules": [{ "algorithm": "gcra", "limit": 10, "period": "1s" }],   optional: absent = the code's rules
+ *     "mode": "shadow",                                                  optional: absent = the code's mode
+ *     "quotas": { "acme": [{ "algorithm": "gcra", "limit": 100, "period": "1s" }] } }   optional
+ * Rules are rule specs (rule-spec.ts), built by the factories themselves, so the store accepts exactly what code
+ * accepts. `revision` counts writes (config-writers.ts).
+ */
+import type { LimiterMode } from './limiter.js';
+import { SluiceError, describe } from './errors.js';
+import { ruleFromSpec, type RuleSpec } from './rule-spec.js';
+import type { Rule } from './rules.js';
+import { rejectUnknownOptions } from './validate.js';
+
+/** The document a store holds under a limiter's name. */
+export interface LimiterConfig {
+  readonly version: 1;
+  /** Writes so far: 1 for the first, one more for each after. */
+  readonly revision: number;
+  /** When it was last written, epoch ms. */
+  readonly updatedAt: number;
+  /** Replaces the code's rules when present. */
+  readonly rules?: readonly RuleSpec[];
+  /** Replaces the code's mode when present: `off` is the kill switch, `shadow` a dark launch. */
+  readonly mode?: LimiterMode;
+  /** Rules for single identities, over the limiter's rules (`configure({ overrides })`). */
+  readonly quotas?: Readonly<Record<string, readonly RuleSpec[]>>;
+}
+
+/** A document checked and its rules built: what the watcher applies. */
+export interface CompiledConfig {
+  readonly document: LimiterConfig;
+  readonly rules: readonly Rule[] | undefined;
+  readonly mode: LimiterMode | undefined;
+  /** The quotas that are valid (all of them, when compiled strictly). */
+  readonly quotas: ReadonlyMap<string, readonly Rule[]>;
+}
+
+const FIELDS = ['version', 'revision', 'updatedAt', 'rules', 'mode', 'quotas'];
+const MODES: readonly string[] = ['enforce', 'shadow', 'off'];
+
+/**
+ * Checks a stored document (its text, or the parsed object) and returns it. The first problem throws a
+ * SluiceError (INVALID_OPTION) that names the field and what is accepted, e.g.
+ * `quotas["acme"][0]: gcra: limit must be a positive integer, got -1`.
+ */
+export function parseLimiterConfig(input: unknown): LimiterConfig {
+  return compileLimiterConfig(input).document;
+}
+
+/**
+ * Checks a document and builds its rules. With `onBadQuota`, one identity's bad quota is reported to it and left
+ * out instead of refusing the whole document (how the watcher reads: a bad quota must not cost the rest).
+ */
+export function compileLimiterConfig(input: unknown, onBadQuota?: (identity: string, error: SluiceError) => void): CompiledConfig {
+  let value = input;
+  if (typeof input === 'string') {
+    try {
+      value = JSON.parse(input);
+    } catch (error) {
+      throw new SluiceError('INVALID_OPTION', `the configuration must be a JSON object, got text that is not JSON (${(error as Error).message})`, { cause: error });
+    }
+  }
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) {
+    throw new SluiceError('INVALID_OPTION', `the configuration must be an object such as { "version": 1, "mode": "off" }, got ${describe(value)}`);
+  }
+  const doc = value as Record<string, unknown>;
+  rejectUnknownOptions(doc, FIELDS, 'the configuration');
+  if (doc.version !== 1) {
+    throw new SluiceError('INVALID_OPTION', `version must be 1 (the version this release of @sluice/core reads), got ${describe(doc.version)}`);
+  }
+  const revision = doc.revision === undefined ? 0 : wholeNumber(doc.revision, 'revision');
+  const updatedAt = doc.updatedAt === undefined ? 0 : wholeNumber(doc.updatedAt, 'updatedAt');
+  const rules = doc.rules === undefined ? undefined : buildRules(doc.rules, 'rules');
+  if (doc.mode !== undefined && (typeof doc.mode !== 'string' || !MODES.includes(doc.mode))) {
+    throw new SluiceError('INVALID_OPTION', `mode must be 'enforce', 'shadow' or 'off', got ${describe(doc.mode)}`);
+  }
+  const mode = doc.mode as LimiterMode | undefined;
+  const quotas = new Map<string, readonly Rule[]>();
+  let quotaSpecs: Record<string, readonly RuleSpec[]> | undefined;
+  if (doc.quotas !== undefined) {
+    if (typeof doc.quotas !== 'object' || doc.quotas === null || Array.isArray(doc.quotas)) {
+      throw new SluiceError('INVALID_OPTION', `quotas must be an object from identity to rules, such as { "acme": [{ "algorithm": "gcra", "limit": 100, "period": "1s" }] }, got ${describe(doc.quotas)}`);
+    }
+    quotaSpecs = {};
+    for (const [identity, specs] of Object.entries(doc.quotas as Record<string, unknown>)) {
+      try {
+        const field = `quotas[${JSON.stringify(identity.slice(0, 64))}]`;
+        if (identity.length === 0) throw new SluiceError('INVALID_OPTION', `quotas: an identity must be a non-empty string, got ""`);
+        quotas.set(identity, buildRules(specs, field));
+        quotaSpecs[identity] = specs as RuleSpec[];
+      } catch (error) {
+        if (onBadQuota === undefined || !(error instanceof SluiceError)) throw error;
+        onBadQuota(identity, error);
+      }
+    }
+  }
+  const document: LimiterConfig = {
+    version: 1,
+    revision,
+    updatedAt,
+    ...(doc.rules === undefined ? {} : { rules: doc.rules as RuleSpec[] }),
+    ...(mode === undefined ? {} : { mode }),
+    ...(quotaSpecs === undefined ? {} : { quotas: quotaSpecs }),
+  };
+  return { document, rules, mode, quotas };
+}
+
+function buildRules(specs: unknown, field: string): readonly Rule[] {
+  if (!Array.isArray(specs) || specs.length === 0) {
+    throw new SluiceError('INVALID_OPTION', `${field} must be a non-empty array of rules such as [{ "algorithm": "gcra", "limit": 10, "period": "1s" }], got ${describe(specs)}`);
+  }
+  const rules = specs.map((spec, i) => ruleFromSpec(spec, `${field}[${i}]`));
+  const ids = new Set<string>();
+  for (const [i, rule] of rules.entries()) {
+    if (ids.has(rule.id)) {
+      throw new SluiceError('INVALID_OPTION', `${field}[${i}]: another rule has the id ${JSON.stringify(rule.id)}; give one of them an explicit "id"`);
+    }
+    ids.add(rule.id);
+  }
+  return rules;
+}
+
+function wholeNumber(value: unknown, field: string): number {
+  if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < 0) {
+    throw new SluiceError('INVALID_OPTION', `${field} must be a non-negative integer, got ${describe(value)}`);
+  }
+  return value;
+}

@@ -1,0 +1,146 @@
+/**
+ * The writers' functions: read a limiter's stored configuration document (config-document.ts) through a
+ * ConfigSource (config-source.ts), change it (rules, mode, one identity's quota) or delete it. Every write is
+ * checked as instances will check it, so a bad rule is refused here, never stored. A source with `replace` (all
+ * four of sluice's) writes only over the revision the writer read, so two writers at once both land, one after
+ * the other; without it the last write wins.
+ */
+import { parseLimiterConfig, type LimiterConfig } from './config-document.js';
+import type { ConfigSource } from './config-source.js';
+import { SluiceError, describe, isSluiceError } from './errors.js';
+import type { LimiterMode } from './limiter.js';
+import { ruleSpec, type RuleSpec } from './rule-spec.js';
+import type { Rule } from './rules.js';
+import { rejectUnknownOptions } from './validate.js';
+
+/** Rules as a writer may give them: specs (JSON) or rules made by the factories, one or a list. */
+export type RulesInput = RuleSpec | Rule | readonly (RuleSpec | Rule)[];
+
+/** What `writeLimiterConfig` changes; a field left out is kept as stored. */
+export interface LimiterConfigChanges {
+  /** New rules; `null` removes them from the document (instances use their code's rules). */
+  rules?: RulesInput | null;
+  /** New mode; `null` removes it (instances use their code's mode). */
+  mode?: LimiterMode | null;
+  /** Per identity: new rules, or `null` to remove that identity's quota. Other identities are kept. */
+  quotas?: Readonly<Record<string, RulesInput | null>>;
+}
+
+/** The stored document, checked; undefined when there is none. A stored document that is not valid throws. */
+export async function readLimiterConfig(source: ConfigSource, name: string): Promise<LimiterConfig | undefined> {
+  const text = await source.read(checkName(name));
+  if (text === undefined || text === null) return undefined;
+  try {
+    return parseLimiterConfig(text);
+  } catch (error) {
+    const message = isSluiceError(error) ? error.detail : String((error as Error)?.message ?? error);
+    throw new SluiceError('INVALID_OPTION', `the stored configuration of ${JSON.stringify(name)} is not valid (instances ignore it and keep their last good one): ${message}`, { cause: error });
+  }
+}
+
+/**
+ * Reads the document, applies `changes`, checks the result as instances will and writes it with the next
+ * revision: a bad rule is refused here, never stored. Returns what was written.
+ * @example await writeLimiterConfig(source, 'api', { mode: 'off' })
+ */
+export async function writeLimiterConfig(source: ConfigSource, name: string, changes: LimiterConfigChanges): Promise<LimiterConfig> {
+  if (typeof changes !== 'object' || changes === null || Array.isArray(changes)) {
+    throw new SluiceError('INVALID_OPTION', `writeLimiterConfig: changes must be an object such as { mode: 'off' }, got ${describe(changes)}`);
+  }
+  rejectUnknownOptions(changes, ['rules', 'mode', 'quotas'], 'writeLimiterConfig');
+  if (changes.quotas !== undefined && (typeof changes.quotas !== 'object' || changes.quotas === null || Array.isArray(changes.quotas))) {
+    throw new SluiceError('INVALID_OPTION', `writeLimiterConfig: quotas must be an object from identity to rules (or null to remove one), got ${describe(changes.quotas)}`);
+  }
+  for (let attempt = 1; ; attempt++) {
+    const current = await readLimiterConfig(source, name);
+    const document = applyChanges(current, changes);
+    const text = JSON.stringify(document);
+    if (source.replace === undefined) {
+      await source.write(name, text);
+      return document;
+    }
+    if (await source.replace(name, current?.revision ?? 0, text)) return document;
+    if (attempt < MAX_WRITE_ATTEMPTS) {
+      // Another writer got in between: read again after a jittered pause, so that a crowd of writers spreads out.
+      await new Promise<void>((resolve) => timers.setTimeout(resolve, Math.random() * Math.min(50, 2 ** attempt)));
+    } else {
+      throw new SluiceError(
+        'STORE_ERROR',
+        `writeLimiterConfig: the configuration of ${JSON.stringify(name)} changed under this write ${MAX_WRITE_ATTEMPTS} times in a row (other writers); nothing was written, try again`,
+      );
+    }
+  }
+}
+
+const timers = globalThis as unknown as { setTimeout(callback: () => void, ms: number): unknown };
+
+/** Writers that lose the compare and set read again and retry, this many times in all (about 3 s of pauses at most). */
+const MAX_WRITE_ATTEMPTS = 64;
+
+/** The next document: `current` with `changes` applied, the next revision, checked as instances will check it. */
+function applyChanges(current: LimiterConfig | undefined, changes: LimiterConfigChanges): LimiterConfig {
+  const next: Record<string, unknown> = { ...current, version: 1, revision: (current?.revision ?? 0) + 1, updatedAt: Date.now() };
+  if (changes.rules === null) delete next.rules;
+  else if (changes.rules !== undefined) next.rules = specsOf(changes.rules);
+  if (changes.mode === null) delete next.mode;
+  else if (changes.mode !== undefined) next.mode = changes.mode;
+  if (changes.quotas !== undefined) {
+    const quotas: Record<string, unknown> = { ...current?.quotas };
+    for (const [identity, rules] of Object.entries(changes.quotas)) {
+      if (rules === null) delete quotas[identity];
+      else quotas[identity] = specsOf(rules);
+    }
+    if (Object.keys(quotas).length === 0) delete next.quotas;
+    else next.quotas = quotas;
+  }
+  return parseLimiterConfig(next);
+}
+
+/** Deletes the document: every instance goes back to the configuration its code gave. */
+export async function deleteLimiterConfig(source: ConfigSource, name: string): Promise<void> {
+  await source.remove(checkName(name));
+}
+
+/** Sets the rules every instance uses (`null`: their code's again). */
+export async function setConfigRules(source: ConfigSource, name: string, rules: RulesInput | null): Promise<LimiterConfig> {
+  return writeLimiterConfig(source, name, { rules });
+}
+
+/** Sets the mode: `'off'` is the kill switch, `'shadow'` a dark launch, `'enforce'` limits (`null`: the code's mode). */
+export async function setConfigMode(source: ConfigSource, name: string, mode: LimiterMode | null): Promise<LimiterConfig> {
+  return writeLimiterConfig(source, name, { mode });
+}
+
+/** Sets one identity's quota: its rules replace the limiter's for that identity alone. */
+export async function setQuota(source: ConfigSource, name: string, identity: string, rules: RulesInput): Promise<LimiterConfig> {
+  return writeLimiterConfig(source, name, { quotas: { [checkIdentity(identity)]: rules } });
+}
+
+/** Removes one identity's quota: it goes back to the limiter's rules. */
+export async function removeQuota(source: ConfigSource, name: string, identity: string): Promise<LimiterConfig> {
+  return writeLimiterConfig(source, name, { quotas: { [checkIdentity(identity)]: null } });
+}
+
+/** Rules as specs: a factory's rule is written out with ruleSpec; a spec is kept as given (checked later). */
+function specsOf(input: RulesInput): unknown[] {
+  const list = (Array.isArray(input) ? input : [input]) as unknown[];
+  return list.map((rule) => (isRule(rule) ? ruleSpec(rule) : rule));
+}
+
+function isRule(value: unknown): value is Rule {
+  return typeof value === 'object' && value !== null && 'params' in value && typeof (value as { params: unknown }).params === 'object';
+}
+
+function checkName(name: unknown): string {
+  if (typeof name !== 'string' || name.length === 0) {
+    throw new SluiceError('INVALID_OPTION', `name must be the limiter's name, a non-empty string, got ${describe(name)}`);
+  }
+  return name;
+}
+
+function checkIdentity(identity: unknown): string {
+  if (typeof identity !== 'string' || identity.length === 0) {
+    throw new SluiceError('INVALID_OPTION', `identity must be a non-empty string, got ${describe(identity)}`);
+  }
+  return identity;
+}
