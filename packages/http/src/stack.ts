@@ -1,13 +1,14 @@
 /**
  * The layers after the request rate in the article 'Scaling your API with rate limiters' (concurrency 429, fleet
  * usage 503, worker utilization 503), consulted in the article's order for one request, written once for every
- * framework adapter (Express, Fastify, Next). An adapter runs its rate layer first, then `runStackLayers`, and only
- * decides how leases are held until its response ends and how a refusal is written.
+ * framework adapter (Express, Fastify, Hono, Next): checking the stack's options, running the layers, holding
+ * their leases and the refusal's status, headers and body. An adapter runs its rate layer first, then
+ * `runStackLayers`, and only ties the leases to its response's end and writes the refusal its framework's way.
  */
 import { SluiceError } from '@sluice/core';
 import type { AcquireOptions, ConcurrencyLimiter, Lease } from '@sluice/core/concurrency';
 import type { FleetShedder, UtilizationShedder } from '@sluice/core/shedding';
-import { optionalFunction } from '@sluice/core/store';
+import { optionalFunction, rejectUnknownOptions } from '@sluice/internal';
 import { PROBLEM_CONTENT_TYPE, problemFor, type RefusalKind } from './problem.js';
 
 /** The four layers, in the order the stacks consult them. */
@@ -28,12 +29,14 @@ export interface StackLayers<R> {
   priority?: (request: R) => string;
 }
 
-/** A layer's refusal, ready to write: status, Retry-After (whole seconds) and a problem+json body naming the layer. */
+/**
+ * A layer's refusal, ready to write as it is: the status, the headers (Retry-After in whole seconds, the problem+json
+ * content type) and a problem+json body naming the layer (`refusedBy`).
+ */
 export interface StackRefusal {
   readonly layer: StackLayer;
   readonly status: 429 | 503;
-  readonly retryAfterSeconds: number;
-  readonly contentType: string;
+  readonly headers: Readonly<Record<'Retry-After' | 'Content-Type', string>>;
   readonly body: string;
 }
 
@@ -44,19 +47,35 @@ export interface StackOutcome {
   readonly refusal: StackRefusal | undefined;
 }
 
+const LAYER_OPTIONS = ['concurrency', 'fleet', 'worker', 'priority'];
+const OPTIONS_WITH_RATE = ['rate', ...LAYER_OPTIONS];
+
 /**
- * The checks every stack makes on its layer options: `priority` is a function, required with fleet or worker;
- * concurrency needs a client, from `identify` or from a rate layer. `where` names the adapter in the message.
+ * The checks every stack makes on its options, returning the rate layer's options apart from the other layers':
+ * an object of known options; `priority` a function, required with fleet or worker; concurrency needs a client,
+ * from `identify` or from a rate layer. `where` names the adapter's function in messages, `example` shows options
+ * when the argument is not an object; `rateOption` says whether `rate` is among the options (false where the rate
+ * layer is registered on its own, as Fastify's rateLimitPlugin, whose identity concurrency may then use).
  */
-export function checkStackLayers<R>(options: StackLayers<R>, where: string, hasRate: boolean): void {
-  const { concurrency, fleet, worker, priority } = options;
+export function checkStackLayers<R, Rate = never>(
+  options: StackLayers<R> & { readonly rate?: Rate },
+  adapter: { readonly where: string; readonly example: string; readonly rateOption: boolean },
+): { rate: Rate | undefined; layers: StackLayers<R> } {
+  const { where, example, rateOption } = adapter;
+  if (typeof options !== 'object' || options === null) {
+    throw new SluiceError('INVALID_OPTION', `${where}: options must be an object such as ${example}`);
+  }
+  rejectUnknownOptions(options, rateOption ? OPTIONS_WITH_RATE : LAYER_OPTIONS, where);
+  const { rate, ...layers } = options;
+  const { concurrency, fleet, worker, priority } = layers;
   optionalFunction(priority, `${where}: priority`, '(request) => class');
   if ((fleet !== undefined || worker !== undefined) && priority === undefined) {
     throw new SluiceError('INVALID_OPTION', `${where}: priority must be a function (request) => class when fleet or worker is given`);
   }
-  if (concurrency !== undefined && concurrency.identify === undefined && !hasRate) {
+  if (concurrency !== undefined && concurrency.identify === undefined && rateOption && rate === undefined) {
     throw new SluiceError('INVALID_OPTION', `${where}: concurrency needs identify (request) => client, or a rate layer whose identity it can use`);
   }
+  return { rate, layers };
 }
 
 /**
@@ -95,7 +114,8 @@ export async function runStackLayers<R>(
 export function stackRefusal(layer: StackLayer, kind: RefusalKind, policy: string, retryAfterMs: number): StackRefusal {
   const retryAfterSeconds = Math.max(1, Math.ceil(retryAfterMs / 1000));
   const body = JSON.stringify({ ...problemFor({ kind, policy, retryAfterSeconds }), refusedBy: layer });
-  return { layer, status: kind === 'shed' ? 503 : 429, retryAfterSeconds, contentType: PROBLEM_CONTENT_TYPE, body };
+  const headers = { 'Retry-After': String(retryAfterSeconds), 'Content-Type': PROBLEM_CONTENT_TYPE };
+  return { layer, status: kind === 'shed' ? 503 : 429, headers, body };
 }
 
 /** The part of Node's ServerResponse that `heldUntilEnd` uses. */
@@ -109,8 +129,11 @@ export interface EndingResponse {
  * Leases held until a Node response ends, however it ends: 'finish' when it was sent, 'close' when the connection
  * went first (an aborted client, a timeout) and after 'finish' too. The listeners are added with the first lease
  * (none when nothing is held); a lease that comes after the response ended, or after `release()`, goes back at once.
+ * Without a response (a web adapter's, which has none yet while the layers decide) the leases are held until
+ * `release()`: the adapter calls it on a refusal or an error, or hands it to `releasingBody`. `holding` says
+ * whether any lease is held, to leave a response as it is when there is nothing to release.
  */
-export function heldUntilEnd(response: EndingResponse): { hold(lease: Lease): void; release(): void } {
+export function heldUntilEnd(response?: EndingResponse): { hold(lease: Lease): void; release(): void; readonly holding: boolean } {
   const leases: Lease[] = [];
   let released = false;
   const release = (): void => {
@@ -119,17 +142,23 @@ export function heldUntilEnd(response: EndingResponse): { hold(lease: Lease): vo
     for (const lease of leases) void lease.release();
   };
   const hold = (lease: Lease): void => {
-    if (released || response.writableEnded || response.destroyed) {
+    if (released || response?.writableEnded === true || response?.destroyed === true) {
       void lease.release();
       return;
     }
-    if (leases.length === 0) {
+    if (leases.length === 0 && response !== undefined) {
       response.once('finish', release);
       response.once('close', release);
     }
     leases.push(lease);
   };
-  return { hold, release };
+  return {
+    hold,
+    release,
+    get holding() {
+      return !released && leases.length > 0;
+    },
+  };
 }
 
 /**

@@ -1,6 +1,4 @@
 import type { IncomingMessage } from 'node:http';
-import { rejectUnknownOptions } from '@sluice/core/store';
-import { SluiceError } from '@sluice/core';
 import { checkStackLayers, heldUntilEnd, runStackLayers, type StackLayer, type StackLayers } from '@sluice/http';
 import { rateLimit, type ExpressRateLimitOptions, type ExpressRequest, type RateLimitMiddleware } from './rate-limit.js';
 
@@ -52,15 +50,8 @@ function rateOnly(rateLayer: RateLimitMiddleware): RateLimitMiddleware {
  * or a timeout.
  * @example app.use(trafficStack({ rate: { limiter }, concurrency: { limiter: inFlight }, fleet, worker, priority: (req) => (req.method === 'GET' ? 'read' : 'write') }))
  */
-const KNOWN = ['rate', 'concurrency', 'fleet', 'worker', 'priority'];
-
 export function trafficStack<Req extends IncomingMessage = ExpressRequest>(options: TrafficStackOptions<Req>): RateLimitMiddleware {
-  if (typeof options !== 'object' || options === null) {
-    throw new SluiceError('INVALID_OPTION', 'trafficStack: options must be an object such as { rate: { limiter }, concurrency: { limiter } }');
-  }
-  rejectUnknownOptions(options, KNOWN, 'trafficStack');
-  const { rate, ...layers } = options;
-  checkStackLayers(layers, 'trafficStack', rate !== undefined);
+  const { rate, layers } = checkStackLayers(options, { where: 'trafficStack', example: '{ rate: { limiter }, concurrency: { limiter } }', rateOption: true });
   const rateLayer = rate === undefined ? undefined : rateLimit<Req>(rate);
   if (rateLayer !== undefined && layers.concurrency === undefined && layers.fleet === undefined && layers.worker === undefined) return rateOnly(rateLayer);
 
@@ -75,10 +66,7 @@ export function trafficStack<Req extends IncomingMessage = ExpressRequest>(optio
         return;
       }
       leases.release();
-      res.statusCode = refusal.status;
-      res.setHeader('Retry-After', String(refusal.retryAfterSeconds));
-      res.setHeader('Content-Type', refusal.contentType);
-      res.end(refusal.body);
+      res.writeHead(refusal.status, refusal.headers).end(refusal.body);
     };
     const run = (): void => {
       afterRate().catch((error: unknown) => {

@@ -1,5 +1,3 @@
-import { rejectUnknownOptions } from '@sluice/core/store';
-import { SluiceError } from '@sluice/core';
 import { checkStackLayers, heldUntilEnd, runStackLayers, type StackLayers } from '@sluice/http';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
@@ -20,15 +18,10 @@ declare module 'fastify' {
   }
 }
 
-const KNOWN = ['concurrency', 'fleet', 'worker', 'priority'];
-
 function register(fastify: FastifyInstance, options: FastifyTrafficStackOptions): void {
-  if (typeof options !== 'object' || options === null) {
-    throw new SluiceError('INVALID_OPTION', 'trafficStackPlugin: options must be an object such as { concurrency: { limiter } }');
-  }
-  rejectUnknownOptions(options, KNOWN, 'trafficStackPlugin');
-  // The client for concurrency defaults to the identity rateLimitPlugin resolved; without that plugin, identify.
-  checkStackLayers(options, 'trafficStackPlugin', true);
+  // The rate layer is rateLimitPlugin, registered on its own: the client for concurrency defaults to the identity
+  // it resolved; without that plugin, identify.
+  const { layers } = checkStackLayers(options, { where: 'trafficStackPlugin', example: '{ concurrency: { limiter } }', rateOption: false });
   fastify.decorateRequest('trafficStack', null);
 
   fastify.addHook('onRequest', async function sluiceTrafficStack(request, reply) {
@@ -37,11 +30,11 @@ function register(fastify: FastifyInstance, options: FastifyTrafficStackOptions)
     // Leases go back when the raw response ends, however it ends: sent, a client that went away (onRequestAbort),
     // an error reply (onError, then onResponse).
     const leases = heldUntilEnd(reply.raw);
-    const { priority, refusal } = await runStackLayers(options, request, request.rateLimit?.identity, leases.hold);
+    const { priority, refusal } = await runStackLayers(layers, request, request.rateLimit?.identity, leases.hold);
     request.trafficStack = { refusedBy: refusal?.layer as FastifyStackLayer | undefined, priority };
     if (refusal === undefined) return;
     leases.release();
-    return reply.code(refusal.status).header('Retry-After', String(refusal.retryAfterSeconds)).header('Content-Type', refusal.contentType).send(refusal.body);
+    return reply.code(refusal.status).headers(refusal.headers).send(refusal.body);
   });
 }
 

@@ -1,7 +1,4 @@
-import { SluiceError } from '@sluice/core';
-import type { Lease } from '@sluice/core/concurrency';
-import { rejectUnknownOptions } from '@sluice/core/store';
-import { checkStackLayers, releasingBody, runStackLayers, type StackLayer, type StackLayers } from '@sluice/http';
+import { checkStackLayers, heldUntilEnd, releasingBody, runStackLayers, type StackLayer, type StackLayers } from '@sluice/http';
 import type { Context, Env, MiddlewareHandler } from 'hono';
 import type { HonoRateLimitOptions } from './options.js';
 import { decider, refuse } from './rate-limit.js';
@@ -27,8 +24,6 @@ export interface HonoTrafficStackOptions<E extends Env = Env> extends StackLayer
   rate?: HonoRateLimitOptions<E>;
 }
 
-const KNOWN = ['rate', 'concurrency', 'fleet', 'worker', 'priority'];
-
 /**
  * The four limiters of the article 'Scaling your API with rate limiters' as one middleware, consulted in the
  * article's order: request rate (429) → concurrency (429) → fleet usage (503) → worker utilization (503). A refusal
@@ -39,10 +34,7 @@ const KNOWN = ['rate', 'concurrency', 'fleet', 'worker', 'priority'];
  * app.use('/api/*', trafficStack({ rate: { limiter }, concurrency: { limiter: inFlight } }));
  */
 export function trafficStack<E extends Env = Env>(options: HonoTrafficStackOptions<E>): MiddlewareHandler<E> {
-  if (typeof options !== 'object' || options === null) throw new SluiceError('INVALID_OPTION', 'trafficStack: options must be an object such as { rate, concurrency: { limiter } }');
-  rejectUnknownOptions(options, KNOWN, 'trafficStack');
-  const { rate, ...layers } = options;
-  checkStackLayers(layers, 'trafficStack', rate !== undefined);
+  const { rate, layers } = checkStackLayers(options, { where: 'trafficStack', example: '{ rate, concurrency: { limiter } }', rateOption: true });
   const decide = rate === undefined ? undefined : decider(rate);
 
   return async function sluiceTrafficStack(c, next) {
@@ -51,25 +43,22 @@ export function trafficStack<E extends Env = Env>(options: HonoTrafficStackOptio
       c.set('trafficStack', { refusedBy: 'rate', priority: undefined });
       return refuse(c, rated);
     }
-    const leases: Lease[] = [];
-    const release = (): void => {
-      for (const lease of leases.splice(0)) void lease.release();
-    };
+    const leases = heldUntilEnd();
     try {
       // A lease is tied to the request's signal: a client that goes away, while the later layers decide or while
       // the route runs, frees its slot at once (the signal aborts on disconnect in @hono/node-server).
-      const { refusal, priority } = await runStackLayers(layers, c, rated?.identity, (lease) => void leases.push(lease), { signal: c.req.raw.signal });
+      const { refusal, priority } = await runStackLayers(layers, c, rated?.identity, leases.hold, { signal: c.req.raw.signal });
       c.set('trafficStack', { refusedBy: refusal?.layer, priority });
       if (refusal !== undefined) {
-        release();
-        return c.newResponse(refusal.body, refusal.status, { 'Content-Type': refusal.contentType, 'Retry-After': String(refusal.retryAfterSeconds) });
+        leases.release();
+        return c.newResponse(refusal.body, refusal.status, refusal.headers);
       }
       await next();
     } catch (error) {
-      release();
+      leases.release();
       throw error;
     }
-    if (leases.length > 0) c.res = releasingBody(c.res, release);
+    if (leases.holding) c.res = releasingBody(c.res, leases.release);
     return undefined;
   };
 }

@@ -1,8 +1,6 @@
-import { rejectUnknownOptions } from '@sluice/core/store';
 import { SluiceError } from '@sluice/core';
-import type { Lease } from '@sluice/core/concurrency';
 import type { NextRequest } from 'next/server';
-import { checkStackLayers, releasingBody, runStackLayers, type StackLayer, type StackLayers } from './http.js';
+import { checkStackLayers, heldUntilEnd, releasingBody, runStackLayers, type StackLayer, type StackLayers } from './http.js';
 import type { WaitUntilEvent } from './options.js';
 import type { NextRateLimit } from './rate-limit.js';
 import { toNextResponse, withRateLimitHeaders } from './responses.js';
@@ -17,8 +15,6 @@ export interface NextTrafficStackOptions extends StackLayers<NextRequest> {
 
 type RouteHandler<C> = (request: NextRequest, context: C) => Response | Promise<Response>;
 
-const KNOWN = ['rate', 'concurrency', 'fleet', 'worker', 'priority'];
-
 /**
  * Wraps a route handler in the four limiters of the article 'Scaling your API with rate limiters', in the article's
  * order (rate → concurrency → fleet → worker). A refusal is answered with problem+json naming the layer
@@ -29,31 +25,24 @@ const KNOWN = ['rate', 'concurrency', 'fleet', 'worker', 'priority'];
  */
 export function withTrafficStack<C = unknown>(handler: RouteHandler<C>, options: NextTrafficStackOptions): (request: NextRequest, context: C & Partial<WaitUntilEvent>) => Promise<Response> {
   if (typeof handler !== 'function') throw new SluiceError('INVALID_OPTION', `withTrafficStack: the first argument must be a route handler (request) => Response, got ${typeof handler}`);
-  if (typeof options !== 'object' || options === null) throw new SluiceError('INVALID_OPTION', 'withTrafficStack: options must be an object such as { rate, concurrency: { limiter } }');
-  rejectUnknownOptions(options, KNOWN, 'withTrafficStack');
-  const { rate, ...layers } = options;
-  checkStackLayers(layers, 'withTrafficStack', rate !== undefined);
+  const { rate, layers } = checkStackLayers(options, { where: 'withTrafficStack', example: '{ rate, concurrency: { limiter } }', rateOption: true });
 
   return async function sluiceTrafficStack(request, context) {
-    const leases: Lease[] = [];
-    const hold = (lease: Lease): void => void leases.push(lease);
-    const release = (): void => {
-      for (const lease of leases.splice(0)) void lease.release();
-    };
+    const leases = heldUntilEnd();
     try {
       const rated = rate === undefined ? undefined : await rate.check(request, typeof context?.waitUntil === 'function' ? (context as WaitUntilEvent) : undefined);
       if (rated !== undefined && !rated.allowed) return toNextResponse(rated);
       // The request's own signal releases a lease if the client goes away while the later layers decide.
-      const { refusal } = await runStackLayers(layers, request, rated?.identity, hold, { signal: request.signal });
+      const { refusal } = await runStackLayers(layers, request, rated?.identity, leases.hold, { signal: request.signal });
       if (refusal !== undefined) {
-        release();
-        return new Response(refusal.body, { status: refusal.status, headers: { 'Content-Type': refusal.contentType, 'Retry-After': String(refusal.retryAfterSeconds) } });
+        leases.release();
+        return new Response(refusal.body, { status: refusal.status, headers: refusal.headers });
       }
       const response = await handler(request, context);
-      const held = releasingBody(response, release);
+      const held = releasingBody(response, leases.release);
       return rated === undefined ? held : withRateLimitHeaders(rated, held);
     } catch (error) {
-      release();
+      leases.release();
       throw error;
     }
   };
