@@ -149,7 +149,8 @@ export function parseRateLimit(value: string | null): number | undefined {
   let hold: number | undefined;
   const dictionary = new Map<string, string>();
   for (const member of fieldMembers(value)) {
-    const remaining = member.params.get('r');
+    // A structured item; one without its name (`r=0;t=5`) reads as the member `r` and is taken as one too.
+    const remaining = member.params.get('r') ?? (member.key === 'r' ? member.value : undefined);
     if (remaining !== undefined) {
       const reset = parseSeconds(member.params.get('t') ?? null);
       if (parseSeconds(remaining) === 0 && reset !== undefined) hold = Math.max(hold ?? 0, reset * 1000);

@@ -1,7 +1,7 @@
 import { fixedWindow } from '@sluice/core';
 import { describe, expect, it } from 'vitest';
 import { createHandler, nodeHeaderTarget, toResponse, writeHeaders, type HandleResult, type HeaderStyle, type LegacyReset } from '../src/index.js';
-import { sfString } from '../src/header-fields.js';
+import { fieldMembers, sfString } from '../src/header-fields.js';
 import { fakeClock, memoryLimiter, request, written } from './support.js';
 
 function headersAfter(count: number, styles: HeaderStyle | HeaderStyle[], legacyReset?: LegacyReset) {
@@ -140,5 +140,22 @@ describe('web helpers', () => {
     );
     expect(held.get('ratelimit')).toBe('"global";r=9;t=60, "login";r=0;t=60');
     expect(held.get('retry-after')).toBe(30);
+  });
+});
+
+describe('fieldMembers: the fields read back, as a third party sends them', () => {
+  it('List items with their parameters, Dictionary members with their key, names lowercased', () => {
+    expect(fieldMembers('"api";r=0;t=5, 10;W=1')).toEqual([
+      { value: '"api"', params: new Map([['r', '0'], ['t', '5']]) },
+      { value: '10', params: new Map([['w', '1']]) },
+    ]);
+    expect(fieldMembers('Limit=10, remaining=0')).toEqual([
+      { key: 'limit', value: '10', params: new Map() },
+      { key: 'remaining', value: '0', params: new Map() },
+    ]);
+  });
+
+  it('what this package writes reads back as it was meant', () => {
+    expect(fieldMembers(`${sfString('a=b')};q=5;w=60`)).toEqual([{ value: '"a=b"', params: new Map([['q', '5'], ['w', '60']]) }]);
   });
 });

@@ -145,6 +145,7 @@ describe('header forms', () => {
     expect(parseRateLimit('"burst";r=4;t=1, "daily";r=0;t=30')).toBe(30_000);
     expect(parseRateLimit('limit=10, remaining=0, reset=5')).toBe(5000);
     expect(parseRateLimit('limit=10, remaining=2, reset=5')).toBeUndefined();
+    expect(parseRateLimit('r=0;t=5')).toBe(5000); // an item without its name
     expect(holdOffMs(response(200, { ratelimit: '"default";r=0;t=2' }), T0)).toBe(2000);
   });
 
