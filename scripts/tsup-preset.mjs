@@ -1,10 +1,11 @@
 // The build every package shares: ESM and CJS with type declarations and source maps, for ES2022, from
 // src/index.ts. A package's tsup.config.ts passes only what it adds or changes (more entries, a plugin).
+// @sluice/internal (the shared option checks) is never published, so every package that uses it bundles it.
 
 /**
  * @param {import('tsup').Options} [extra]
  * @returns {import('tsup').Options}
  */
 export function library(extra = {}) {
-  return { entry: ['src/index.ts'], format: ['esm', 'cjs'], dts: true, clean: true, sourcemap: true, target: 'es2022', ...extra };
+  return { entry: ['src/index.ts'], format: ['esm', 'cjs'], dts: true, clean: true, sourcemap: true, target: 'es2022', noExternal: ['@sluice/internal'], ...extra };
 }

@@ -1,5 +1,6 @@
-// Option checks, value descriptions, duration parsing and the promise check are written once, in @sluice/core/store
-// (rejectUnknownOptions, describeValue, durationOption, optionalFunction, isPromiseLike), and the NOSCRIPT fallback
+// Option checks, value descriptions, duration parsing and the promise check are written once, in core's source
+// (rejectUnknownOptions, describeValue, durationOption, optionalFunction, isPromiseLike), which the other packages
+// import through the private @sluice/internal (it compiles those files), and the NOSCRIPT fallback
 // once, in @sluice/redis-script (runScript, isNoScript); every package uses them: this fails when a package's source
 // grows its own copy, so the messages a user reads and the behaviour they rely on stay the same everywhere.
 import { readdirSync, readFileSync, statSync } from 'node:fs';
@@ -12,7 +13,7 @@ const root = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
 /** Where the one copy of each lives. */
 const HOME = new Set([
   'packages/core/src/validate.ts',
-  'packages/core/src/errors.ts',
+  'packages/core/src/describe.ts',
   'packages/core/src/duration.ts',
   'packages/core/src/promise.ts',
   'packages/stores/redis-script/src/run-script.ts',

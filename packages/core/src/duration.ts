@@ -1,4 +1,6 @@
-import { SluiceError, describe } from './errors.js';
+import { describe } from './describe.js';
+// Only SluiceError from errors.ts: @sluice/internal compiles this file and swaps that import for @sluice/core's.
+import { SluiceError } from './errors.js';
 
 /**
  * A duration: a non-negative number of milliseconds, or a string such as `'250ms'`, `'1s'`, `'5m'`, `'1h'`, `'1d'`.

@@ -1,4 +1,6 @@
-import { SluiceError, describe } from './errors.js';
+import { describe } from './describe.js';
+// Only SluiceError from errors.ts: @sluice/internal compiles this file and swaps that import for @sluice/core's.
+import { SluiceError } from './errors.js';
 
 /**
  * Throws `UNKNOWN_OPTION` for any own key of `options` not in `known`: typos fail loudly. Allocates nothing when

@@ -6,7 +6,8 @@
  */
 import { afterEach, beforeEach, describe, expect, test, vi } from 'vitest';
 import { createLimiter, tokenBucket, type Duration, type Store } from '../src/index.js';
-import { createFailurePolicy, durationOption, type LimitRequest, type LimitResult } from '../src/store-api.js';
+import { durationOption } from '../src/duration.js';
+import { createFailurePolicy, type LimitRequest, type LimitResult } from '../src/store-api.js';
 import { MapStore } from './support/map-store.js';
 import { T0 } from './support/scenario.js';
 

@@ -1,10 +1,13 @@
 /**
- * The option check and the value description every package uses (stores, http, the adapters, conformance):
- * written once here, so every "unknown option" and every "got …" reads the same wherever it is raised.
+ * The option check and the value description every package uses (stores, http, the adapters, conformance, through
+ * the private @sluice/internal, which compiles these files): written once here, so every "unknown option" and every
+ * "got …" reads the same wherever it is raised.
  */
 import { describe, expect, test } from 'vitest';
 import { isSluiceError } from '../src/index.js';
-import { describeValue, isPromiseLike, optionalFunction, rejectUnknownOptions } from '../src/store-api.js';
+import { describe as describeValue } from '../src/describe.js';
+import { isPromiseLike } from '../src/promise.js';
+import { optionalFunction, rejectUnknownOptions } from '../src/validate.js';
 
 describe('rejectUnknownOptions', () => {
   test('a typo is UNKNOWN_OPTION naming where, the option and every accepted one', () => {

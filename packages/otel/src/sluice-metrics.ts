@@ -10,7 +10,7 @@
  */
 import type { Attributes, Histogram, Meter, MeterProvider } from '@opentelemetry/api';
 import { SluiceError } from '@sluice/core';
-import { describeValue, rejectUnknownOptions } from '@sluice/core/store';
+import { describeValue, rejectUnknownOptions } from '@sluice/internal';
 import { decisionOutcome, type ObservedEvent } from './outcome.js';
 
 /** The instruments' names, units and attribute keys (the README's table). */

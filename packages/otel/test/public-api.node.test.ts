@@ -22,7 +22,7 @@ describe('public API', () => {
       const code = readFileSync(new URL(file, import.meta.url), 'utf8');
       const imported = [...code.matchAll(/(?:from\s*|import\s*\(|require\()\s*["']([^"']+)["']/g)].map((m) => m[1]);
       expect(imported.length).toBeGreaterThan(0);
-      expect(new Set(imported)).toEqual(new Set(['@sluice/core', '@sluice/core/store']));
+      expect(new Set(imported)).toEqual(new Set(['@sluice/core']));
       expect(code).not.toMatch(/@opentelemetry/);
     }
   });

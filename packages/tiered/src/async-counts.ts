@@ -3,7 +3,8 @@
  * sent to it in batches (`flushEvery`, `syncInterval`); near the limit, or with too much uncounted, it decides
  * remotely. Bounded over-admission: at most instances × maxUnsynced per window.
  */
-import { Failover, isPromiseLike, type LimitRequest, type LimitResult } from '@sluice/core/store';
+import { Failover, type LimitRequest, type LimitResult } from '@sluice/core/store';
+import { isPromiseLike } from '@sluice/internal';
 import type { Entry, TierStats } from './entry.js';
 import type { TierHost } from './lease.js';
 import type { ResolvedOptions } from './options.js';

@@ -2,7 +2,6 @@ import { SluiceError } from '@sluice/core';
 import {
   Failover,
   createFailurePolicy,
-  isPromiseLike,
   type LeaseRequest,
   type LeaseResult,
   type LimitRequest,
@@ -12,6 +11,7 @@ import {
   type StoreCapabilities,
   type StoreOperation,
 } from '@sluice/core/store';
+import { isPromiseLike } from '@sluice/internal';
 import { LRUCache } from 'lru-cache';
 import { LocalShare } from './local-share.js';
 import { Outage } from './outage.js';

@@ -1,5 +1,6 @@
 import { fixedWindow, isSluiceError, tokenBucket, type SluiceError, type Store } from '@sluice/core';
-import { isPromiseLike, type LimitRequest, type LimitResult } from '@sluice/core/store';
+import type { LimitRequest, LimitResult } from '@sluice/core/store';
+import { isPromiseLike } from '@sluice/internal';
 import { describe, expect, it } from 'vitest';
 import type { TestContext } from '../context.js';
 

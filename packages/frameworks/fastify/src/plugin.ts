@@ -1,5 +1,5 @@
 import { SluiceError, type Store } from '@sluice/core';
-import { rejectUnknownOptions } from '@sluice/core/store';
+import { rejectUnknownOptions } from '@sluice/internal';
 import { addressLost, checkOptionsObject, HTTP_OPTION_NAMES, nodeHeaderTarget, writeHeaders, type HandleResult, type HttpLimitOptions, type ProblemDetails } from '@sluice/http';
 import type { FastifyInstance, FastifyReply, FastifyRequest, HookHandlerDoneFunction } from 'fastify';
 import fp from 'fastify-plugin';

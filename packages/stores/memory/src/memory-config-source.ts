@@ -1,5 +1,5 @@
 import type { ConfigSource, Unsubscribe } from '@sluice/core/config';
-import { describeValue } from '@sluice/core/store';
+import { describeValue } from '@sluice/internal';
 import { SluiceError } from '@sluice/core';
 
 /**

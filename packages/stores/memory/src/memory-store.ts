@@ -2,9 +2,7 @@ import { SluiceError } from '@sluice/core';
 import {
   EXPIRY_GRACE_MS,
   LEASE_ID_PATTERN,
-  describeValue as describe,
   evaluateLease,
-  rejectUnknownOptions,
   evaluate,
   newStepScratch,
   stepRuleInto,
@@ -23,6 +21,7 @@ import {
   type State,
   type StoreCapabilities,
 } from '@sluice/core/store';
+import { describeValue as describe, rejectUnknownOptions } from '@sluice/internal';
 import { Lru, type LruEntry } from './lru.js';
 
 export interface MemoryStoreOptions {

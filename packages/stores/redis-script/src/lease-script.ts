@@ -22,7 +22,8 @@
  * PEXPIREAT / PEXPIRE. TIME once per call on the store clock.
  */
 import { SluiceError } from '@sluice/core';
-import { LEASE_ID_PATTERN, describeValue, type LeaseRequest, type LeaseResult } from '@sluice/core/store';
+import { LEASE_ID_PATTERN, type LeaseRequest, type LeaseResult } from '@sluice/core/store';
+import { describeValue } from '@sluice/internal';
 import { leaseScript, leaseSha1 } from 'virtual:sluice-lua';
 import { runScript, type ScriptCommands } from './run-script.js';
 

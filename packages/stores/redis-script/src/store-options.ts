@@ -1,5 +1,5 @@
 import { SluiceError } from '@sluice/core';
-import { describeValue, rejectUnknownOptions } from '@sluice/core/store';
+import { describeValue, rejectUnknownOptions } from '@sluice/internal';
 
 /** The options every store running this script takes, checked once for `@sluice/redis` and `@sluice/upstash`. */
 export interface ScriptStoreOptions {

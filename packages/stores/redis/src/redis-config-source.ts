@@ -1,6 +1,6 @@
 import { SluiceError } from '@sluice/core';
 import type { ConfigSource, Unsubscribe } from '@sluice/core/config';
-import { describeValue, rejectUnknownOptions } from '@sluice/core/store';
+import { describeValue, rejectUnknownOptions } from '@sluice/internal';
 import { REPLACE_CONFIG_SCRIPT } from '@sluice/redis-script';
 import type { Cluster, Redis } from 'ioredis';
 

@@ -1,14 +1,6 @@
 import { SluiceError, type Duration, type Store } from '@sluice/core';
-import {
-  describeValue,
-  durationOption,
-  type DurationRange,
-  type LeaseRequest,
-  type LeaseResult,
-  type LimitRequest,
-  type LimitResult,
-  type StoreCapabilities,
-} from '@sluice/core/store';
+import type { LeaseRequest, LeaseResult, LimitRequest, LimitResult, StoreCapabilities } from '@sluice/core/store';
+import { describeValue, durationOption, type DurationRange } from '@sluice/internal';
 import { Command, type Cluster, type Redis } from 'ioredis';
 import { ConnectionGate, type GatedClient } from './connection-gate.js';
 import {

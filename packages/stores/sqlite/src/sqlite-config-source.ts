@@ -1,6 +1,6 @@
 import { SluiceError } from '@sluice/core';
 import type { ConfigSource } from '@sluice/core/config';
-import { describeValue, rejectUnknownOptions } from '@sluice/core/store';
+import { describeValue, rejectUnknownOptions } from '@sluice/internal';
 import type { SqliteDatabase, SqliteStatement } from './database.js';
 import { sqliteCode } from './store-error.js';
 

@@ -3,7 +3,6 @@ import {
   EXPIRY_GRACE_MS,
   LEASE_ID_PATTERN,
   decodeState,
-  describeValue,
   encodeState,
   evaluate,
   evaluateLease,
@@ -16,6 +15,7 @@ import {
   type State,
   type StoreCapabilities,
 } from '@sluice/core/store';
+import { describeValue } from '@sluice/internal';
 import type { SqliteDatabase, SqliteStatement, SqliteTransaction } from './database.js';
 import { resolveOptions, type SqliteStoreOptions } from './options.js';
 import { ensureSchema } from './schema.js';

@@ -1,6 +1,6 @@
 import { SluiceError } from '@sluice/core';
 import type { ConfigSource } from '@sluice/core/config';
-import { describeValue, rejectUnknownOptions } from '@sluice/core/store';
+import { describeValue, rejectUnknownOptions } from '@sluice/internal';
 import { REPLACE_CONFIG_SCRIPT } from '@sluice/redis-script';
 import type { UpstashRestOptions } from './upstash-rest.js';
 import { restClientFor } from './upstash-store.js';

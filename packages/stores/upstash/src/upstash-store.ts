@@ -1,5 +1,6 @@
 import { SluiceError, type Store } from '@sluice/core';
-import { describeValue, type LeaseRequest, type LeaseResult, type LimitRequest, type LimitResult, type StoreCapabilities } from '@sluice/core/store';
+import type { LeaseRequest, LeaseResult, LimitRequest, LimitResult, StoreCapabilities } from '@sluice/core/store';
+import { describeValue } from '@sluice/internal';
 import { LimitBatcher, leaseCall, parseLeaseReply, runScript, scriptStoreOptions, type ScriptCommands } from '@sluice/redis-script';
 import { upstashRest, type UpstashRestOptions } from './upstash-rest.js';
 import { UPSTASH_LEASE_SCRIPT, UPSTASH_LIMIT_SCRIPT, upstashScriptSha1 } from './upstash-script.js';
