@@ -138,7 +138,7 @@ class Concurrency implements ConcurrencyLimiter {
     rejectUnknownOptions(options, KNOWN, WHERE);
     const store = checkStore(options.store, `${WHERE}: store`);
     if (!store.capabilities.operations.includes('lease') || typeof store.lease !== 'function') {
-      throw new SluiceError('INVALID_OPTION', `${WHERE}: store must support leases (its capabilities.operations lack 'lease'); sluice's memory, SQLite, Redis and Upstash stores do`);
+      throw new SluiceError('INVALID_OPTION', `${WHERE}: store must support leases (its capabilities.operations lack 'lease'); sluice's memory, SQLite and Redis stores do, and on Upstash upstashLeaseStore() does`);
     }
     this.store = store as Store & { lease: NonNullable<Store['lease']> };
     this.name = checkName(options.name ?? 'default', 'name');

@@ -21,10 +21,11 @@ export function withUpstashFlags(script: string): string {
   return shebang.replace(match[0], ` flags=${[...flags].join(',')}`) + body;
 }
 
-export const UPSTASH_LIMIT_SCRIPT: string = withUpstashFlags(LIMIT_SCRIPT);
+// Pure: a bundle that never sends a script (or only one of them) drops the call and the text.
+export const UPSTASH_LIMIT_SCRIPT: string = /* @__PURE__ */ withUpstashFlags(LIMIT_SCRIPT);
 
 /** The concurrency-lease script (`store.lease()`), flagged the same way. */
-export const UPSTASH_LEASE_SCRIPT: string = withUpstashFlags(LEASE_SCRIPT);
+export const UPSTASH_LEASE_SCRIPT: string = /* @__PURE__ */ withUpstashFlags(LEASE_SCRIPT);
 
 /** The two web globals used here, typed by hand: the package compiles without DOM or Node typings. */
 const web = globalThis as unknown as {

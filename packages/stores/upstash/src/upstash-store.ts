@@ -1,9 +1,9 @@
 import { SluiceError, type Store } from '@sluice/core';
-import type { LeaseRequest, LeaseResult, LimitRequest, LimitResult, StoreCapabilities } from '@sluice/core/store';
+import type { LimitRequest, LimitResult, StoreCapabilities, StoreOperation } from '@sluice/core/store';
 import { describeValue } from '@sluice/internal';
-import { LimitBatcher, leaseCall, parseLeaseReply, runScript, scriptStoreOptions, type ScriptCommands } from '@sluice/redis-script';
+import { LimitBatcher, runScript, scriptStoreOptions, type ScriptCommands } from '@sluice/redis-script';
 import { upstashRest, type UpstashRestOptions } from './upstash-rest.js';
-import { UPSTASH_LEASE_SCRIPT, UPSTASH_LIMIT_SCRIPT, upstashScriptSha1 } from './upstash-script.js';
+import { UPSTASH_LIMIT_SCRIPT, upstashScriptSha1 } from './upstash-script.js';
 
 export interface UpstashStoreOptions {
   /**
@@ -54,6 +54,8 @@ const KNOWN = ['clock', 'batch', 'maxBatch'];
  * const store = upstashStore({ url: env.UPSTASH_REDIS_REST_URL, token: env.UPSTASH_REDIS_REST_TOKEN });
  * const same = upstashStore(new Redis({ url, token })); // or @upstash/redis
  * const limiter = createLimiter({ store, rules: fixedWindow({ limit: 100, window: '1m' }) });
+ * @remarks Concurrency leases (`createConcurrencyLimiter()`) need `upstashLeaseStore()`, the same store with
+ * `lease()`: kept apart so that an app that only rate limits does not ship the lease script.
  */
 export function upstashStore(redis: UpstashClient | UpstashRestOptions, options: UpstashStoreOptions = {}): UpstashStore {
   return new UpstashStore(restClientFor(redis), options);
@@ -71,13 +73,16 @@ export function restClientFor<T>(redis: T | UpstashRestOptions): T {
   return redis as T;
 }
 
+const OPERATIONS: readonly StoreOperation[] = ['limit', 'reset', 'take', 'reserve'];
+
 export class UpstashStore implements Store {
   readonly capabilities: StoreCapabilities;
   private readonly redis: UpstashClient;
   private readonly batcher: LimitBatcher;
-  private readonly clock: 'store' | 'client';
+  protected readonly clock: 'store' | 'client';
 
-  constructor(redis: UpstashClient, options: UpstashStoreOptions = {}) {
+  /** `operations`: what the store announces, for a subclass that adds one (UpstashLeaseStore). */
+  constructor(redis: UpstashClient, options: UpstashStoreOptions = {}, where = 'upstashStore', operations = OPERATIONS) {
     const candidate = redis as Partial<UpstashClient> | null | undefined;
     if (
       typeof candidate !== 'object' ||
@@ -88,13 +93,13 @@ export class UpstashStore implements Store {
     ) {
       throw new SluiceError(
         'INVALID_OPTION',
-        "upstashStore: redis must be { url, token } (the database's REST URL and token) or an @upstash/redis client, e.g. upstashStore(new Redis({ url, token })), got " + kind(redis),
+        `${where}: redis must be { url, token } (the database's REST URL and token) or an @upstash/redis client, e.g. ${where}(new Redis({ url, token })), got ${kind(redis)}`,
       );
     }
-    const { clock, batch, maxBatch } = scriptStoreOptions(options, KNOWN, 'upstashStore');
+    const { clock, batch, maxBatch } = scriptStoreOptions(options, KNOWN, where);
     this.redis = redis;
     this.clock = clock;
-    this.capabilities = { synchronous: false, clock, operations: ['limit', 'reset', 'take', 'reserve', 'lease'] };
+    this.capabilities = { synchronous: false, clock, operations: [...operations] };
     // The batcher's default wait is microtasks only (edge runtimes have no process.nextTick).
     this.batcher = new LimitBatcher({ clock, maxBatch: batch ? maxBatch : 1, call: this.call });
   }
@@ -108,22 +113,13 @@ export class UpstashStore implements Store {
     await this.redis.del(...ruleIds.map((id) => `${key}:${id}`));
   }
 
-  /**
-   * Concurrency leases (core's `evaluateLease()`): one HTTP request, one call of the lease script on the sorted
-   * set `${key}:lease`, atomic, on Redis TIME (or `request.now` with `clock: 'client'`). Rejects with
-   * INVALID_OPTION, sending nothing, when the id is not 1 to 64 characters of letters, digits, '_' or '-'.
-   */
-  async lease(request: LeaseRequest): Promise<LeaseResult> {
-    const { keys, args } = leaseCall(request, this.clock, 'upstashStore.lease');
-    return parseLeaseReply(await this.run(UPSTASH_LEASE_SCRIPT, keys, args));
-  }
-
   /** EVALSHA and EVAL of each script for runScript's NOSCRIPT fallback, made once its SHA-1 is known. */
   private readonly scripts = new Map<string, ScriptCommands>();
 
   private readonly call = (keys: string[], args: string[]): Promise<unknown> => this.run(UPSTASH_LIMIT_SCRIPT, keys, args);
 
-  private async run(script: string, keys: string[], args: string[]): Promise<unknown> {
+  /** One call of a script (either of upstash-script.ts's): EVALSHA once its digest is known, EVAL on NOSCRIPT. */
+  protected async run(script: string, keys: string[], args: string[]): Promise<unknown> {
     const pending = upstashScriptSha1(script);
     const { sha1 } = 'then' in pending ? await pending : pending;
     // No WebCrypto digest here: the script goes by its text every time.

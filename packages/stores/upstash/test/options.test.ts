@@ -1,6 +1,6 @@
 import { isSluiceError } from '@sluice/core';
 import { describe, expect, it } from 'vitest';
-import { upstashStore, type UpstashClient } from '../src/index.js';
+import { upstashLeaseStore, upstashStore, type UpstashClient } from '../src/index.js';
 import { client } from './helpers.js';
 
 function codeOf(action: () => unknown): string | undefined {
@@ -33,16 +33,23 @@ describe('upstashStore validation', () => {
     expect(codeOf(() => upstashStore(client(), { maxBatch: 64.5 }))).toMatch(/^INVALID_OPTION: .*maxBatch must be an integer from 1 to 1000/);
   });
 
-  it('announces its capabilities', () => {
-    expect(upstashStore(client()).capabilities).toEqual({ synchronous: false, clock: 'store', operations: ['limit', 'reset', 'take', 'reserve', 'lease'] });
+  it('announces its capabilities: leases only on upstashLeaseStore()', () => {
+    expect(upstashStore(client()).capabilities).toEqual({ synchronous: false, clock: 'store', operations: ['limit', 'reset', 'take', 'reserve'] });
     expect(upstashStore(client(), { clock: 'client' }).capabilities.clock).toBe('client');
+    expect('lease' in upstashStore(client())).toBe(false);
+    expect(upstashLeaseStore(client(), { clock: 'client' }).capabilities).toEqual({ synchronous: false, clock: 'client', operations: ['limit', 'reset', 'take', 'reserve', 'lease'] });
+  });
+
+  it('upstashLeaseStore() checks its client and options as upstashStore() does, under its own name', () => {
+    expect(codeOf(() => upstashLeaseStore({} as never))).toMatch(/^INVALID_OPTION: \[sluice\] upstashLeaseStore: redis must be \{ url, token \}/);
+    expect(codeOf(() => upstashLeaseStore(client(), { clok: 'store' } as never))).toMatch(/^UNKNOWN_OPTION: \[sluice\] upstashLeaseStore: unknown option "clok"/);
   });
 
   it('refuses a lease id outside LEASE_ID_PATTERN with INVALID_OPTION, sending nothing', async () => {
-    const store = upstashStore(client());
+    const store = upstashLeaseStore(client());
     for (const id of ['', 'a b', 'x'.repeat(65), 'a:b']) {
       await expect(store.lease({ key: 'opts:{id}', op: 'acquire', id, limit: 1, ttlMs: 1000, now: 0 })).rejects.toThrow(
-        /upstashStore\.lease: a lease id must be 1 to 64 characters of letters, digits, '_' or '-'/,
+        /upstashLeaseStore\.lease: a lease id must be 1 to 64 characters of letters, digits, '_' or '-'/,
       );
     }
   });
