@@ -40,7 +40,7 @@ export async function run({ log }) {
       { heading: 'Sizes', lines: [line(header), widths.map((w) => '-'.repeat(w)).join('  '), ...body.map(line)] },
       { heading: 'What each entry is (bench/suites/bundles/)', lines: measured.map((m) => `${m.name.padEnd(Math.max(...measured.map((e) => e.name.length)))}  ${m.file}: ${m.what}`) },
     ],
-    targets: [target(`* the Upstash-on-Hono path (everything the worker ships, hono and the REST client included) under ${kB(HONO_UPSTASH_TARGET_BYTES)} gzipped`, hono.gzipBytes, '<', HONO_UPSTASH_TARGET_BYTES, (v) => `${kB(v)} (${formatInteger(v)} bytes)`)],
+    targets: [target(`* the Upstash-on-Hono path (everything the worker ships, hono and the REST client included) at most ${kB(HONO_UPSTASH_TARGET_BYTES)} gzipped`, hono.gzipBytes, '<=', HONO_UPSTASH_TARGET_BYTES, (v) => `${kB(v)} (${formatInteger(v)} bytes)`)],
     notes: [
       `hono+upstash against the same worker on @upstash/ratelimit: ${(hono.gzipBytes / peer.gzipBytes).toFixed(2)}x its gzipped size (${kB(hono.gzipBytes)} / ${kB(peer.gzipBytes)}), with client identity, standard headers and problem bodies the peer worker leaves to the user`,
       '"largest parts" comes from esbuild\'s metafile (bytes of each package in the minified output, before gzip).',

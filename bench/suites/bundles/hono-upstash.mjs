@@ -1,5 +1,5 @@
 // The Upstash-on-Hono path: everything a Cloudflare Worker ships to rate limit with Hono, @sluice/hono and the
-// Upstash store on its own REST client ({ url, token }). The target: under 15 kB gzipped, all of it.
+// Upstash store on its own REST client ({ url, token }). The size target: 25 kB gzipped or less, all of it.
 import { createLimiter, tokenBucket } from '@sluice/core';
 import { rateLimit } from '@sluice/hono';
 import { upstashStore } from '@sluice/upstash';
