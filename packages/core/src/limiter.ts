@@ -63,7 +63,8 @@ class LimiterImpl implements SyncLimiter {
   private readonly onDecision: ((event: DecisionEvent) => void) | undefined;
   /**
    * The rule when every `limit`/`limitSync` call without options can go straight to the fast path (`one`): a
-   * FastPathStore, a synchronous failure policy, no quota, one unstaggered rule, not switched off. Set by configure().
+   * FastPathStore, a synchronous failure policy, no quota, one unstaggered rule, enforce mode (shadow mode takes
+   * the pipeline, which lets its denials through). Set by configure().
    */
   private fastRule: Rule | undefined;
 
@@ -144,7 +145,7 @@ class LimiterImpl implements SyncLimiter {
     this.currentOverrides = overrides;
     const only = rules.length === 1 ? rules[0]! : undefined;
     const plain = this.quota === undefined && overrides.size === 0 && this.onDecision === undefined;
-    this.fastRule = this.fastPath !== undefined && this.policy.synchronous && plain && only !== undefined && !only.stagger && mode !== 'off' ? only : undefined;
+    this.fastRule = this.fastPath !== undefined && this.policy.synchronous && plain && only !== undefined && !only.stagger && mode === 'enforce' ? only : undefined;
   }
 
   limit(identity: string, options?: LimitOptions): Promise<Decision> {
@@ -292,9 +293,7 @@ class LimiterImpl implements SyncLimiter {
     const rules = this.currentRules;
     const request = new IdentityRequest(identity, this.keyPrefix, rules, 1, 'consume', this.now());
     const answer = this.policy.runSync(request, this.callLimitOne);
-    if (answer !== this.answer) return this.shape(rules, request, answer);
-    const decision = decideOne(rule, answer, request.now);
-    return decision.allowed || this.currentMode !== 'shadow' ? decision : { ...decision, allowed: true, reason: 'shadow' };
+    return answer === this.answer ? decideOne(rule, answer, request.now) : this.shape(rules, request, answer);
   }
 
   /** Shapes an answer that comes later. A method of its own: a closure in decision() would make every call allocate a context. */
@@ -376,18 +375,29 @@ class LimiterImpl implements SyncLimiter {
  * A fast-path request (see FastRequest in store.ts). Its key is built on first read: a store that holds the
  * identity finds it by the identity alone, and building `prefix:name:{identity}` makes a rope string that V8
  * flattens and hashes on its first Map lookup, the largest cost of an in-process decision.
+ *
+ * One is made per decision, so its fields are `declare`d and written once, in the constructor: declared class
+ * fields (parameter properties too) are first defined as `undefined` under ES2022 semantics, by an initializer
+ * that runs per instance before the constructor writes each of them again.
  */
 class IdentityRequest implements FastRequest {
-  private builtKey: string | undefined = undefined;
+  declare readonly identity: string;
+  declare readonly rules: readonly Rule[];
+  declare readonly cost: number;
+  declare readonly mode: StepMode;
+  declare readonly now: number;
+  private declare readonly keyPrefix: string;
+  private declare builtKey: string | undefined;
 
-  constructor(
-    readonly identity: string,
-    private readonly keyPrefix: string,
-    readonly rules: readonly Rule[],
-    readonly cost: number,
-    readonly mode: StepMode,
-    readonly now: number,
-  ) {}
+  constructor(identity: string, keyPrefix: string, rules: readonly Rule[], cost: number, mode: StepMode, now: number) {
+    this.identity = identity;
+    this.rules = rules;
+    this.cost = cost;
+    this.mode = mode;
+    this.now = now;
+    this.keyPrefix = keyPrefix;
+    this.builtKey = undefined;
+  }
 
   get key(): string {
     return (this.builtKey ??= this.keyPrefix + identityKey(this.identity) + '}');
