@@ -1,7 +1,8 @@
 // `@sluice/core/store`: what a store author needs and an application does not. The evaluator and the step functions,
-// the state codec, identity keys, option checks (unknown names, durations, callbacks), the promise check, the
-// failure policy and the store contract's types. The limiter, the rule factories and SluiceError are in the root
-// export (src/index.ts); internals (ceilDiv, STEPS, hash32, CircuitBreaker) are exported from neither.
+// the state codec, lease evaluation, identity keys, the failure policy (for a store that wraps a remote one) and the
+// store contract's types. The limiter, the rule factories and SluiceError are in the root export (src/index.ts).
+// The option checks the sluice packages share are in the private @sluice/internal, never published; internals
+// (ceilDiv, STEPS, hash32, CircuitBreaker) are exported from nowhere.
 export { decide, decideOne } from './decision.js';
 
 export { fixedWindowStep } from './algorithms/fixed-window.js';
@@ -41,9 +42,4 @@ export type {
 
 export { createFailurePolicy, Failover } from './failure-policy.js';
 export type { FailurePolicy, FailurePolicyOptions } from './failure-policy.js';
-export { describe as describeValue } from './errors.js';
-export { optionalFunction, rejectUnknownOptions } from './validate.js';
-export { durationOption } from './duration.js';
-export type { DurationRange } from './duration.js';
-export { isPromiseLike } from './promise.js';
 export { identityKey, MAX_VERBATIM_IDENTITY } from './identity.js';

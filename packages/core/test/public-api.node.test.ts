@@ -11,7 +11,7 @@ const ENTRIES = ['index', 'store', 'concurrency', 'shedding', 'config'];
 
 /** A call into each subpath that throws a SluiceError (an option the function does not know, or a bad document). */
 const THROWERS: Record<string, (entry: Record<string, (...args: unknown[]) => unknown>) => unknown> = {
-  store: (store) => store.rejectUnknownOptions!({ nope: 1 }, ['known'], 'test'),
+  store: (store) => store.createFailurePolicy!({ nope: 1 }),
   concurrency: (concurrency) => concurrency.createConcurrencyLimiter!({ nope: 1 }),
   shedding: (shedding) => shedding.createUtilizationShedder!({ nope: 1 }),
   config: (config) => config.parseLimiterConfig!('not json'),

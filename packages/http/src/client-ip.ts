@@ -1,5 +1,5 @@
 import { SluiceError } from '@sluice/core';
-import { describeValue, rejectUnknownOptions } from '@sluice/core/store';
+import { describeValue, rejectUnknownOptions } from '@sluice/internal';
 import { parseForwarded, parseXForwardedFor } from './forwarded.js';
 import { formatIp, maskIp, parseAddressText, type IpAddress } from './ip-address.js';
 import { compileRanges } from './ip-range.js';

@@ -1,5 +1,5 @@
 import { SluiceError, type Limiter } from '@sluice/core';
-import { describeValue as describe, isPromiseLike, optionalFunction, rejectUnknownOptions } from '@sluice/core/store';
+import { describeValue as describe, isPromiseLike, optionalFunction, rejectUnknownOptions } from '@sluice/internal';
 import { clientIpResolver, type ClientIpResult } from './client-ip.js';
 import { HEADER_STYLES, type HeaderStyle, type LegacyReset, type PolicyItemCache } from './header-fields.js';
 import { HTTP_OPTION_NAMES, type HttpLimitOptions, type IdentityValue, type LimiterEntry, type ShadowBanOptions } from './options.js';

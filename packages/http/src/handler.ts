@@ -1,5 +1,5 @@
 import type { Decision } from '@sluice/core';
-import { isPromiseLike } from '@sluice/core/store';
+import { isPromiseLike } from '@sluice/internal';
 import { compileOptions, type CompiledEntry, type CompiledOptions } from './compile-options.js';
 import { consume, DEGRADED, giveBack, note, REFUSED, SHADOWED, type LimiterResult } from './decision.js';
 import { afterIdentify, identityText, resolveShared, type SharedIdentity } from './identity.js';

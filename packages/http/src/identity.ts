@@ -1,5 +1,5 @@
 import { SluiceError } from '@sluice/core';
-import { describeValue, isPromiseLike } from '@sluice/core/store';
+import { describeValue, isPromiseLike } from '@sluice/internal';
 import type { ClientIpResult } from './client-ip.js';
 import type { CompiledOptions } from './compile-options.js';
 import type { IdentityValue } from './options.js';
