@@ -1,4 +1,5 @@
-import { SluiceError, describe } from './errors.js';
+import { describe } from './describe.js';
+import { SluiceError } from './errors.js';
 
 /** Latest time a clock may return: 2^47 ms, about the year 6429; keeps every sum of a time and a duration below 2^53. */
 export const MAX_CLOCK_MS = 2 ** 47;

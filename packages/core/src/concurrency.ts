@@ -6,7 +6,8 @@
  */
 import { readClock } from './clock.js';
 import { durationOption, type Duration, type DurationRange } from './duration.js';
-import { SluiceError, describe } from './errors.js';
+import { describe } from './describe.js';
+import { SluiceError } from './errors.js';
 import { Failover, checkStore, createFailurePolicy, type FailurePolicy } from './failure-policy.js';
 import type { CircuitBreakerOptions } from './circuit-breaker.js';
 import { identityKey } from './identity.js';

@@ -13,7 +13,8 @@
  * accepts. `revision` counts writes (config-writers.ts).
  */
 import type { LimiterMode } from './limiter.js';
-import { SluiceError, describe } from './errors.js';
+import { describe } from './describe.js';
+import { SluiceError } from './errors.js';
 import { ruleFromSpec, type RuleSpec } from './rule-spec.js';
 import type { Rule } from './rules.js';
 import { rejectUnknownOptions } from './validate.js';

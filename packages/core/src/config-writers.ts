@@ -7,7 +7,8 @@
  */
 import { parseLimiterConfig, type LimiterConfig } from './config-document.js';
 import type { ConfigSource } from './config-source.js';
-import { SluiceError, describe, isSluiceError } from './errors.js';
+import { describe } from './describe.js';
+import { SluiceError, isSluiceError } from './errors.js';
 import type { LimiterMode } from './limiter.js';
 import { ruleSpec, type RuleSpec } from './rule-spec.js';
 import type { Rule } from './rules.js';

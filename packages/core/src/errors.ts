@@ -42,6 +42,3 @@ export class SluiceError extends Error {
 export function isSluiceError(value: unknown): value is SluiceError {
   return typeof value === 'object' && value !== null && (value as Record<symbol, unknown>)[BRAND] === true;
 }
-
-// Core's files import `describe` from here; @sluice/internal's build takes it from describe.ts, where it lives.
-export { describe } from './describe.js';

@@ -14,7 +14,8 @@
 import { CircuitBreaker, type CircuitBreakerOptions, type CircuitState } from './circuit-breaker.js';
 import { Deadlines, withDeadline } from './deadline.js';
 import { durationOption, type Duration, type DurationRange } from './duration.js';
-import { SluiceError, describe, isSluiceError } from './errors.js';
+import { describe } from './describe.js';
+import { SluiceError, isSluiceError } from './errors.js';
 import type { LimitRequest, LimitResult, Store } from './store.js';
 import { isPromiseLike } from './promise.js';
 import { rejectUnknownOptions, requireObject } from './validate.js';

@@ -8,7 +8,8 @@
  * reached. Refusals are 503s: the fleet is at capacity, the client did nothing wrong.
  */
 import { createConcurrencyLimiter, type AcquireOptions, type ConcurrencyLimiter, type ConcurrencyLimiterOptions, type LeaseDecision } from './concurrency.js';
-import { SluiceError, describe } from './errors.js';
+import { describe } from './describe.js';
+import { SluiceError } from './errors.js';
 import { notify, performanceNow } from './observe.js';
 import { optionalFunction, rejectUnknownOptions, requireObject } from './validate.js';
 

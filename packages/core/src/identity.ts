@@ -1,4 +1,5 @@
-import { SluiceError, describe } from './errors.js';
+import { describe } from './describe.js';
+import { SluiceError } from './errors.js';
 
 /**
  * Identities up to this many UTF-16 units are stored verbatim; longer ones as their first MAX_VERBATIM_IDENTITY

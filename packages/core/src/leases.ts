@@ -14,7 +14,8 @@
  * The record's time to live is the latest expiry it holds (it expires by itself when every lease has).
  */
 
-import { SluiceError, describe } from './errors.js';
+import { describe } from './describe.js';
+import { SluiceError } from './errors.js';
 
 /** Ids: what `createConcurrencyLimiter` makes (random), and what a store may be asked to keep. */
 export const LEASE_ID_PATTERN = /^[A-Za-z0-9_-]{1,64}$/;

@@ -2,7 +2,8 @@ import type { CircuitState } from './circuit-breaker.js';
 import { decide, decideOne, degrade, disabled, failOpenOrClosed, withModeFields, type Decision } from './decision.js';
 import { withDeadline } from './deadline.js';
 import { readClock } from './clock.js';
-import { SluiceError, describe } from './errors.js';
+import { describe } from './describe.js';
+import { SluiceError } from './errors.js';
 import {
   Failover,
   asStoreError,

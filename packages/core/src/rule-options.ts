@@ -1,5 +1,6 @@
 import { parseDuration, type Duration } from './duration.js';
-import { SluiceError, describe } from './errors.js';
+import { describe } from './describe.js';
+import { SluiceError } from './errors.js';
 import { rejectUnknownOptions, requireObject } from './validate.js';
 
 /** Options every rule factory accepts. */

@@ -12,7 +12,8 @@ import { slidingWindowLog } from './algorithms/sliding-window-log.js';
 import { tokenBucket } from './algorithms/token-bucket.js';
 import { ALGORITHM_NAMES } from './algorithm-names.js';
 import type { Duration } from './duration.js';
-import { SluiceError, describe } from './errors.js';
+import { describe } from './describe.js';
+import { SluiceError } from './errors.js';
 import type { AlgorithmName, Rule } from './rules.js';
 
 /** A rule as JSON: a factory's options and `algorithm`. Durations are milliseconds or strings like '1s'. */

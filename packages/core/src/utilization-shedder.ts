@@ -16,7 +16,8 @@
  * probability clamp(a × k − j, 0, 1): test traffic goes first, and at a = 1 everything but critical is shed.
  */
 import { durationOption, type Duration } from './duration.js';
-import { SluiceError, describe } from './errors.js';
+import { describe } from './describe.js';
+import { SluiceError } from './errors.js';
 import { notify, performanceNow } from './observe.js';
 import { optionalFunction, optionalString, rejectUnknownOptions, requireObject } from './validate.js';
 

@@ -7,7 +7,8 @@
 import { MAX_CLOCK_MS } from './clock.js';
 import type { Decision } from './decision.js';
 import { durationOption, type Duration, type DurationRange } from './duration.js';
-import { SluiceError, describe } from './errors.js';
+import { describe } from './describe.js';
+import { SluiceError } from './errors.js';
 import type { Limiter } from './limiter.js';
 import { NEVER } from './algorithm.js';
 import type { AbortSignalLike } from './concurrency.js';

@@ -13,7 +13,8 @@
  * - reads run one at a time, in order, so an older read never overwrites a newer one.
  */
 import { durationOption, type Duration, type DurationRange } from './duration.js';
-import { SluiceError, describe, isSluiceError } from './errors.js';
+import { describe } from './describe.js';
+import { SluiceError, isSluiceError } from './errors.js';
 import type { Limiter, LimiterMode } from './limiter.js';
 import { isPromiseLike } from './promise.js';
 import { compileLimiterConfig, type LimiterConfig } from './config-document.js';

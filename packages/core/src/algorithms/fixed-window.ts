@@ -7,7 +7,8 @@
  */
 import { NEVER, newStepScratch, setPair, type StepMode, type State, type StepOutcome, type StepScratch } from '../algorithm.js';
 import type { Duration } from '../duration.js';
-import { SluiceError, describe } from '../errors.js';
+import { describe } from '../describe.js';
+import { SluiceError } from '../errors.js';
 import { readRuleOptions, type RuleBaseOptions } from '../rule-options.js';
 import type { Rule } from '../rules.js';
 import { positiveInteger } from '../validate.js';
