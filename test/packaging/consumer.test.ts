@@ -258,7 +258,7 @@ const packages = ${JSON.stringify(loadable.map((p) => ({ name: p.manifest.name, 
       numPendingTests: number;
       testResults: { assertionResults: { title: string; status: string }[] }[];
     };
-    // The README's totals: 127 tests for a synchronous client-clock store with both modes and leases, of which the 12 that read
+    // The README's totals: 127 tests for a synchronous client-clock store with take, reserve and leases, of which the 12 that read
     // keys are skipped without inspectKeys.
     expect([report.numTotalTests, report.numPassedTests, report.numPendingTests]).toEqual([127, 115, 12]);
     const skipped = report.testResults.flatMap((file) => file.assertionResults).filter((a) => a.status !== 'passed');

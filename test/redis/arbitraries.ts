@@ -15,7 +15,7 @@ import {
   type AlgorithmName,
   type Rule,
 } from '@sluice/core';
-import { ALGORITHM_NAMES, type Mode, type ResolvedRule } from '@sluice/core/store';
+import { ALGORITHM_NAMES, type Operation, type ResolvedRule } from '@sluice/core/store';
 
 const small = fc.integer({ min: 1, max: 12 });
 const durationMs = fc.oneof(fc.integer({ min: 1, max: 50 }), fc.integer({ min: 51, max: 5_000 }), fc.constantFrom(1_000, 60_000, 86_400_000));
@@ -107,7 +107,7 @@ export interface Event {
   /** Milliseconds since the previous event; negative when the client clock went backwards. */
   readonly deltaMs: number;
   readonly cost: number;
-  readonly mode: Mode;
+  readonly operation: Operation;
   /** `reserve` only: the longest wait accepted, ms (0 when absent). */
   readonly maxWaitMs?: number;
 }
@@ -125,16 +125,16 @@ export function events(maxCost: number, minLength = 1): fc.Arbitrary<Event[]> {
     { weight: 2, arbitrary: fc.constant(0) },
     { weight: 3, arbitrary: fc.integer({ min: 1, max: maxCost + 3 }) },
   );
-  const mode = fc.oneof(
-    { weight: 6, arbitrary: fc.constant<Mode>('consume') },
-    { weight: 1, arbitrary: fc.constant<Mode>('peek') },
-    { weight: 2, arbitrary: fc.constant<Mode>('refund') },
-    { weight: 2, arbitrary: fc.constant<Mode>('take') },
-    { weight: 2, arbitrary: fc.constant<Mode>('reserve') },
+  const operation = fc.oneof(
+    { weight: 6, arbitrary: fc.constant<Operation>('consume') },
+    { weight: 1, arbitrary: fc.constant<Operation>('peek') },
+    { weight: 2, arbitrary: fc.constant<Operation>('refund') },
+    { weight: 2, arbitrary: fc.constant<Operation>('take') },
+    { weight: 2, arbitrary: fc.constant<Operation>('reserve') },
   );
   // Read by reserve only: no wait allowed, a short wait, and one long enough to book far into the future.
   const maxWaitMs = fc.oneof(fc.constant(0), fc.integer({ min: 1, max: 5_000 }), fc.integer({ min: 5_001, max: 2 ** 40 }));
-  return fc.array(fc.record({ deltaMs: delta, cost, mode, maxWaitMs }), { minLength, maxLength: Math.max(40, minLength) });
+  return fc.array(fc.record({ deltaMs: delta, cost, operation, maxWaitMs }), { minLength, maxLength: Math.max(40, minLength) });
 }
 
 /** A start instant near today's epoch ms, so arithmetic runs at the magnitudes production sees. */

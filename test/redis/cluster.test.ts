@@ -38,7 +38,7 @@ describeStoreConformance<RedisStore>({
   name: 'redis cluster',
   createStore: () => redisStore(client, { clock: 'client' }),
   clock: 'client',
-  capabilities: { synchronous: false, modes: ['take', 'reserve'], leases: true },
+  capabilities: { synchronous: false, operations: ['take', 'reserve'], leases: true },
   storeScope: 'suite',
   keyPrefix: 'cluster-client',
 });
@@ -47,7 +47,7 @@ describeStoreConformance<RedisStore>({
   name: 'redis cluster',
   createStore: () => redisStore(client),
   clock: 'store',
-  capabilities: { synchronous: false, modes: ['take', 'reserve'], leases: true },
+  capabilities: { synchronous: false, operations: ['take', 'reserve'], leases: true },
   storeScope: 'suite',
   keyPrefix: 'cluster-store',
   inspectKeys: ({ prefix }) => keysEverywhere(`${prefix}:*`),

@@ -25,9 +25,9 @@ process.on('message', async (message) => {
   });
   // limit (the default), take with message.cost, or reserve with message.maxWait.
   const decide = () =>
-    message.mode === 'take'
+    message.operation === 'take'
       ? limiter.take(message.identity, { cost: message.cost })
-      : message.mode === 'reserve'
+      : message.operation === 'reserve'
         ? limiter.reserve(message.identity, { maxWait: message.maxWait })
         : limiter.limit(message.identity);
   let issued = 0;

@@ -73,10 +73,10 @@ afterAll(async () => {
 });
 
 /** How every request of a run decides: limit, take of `cost`, or reserve within `maxWait`. */
-type RunMode = { mode: 'limit' } | { mode: 'take'; cost: number } | { mode: 'reserve'; maxWait: number };
+type RunOperation = { operation: 'limit' } | { operation: 'take'; cost: number } | { operation: 'reserve'; maxWait: number };
 
 /** Sends one run to every process at once and adds up what they were allowed (granted, and the starts booked). */
-async function hammer(rules: readonly Rule[], how: RunMode = { mode: 'limit' }): Promise<{ allowed: number; denied: number; degraded: number; granted: number; starts: number[] }> {
+async function hammer(rules: readonly Rule[], how: RunOperation = { operation: 'limit' }): Promise<{ allowed: number; denied: number; degraded: number; granted: number; starts: number[] }> {
   const id = ++run;
   const replies = children.map((child) => message(child, 'done'));
   for (const child of children) {
@@ -137,7 +137,7 @@ describe(`take and reserve: ${PROCESSES} processes × ${IN_FLIGHT} in flight on 
   test(`take: the units granted add up to the capacity exactly (token bucket ${LIMIT}, takes of 3), in each of ${RUNS} runs`, async () => {
     const granted: number[] = [];
     for (let i = 0; i < RUNS; i++) {
-      const totals = await hammer([tokenBucket({ capacity: LIMIT, refillRate: 1, interval: '1d' })], { mode: 'take', cost: 3 });
+      const totals = await hammer([tokenBucket({ capacity: LIMIT, refillRate: 1, interval: '1d' })], { operation: 'take', cost: 3 });
       expect(totals.degraded).toBe(0);
       granted.push(totals.granted);
     }
@@ -146,7 +146,7 @@ describe(`take and reserve: ${PROCESSES} processes × ${IN_FLIGHT} in flight on 
   });
 
   test('reserve: every request is booked, and no two bookings are closer than the bucket allows (1 per 10 ms, capacity 1)', async () => {
-    const totals = await hammer([tokenBucket({ capacity: 1, refillRate: 1, interval: 10 })], { mode: 'reserve', maxWait: 600_000 });
+    const totals = await hammer([tokenBucket({ capacity: 1, refillRate: 1, interval: 10 })], { operation: 'reserve', maxWait: 600_000 });
     expect(totals.degraded).toBe(0);
     expect(totals.allowed).toBe(PROCESSES * REQUESTS);
     const starts = totals.starts.sort((a, b) => a - b);

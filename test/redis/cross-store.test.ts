@@ -4,7 +4,7 @@
  * (client clock, through the REST fixture) run the Lua script. The clock is driven by the test and steps backwards
  * as several app servers with clocks a few ms apart make it step: that is where the executors used to disagree (a
  * refunded-to-full state kept by memory and deleted by the others; cost 0 denied by the script; an expired
- * sliding-window-counter state read differently). Every mode runs, through the limiters' own methods: limit, peek,
+ * sliding-window-counter state read differently). Every operation runs, through the limiters' own methods: limit, peek,
  * refund, take and reserve (maxWait 0, short or huge), on every algorithm and on compound rules.
  *
  * Each sequence runs in a few ms of real time, far inside the Redis store's real-time expiry slack, so a key
@@ -35,7 +35,7 @@ let directory: string;
 let db: Database.Database;
 let stores: Array<{ name: string; store: Store }>;
 let run = 0;
-const stats = { sequences: 0, decisions: 0, backwardSteps: 0, modes: { consume: 0, peek: 0, refund: 0, take: 0, reserve: 0 } };
+const stats = { sequences: 0, decisions: 0, backwardSteps: 0, operations: { consume: 0, peek: 0, refund: 0, take: 0, reserve: 0 } };
 
 beforeAll(async () => {
   server = await startRedis();
@@ -54,7 +54,7 @@ beforeAll(async () => {
 });
 
 afterAll(async () => {
-  console.log(`[cross-store] ${stats.sequences} sequences, ${stats.decisions} decisions on ${stores?.length ?? 0} stores, ${stats.backwardSteps} backward clock steps; modes ${JSON.stringify(stats.modes)}`);
+  console.log(`[cross-store] ${stats.sequences} sequences, ${stats.decisions} decisions on ${stores?.length ?? 0} stores, ${stats.backwardSteps} backward clock steps; operations ${JSON.stringify(stats.operations)}`);
   ioredis?.disconnect();
   db?.close();
   if (directory !== undefined) rmSync(directory, { recursive: true, force: true });
@@ -86,29 +86,29 @@ async function agree(rules: readonly ResolvedRule[], start: number, sequence: re
   for (const event of sequence) {
     if (event.deltaMs < 0) stats.backwardSteps++;
     now = Math.max(start - 10_000, now + event.deltaMs);
-    history.push(`now=${now} ${event.mode}(cost ${event.cost}${event.mode === 'reserve' ? `, maxWaitMs ${event.maxWaitMs ?? 0}` : ''})`);
-    stats.modes[event.mode]++;
+    history.push(`now=${now} ${event.operation}(cost ${event.cost}${event.operation === 'reserve' ? `, maxWaitMs ${event.maxWaitMs ?? 0}` : ''})`);
+    stats.operations[event.operation]++;
     const answers = [];
     for (const { store, limiter } of limiters) {
       const decision =
-        event.mode === 'reserve'
+        event.operation === 'reserve'
           ? await limiter.reserve('id', { cost: event.cost, maxWait: event.maxWaitMs ?? 0 })
-          : await limiter[event.mode === 'consume' ? 'limit' : event.mode]('id', { cost: event.cost });
+          : await limiter[event.operation === 'consume' ? 'limit' : event.operation]('id', { cost: event.cost });
       answers.push({ store, decision: view(decision) });
     }
     stats.decisions++;
     const [reference, ...others] = answers;
     expect(reference!.decision.degraded, `${reference!.store}: ${history.join(' → ')}`).toBe(false);
-    if (event.cost === 0 || event.mode === 'refund') expect(reference!.decision.allowed, `${reference!.store}: ${history.join(' → ')}`).toBe(true);
-    if (event.mode === 'take') expect(reference!.decision.granted, `${reference!.store}: ${history.join(' → ')}`).toBeGreaterThanOrEqual(0);
-    if (event.mode === 'reserve') expect(reference!.decision.startAt, `${reference!.store}: ${history.join(' → ')}`).toEqual(expect.any(Number));
+    if (event.cost === 0 || event.operation === 'refund') expect(reference!.decision.allowed, `${reference!.store}: ${history.join(' → ')}`).toBe(true);
+    if (event.operation === 'take') expect(reference!.decision.granted, `${reference!.store}: ${history.join(' → ')}`).toBeGreaterThanOrEqual(0);
+    if (event.operation === 'reserve') expect(reference!.decision.startAt, `${reference!.store}: ${history.join(' → ')}`).toEqual(expect.any(Number));
     for (const other of others) {
       expect(other.decision, `${other.store} against ${reference!.store}, rules ${JSON.stringify(rules)}: ${history.join(' → ')}`).toEqual(reference!.decision);
     }
   }
 }
 
-const event = (deltaMs: number, mode: Event['mode'] = 'consume', cost = 1): Event => ({ deltaMs, mode, cost });
+const event = (deltaMs: number, operation: Event['operation'] = 'consume', cost = 1): Event => ({ deltaMs, operation, cost });
 
 describe('every store gives the same answers for any clock sequence', () => {
   test('the reported repro: fixed window 1 per 1000 ms, 1500 limit → 2100 refund → 1900 limit → 2200 limit', async () => {

@@ -2,7 +2,7 @@
  * JS-vs-Lua differential: fast-check event sequences run through core's `evaluate()` (the reference) and through
  * the Redis store's Lua script on a real redis-server (client clock mode), and every event must agree exactly:
  * allowed, remaining, resetAt, retryAt per rule (granted for take, startAt for reserve), the state written and
- * its expiry, in all five modes (consume, peek, refund, take, reserve). The script is called with
+ * its expiry, in all five operations (consume, peek, refund, take, reserve). The script is called with
  * the store's own codec (`encodeCall`, `parseCallReply`): one decision per call, as a lone decision travels,
  * and several decisions per call, as the store's batcher sends decisions issued together; and both ways the
  * store runs it: EVALSHA of LIMIT_SCRIPT and FCALL of the Redis Function LIMIT_LIBRARY defines.
@@ -33,7 +33,7 @@ const stats = {
   batchedCalls: 0,
   batchedDecisions: 0,
   repeatedKeys: 0,
-  modes: { consume: 0, peek: 0, refund: 0, take: 0, reserve: 0 },
+  operations: { consume: 0, peek: 0, refund: 0, take: 0, reserve: 0 },
   granted: 0,
   booked: 0,
   bookedLater: 0,
@@ -55,7 +55,7 @@ let via: Via = 'evalsha';
 afterAll(async () => {
   console.log(`[differential] ${stats.sequences} sequences, ${stats.events} events in ${stats.calls} script calls (${stats.batchedCalls} carrying several decisions), ${stats.writes} writes compared; ${stats.expiredEarly} states expired by Redis real time before the logical clock reached them`);
   console.log(
-    `[differential] modes ${JSON.stringify(stats.modes)}; takes that granted units ${stats.granted}; reservations booked ${stats.booked} (${stats.bookedLater} of them after now), refused as too far ${stats.tooFar}`,
+    `[differential] operations ${JSON.stringify(stats.operations)}; takes that granted units ${stats.granted}; reservations booked ${stats.booked} (${stats.bookedLater} of them after now), refused as too far ${stats.tooFar}`,
   );
   client?.disconnect();
   await server?.stop();
@@ -90,7 +90,7 @@ async function runCalls(identities: readonly Identity[], start: number, calls: R
     const requests: LimitRequest[] = call.map((event) => {
       now = Math.max(0, now + event.deltaMs);
       const { key, rules } = identities[event.who]!;
-      return { key, rules, cost: event.cost, mode: event.mode, now, ...(event.mode === 'reserve' ? { maxWaitMs: event.maxWaitMs ?? 0 } : {}) };
+      return { key, rules, cost: event.cost, operation: event.operation, now, ...(event.operation === 'reserve' ? { maxWaitMs: event.maxWaitMs ?? 0 } : {}) };
     });
     const { keys, args } = encodeCall(requests, 'client');
     const distinct = [...new Set(keys)];
@@ -132,15 +132,15 @@ async function runCalls(identities: readonly Identity[], start: number, calls: R
     const lastWrite = new Map<string, { state: State; ttlMs: number }>();
     for (const [i, request] of requests.entries()) {
       const ruleKeys = request.rules.map((rule) => `${request.key}:${rule.id}`);
-      const expected = evaluate(request.rules, ruleKeys.map((k) => current.get(k)), request.now, request.cost, request.mode, request.maxWaitMs);
-      stats.modes[request.mode]++;
+      const expected = evaluate(request.rules, ruleKeys.map((k) => current.get(k)), request.now, request.cost, request.operation, request.maxWaitMs);
+      stats.operations[request.operation]++;
       expect(actual[i]!.now, where(i)).toBe(request.now);
       expect(actual[i]!.outcomes, where(i)).toEqual(expected.outcomes);
       // The decision as a whole is every rule's allowed (the script sends no separate flag).
       expect(actual[i]!.outcomes.every((o) => o.allowed), where(i)).toBe(expected.allowed);
       const first = expected.outcomes[0]!;
-      if (request.mode === 'take' && first.granted! > 0) stats.granted++;
-      if (request.mode === 'reserve' && request.cost > 0) {
+      if (request.operation === 'take' && first.granted! > 0) stats.granted++;
+      if (request.operation === 'reserve' && request.cost > 0) {
         if (expected.allowed) {
           stats.booked++;
           if (first.startAt! > request.now) stats.bookedLater++;
@@ -253,7 +253,7 @@ describe.each<Via>(['evalsha', 'fcall'])('Lua script equals core evaluate(), eve
     for (const rule of [fixedWindow({ id: 'f', limit: 5, window: 1000 }), tokenBucket({ id: 't', capacity: 5, refillRate: 1 })]) {
       for (const raw of raws) {
         const key = `raw:{${++sequence}}`;
-        const request: LimitRequest = { key, rules: [rule], cost: 1, mode: 'peek', now: 1_700_000_000_000 };
+        const request: LimitRequest = { key, rules: [rule], cost: 1, operation: 'peek', now: 1_700_000_000_000 };
         const { keys, args } = encodeCall([request], 'client');
         await client.set(keys[0]!, raw);
         const reply = how === 'fcall' ? await client.fcall(LIMIT_FUNCTION, 1, keys[0]!, ...args) : await client.evalsha(LIMIT_SCRIPT_SHA1, 1, keys[0]!, ...args);
@@ -264,8 +264,8 @@ describe.each<Via>(['evalsha', 'fcall'])('Lua script equals core evaluate(), eve
   });
 
   test('take and reserve were exercised: units granted, bookings now and later, reservations refused as too far', () => {
-    expect(stats.modes.take).toBeGreaterThan(100);
-    expect(stats.modes.reserve).toBeGreaterThan(100);
+    expect(stats.operations.take).toBeGreaterThan(100);
+    expect(stats.operations.reserve).toBeGreaterThan(100);
     expect(stats.granted).toBeGreaterThan(50);
     expect(stats.bookedLater).toBeGreaterThan(20);
     expect(stats.tooFar).toBeGreaterThan(20);
@@ -275,7 +275,7 @@ describe.each<Via>(['evalsha', 'fcall'])('Lua script equals core evaluate(), eve
     // limit 5000 per 1 ms period: TAT remainders in 1/5000 ms; capacity × interval near the 2^53 guard.
     const { gcra, tokenBucket } = await import('@sluice/core');
     const rules = [gcra({ id: 'g', limit: 5000, period: 1, burst: 7 }), tokenBucket({ id: 't', capacity: 1_000_000, refillRate: 3, interval: 86_400_000 })];
-    const list: Event[] = Array.from({ length: 30 }, (_, i) => ({ deltaMs: i % 3, cost: (i * 7) % 9, mode: i % 5 === 4 ? 'refund' : 'consume' }));
+    const list: Event[] = Array.from({ length: 30 }, (_, i) => ({ deltaMs: i % 3, cost: (i * 7) % 9, operation: i % 5 === 4 ? 'refund' : 'consume' }));
     await runSequence(rules, 1_700_000_000_123, list);
   });
 });

@@ -91,7 +91,7 @@ describe.each(MAJORS)('a decision that timed out while Redis was down never coun
     const client = connect(server.port);
     cleanup.push(() => client.disconnect());
     const store = redisStore(client, { offlineWait: 0 });
-    const error: unknown = await store.limit({ key: 'k:{u}', rules: [rules], cost: 1, mode: 'consume', now: 0 }).catch((e: unknown) => e);
+    const error: unknown = await store.limit({ key: 'k:{u}', rules: [rules], cost: 1, operation: 'consume', now: 0 }).catch((e: unknown) => e);
     expect(isSluiceError(error) && error.code).toBe('STORE_ERROR');
     expect(String(error)).toMatch(/offlineWait \(0 ms\); the decision was not sent/);
     await server.restart();
@@ -104,7 +104,7 @@ describe.each(MAJORS)('a decision that timed out while Redis was down never coun
     const client = connect(server.port, { enableOfflineQueue: false });
     cleanup.push(() => client.disconnect());
     const error: unknown = await redisStore(client)
-      .limit({ key: 'k:{u}', rules: [rules], cost: 1, mode: 'consume', now: 0 })
+      .limit({ key: 'k:{u}', rules: [rules], cost: 1, operation: 'consume', now: 0 })
       .catch((e: unknown) => e);
     expect(String(error)).toMatch(/enableOfflineQueue options is false/);
   });
@@ -118,7 +118,7 @@ test("redisStore: offlineWait takes a duration: '150ms' and 150 hold a decision 
   for (const offlineWait of ['150ms', 150] as const) {
     const store = redisStore(client, { offlineWait });
     const start = performance.now();
-    const error: unknown = await store.limit({ key: 'k:{u}', rules: [rules], cost: 1, mode: 'consume', now: 0 }).catch((e: unknown) => e);
+    const error: unknown = await store.limit({ key: 'k:{u}', rules: [rules], cost: 1, operation: 'consume', now: 0 }).catch((e: unknown) => e);
     const held = performance.now() - start;
     expect(String(error)).toMatch(/within offlineWait \(150 ms\); the decision was not sent/);
     expect(held).toBeGreaterThanOrEqual(145);

@@ -8,7 +8,7 @@ import { expiryTests } from './groups/expiry.js';
 import { identityTests } from './groups/identities.js';
 import { isolationTests } from './groups/isolation.js';
 import { leaseTests } from './groups/leases.js';
-import { modeTests } from './groups/modes.js';
+import { operationTests } from './groups/operations.js';
 import { resetTests } from './groups/reset.js';
 import { vectorTests } from './groups/vectors.js';
 import { resolveOptions, type StoreConformanceOptions } from './options.js';
@@ -44,7 +44,7 @@ export function describeStoreConformance<S extends Store>(options: StoreConforma
     resetTests(get, inspect);
     identityTests(get, inspect);
     concurrencyTests(get);
-    modeTests(get, resolved.modes, clientClock);
+    operationTests(get, resolved.operations, clientClock);
     leaseTests(get, resolved.leases, clientClock, inspect);
     if (resolved.synchronous) {
       describe('the same vectors through limitSync, peekSync and refundSync', () => {

@@ -30,11 +30,11 @@ export interface StoreConformanceOptions<S extends Store = Store> {
     /** Every method answers without a promise, so limiters over it get `limitSync`. @default false */
     synchronous?: boolean;
     /**
-     * The optional modes `limit` runs (`take`, `reserve`), as announced in `store.capabilities.operations`. Their
+     * The optional operations `limit` runs (`take`, `reserve`), as announced in `store.capabilities.operations`. Their
      * vectors run for each one listed and are reported as skipped for the others, which must refuse them.
      * @default []
      */
-    modes?: ReadonlyArray<'take' | 'reserve'>;
+    operations?: ReadonlyArray<'take' | 'reserve'>;
     /**
      * The store runs concurrency leases (`store.lease()`, announced as `lease` in `capabilities.operations`): their
      * vectors run, or are reported as skipped and the store must be refused by `createConcurrencyLimiter`.
@@ -70,7 +70,7 @@ export interface ResolvedOptions<S extends Store> {
   readonly createStore: () => S | Promise<S>;
   readonly clock: 'client' | 'store';
   readonly synchronous: boolean;
-  readonly modes: ReadonlyArray<'take' | 'reserve'>;
+  readonly operations: ReadonlyArray<'take' | 'reserve'>;
   readonly leases: boolean;
   readonly teardown: (store: S) => void | Promise<void>;
   readonly storeScope: 'test' | 'suite';
@@ -92,9 +92,9 @@ export function resolveOptions<S extends Store>(options: StoreConformanceOptions
   if (options.clock !== 'client' && options.clock !== 'store') fail(`clock must be 'client' or 'store', got ${describeValue(options.clock)}`);
   const synchronous = options.capabilities?.synchronous ?? false;
   if (typeof synchronous !== 'boolean') fail(`capabilities.synchronous must be true or false, got ${describeValue(synchronous)}`);
-  const modes = options.capabilities?.modes ?? [];
-  if (!Array.isArray(modes) || modes.some((m) => m !== 'take' && m !== 'reserve')) {
-    fail(`capabilities.modes must be an array of 'take' and 'reserve', got ${describeValue(modes)}`);
+  const operations = options.capabilities?.operations ?? [];
+  if (!Array.isArray(operations) || operations.some((m) => m !== 'take' && m !== 'reserve')) {
+    fail(`capabilities.operations must be an array of 'take' and 'reserve', got ${describeValue(operations)}`);
   }
   const leases = options.capabilities?.leases ?? false;
   if (typeof leases !== 'boolean') fail(`capabilities.leases must be true or false, got ${describeValue(leases)}`);
@@ -112,7 +112,7 @@ export function resolveOptions<S extends Store>(options: StoreConformanceOptions
     createStore: options.createStore,
     clock: options.clock,
     synchronous,
-    modes,
+    operations,
     leases,
     teardown: options.teardown ?? ((store: S) => store.close?.()),
     storeScope,

@@ -27,7 +27,7 @@ export class ReferenceStore implements SyncStore {
       const slot = slots?.get(rule.id);
       return slot !== undefined && slot.expiresAt > now ? slot.state : undefined;
     });
-    const evaluation = evaluate(rules, states, now, request.cost, request.mode, request.maxWaitMs);
+    const evaluation = evaluate(rules, states, now, request.cost, request.operation, request.maxWaitMs);
     if (evaluation.writes !== undefined) {
       const target = slots ?? new Map<string, Slot>();
       evaluation.writes.forEach((write, i) => {

@@ -7,18 +7,18 @@
  */
 
 /** What one algorithm step does: `consume` takes `cost` if it fits; `peek` answers whether it would fit and writes nothing; `refund` gives `cost` back. */
-export type StepMode = 'consume' | 'peek' | 'refund';
+export type StepOperation = 'consume' | 'peek' | 'refund';
 
 /**
- * What a store request does. The step modes, plus two defined once in `evaluate()` on top of them:
+ * What a store request does. The step operations, plus two defined once in `evaluate()` on top of them:
  * `take` grants as many units as fit now, up to `cost`; `reserve` books `cost` at the earliest time it fits,
  * within `maxWaitMs`. See `evaluate()` and core's README for their exact semantics.
  */
-export type Mode = StepMode | 'take' | 'reserve';
+export type Operation = StepOperation | 'take' | 'reserve';
 
-/** True for the modes an algorithm step runs directly (everything but `take` and `reserve`). */
-export function isStepMode(mode: Mode): mode is StepMode {
-  return mode === 'consume' || mode === 'peek' || mode === 'refund';
+/** True for the operations an algorithm step runs directly (everything but `take` and `reserve`). */
+export function isStepOperation(operation: Operation): operation is StepOperation {
+  return operation === 'consume' || operation === 'peek' || operation === 'refund';
 }
 
 /** An algorithm's persisted state: a short flat list of integers (the sliding log's grows with its entries). */
@@ -48,7 +48,7 @@ export interface StepOutcome {
   readonly ttlMs: number;
 }
 
-export type Step<P> = (state: State | undefined, now: number, cost: number, mode: StepMode, params: P) => StepOutcome;
+export type Step<P> = (state: State | undefined, now: number, cost: number, operation: StepOperation, params: P) => StepOutcome;
 
 /**
  * A `StepOutcome` filled in place, so that an in-process executor can run a step per decision without
@@ -64,7 +64,7 @@ export interface StepScratch {
 }
 
 /** The same step as `Step<P>`, writing its outcome into `out`: every field equal to what `Step<P>` returns. */
-export type StepInto<P> = (state: State | undefined, now: number, cost: number, mode: StepMode, params: P, out: StepScratch) => void;
+export type StepInto<P> = (state: State | undefined, now: number, cost: number, operation: StepOperation, params: P, out: StepScratch) => void;
 
 /** Makes `next` the two-element state [a, b], in place. */
 export function setPair(next: number[], a: number, b: number): void {

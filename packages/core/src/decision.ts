@@ -167,12 +167,12 @@ export function failOpenOrClosed(verdict: 'allow' | 'deny', rules: readonly Rule
  * policy): an allowed answer grants the whole cost and starts now; a denied one grants nothing and starts when
  * `retryAfter` says (-1 when never).
  */
-export function withModeFields(decision: Decision, request: LimitRequest): Decision {
-  if (request.mode === 'take') {
+export function withOperationFields(decision: Decision, request: LimitRequest): Decision {
+  if (request.operation === 'take') {
     if (decision.granted !== undefined) return decision;
     return { ...decision, granted: decision.allowed ? request.cost : 0 };
   }
-  if (request.mode !== 'reserve' || decision.startAt !== undefined) return decision;
+  if (request.operation !== 'reserve' || decision.startAt !== undefined) return decision;
   const wait = decision.allowed ? 0 : decision.retryAfter;
   return { ...decision, startAt: Number.isFinite(wait) ? decision.now + wait : NEVER };
 }

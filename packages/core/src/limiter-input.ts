@@ -2,7 +2,7 @@
  * Checks of what a limiter is given: its name, rules and per-identity overrides at construction and in
  * `configure()`, and the options of each call. Every refusal names the field and what is accepted.
  */
-import type { Mode } from './algorithm.js';
+import type { Operation } from './algorithm.js';
 import { ALGORITHM_NAMES } from './algorithm-names.js';
 import { MAX_CLOCK_MS } from './clock.js';
 import { durationOption, type DurationRange } from './duration.js';
@@ -59,8 +59,8 @@ export function checkOverrides(value: unknown): ReadonlyMap<string, readonly Rul
   return checked;
 }
 
-export function readCost(options: LimitOptions, mode: Mode): number {
-  checkLimitOptions(options, mode);
+export function readCost(options: LimitOptions, operation: Operation): number {
+  checkLimitOptions(options, operation);
   const cost = options.cost;
   if (cost === undefined) return 1;
   if (!Number.isSafeInteger(cost) || cost < 0) {
@@ -69,8 +69,8 @@ export function readCost(options: LimitOptions, mode: Mode): number {
   return cost;
 }
 
-/** The options each mode accepts, and the error's prefix: constants, so a check that passes allocates nothing. */
-const MODE_OPTIONS: Readonly<Record<Mode, { readonly known: readonly string[]; readonly where: string }>> = {
+/** The options each operation accepts, and the error's prefix: constants, so a check that passes allocates nothing. */
+const OPERATION_OPTIONS: Readonly<Record<Operation, { readonly known: readonly string[]; readonly where: string }>> = {
   consume: { known: ['cost'], where: 'limit options' },
   peek: { known: ['cost'], where: 'peek options' },
   refund: { known: ['cost'], where: 'refund options' },
@@ -81,11 +81,11 @@ const MODE_OPTIONS: Readonly<Record<Mode, { readonly known: readonly string[]; r
 const MAX_WAIT_RANGE: DurationRange = { min: 0, max: MAX_CLOCK_MS };
 
 /** Per-call options: `limit(id, 5)` or `{ weight: 5 }` would otherwise silently cost 1. */
-function checkLimitOptions(options: LimitOptions, mode: Mode): void {
+function checkLimitOptions(options: LimitOptions, operation: Operation): void {
   if (typeof options !== 'object' || options === null) {
     throw new SluiceError('INVALID_OPTION', `limit options must be an object such as { cost: 2 }, got ${describe(options)}`);
   }
-  const accepted = MODE_OPTIONS[mode];
+  const accepted = OPERATION_OPTIONS[operation];
   rejectUnknownOptions(options, accepted.known, accepted.where);
 }
 

@@ -1,5 +1,5 @@
 import type { CircuitState } from './circuit-breaker.js';
-import { decide, decideOne, degrade, disabled, failOpenOrClosed, withModeFields, type Decision } from './decision.js';
+import { decide, decideOne, degrade, disabled, failOpenOrClosed, withOperationFields, type Decision } from './decision.js';
 import { withDeadline } from './deadline.js';
 import { readClock } from './clock.js';
 import { describe } from './describe.js';
@@ -15,7 +15,7 @@ import {
 import { identityKey } from './identity.js';
 import { KeyCache } from './key-cache.js';
 import { hasStagger, stagger } from './stagger.js';
-import { isStepMode, type Mode, type StepMode } from './algorithm.js';
+import { isStepOperation, type Operation, type StepOperation } from './algorithm.js';
 import type { Rule } from './rules.js';
 import type { FastPath, FastPathStore, FastRequest, LimitRequest, LimitResult, RuleAnswer, Store, SyncStore } from './store.js';
 import { rejectUnknownOptions, requireObject } from './validate.js';
@@ -27,7 +27,7 @@ import { checkName, checkOverrides, checkRules, readCost, readMaxWait } from './
 export type { DecisionEvent, Limiter, LimiterChanges, LimiterMode, LimiterOptions, LimitOptions, ReserveOptions, StoreErrorPolicy, SyncLimiter, TakeOptions } from './limiter-api.js';
 
 const KNOWN = ['store', 'rules', 'name', 'prefix', 'clock', 'mode', 'quota', 'timeout', 'onStoreError', 'circuitBreaker', 'onDecision'];
-const OPERATIONS: Readonly<Record<Mode, DecisionEvent['operation']>> = { consume: 'limit', peek: 'peek', refund: 'refund', take: 'take', reserve: 'reserve' };
+const OPERATIONS: Readonly<Record<Operation, DecisionEvent['operation']>> = { consume: 'limit', peek: 'peek', refund: 'refund', take: 'take', reserve: 'reserve' };
 
 
 /**
@@ -49,7 +49,7 @@ class LimiterImpl implements SyncLimiter {
   private readonly policy: FailurePolicy;
   private readonly quotaCache = new WeakMap<object, readonly Rule[]>();
   private readonly keys: KeyCache;
-  /** The store's fast path over this limiter's keys (a FastPathStore, see store.ts): single-rule step-mode requests, into `answer`. */
+  /** The store's fast path over this limiter's keys (a FastPathStore, see store.ts): single-rule step-operation requests, into `answer`. */
   private readonly fastPath: FastPath | undefined;
   private readonly answer: RuleAnswer = { allowed: true, remaining: 0, resetAt: 0, retryAt: 0 };
   /** The two ways of running the store, made once (the policy calls them; no closure per decision). */
@@ -223,9 +223,9 @@ class LimiterImpl implements SyncLimiter {
    * wrapped in one resolved promise rather than an async function's frame and promise. Anything thrown on the
    * way (a bad identity or cost) still comes back as a rejection, never as a synchronous throw.
    */
-  private run(identity: string, options: LimitOptions | undefined, mode: Mode): Promise<Decision> {
+  private run(identity: string, options: LimitOptions | undefined, operation: Operation): Promise<Decision> {
     try {
-      const decision = this.decision(identity, options, mode, false);
+      const decision = this.decision(identity, options, operation, false);
       return isPromise(decision) ? decision : Promise.resolve(decision);
     } catch (error) {
       return Promise.reject(error);
@@ -233,7 +233,7 @@ class LimiterImpl implements SyncLimiter {
   }
 
   /** The *Sync methods: refused up front, before anything is counted, when an answer could need a promise. */
-  private runSync(identity: string, options: LimitOptions | undefined, mode: Mode, method: string): Decision {
+  private runSync(identity: string, options: LimitOptions | undefined, operation: Operation, method: string): Decision {
     // The async method's name is only built on the way to an error: this runs on every synchronous decision.
     if (!this.store.capabilities.synchronous) {
       throw new SluiceError('UNSUPPORTED_OPERATION', `${method} needs a synchronous store (memory, SQLite); use ${method.slice(0, -4)}()`);
@@ -246,38 +246,38 @@ class LimiterImpl implements SyncLimiter {
         `${method} cannot be used when onStoreError is an asynchronous store (it could only answer a failure with a promise); use ${method.slice(0, -4)}()`,
       );
     }
-    return this.decision(identity, options, mode, true) as Decision;
+    return this.decision(identity, options, operation, true) as Decision;
   }
 
   /**
    * The one pipeline every decision takes: resolve the rules, build the request, run the store under the failure
-   * policy, shape the decision. The only seam is how the store is run: a single-rule step-mode request on a
+   * policy, shape the decision. The only seam is how the store is run: a single-rule step-operation request on a
    * FastPathStore goes through `limitOne` into a reused answer (`pnpm bench memory` shows it pays), everything
    * else through `limit(request)`; both are run by the same policy and shaped by the same step.
    */
-  private decision(identity: string, options: LimitOptions | undefined, mode: Mode, sync: boolean): Decision | Promise<Decision> {
-    if (this.onDecision !== undefined) return this.observed(identity, options, mode, sync);
-    return this.decideNow(identity, options, mode, sync);
+  private decision(identity: string, options: LimitOptions | undefined, operation: Operation, sync: boolean): Decision | Promise<Decision> {
+    if (this.onDecision !== undefined) return this.observed(identity, options, operation, sync);
+    return this.decideNow(identity, options, operation, sync);
   }
 
   /** `decideNow`, timed and reported to `onDecision` (whose exceptions are not the caller's). */
-  private observed(identity: string, options: LimitOptions | undefined, mode: Mode, sync: boolean): Decision | Promise<Decision> {
+  private observed(identity: string, options: LimitOptions | undefined, operation: Operation, sync: boolean): Decision | Promise<Decision> {
     const started = performanceNow();
-    const decided = this.decideNow(identity, options, mode, sync);
-    if (!isPromise(decided)) return this.report(identity, mode, decided, started);
-    return decided.then((decision) => this.report(identity, mode, decision, started));
+    const decided = this.decideNow(identity, options, operation, sync);
+    if (!isPromise(decided)) return this.report(identity, operation, decided, started);
+    return decided.then((decision) => this.report(identity, operation, decision, started));
   }
 
-  private report(identity: string, mode: Mode, decision: Decision, started: number): Decision {
-    notify(this.onDecision!, { limiter: this.name, operation: OPERATIONS[mode], identity, decision, durationMs: performanceNow() - started });
+  private report(identity: string, operation: Operation, decision: Decision, started: number): Decision {
+    notify(this.onDecision!, { limiter: this.name, operation: OPERATIONS[operation], identity, decision, durationMs: performanceNow() - started });
     return decision;
   }
 
-  private decideNow(identity: string, options: LimitOptions | undefined, mode: Mode, sync: boolean): Decision | Promise<Decision> {
-    if (!isStepMode(mode)) this.checkMode(options, mode);
+  private decideNow(identity: string, options: LimitOptions | undefined, operation: Operation, sync: boolean): Decision | Promise<Decision> {
+    if (!isStepOperation(operation)) this.checkOperation(options, operation);
     const rules = this.rulesFor(identity);
-    const request = this.request(identity, options, mode, rules);
-    if (this.currentMode === 'off') return withModeFields(disabled(rules, request.now), request);
+    const request = this.request(identity, options, operation, rules);
+    if (this.currentMode === 'off') return withOperationFields(disabled(rules, request.now), request);
     const call: (request: LimitRequest) => LimitResult | RuleAnswer | Promise<LimitResult> = request instanceof IdentityRequest ? this.callLimitOne : this.callLimit;
     if (sync) return this.shape(rules, request, this.policy.runSync(request, call as (request: LimitRequest) => LimitResult | RuleAnswer));
     const answer = this.policy.run(request, call);
@@ -302,15 +302,15 @@ class LimiterImpl implements SyncLimiter {
     return answer.then((a) => this.shape(rules, request, a));
   }
 
-  /** Refuses a mode the store does not announce (before anything is counted); reserve needs its options. */
-  private checkMode(options: TakeOptions | ReserveOptions | undefined, mode: 'take' | 'reserve'): void {
-    if (!this.store.capabilities.operations.includes(mode)) {
+  /** Refuses an operation the store does not announce (before anything is counted); reserve needs its options. */
+  private checkOperation(options: TakeOptions | ReserveOptions | undefined, operation: 'take' | 'reserve'): void {
+    if (!this.store.capabilities.operations.includes(operation)) {
       throw new SluiceError(
         'UNSUPPORTED_OPERATION',
-        `${mode}: the store does not support the ${mode} mode (its capabilities.operations lack '${mode}'); sluice's memory, SQLite, Redis and Upstash stores do`,
+        `${operation}: the store does not support the ${operation} operation (its capabilities.operations lack '${operation}'); sluice's memory, SQLite, Redis and Upstash stores do`,
       );
     }
-    if (mode === 'reserve' && (typeof options !== 'object' || options === null)) {
+    if (operation === 'reserve' && (typeof options !== 'object' || options === null)) {
       throw new SluiceError('INVALID_OPTION', `reserve options must be an object such as { maxWait: '1s' }, got ${describe(options)}`);
     }
   }
@@ -332,17 +332,17 @@ class LimiterImpl implements SyncLimiter {
     return checked;
   }
 
-  private request(identity: string, options: LimitOptions | undefined, mode: Mode, rules: readonly Rule[]): LimitRequest {
-    if (this.fastPath !== undefined && rules.length === 1 && !rules[0]!.stagger && isStepMode(mode)) {
+  private request(identity: string, options: LimitOptions | undefined, operation: Operation, rules: readonly Rule[]): LimitRequest {
+    if (this.fastPath !== undefined && rules.length === 1 && !rules[0]!.stagger && isStepOperation(operation)) {
       // The fast path finds the identity without its key (the store builds it only for an identity it does not hold).
       if (typeof identity !== 'string' || identity.length === 0) identityKey(identity);
-      const cost = options === undefined ? 1 : readCost(options, mode);
-      return new IdentityRequest(identity, this.keyPrefix, rules, cost, cost === 0 ? 'peek' : mode, this.now());
+      const cost = options === undefined ? 1 : readCost(options, operation);
+      return new IdentityRequest(identity, this.keyPrefix, rules, cost, cost === 0 ? 'peek' : operation, this.now());
     }
     const key = this.keys.keyFor(identity);
-    const cost = options === undefined ? 1 : readCost(options, mode);
-    const request: LimitRequest = { key, rules: hasStagger(rules) ? stagger(rules, identity) : rules, cost, mode: cost === 0 && isStepMode(mode) ? 'peek' : mode, now: this.now() };
-    return mode === 'reserve' ? { ...request, maxWaitMs: readMaxWait(options as ReserveOptions) } : request;
+    const cost = options === undefined ? 1 : readCost(options, operation);
+    const request: LimitRequest = { key, rules: hasStagger(rules) ? stagger(rules, identity) : rules, cost, operation: cost === 0 && isStepOperation(operation) ? 'peek' : operation, now: this.now() };
+    return operation === 'reserve' ? { ...request, maxWaitMs: readMaxWait(options as ReserveOptions) } : request;
   }
 
   /**
@@ -363,7 +363,7 @@ class LimiterImpl implements SyncLimiter {
       const decided = decide(rules, result.outcomes, result.now);
       decision = this.shaped(result.error === undefined ? decided : degrade(decided, result.error));
     }
-    return withModeFields(decision, request);
+    return withOperationFields(decision, request);
   }
 
   private shaped(decision: Decision): Decision {
@@ -385,16 +385,16 @@ class IdentityRequest implements FastRequest {
   declare readonly identity: string;
   declare readonly rules: readonly Rule[];
   declare readonly cost: number;
-  declare readonly mode: StepMode;
+  declare readonly operation: StepOperation;
   declare readonly now: number;
   private declare readonly keyPrefix: string;
   private declare builtKey: string | undefined;
 
-  constructor(identity: string, keyPrefix: string, rules: readonly Rule[], cost: number, mode: StepMode, now: number) {
+  constructor(identity: string, keyPrefix: string, rules: readonly Rule[], cost: number, operation: StepOperation, now: number) {
     this.identity = identity;
     this.rules = rules;
     this.cost = cost;
-    this.mode = mode;
+    this.operation = operation;
     this.now = now;
     this.keyPrefix = keyPrefix;
     this.builtKey = undefined;

@@ -1,5 +1,5 @@
 /**
- * The `take` and `reserve` modes, defined once on top of the algorithm steps (consume and peek), so that every
+ * The `take` and `reserve` operations, defined once on top of the algorithm steps (consume and peek), so that every
  * algorithm and every executor gets them with one semantics. `evaluate()` dispatches here.
  *
  * take(cost): grants g = min(cost, room) units now, where room is the least `remaining` over the rules read with

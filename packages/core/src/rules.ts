@@ -1,11 +1,11 @@
-import { isStepMode, type Mode, type State, type Step, type StepInto, type StepMode, type StepOutcome, type StepScratch } from './algorithm.js';
+import { isStepOperation, type Operation, type State, type Step, type StepInto, type StepOperation, type StepOutcome, type StepScratch } from './algorithm.js';
 import { fixedWindowInto, fixedWindowStep, type FixedWindowParams } from './algorithms/fixed-window.js';
 import { gcraInto, gcraStep, type GcraParams } from './algorithms/gcra.js';
 import { leakyBucketStep, type LeakyBucketParams } from './algorithms/leaky-bucket.js';
 import { slidingWindowCounterInto, slidingWindowCounterStep, type SlidingWindowCounterParams } from './algorithms/sliding-window-counter.js';
 import { slidingWindowLogStep, type SlidingWindowLogParams } from './algorithms/sliding-window-log.js';
 import { tokenBucketInto, tokenBucketStep, type TokenBucketParams } from './algorithms/token-bucket.js';
-import { reserveEvaluation, takeEvaluation } from './modes.js';
+import { reserveEvaluation, takeEvaluation } from './operations.js';
 
 export interface ParamsByAlgorithm {
   'fixed-window': FixedWindowParams;
@@ -46,8 +46,8 @@ export const STEPS: { readonly [A in AlgorithmName]: Step<ParamsByAlgorithm[A]> 
   gcra: gcraStep,
 };
 
-export function stepRule(rule: ResolvedRule, state: State | undefined, now: number, cost: number, mode: StepMode): StepOutcome {
-  return (STEPS[rule.algorithm] as Step<ResolvedRule['params']>)(state, now, cost, mode, rule.params);
+export function stepRule(rule: ResolvedRule, state: State | undefined, now: number, cost: number, operation: StepOperation): StepOutcome {
+  return (STEPS[rule.algorithm] as Step<ResolvedRule['params']>)(state, now, cost, operation, rule.params);
 }
 
 /** Steps that can write into a scratch outcome; the others are run through `STEPS` and copied. */
@@ -64,13 +64,13 @@ const STEPS_INTO: { readonly [A in AlgorithmName]?: StepInto<ParamsByAlgorithm[A
  * must be kept. Kept because `pnpm bench memory` shows it pays: without it (the step allocated, then copied) a
  * memory-store limitSync decision took about 1.8x as long.
  */
-export function stepRuleInto(rule: ResolvedRule, state: State | undefined, now: number, cost: number, mode: StepMode, out: StepScratch): void {
+export function stepRuleInto(rule: ResolvedRule, state: State | undefined, now: number, cost: number, operation: StepOperation, out: StepScratch): void {
   const into = STEPS_INTO[rule.algorithm] as StepInto<ResolvedRule['params']> | undefined;
   if (into !== undefined) {
-    into(state, now, cost, mode, rule.params, out);
+    into(state, now, cost, operation, rule.params, out);
     return;
   }
-  const step = stepRule(rule, state, now, cost, mode);
+  const step = stepRule(rule, state, now, cost, operation);
   const next = out.next;
   next.length = step.next.length;
   for (let i = 0; i < next.length; i++) next[i] = step.next[i]!;
@@ -111,27 +111,27 @@ export interface Evaluation {
  * Runs a compound request all-or-nothing: every rule is stepped; if any denies, nothing is consumed from any
  * rule and the outcomes report the state as it was. This is the reference that every store executor
  * (memory, SQLite, the Lua scripts) must match. `take` and `reserve` are defined here, on top of the steps
- * (see modes.ts); `maxWaitMs` is read by `reserve` only.
+ * (see operations.ts); `maxWaitMs` is read by `reserve` only.
  */
 export function evaluate(
   rules: readonly ResolvedRule[],
   states: ReadonlyArray<State | undefined>,
   now: number,
   cost: number,
-  mode: Mode,
+  operation: Operation,
   maxWaitMs = 0,
 ): Evaluation {
-  if (!isStepMode(mode)) {
-    return mode === 'take' ? takeEvaluation(rules, states, now, cost) : reserveEvaluation(rules, states, now, cost, maxWaitMs);
+  if (!isStepOperation(operation)) {
+    return operation === 'take' ? takeEvaluation(rules, states, now, cost) : reserveEvaluation(rules, states, now, cost, maxWaitMs);
   }
   const steps: StepOutcome[] = [];
   let allowed = true;
   for (let i = 0; i < rules.length; i++) {
-    const step = stepRule(rules[i]!, states[i], now, cost, mode);
+    const step = stepRule(rules[i]!, states[i], now, cost, operation);
     steps.push(step);
     if (!step.allowed) allowed = false;
   }
-  if (!allowed && mode === 'consume' && rules.length > 1) {
+  if (!allowed && operation === 'consume' && rules.length > 1) {
     // All-or-nothing: a rule that would have consumed reports its untouched state instead.
     for (let i = 0; i < rules.length; i++) {
       if (steps[i]!.allowed) steps[i] = stepRule(rules[i]!, states[i], now, cost, 'peek');
@@ -145,6 +145,6 @@ export function evaluate(
     resetAt: step.resetAt,
     retryAt: step.retryAt,
   }));
-  const write = (mode === 'consume' && allowed && cost > 0) || (mode === 'refund' && cost > 0);
+  const write = (operation === 'consume' && allowed && cost > 0) || (operation === 'refund' && cost > 0);
   return { allowed, outcomes, writes: write ? steps.map((s) => ({ state: s.next, ttlMs: s.ttlMs })) : undefined };
 }

@@ -8,20 +8,20 @@
  * Keys: the limiter passes a base key `prefix:limiter:{identity}`; the store adds `:ruleId` per rule (or keeps
  * one record per base key). The braces are a Redis Cluster hash tag: all keys of one identity share one slot.
  *
- * Modes: every request carries a `mode`. `consume`, `peek` and `refund` are required of every store; `take` and
+ * Operations: every request carries an `operation`. `consume`, `peek` and `refund` are required of every store; `take` and
  * `reserve` (defined in core's `evaluate()`) are optional. `capabilities.operations` is checked by the limiter:
  * `createLimiter` refuses a store that does not list `limit` and `reset` (INVALID_OPTION), and every `take` or
- * `reserve` is refused with UNSUPPORTED_OPERATION, before the store is called, unless the store lists that mode.
+ * `reserve` is refused with UNSUPPORTED_OPERATION, before the store is called, unless the store lists that operation.
  *
  * `FastPathStore` (below) is an optional seam for in-process stores, not part of the contract.
  */
-import type { Mode, StepMode, State } from './algorithm.js';
+import type { Operation, StepOperation, State } from './algorithm.js';
 import type { SluiceError } from './errors.js';
 import type { LeaseRequest, LeaseResult } from './leases.js';
 import type { ResolvedRule, RuleOutcome } from './rules.js';
 
 /**
- * `limit` and `reset` are required; `take` and `reserve` name the optional modes of `limit`; `lease` the optional
+ * `limit` and `reset` are required; `take` and `reserve` name the optional operations of `limit`; `lease` the optional
  * concurrency operations (`store.lease(request)`: acquire, release, extend; see leases.ts).
  */
 export type StoreOperation = 'limit' | 'reset' | 'take' | 'reserve' | 'lease';
@@ -31,7 +31,7 @@ export interface StoreCapabilities {
   readonly synchronous: boolean;
   /** `client`: the store uses `request.now`. `store`: it reads its own clock (Redis `TIME`) and ignores it. */
   readonly clock: 'client' | 'store';
-  /** The operations implemented. `limit` and `reset` are required; `take` and `reserve` when `limit` runs those modes. */
+  /** The operations implemented. `limit` and `reset` are required; `take` and `reserve` when `limit` runs those operations. */
   readonly operations: readonly StoreOperation[];
   /**
    * True for an asynchronous store that answers many requests from process memory (a local tier such as
@@ -48,7 +48,7 @@ export interface LimitRequest {
   readonly rules: readonly ResolvedRule[];
   /** Non-negative integer; 0 reads without writing. */
   readonly cost: number;
-  readonly mode: Mode;
+  readonly operation: Operation;
   /** The limiter's clock, epoch ms. Used by `clock: 'client'` stores. */
   readonly now: number;
   /** `reserve` only: the longest wait, ms, a booking may start after `now`; a non-negative integer. */
@@ -123,9 +123,9 @@ export interface FastPath {
   limitOne(request: FastRequest, out: RuleAnswer): void;
 }
 
-/** A single-rule step-mode request on a fast path: a `LimitRequest` that also carries the identity it is for. */
+/** A single-rule step-operation request on a fast path: a `LimitRequest` that also carries the identity it is for. */
 export interface FastRequest extends LimitRequest {
-  readonly mode: StepMode;
+  readonly operation: StepOperation;
   /** A non-empty string; `key` is `keyPrefix + identityKey(identity) + '}'`. */
   readonly identity: string;
 }

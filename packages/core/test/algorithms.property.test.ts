@@ -2,7 +2,7 @@
  * Every algorithm, driven through a real limiter with a fake clock, must give the same decisions as its plain
  * reference model (test/support/models.ts), event by event: allowed, reason, remaining, resetAt, retryAt and
  * retryAfter, over generated sequences of clock advances (0, small, around the window, huge gaps), costs
- * (0, within and over capacity) and modes (consume, peek, refund), with and without expiry of stale state.
+ * (0, within and over capacity) and operations (consume, peek, refund), with and without expiry of stale state.
  */
 import fc from 'fast-check';
 import { describe, expect, test } from 'vitest';
@@ -52,7 +52,7 @@ function modelProperty<P>(c: AlgorithmCase<P>): void {
       fc.property(scenario, ({ params, expire, events }) => {
         const model = c.model(params);
         play(c.rule(params), c.identity(params), events, { expire }, (step) => {
-          const want = expectEvent(model, step.now, step.event.cost, step.event.mode);
+          const want = expectEvent(model, step.now, step.event.cost, step.event.operation);
           const never = want.retryAt === -1;
           expect(actual(step)).toEqual({
             event: step.index,

@@ -12,9 +12,9 @@
  */
 import fc from 'fast-check';
 import { describe, expect, test } from 'vitest';
-import { stepRule, type ResolvedRule, type State, type StepMode } from '../src/store-api.js';
+import { stepRule, type ResolvedRule, type State, type StepOperation } from '../src/store-api.js';
 import { PLAIN, forEachCase, slidingWindowCounterCase, type AlgorithmCase } from './support/cases.js';
-import { RUNS, T0, costArb, moveArb, modeArb } from './support/scenario.js';
+import { RUNS, T0, costArb, moveArb, operationArb } from './support/scenario.js';
 
 interface Record {
   state: State;
@@ -23,14 +23,14 @@ interface Record {
 
 function scenario<P>(c: AlgorithmCase<P>) {
   return c.params.chain((params) => {
-    const event = fc.record({ move: moveArb(c.scaleMs(params)), cost: costArb(c.capacity(params)), mode: modeArb(true) }, PLAIN);
+    const event = fc.record({ move: moveArb(c.scaleMs(params)), cost: costArb(c.capacity(params)), operation: operationArb(true) }, PLAIN);
     return fc.record(
       {
         params: fc.constant(params),
         events: fc.array(event, { minLength: 1, maxLength: 40 }),
         probeGap: fc.oneof(fc.constant(0), fc.integer({ min: 0, max: 3 * c.scaleMs(params) }), fc.integer({ min: 0, max: 1e10 })),
         probeCost: costArb(c.capacity(params)),
-        probeMode: modeArb(true),
+        probeOperation: operationArb(true),
       },
       PLAIN,
     );
@@ -38,14 +38,14 @@ function scenario<P>(c: AlgorithmCase<P>) {
 }
 
 /** Plays events the way an executor does (expired records read as none; ttl <= 0 deletes), yielding each record kept. */
-function* records(rule: ResolvedRule, events: ReadonlyArray<{ move: number; cost: number; mode: StepMode }>): Generator<Record> {
+function* records(rule: ResolvedRule, events: ReadonlyArray<{ move: number; cost: number; operation: StepOperation }>): Generator<Record> {
   let now = T0;
   let record: Record | undefined;
   for (const event of events) {
     now = Math.max(0, now + event.move);
     const state = record !== undefined && record.expiresAt > now ? record.state : undefined;
-    const step = stepRule(rule, state, now, event.cost, event.mode);
-    const writes = event.cost > 0 && (event.mode === 'refund' || (event.mode === 'consume' && step.allowed));
+    const step = stepRule(rule, state, now, event.cost, event.operation);
+    const writes = event.cost > 0 && (event.operation === 'refund' || (event.operation === 'consume' && step.allowed));
     if (writes) record = step.ttlMs > 0 ? { state: step.next, expiresAt: now + step.ttlMs } : undefined;
     if (record !== undefined) yield record;
   }
@@ -55,12 +55,12 @@ function clockStepProperties<P>(c: AlgorithmCase<P>): void {
   describe(c.name, () => {
     test('a state read at or after its expiry answers exactly like no state, after backward steps too', () => {
       fc.assert(
-        fc.property(scenario(c), ({ params, events, probeGap, probeCost, probeMode }) => {
+        fc.property(scenario(c), ({ params, events, probeGap, probeCost, probeOperation }) => {
           const rule = c.rule(params);
           for (const record of records(rule, events)) {
             const at = record.expiresAt + probeGap;
-            const kept = stepRule(rule, record.state, at, probeCost, probeMode);
-            const none = stepRule(rule, undefined, at, probeCost, probeMode);
+            const kept = stepRule(rule, record.state, at, probeCost, probeOperation);
+            const none = stepRule(rule, undefined, at, probeCost, probeOperation);
             expect({ ...kept, next: [...kept.next] }).toEqual({ ...none, next: [...none.next] });
           }
         }),

@@ -29,7 +29,7 @@ interface Admission {
 /** Requests that actually took capacity (no refunds in these runs, so admitted cost only grows). */
 function admissions(steps: readonly Step[]): Admission[] {
   return steps
-    .filter((s) => s.event.mode === 'consume' && s.decision.allowed && s.event.cost > 0)
+    .filter((s) => s.event.operation === 'consume' && s.decision.allowed && s.event.cost > 0)
     .map((s) => ({ atMs: s.now - T0, cost: s.event.cost }));
 }
 

@@ -11,7 +11,7 @@ import { AsyncMapStore, MapStore } from './support/map-store.js';
 
 const T0 = Date.UTC(2025, 0, 1);
 const rule = tokenBucket({ capacity: 2, refillRate: 1 });
-const request: LimitRequest = { key: 'sluice:t:{a}', rules: [rule], cost: 1, mode: 'consume', now: T0 };
+const request: LimitRequest = { key: 'sluice:t:{a}', rules: [rule], cost: 1, operation: 'consume', now: T0 };
 
 const fail = (): never => {
   throw new Error('ECONNREFUSED');
@@ -102,7 +102,7 @@ describe('capabilities.operations is checked by the limiter', () => {
     expect(() => createLimiter({ store: partial, rules: rule })).toThrow(/store.capabilities.operations must list 'limit' and 'reset'/);
   });
 
-  test('a take or reserve on a store that does not list the mode is refused before the store is called', async () => {
+  test('a take or reserve on a store that does not list the operation is refused before the store is called', async () => {
     const store = new MapStore();
     const limiter = createLimiter({ store, rules: rule, clock: () => T0 });
     expect(() => limiter.takeSync('a')).toThrow(expect.objectContaining({ code: 'UNSUPPORTED_OPERATION' }));

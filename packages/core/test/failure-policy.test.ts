@@ -30,7 +30,7 @@ class MapStore implements SyncStore {
       const record = this.states.get(key);
       return record !== undefined && record.expiresAt > request.now ? record.state : undefined;
     });
-    const evaluation = evaluate(request.rules, states, request.now, request.cost, request.mode);
+    const evaluation = evaluate(request.rules, states, request.now, request.cost, request.operation);
     evaluation.writes?.forEach((write, i) => this.states.set(keys[i]!, { state: write.state, expiresAt: request.now + write.ttlMs }));
     return { now: request.now, outcomes: evaluation.outcomes };
   }

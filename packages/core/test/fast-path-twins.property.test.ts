@@ -33,14 +33,14 @@ import {
   type State,
 } from '../src/store-api.js';
 import { PLAIN, forEachCase, type AlgorithmCase } from './support/cases.js';
-import { RUNS, T0, costArb, moveArb, modeArb } from './support/scenario.js';
+import { RUNS, T0, costArb, moveArb, operationArb } from './support/scenario.js';
 
 function historyArb<P>(c: AlgorithmCase<P>) {
   return c.params.chain((params) =>
     fc.record(
       {
         params: fc.constant(params),
-        events: fc.array(fc.record({ move: moveArb(c.scaleMs(params)), cost: costArb(c.capacity(params)), mode: modeArb(true) }, PLAIN), {
+        events: fc.array(fc.record({ move: moveArb(c.scaleMs(params)), cost: costArb(c.capacity(params)), operation: operationArb(true) }, PLAIN), {
           minLength: 1,
           maxLength: 40,
         }),
@@ -59,7 +59,7 @@ class SeamStore implements FastPathStore {
   limit(request: LimitRequest): LimitResult {
     const keys = request.rules.map((rule) => `${request.key}:${rule.id}`);
     const states = keys.map((key) => this.read(key, request.now));
-    const evaluation = evaluate(request.rules, states, request.now, request.cost, request.mode);
+    const evaluation = evaluate(request.rules, states, request.now, request.cost, request.operation);
     evaluation.writes?.forEach((write, i) => this.write(keys[i]!, write.state, write.ttlMs, request.now));
     return { now: request.now, outcomes: evaluation.outcomes };
   }
@@ -73,8 +73,8 @@ class SeamStore implements FastPathStore {
     const key = `${keyPrefix}${identityKey(request.identity)}}:${request.rules[0]!.id}`;
     if (`${request.key}:${request.rules[0]!.id}` !== key) throw new Error(`request.key ${request.key} is not the identity's key`);
     const step = this.scratch;
-    stepRuleInto(request.rules[0]!, this.read(key, request.now), request.now, request.cost, request.mode, step);
-    if (request.cost > 0 && (request.mode === 'refund' || (request.mode === 'consume' && step.allowed))) {
+    stepRuleInto(request.rules[0]!, this.read(key, request.now), request.now, request.cost, request.operation, step);
+    if (request.cost > 0 && (request.operation === 'refund' || (request.operation === 'consume' && step.allowed))) {
       this.write(key, step.next.slice(), step.ttlMs, request.now);
     }
     out.allowed = step.allowed;
@@ -116,10 +116,10 @@ function twinProperties<P>(c: AlgorithmCase<P>): void {
           let state: State | undefined;
           for (const event of events) {
             now = Math.max(0, now + event.move);
-            const general = stepRule(rule, state, now, event.cost, event.mode);
-            stepRuleInto(rule, state, now, event.cost, event.mode, scratch);
+            const general = stepRule(rule, state, now, event.cost, event.operation);
+            stepRuleInto(rule, state, now, event.cost, event.operation, scratch);
             expect({ ...scratch, next: [...scratch.next] }).toEqual({ ...general, next: [...general.next] });
-            if (event.cost > 0 && (event.mode === 'refund' || (event.mode === 'consume' && general.allowed))) state = general.next;
+            if (event.cost > 0 && (event.operation === 'refund' || (event.operation === 'consume' && general.allowed))) state = general.next;
           }
         }),
         RUNS,
@@ -134,11 +134,11 @@ function twinProperties<P>(c: AlgorithmCase<P>): void {
           let state: State | undefined;
           for (const event of events) {
             now = Math.max(0, now + event.move);
-            const step = stepRule(rule, state, now, event.cost, event.mode);
+            const step = stepRule(rule, state, now, event.cost, event.operation);
             const outcome: RuleOutcome = { id: rule.id, allowed: step.allowed, limit: rule.limit, remaining: step.remaining, resetAt: step.resetAt, retryAt: step.retryAt };
             const answer: RuleAnswer = { allowed: step.allowed, remaining: step.remaining, resetAt: step.resetAt, retryAt: step.retryAt };
             expect(decideOne(rule, answer, now)).toStrictEqual(decide([rule], [outcome], now));
-            if (event.cost > 0 && (event.mode === 'refund' || (event.mode === 'consume' && step.allowed))) state = step.next;
+            if (event.cost > 0 && (event.operation === 'refund' || (event.operation === 'consume' && step.allowed))) state = step.next;
           }
         }),
         RUNS,
@@ -159,11 +159,11 @@ function twinProperties<P>(c: AlgorithmCase<P>): void {
             now = Math.max(0, now + event.move);
             // A cost of 1 is asked without options every other time: the call the limiter's `one` shortcut answers.
             const call = (limiter: typeof fast): Decision =>
-              event.mode === 'consume'
+              event.operation === 'consume'
                 ? event.cost === 1 && i % 2 === 0
                   ? limiter.limitSync(identity)
                   : limiter.limitSync(identity, { cost: event.cost })
-                : event.mode === 'peek'
+                : event.operation === 'peek'
                   ? limiter.peekSync(identity, { cost: event.cost })
                   : limiter.refundSync(identity, { cost: event.cost });
             expect(call(fast)).toStrictEqual(call(general));
@@ -236,15 +236,15 @@ describe("the limiter's shortcut for limit/limitSync without options", () => {
 });
 
 describe('the seam is taken', () => {
-  test('a FastPathStore answers single-rule step-mode requests through its FastPath, everything else through limit', () => {
+  test('a FastPathStore answers single-rule step-operation requests through its FastPath, everything else through limit', () => {
     const store = new SeamStore();
     const calls: string[] = [];
     const spy: FastPathStore = {
       capabilities: store.capabilities,
-      limit: (request) => (calls.push(`limit:${request.mode}`), store.limit(request)),
+      limit: (request) => (calls.push(`limit:${request.operation}`), store.limit(request)),
       bindFastPath: (keyPrefix) => {
         calls.push(`bind:${keyPrefix}`);
-        return { limitOne: (request, out) => (calls.push(`limitOne:${request.mode}:${request.identity}`), store.limitOne(keyPrefix, request, out)) };
+        return { limitOne: (request, out) => (calls.push(`limitOne:${request.operation}:${request.identity}`), store.limitOne(keyPrefix, request, out)) };
       },
       reset: (key, ids) => store.reset(key, ids),
     };

@@ -130,20 +130,20 @@ describe('peek, refund and cost', () => {
   test('the limiter sends cost 0 to the store as a peek, whatever the method', () => {
     const h = harness(fixedWindow({ limit: 3, window: '1m' }));
     h.limiter.limitSync('u', { cost: 0 });
-    expect(h.store.last).toMatchObject({ cost: 0, mode: 'peek' });
+    expect(h.store.last).toMatchObject({ cost: 0, operation: 'peek' });
     h.limiter.refundSync('u', { cost: 0 });
-    expect(h.store.last).toMatchObject({ cost: 0, mode: 'peek' });
+    expect(h.store.last).toMatchObject({ cost: 0, operation: 'peek' });
     h.limiter.limitSync('u', { cost: 1 });
-    expect(h.store.last).toMatchObject({ cost: 1, mode: 'consume' });
+    expect(h.store.last).toMatchObject({ cost: 1, operation: 'consume' });
   });
 
-  test('evaluate() never writes for cost 0, in any mode, for one rule or several', () => {
+  test('evaluate() never writes for cost 0, in any step operation, for one rule or several', () => {
     const one = [fixedWindow({ limit: 3, window: '1m' })];
     const two = [...one, tokenBucket({ capacity: 2, refillRate: 1 })];
     for (const rules of [one, two]) {
-      for (const mode of ['consume', 'peek', 'refund'] as const) {
-        const fresh = evaluate(rules, rules.map(() => undefined), T0, 0, mode);
-        expect(fresh, `${rules.length} rule(s), ${mode}`).toMatchObject({ allowed: true, writes: undefined });
+      for (const operation of ['consume', 'peek', 'refund'] as const) {
+        const fresh = evaluate(rules, rules.map(() => undefined), T0, 0, operation);
+        expect(fresh, `${rules.length} rule(s), ${operation}`).toMatchObject({ allowed: true, writes: undefined });
       }
       expect(evaluate(rules, rules.map(() => undefined), T0, 1, 'consume').writes).toHaveLength(rules.length);
       expect(evaluate(rules, rules.map(() => undefined), T0, 1, 'peek').writes).toBeUndefined();
@@ -358,6 +358,6 @@ describe('a store that answers without its shared state (result.error)', () => {
 });
 
 function evaluateResult(request: LimitRequest) {
-  const evaluation = evaluate(request.rules, request.rules.map(() => undefined), request.now, request.cost, request.mode);
+  const evaluation = evaluate(request.rules, request.rules.map(() => undefined), request.now, request.cost, request.operation);
   return { now: request.now, outcomes: evaluation.outcomes };
 }

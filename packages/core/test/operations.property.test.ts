@@ -1,6 +1,6 @@
 /**
- * The take and reserve modes, checked against the step modes they are defined on, for every algorithm
- * and for compound rules, from states reached by random histories of every mode with backward clock steps, huge
+ * The take and reserve operations, checked against the step operations they are defined on, for every algorithm
+ * and for compound rules, from states reached by random histories of every operation with backward clock steps, huge
  * gaps, cost 0 and costs above capacity:
  * - take grants g = what repeated consumes of 1 at that instant would admit, never more than a consume allows,
  *   the same g on every rule, and leaves exactly the state a consume of g leaves;
@@ -10,12 +10,12 @@
  */
 import fc from 'fast-check';
 import { describe, expect, test } from 'vitest';
-import { NEVER, evaluate, type Evaluation, type Mode, type ResolvedRule, type State } from '../src/store-api.js';
-import { stateTime } from '../src/modes.js';
+import { NEVER, evaluate, type Evaluation, type Operation, type ResolvedRule, type State } from '../src/store-api.js';
+import { stateTime } from '../src/operations.js';
 import { PLAIN, forEachCase, gcraCase, slidingWindowLogCase, smoothTokenBucketCase, fixedWindowCase, type AlgorithmCase } from './support/cases.js';
 import { RUNS, T0, costArb } from './support/scenario.js';
 
-const MODES: readonly Mode[] = ['consume', 'peek', 'refund', 'take', 'reserve'];
+const OPERATIONS: readonly Operation[] = ['consume', 'peek', 'refund', 'take', 'reserve'];
 
 /** Clock moves: the same instant, small and window-sized steps both ways, and huge gaps. */
 function moveArb(scaleMs: number): fc.Arbitrary<number> {
@@ -53,7 +53,7 @@ function scenario(cases: ReadonlyArray<AlgorithmCase<unknown>>) {
   return fc.tuple(...cases.map((c) => c.params)).chain((params) => {
     const scale = Math.max(...cases.map((c, i) => c.scaleMs(params[i])));
     const capacity = Math.max(...cases.map((c, i) => c.capacity(params[i])));
-    const event = fc.record({ move: moveArb(scale), cost: costArb(capacity), mode: fc.constantFrom(...MODES), maxWaitMs: waitArb }, PLAIN);
+    const event = fc.record({ move: moveArb(scale), cost: costArb(capacity), operation: fc.constantFrom(...OPERATIONS), maxWaitMs: waitArb }, PLAIN);
     return fc.record(
       {
         params: fc.constant(params),
@@ -68,13 +68,13 @@ function scenario(cases: ReadonlyArray<AlgorithmCase<unknown>>) {
 /** Plays the history, then hands the probe's states and time to `check`. */
 function play(
   rules: readonly ResolvedRule[],
-  history: ReadonlyArray<{ move: number; cost: number; mode: Mode; maxWaitMs: number }>,
+  history: ReadonlyArray<{ move: number; cost: number; operation: Operation; maxWaitMs: number }>,
   probeMove: number,
 ): { states: Array<State | undefined>; now: number } {
   const world: World = { states: rules.map(() => undefined), expiresAt: rules.map(() => 0), now: T0 };
   for (const event of history) {
     world.now = Math.max(0, world.now + event.move);
-    apply(world, evaluate(rules, read(world, world.now), world.now, event.cost, event.mode, event.maxWaitMs));
+    apply(world, evaluate(rules, read(world, world.now), world.now, event.cost, event.operation, event.maxWaitMs));
   }
   const now = Math.max(0, world.now + probeMove);
   return { states: read(world, now), now };
@@ -171,7 +171,7 @@ describe('take and reserve, defined on the steps', () => {
       // No refunds here: a refund gives units back, booked ones included (it may cancel a booking).
       const forward = scenario(cases).map((s) => ({
         ...s,
-        history: s.history.map((e) => ({ ...e, move: Math.abs(e.move), mode: e.mode === 'refund' ? ('peek' as const) : e.mode })),
+        history: s.history.map((e) => ({ ...e, move: Math.abs(e.move), operation: e.operation === 'refund' ? ('peek' as const) : e.operation })),
       }));
       fc.assert(
         fc.property(forward, ({ params, history }) => {
@@ -180,8 +180,8 @@ describe('take and reserve, defined on the steps', () => {
           let lastBooking = Number.NEGATIVE_INFINITY;
           for (const event of history) {
             world.now += event.move;
-            const evaluation = evaluate(rules, read(world, world.now), world.now, event.cost, event.mode, event.maxWaitMs);
-            if (event.mode === 'reserve' && evaluation.allowed && event.cost > 0) {
+            const evaluation = evaluate(rules, read(world, world.now), world.now, event.cost, event.operation, event.maxWaitMs);
+            if (event.operation === 'reserve' && evaluation.allowed && event.cost > 0) {
               const startAt = evaluation.outcomes[0]!.startAt!;
               expect(startAt, 'queued behind the previous booking').toBeGreaterThanOrEqual(lastBooking);
               lastBooking = startAt;

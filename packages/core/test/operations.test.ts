@@ -1,6 +1,6 @@
 /**
  * The limiter's take and reserve methods: what they return, how they validate, and that a store which
- * does not announce a mode is refused before anything is counted.
+ * does not announce the operation is refused before anything is counted.
  */
 import { describe, expect, test } from 'vitest';
 import { createLimiter, fixedWindow, tokenBucket, type SyncLimiter } from '../src/index.js';
@@ -8,8 +8,8 @@ import type { StoreCapabilities } from '../src/store-api.js';
 import { AsyncMapStore, MapStore } from './support/map-store.js';
 import { T0 } from './support/scenario.js';
 
-/** The map store announcing both modes (it runs core's evaluate, which defines them). */
-class ModeStore extends MapStore {
+/** The map store announcing both operations (it runs core's evaluate, which defines them). */
+class TakeReserveStore extends MapStore {
   override readonly capabilities: StoreCapabilities & { readonly synchronous: true } = {
     synchronous: true,
     clock: 'client',
@@ -24,7 +24,7 @@ function limiterOn(store: MapStore, now: { t: number }): SyncLimiter {
 describe('limiter.take and limiter.reserve', () => {
   test('take grants up to the cost and says how many; 0 granted is a denial with the wait for one unit', async () => {
     const now = { t: T0 };
-    const limiter = limiterOn(new ModeStore(), now);
+    const limiter = limiterOn(new TakeReserveStore(), now);
     expect(await limiter.take('a', { cost: 2 })).toMatchObject({ allowed: true, granted: 2, remaining: 1 });
     expect(limiter.takeSync('a', { cost: 5 })).toMatchObject({ allowed: true, granted: 1, remaining: 0 });
     expect(limiter.takeSync('a', { cost: 5 })).toMatchObject({ allowed: false, granted: 0, reason: 'rate_limited', retryAfter: 1_000 });
@@ -34,7 +34,7 @@ describe('limiter.take and limiter.reserve', () => {
 
   test('reserve returns startAt, queues later requests behind the booking, and refuses beyond maxWait', async () => {
     const now = { t: T0 };
-    const limiter = limiterOn(new ModeStore(), now);
+    const limiter = limiterOn(new TakeReserveStore(), now);
     for (let i = 0; i < 3; i++) expect(limiter.reserveSync('a', { maxWait: 0 })).toMatchObject({ allowed: true, startAt: T0 });
     expect(await limiter.reserve('a', { maxWait: 2_000 })).toMatchObject({ allowed: true, startAt: T0 + 1_000 });
     expect(limiter.reserveSync('a', { cost: 2, maxWait: 2_000 })).toMatchObject({ allowed: false, startAt: T0 + 3_000, retryAfter: 3_000 });
@@ -42,7 +42,7 @@ describe('limiter.take and limiter.reserve', () => {
     expect(limiter.reserveSync('a', { cost: 4, maxWait: 1e9 })).toMatchObject({ allowed: false, reason: 'cost_exceeds_limit', startAt: -1 });
   });
 
-  test('a store that does not announce a mode is refused with UNSUPPORTED_OPERATION naming the mode, and nothing is counted', async () => {
+  test('a store that does not announce an operation is refused with UNSUPPORTED_OPERATION naming the operation, and nothing is counted', async () => {
     const store = new MapStore();
     const limiter = limiterOn(store, { t: T0 });
     await expect(limiter.take('a', { cost: 1 })).rejects.toMatchObject({ code: 'UNSUPPORTED_OPERATION', message: expect.stringContaining('take') });
@@ -53,7 +53,7 @@ describe('limiter.take and limiter.reserve', () => {
   });
 
   test('options are validated with errors naming the field', async () => {
-    const limiter = limiterOn(new ModeStore(), { t: T0 });
+    const limiter = limiterOn(new TakeReserveStore(), { t: T0 });
     await expect(limiter.reserve('a', undefined as never)).rejects.toMatchObject({ code: 'INVALID_OPTION', message: expect.stringContaining('maxWait') });
     await expect(limiter.reserve('a', {} as never)).rejects.toMatchObject({ code: 'INVALID_OPTION', message: expect.stringContaining('maxWait') });
     for (const bad of [-1, 1.5, Number.NaN, Number.POSITIVE_INFINITY, '1 sec', '-1s', 2 ** 48]) {
@@ -67,10 +67,10 @@ describe('limiter.take and limiter.reserve', () => {
   });
 
   test('answers given without the store (limiter off, failure policy) still say granted and startAt', async () => {
-    const off = createLimiter({ store: new ModeStore(), rules: tokenBucket({ capacity: 2, refillRate: 1 }), mode: 'off', clock: () => T0 });
+    const off = createLimiter({ store: new TakeReserveStore(), rules: tokenBucket({ capacity: 2, refillRate: 1 }), mode: 'off', clock: () => T0 });
     expect(off.takeSync('a', { cost: 5 })).toMatchObject({ allowed: true, reason: 'disabled', granted: 5 });
     expect(off.reserveSync('a', { maxWait: 0 })).toMatchObject({ allowed: true, startAt: T0 });
-    class Broken extends ModeStore {
+    class Broken extends TakeReserveStore {
       override limit(): never {
         throw new Error('down');
       }

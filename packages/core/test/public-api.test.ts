@@ -40,7 +40,7 @@ const STORE = [
   'fixedWindowStep',
   'gcraStep',
   'identityKey',
-  'isStepMode',
+  'isStepOperation',
   'leakyBucketStep',
   'newStepScratch',
   'slidingWindowCounterStep',

@@ -67,7 +67,7 @@ export class AsyncCounts {
     counts.inflight += units;
     const local = this.options.clock();
     counts.lastFlushAt = local;
-    const take: LimitRequest = { key: entry.key, rules: entry.rules, cost: units, mode: 'take', now: local };
+    const take: LimitRequest = { key: entry.key, rules: entry.rules, cost: units, operation: 'take', now: local };
     const flushing = Promise.resolve(this.remote.run(take))
       .then((answer) => {
         if (answer instanceof Failover) {

@@ -66,7 +66,7 @@ export class Leases {
    */
   private async fetch(entry: Entry, request: LimitRequest): Promise<LimitResult> {
     const sentAt = this.options.clock();
-    const take: LimitRequest = { key: request.key, rules: request.rules, cost: this.batchSize(request.rules), mode: 'take', now: request.now };
+    const take: LimitRequest = { key: request.key, rules: request.rules, cost: this.batchSize(request.rules), operation: 'take', now: request.now };
     const answer = await this.remote.run(take);
     if (answer instanceof Failover) return this.outage.answer(request, answer.error);
     this.remote.observe(request, answer);
@@ -129,7 +129,7 @@ export class Leases {
       this.counters.lapsedUnits += units;
       return undefined;
     }
-    const refund: LimitRequest = { key: entry.key, rules: entry.rules, cost: units, mode: 'refund', now: this.options.clock() };
+    const refund: LimitRequest = { key: entry.key, rules: entry.rules, cost: units, operation: 'refund', now: this.options.clock() };
     return Promise.resolve(this.remote.run(refund)).then((answer) => {
       if (answer instanceof Failover) this.counters.droppedUnits += units;
       else this.counters.returnedUnits += units;

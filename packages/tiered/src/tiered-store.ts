@@ -117,14 +117,14 @@ export class TieredStore implements Store {
     this.housekeeping();
     if (this.outage.recovering(request)) return this.outage.finishing(request);
     const entry = this.entryFor(request);
-    const { mode } = request;
-    if (mode === 'consume' || mode === 'peek') {
+    const { operation } = request;
+    if (operation === 'consume' || operation === 'peek') {
       const replay = denied(entry, request, this.remote.offset, this.counters);
       if (replay !== undefined) return replay;
     }
-    if (mode !== 'consume') {
+    if (operation !== 'consume') {
       // A refund (or a take, or a booking) changes the shared state; a refusal remembered from before may no longer hold.
-      if (mode !== 'peek') entry.denial = undefined;
+      if (operation !== 'peek') entry.denial = undefined;
       return this.decideRemotely(request, entry);
     }
     if (this.strategy === 'lease' && entry.leasable) return this.leases.leased(entry, request);
@@ -197,13 +197,13 @@ export class TieredStore implements Store {
     this.remote.observe(request, answer);
     // An answer that comes back while the share finishes a window is not used: the shared store counted it, but
     // the share decides (so a burst of calls in flight when the store returned cannot add to the shares' admissions).
-    if (request.mode === 'consume' && this.outage.recovering(request)) return this.outage.finishing(request);
-    if (entry !== undefined && (request.mode === 'consume' || request.mode === 'peek')) {
+    if (request.operation === 'consume' && this.outage.recovering(request)) return this.outage.finishing(request);
+    if (entry !== undefined && (request.operation === 'consume' || request.operation === 'peek')) {
       // Anything this instance consumed moves the retry time of a refusal it remembers: forgotten.
-      if (request.mode === 'consume' && request.cost > 0 && answer.outcomes.every((o) => o.allowed)) entry.denial = undefined;
+      if (request.operation === 'consume' && request.cost > 0 && answer.outcomes.every((o) => o.allowed)) entry.denial = undefined;
       else remember(entry, request.cost, answer);
     }
-    if (entry?.counts !== undefined && request.mode === 'consume') {
+    if (entry?.counts !== undefined && request.operation === 'consume') {
       entry.counts.known = answer.outcomes.map((o) => o.remaining);
       entry.counts.knownAt = answer.now;
       entry.counts.resetAt = answer.outcomes.map((o) => o.resetAt);

@@ -8,5 +8,5 @@ describeStoreConformance<TieredStore>({
   name: 'tiered (deny cache) over memory',
   createStore: () => tieredStore({ remote: memoryStore(), instances: 1, timers: false }),
   clock: 'client',
-  capabilities: { synchronous: false, modes: ['take', 'reserve'], leases: true },
+  capabilities: { synchronous: false, operations: ['take', 'reserve'], leases: true },
 });

@@ -9,12 +9,12 @@ export class SharedStore implements Store {
   readonly capabilities: StoreCapabilities = { synchronous: false, clock: 'client', operations: ['limit', 'reset', 'take', 'reserve'] };
   readonly inner: MemoryStore = memoryStore();
   calls = 0;
-  readonly modes: string[] = [];
+  readonly operations: string[] = [];
   failing = false;
 
   limit(request: LimitRequest): Promise<LimitResult> {
     this.calls++;
-    this.modes.push(`${request.mode}:${request.cost}`);
+    this.operations.push(`${request.operation}:${request.cost}`);
     if (this.failing) return Promise.reject(new Error('connection reset'));
     return Promise.resolve().then(() => this.inner.limit(request));
   }

@@ -210,7 +210,7 @@ describe('leases', () => {
     const limiter = createLimiter({ store: tier(shared, 'lease', clock), rules: tokenBucket({ capacity: 1000, refillRate: 1000, interval: '1s' }), clock });
     const first = await Promise.all(Array.from({ length: 64 }, () => limiter.limit('hot')));
     expect(first.every((d) => d.allowed)).toBe(true);
-    const takes = shared.modes.filter((m) => m.startsWith('take:'));
+    const takes = shared.operations.filter((m) => m.startsWith('take:'));
     // floor(1000 / 16) = 62 units a batch, taken by one call while the others wait for it.
     expect(takes).toEqual(['take:62', 'take:62']);
   });
@@ -221,7 +221,7 @@ describe('leases', () => {
     const shared = new SharedStore();
     const limiter = createLimiter({ store: tier(shared, 'lease', clock), rules: fixedWindow({ limit: 10, window: '1s' }), clock });
     expect((await limiter.limit('a', { cost: 3 })).allowed).toBe(true);
-    expect(shared.modes).toEqual(['consume:3']);
+    expect(shared.operations).toEqual(['consume:3']);
   });
 
   test("close() gives a bucket's unspent units back", async () => {
@@ -255,7 +255,7 @@ describe('leases', () => {
     await store.close();
     expect(store.stats().returnedUnits).toBe(0);
     expect(store.stats().lapsedUnits).toBeGreaterThan(0);
-    expect(shared.modes.some((m) => m.startsWith('refund'))).toBe(false);
+    expect(shared.operations.some((m) => m.startsWith('refund'))).toBe(false);
   });
 
   test('a leased unit is spent only before its window ends, counted from when the take was sent (a slow take shortens the lease, never lengthens it)', async () => {

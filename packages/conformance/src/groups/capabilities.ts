@@ -16,9 +16,9 @@ export function capabilityTests(get: () => TestContext<Store>): void {
       expect(capabilities.operations).toContain('reset');
       expect(typeof store.limit).toBe('function');
       expect(typeof store.reset).toBe('function');
-      for (const mode of ['take', 'reserve'] as const) {
-        expect(capabilities.operations.includes(mode), `store.capabilities.operations must list '${mode}' exactly when the suite option capabilities.modes does`).toBe(
-          options.modes.includes(mode),
+      for (const operation of ['take', 'reserve'] as const) {
+        expect(capabilities.operations.includes(operation), `store.capabilities.operations must list '${operation}' exactly when the suite option capabilities.operations does`).toBe(
+          options.operations.includes(operation),
         );
       }
     });
@@ -27,8 +27,8 @@ export function capabilityTests(get: () => TestContext<Store>): void {
       const context = get();
       const rules = [tokenBucket({ id: 'b', capacity: 4, refillRate: 1, interval: '1h' }), fixedWindow({ id: 'a', limit: 3, window: '1h' })];
       const key = `${context.prefix}:raw:{alice}`;
-      const send = async (cost: number, mode: LimitRequest['mode']): Promise<LimitResult> => {
-        const request: LimitRequest = { key, rules, cost, mode, now: context.now };
+      const send = async (cost: number, operation: LimitRequest['operation']): Promise<LimitResult> => {
+        const request: LimitRequest = { key, rules, cost, operation, now: context.now };
         const pending = context.store.limit(request);
         if (context.options.synchronous) {
           expect(isPromiseLike(pending), 'a synchronous store must answer limit() without a promise').toBe(false);

@@ -11,10 +11,10 @@ import {
 import { describe, expect, it } from 'vitest';
 import type { TestContext } from '../context.js';
 
-type ModeName = 'take' | 'reserve';
+type OptionalOperation = 'take' | 'reserve';
 
 /** A take or reserve step: the decision must match `expect` and equal the reference model's, field for field. */
-interface ModeStep {
+interface OperationStep {
   at: number;
   op: 'take' | 'reserve' | 'limit';
   cost?: number;
@@ -22,18 +22,18 @@ interface ModeStep {
   expect: Partial<Pick<Decision, 'allowed' | 'remaining' | 'retryAfter' | 'reason' | 'granted'>> & { wait?: number };
 }
 
-interface ModeVector {
+interface OperationVector {
   title: string;
-  mode: ModeName;
+  operation: OptionalOperation;
   rules: () => Rule | Rule[];
-  steps: ModeStep[];
+  steps: OperationStep[];
 }
 
 /** Hand-computed vectors; times are ms after the test's start (the fake clock), `wait` is startAt − now. */
-export const MODE_VECTORS: ModeVector[] = [
+export const OPERATION_VECTORS: OperationVector[] = [
   {
     title: 'take: a fixed window of 5 per minute grants what is left, then 0, then a fresh window',
-    mode: 'take',
+    operation: 'take',
     rules: () => fixedWindow({ id: 'fw', limit: 5, window: '1m' }),
     steps: [
       { at: 0, op: 'take', cost: 3, expect: { allowed: true, granted: 3, remaining: 2 } },
@@ -45,7 +45,7 @@ export const MODE_VECTORS: ModeVector[] = [
   },
   {
     title: 'take: a token bucket of 4 (1 per second) grants whole tokens only',
-    mode: 'take',
+    operation: 'take',
     rules: () => tokenBucket({ id: 'tb', capacity: 4, refillRate: 1, interval: '1s' }),
     steps: [
       { at: 0, op: 'take', cost: 10, expect: { allowed: true, granted: 4, remaining: 0 } },
@@ -55,7 +55,7 @@ export const MODE_VECTORS: ModeVector[] = [
   },
   {
     title: 'take: compound rules grant the same number on every rule (the least room)',
-    mode: 'take',
+    operation: 'take',
     rules: () => [tokenBucket({ id: 'tb', capacity: 5, refillRate: 1, interval: '1s' }), fixedWindow({ id: 'fw', limit: 3, window: '1m' })],
     steps: [
       { at: 0, op: 'take', cost: 10, expect: { allowed: true, granted: 3, remaining: 0 } },
@@ -65,7 +65,7 @@ export const MODE_VECTORS: ModeVector[] = [
   },
   {
     title: 'reserve: a token bucket of 2 (1 per second) books 1 s apart and later requests queue behind',
-    mode: 'reserve',
+    operation: 'reserve',
     rules: () => tokenBucket({ id: 'tb', capacity: 2, refillRate: 1, interval: '1s' }),
     steps: [
       { at: 0, op: 'reserve', maxWait: 5_000, expect: { allowed: true, wait: 0, remaining: 1 } },
@@ -79,7 +79,7 @@ export const MODE_VECTORS: ModeVector[] = [
   },
   {
     title: 'reserve: a fixed window of 2 per minute books into the next window, within maxWait only',
-    mode: 'reserve',
+    operation: 'reserve',
     rules: () => fixedWindow({ id: 'fw', limit: 2, window: '1m' }),
     steps: [
       { at: 10_000, op: 'reserve', cost: 2, maxWait: 60_000, expect: { allowed: true, wait: 0, remaining: 0 } },
@@ -92,7 +92,7 @@ export const MODE_VECTORS: ModeVector[] = [
   },
   {
     title: 'reserve: compound rules book the latest start over the rules, all-or-nothing',
-    mode: 'reserve',
+    operation: 'reserve',
     rules: () => [tokenBucket({ id: 'tb', capacity: 1, refillRate: 1, interval: '1s' }), fixedWindow({ id: 'fw', limit: 2, window: '10s' })],
     steps: [
       { at: 0, op: 'reserve', maxWait: 60_000, expect: { allowed: true, wait: 0 } },
@@ -102,7 +102,7 @@ export const MODE_VECTORS: ModeVector[] = [
   },
   {
     title: 'reserve: a cost above capacity is refused at once (startAt -1), cost 0 starts now',
-    mode: 'reserve',
+    operation: 'reserve',
     rules: () => tokenBucket({ id: 'tb', capacity: 2, refillRate: 1, interval: '1s' }),
     steps: [
       { at: 0, op: 'reserve', cost: 5, maxWait: 60_000, expect: { allowed: false, reason: 'cost_exceeds_limit', retryAfter: Number.POSITIVE_INFINITY } },
@@ -111,28 +111,28 @@ export const MODE_VECTORS: ModeVector[] = [
   },
 ];
 
-async function call(limiter: Limiter, step: ModeStep, identity: string): Promise<Decision> {
+async function call(limiter: Limiter, step: OperationStep, identity: string): Promise<Decision> {
   const cost = step.cost ?? 1;
   if (step.op === 'take') return limiter.take(identity, { cost });
   if (step.op === 'reserve') return limiter.reserve(identity, { cost, maxWait: step.maxWait ?? 0 });
   return limiter.limit(identity, { cost });
 }
 
-/** Title suffix of a mode vector a store does not support: reported as skipped, never passed unchecked. */
-export const NEEDS_MODE = (mode: ModeName): string => `(skipped: the store does not support ${mode})`;
+/** Title suffix of an operation vector a store does not support: reported as skipped, never passed unchecked. */
+export const NEEDS_OPERATION = (operation: OptionalOperation): string => `(skipped: the store does not support ${operation})`;
 
 /**
- * The take and reserve modes. A store that announces a mode runs its vectors (they drive the fake clock, so a
+ * The take and reserve operations. A store that announces an operation runs its vectors (they drive the fake clock, so a
  * store-clock store leaves them out, as it does the other time-driven vectors); a store that does not announce a
- * mode gets its vectors reported as skipped, and must refuse the mode with UNSUPPORTED_OPERATION.
+ * operation gets its vectors reported as skipped, and must refuse the operation with UNSUPPORTED_OPERATION.
  */
-export function modeTests(get: () => TestContext<Store>, modes: ReadonlyArray<ModeName>, clientClock: boolean): void {
-  for (const mode of ['take', 'reserve'] as const) {
-    const supported = modes.includes(mode);
+export function operationTests(get: () => TestContext<Store>, operations: ReadonlyArray<OptionalOperation>, clientClock: boolean): void {
+  for (const operation of ['take', 'reserve'] as const) {
+    const supported = operations.includes(operation);
     if (supported && !clientClock) continue;
-    describe(`the ${mode} mode`, () => {
-      for (const vector of MODE_VECTORS.filter((v) => v.mode === mode)) {
-        it.skipIf(!supported)(supported ? vector.title : `${vector.title} ${NEEDS_MODE(mode)}`, async () => {
+    describe(`the ${operation} operation`, () => {
+      for (const vector of OPERATION_VECTORS.filter((v) => v.operation === operation)) {
+        it.skipIf(!supported)(supported ? vector.title : `${vector.title} ${NEEDS_OPERATION(operation)}`, async () => {
           const context = get();
           let now = context.now;
           const start = now;
@@ -152,21 +152,21 @@ export function modeTests(get: () => TestContext<Store>, modes: ReadonlyArray<Mo
         });
       }
       if (supported) return;
-      it(`a store without ${mode} refuses it with UNSUPPORTED_OPERATION, counting nothing`, async () => {
+      it(`a store without ${operation} refuses it with UNSUPPORTED_OPERATION, counting nothing`, async () => {
         const context = get();
         const rules = tokenBucket({ id: 'tb', capacity: 2, refillRate: 1, interval: '1h' });
         const limiter = context.rawLimiter({ rules });
-        const refused = mode === 'take' ? limiter.take('alice', { cost: 1 }) : limiter.reserve('alice', { maxWait: 1000 });
+        const refused = operation === 'take' ? limiter.take('alice', { cost: 1 }) : limiter.reserve('alice', { maxWait: 1000 });
         await expect(refused).rejects.toMatchObject({ code: 'UNSUPPORTED_OPERATION' });
         // The store itself refuses too, when called directly.
         let caught: unknown;
         try {
-          await context.store.limit({ key: `${context.prefix}:raw:{alice}`, rules: [rules], cost: 1, mode, now: context.now, maxWaitMs: 1000 });
+          await context.store.limit({ key: `${context.prefix}:raw:{alice}`, rules: [rules], cost: 1, operation, now: context.now, maxWaitMs: 1000 });
         } catch (error) {
           caught = error;
         }
-        expect(isSluiceError(caught) && caught.code, `store.limit must refuse the ${mode} mode`).toBe('UNSUPPORTED_OPERATION');
-        expect(String((caught as Error).message)).toContain(mode);
+        expect(isSluiceError(caught) && caught.code, `store.limit must refuse the ${operation} operation`).toBe('UNSUPPORTED_OPERATION');
+        expect(String((caught as Error).message)).toContain(operation);
         expect(await limiter.peek('alice'), 'nothing was counted').toMatchObject({ allowed: true, remaining: 2 });
       });
     });

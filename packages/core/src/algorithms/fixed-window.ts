@@ -5,7 +5,7 @@
  * identity so a whole fleet of clients does not reset at the same instant.
  * State: [windowStart, count].
  */
-import { NEVER, newStepScratch, setPair, type StepMode, type State, type StepOutcome, type StepScratch } from '../algorithm.js';
+import { NEVER, newStepScratch, setPair, type StepOperation, type State, type StepOutcome, type StepScratch } from '../algorithm.js';
 import type { Duration } from '../duration.js';
 import { describe } from '../describe.js';
 import { SluiceError } from '../errors.js';
@@ -24,11 +24,11 @@ export function fixedWindowStep(
   state: State | undefined,
   now: number,
   cost: number,
-  mode: StepMode,
+  operation: StepOperation,
   params: FixedWindowParams,
 ): StepOutcome {
   const out = newStepScratch();
-  fixedWindowInto(state, now, cost, mode, params, out);
+  fixedWindowInto(state, now, cost, operation, params, out);
   return out;
 }
 
@@ -37,7 +37,7 @@ export function fixedWindowInto(
   state: State | undefined,
   now: number,
   cost: number,
-  mode: StepMode,
+  operation: StepOperation,
   params: FixedWindowParams,
   out: StepScratch,
 ): void {
@@ -55,11 +55,11 @@ export function fixedWindowInto(
   const end = start + windowMs;
 
   let allowed = true;
-  if (mode === 'refund') {
+  if (operation === 'refund') {
     count = Math.max(0, count - cost);
   } else {
     allowed = cost === 0 || count + cost <= limit; // cost 0 only reads: always allowed
-    if (allowed && mode === 'consume') count += cost;
+    if (allowed && operation === 'consume') count += cost;
   }
   // An empty window is already at full capacity: it resets now, like every other algorithm, and needs no state.
   const resetAt = count > 0 ? end : now;

@@ -9,7 +9,7 @@
  * one per millisecond lose nothing. Memory: three integers per identity. State: [tatMs, tatRemainder, limit]; a
  * rule changed at run time (same id) keeps its TAT, the remainder rescaled to the new limit (rounded up).
  */
-import { NEVER, ceilDiv, newStepScratch, rescale, setTriple, type StepMode, type State, type StepOutcome, type StepScratch } from '../algorithm.js';
+import { NEVER, ceilDiv, newStepScratch, rescale, setTriple, type StepOperation, type State, type StepOutcome, type StepScratch } from '../algorithm.js';
 import type { Duration } from '../duration.js';
 import { readRuleOptions, type RuleBaseOptions } from '../rule-options.js';
 import type { Rule } from '../rules.js';
@@ -21,14 +21,14 @@ export interface GcraParams {
   readonly burst: number;
 }
 
-export function gcraStep(state: State | undefined, now: number, cost: number, mode: StepMode, params: GcraParams): StepOutcome {
+export function gcraStep(state: State | undefined, now: number, cost: number, operation: StepOperation, params: GcraParams): StepOutcome {
   const out = newStepScratch();
-  gcraInto(state, now, cost, mode, params, out);
+  gcraInto(state, now, cost, operation, params, out);
   return out;
 }
 
 /** GCRA's one implementation, writing into a caller's scratch (`stepRuleInto`); `gcraStep` is it with a fresh scratch. */
-export function gcraInto(state: State | undefined, now: number, cost: number, mode: StepMode, params: GcraParams, out: StepScratch): void {
+export function gcraInto(state: State | undefined, now: number, cost: number, operation: StepOperation, params: GcraParams, out: StepScratch): void {
   const { limit, periodMs, burst } = params;
   // Everything below is in units of 1/limit ms, where one unit of cost is exactly periodMs long.
   const tolerance = burst * periodMs;
@@ -42,11 +42,11 @@ export function gcraInto(state: State | undefined, now: number, cost: number, mo
   const spend = cost * periodMs;
   let allowed = true;
   let retryAt = now;
-  if (mode === 'refund') {
+  if (operation === 'refund') {
     ahead = Math.max(0, ahead - spend);
   } else {
     allowed = cost === 0 || ahead + spend <= tolerance;
-    if (allowed && mode === 'consume') ahead += spend;
+    if (allowed && operation === 'consume') ahead += spend;
     if (!allowed) retryAt = cost > burst ? NEVER : now + ceilDiv(ahead + spend - tolerance, limit);
   }
   const whole = Math.floor(ahead / limit);

@@ -8,7 +8,7 @@
  * State: [level × intervalMs, lastMs, intervalMs]. A rule changed at run time (same id) keeps its level in units,
  * rescaled to a new interval (rounded up: never less queued than there was).
  */
-import { NEVER, approach, ceilDiv, rescale, type StepMode, type State, type StepOutcome } from '../algorithm.js';
+import { NEVER, approach, ceilDiv, rescale, type StepOperation, type State, type StepOutcome } from '../algorithm.js';
 import type { Duration } from '../duration.js';
 import { readRuleOptions, type RuleBaseOptions } from '../rule-options.js';
 import type { Rule } from '../rules.js';
@@ -24,7 +24,7 @@ export function leakyBucketStep(
   state: State | undefined,
   now: number,
   cost: number,
-  mode: StepMode,
+  operation: StepOperation,
   params: LeakyBucketParams,
 ): StepOutcome {
   const { capacity, leakRate, intervalMs } = params;
@@ -39,11 +39,11 @@ export function leakyBucketStep(
   const pour = cost * intervalMs;
   let allowed = true;
   let retryAt = now;
-  if (mode === 'refund') {
+  if (operation === 'refund') {
     level = Math.max(0, level - pour);
   } else {
     allowed = cost === 0 || level + pour <= brim;
-    if (allowed && mode === 'consume') level += pour;
+    if (allowed && operation === 'consume') level += pour;
     if (!allowed) retryAt = cost > capacity ? NEVER : t + ceilDiv(level + pour - brim, leakRate);
   }
   const resetAt = t + ceilDiv(level, leakRate);

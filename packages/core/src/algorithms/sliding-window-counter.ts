@@ -6,7 +6,7 @@
  * worst case admits up to 2 × limit in one sliding window (everything at the very end of the previous window).
  * Memory: three integers per identity. State: [windowStart, previous, current].
  */
-import { NEVER, newStepScratch, setTriple, type StepMode, type State, type StepOutcome, type StepScratch } from '../algorithm.js';
+import { NEVER, newStepScratch, setTriple, type StepOperation, type State, type StepOutcome, type StepScratch } from '../algorithm.js';
 import type { Duration } from '../duration.js';
 import { readRuleOptions, type RuleBaseOptions } from '../rule-options.js';
 import type { Rule } from '../rules.js';
@@ -27,11 +27,11 @@ export function slidingWindowCounterStep(
   state: State | undefined,
   now: number,
   cost: number,
-  mode: StepMode,
+  operation: StepOperation,
   params: SlidingWindowCounterParams,
 ): StepOutcome {
   const out = newStepScratch();
-  slidingWindowCounterInto(state, now, cost, mode, params, out);
+  slidingWindowCounterInto(state, now, cost, operation, params, out);
   return out;
 }
 
@@ -40,7 +40,7 @@ export function slidingWindowCounterInto(
   state: State | undefined,
   now: number,
   cost: number,
-  mode: StepMode,
+  operation: StepOperation,
   params: SlidingWindowCounterParams,
   out: StepScratch,
 ): void {
@@ -71,11 +71,11 @@ export function slidingWindowCounterInto(
 
   let allowed = true;
   let retryAt = now;
-  if (mode === 'refund') {
+  if (operation === 'refund') {
     current = Math.max(0, current - cost);
   } else {
     allowed = cost === 0 || weighted + current + cost <= limit;
-    if (allowed && mode === 'consume') current += cost;
+    if (allowed && operation === 'consume') current += cost;
     if (!allowed) {
       if (cost > limit) retryAt = NEVER;
       else if (current + cost <= limit) retryAt = start + decayedBy(previous, limit - current - cost, windowMs);

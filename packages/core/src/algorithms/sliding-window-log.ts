@@ -5,7 +5,7 @@
  * Denied requests are not logged, so a client that keeps hammering is admitted again as soon as its old
  * requests leave the window. State: [t1, c1, t2, c2, ...], ascending by time, one entry per millisecond.
  */
-import { NEVER, type StepMode, type State, type StepOutcome } from '../algorithm.js';
+import { NEVER, type StepOperation, type State, type StepOutcome } from '../algorithm.js';
 import type { Duration } from '../duration.js';
 import { readRuleOptions, type RuleBaseOptions } from '../rule-options.js';
 import type { Rule } from '../rules.js';
@@ -20,7 +20,7 @@ export function slidingWindowLogStep(
   state: State | undefined,
   now: number,
   cost: number,
-  mode: StepMode,
+  operation: StepOperation,
   params: SlidingWindowLogParams,
 ): StepOutcome {
   const { limit, windowMs } = params;
@@ -35,7 +35,7 @@ export function slidingWindowLogStep(
 
   let allowed = true;
   let retryAt = now;
-  if (mode === 'refund') {
+  if (operation === 'refund') {
     let left = cost;
     while (left > 0 && live.length > 0) {
       const last = live.length - 1;
@@ -47,7 +47,7 @@ export function slidingWindowLogStep(
     }
   } else {
     allowed = cost === 0 || used + cost <= limit;
-    if (allowed && mode === 'consume' && cost > 0) {
+    if (allowed && operation === 'consume' && cost > 0) {
       if (live.length > 0 && live[live.length - 2] === t) live[live.length - 1] = live[live.length - 1]! + cost;
       else live.push(t, cost);
       used += cost;

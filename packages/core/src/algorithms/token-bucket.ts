@@ -12,7 +12,7 @@
  * interval, rounded down; clamped to a new capacity); the interval refill counts the new interval's refill
  * instants after the last decision.
  */
-import { NEVER, approach, ceilDiv, newStepScratch, rescale, setPair, setTriple, type StepMode, type State, type StepOutcome, type StepScratch } from '../algorithm.js';
+import { NEVER, approach, ceilDiv, newStepScratch, rescale, setPair, setTriple, type StepOperation, type State, type StepOutcome, type StepScratch } from '../algorithm.js';
 import type { Duration } from '../duration.js';
 import { describe } from '../describe.js';
 import { SluiceError } from '../errors.js';
@@ -32,11 +32,11 @@ export function tokenBucketStep(
   state: State | undefined,
   now: number,
   cost: number,
-  mode: StepMode,
+  operation: StepOperation,
   params: TokenBucketParams,
 ): StepOutcome {
   const out = newStepScratch();
-  tokenBucketInto(state, now, cost, mode, params, out);
+  tokenBucketInto(state, now, cost, operation, params, out);
   return out;
 }
 
@@ -45,15 +45,15 @@ export function tokenBucketInto(
   state: State | undefined,
   now: number,
   cost: number,
-  mode: StepMode,
+  operation: StepOperation,
   params: TokenBucketParams,
   out: StepScratch,
 ): void {
-  if (params.refill === 1) intervalStep(state, now, cost, mode, params, out);
-  else smoothStep(state, now, cost, mode, params, out);
+  if (params.refill === 1) intervalStep(state, now, cost, operation, params, out);
+  else smoothStep(state, now, cost, operation, params, out);
 }
 
-function smoothStep(state: State | undefined, now: number, cost: number, mode: StepMode, p: TokenBucketParams, out: StepScratch): void {
+function smoothStep(state: State | undefined, now: number, cost: number, operation: StepOperation, p: TokenBucketParams, out: StepScratch): void {
   // Levels are kept in scaled units (tokens × intervalMs) so that refill per millisecond is the integer refillRate.
   const interval = p.intervalMs;
   const rate = p.refillRate;
@@ -70,11 +70,11 @@ function smoothStep(state: State | undefined, now: number, cost: number, mode: S
   const need = cost * interval;
   let allowed = true;
   let retryAt = now;
-  if (mode === 'refund') {
+  if (operation === 'refund') {
     level = Math.min(full, level + need);
   } else {
     allowed = cost === 0 || level >= need;
-    if (allowed && mode === 'consume') level -= need;
+    if (allowed && operation === 'consume') level -= need;
     if (!allowed) retryAt = cost > p.capacity ? NEVER : t + ceilDiv(need - level, rate);
   }
   // A full bucket (the common case for a quiet identity) needs neither division.
@@ -87,7 +87,7 @@ function smoothStep(state: State | undefined, now: number, cost: number, mode: S
   out.ttlMs = resetAt - now;
 }
 
-function intervalStep(state: State | undefined, now: number, cost: number, mode: StepMode, p: TokenBucketParams, out: StepScratch): void {
+function intervalStep(state: State | undefined, now: number, cost: number, operation: StepOperation, p: TokenBucketParams, out: StepScratch): void {
   let tick = Math.floor(now / p.intervalMs);
   let tokens = p.capacity;
   let last = now;
@@ -100,11 +100,11 @@ function intervalStep(state: State | undefined, now: number, cost: number, mode:
   }
   let allowed = true;
   let retryAt = now;
-  if (mode === 'refund') {
+  if (operation === 'refund') {
     tokens = Math.min(p.capacity, tokens + cost);
   } else {
     allowed = cost === 0 || tokens >= cost;
-    if (allowed && mode === 'consume') tokens -= cost;
+    if (allowed && operation === 'consume') tokens -= cost;
     if (!allowed) retryAt = cost > p.capacity ? NEVER : (tick + ceilDiv(cost - tokens, p.refillRate)) * p.intervalMs;
   }
   const resetAt = tokens >= p.capacity ? Math.max(now, tick * p.intervalMs) : (tick + ceilDiv(p.capacity - tokens, p.refillRate)) * p.intervalMs;

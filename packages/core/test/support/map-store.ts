@@ -26,7 +26,7 @@ export class MapStore implements SyncStore {
     this.last = request;
     const { key, rules, now } = request;
     const states = rules.map((rule) => this.read(`${key}:${rule.id}`, now));
-    const evaluation = evaluate(rules, states, now, request.cost, request.mode, request.maxWaitMs);
+    const evaluation = evaluate(rules, states, now, request.cost, request.operation, request.maxWaitMs);
     if (evaluation.writes !== undefined) {
       evaluation.writes.forEach((write, i) => {
         this.writes++;

@@ -21,7 +21,7 @@ export interface Model {
   giveBack(x: number, cost: number): void;
 }
 
-export type Mode = 'consume' | 'peek' | 'refund';
+export type StepOperation = 'consume' | 'peek' | 'refund';
 
 export interface Expected {
   allowed: boolean;
@@ -43,13 +43,13 @@ export function firstTime(lo: number, hi: number, pred: (x: number) => boolean):
 }
 
 /** Applies one event to the model and says what the limiter must answer. */
-export function expectEvent(model: Model, now: number, cost: number, mode: Mode): Expected {
+export function expectEvent(model: Model, now: number, cost: number, operation: StepOperation): Expected {
   let allowed = true;
-  if (mode === 'refund') {
+  if (operation === 'refund') {
     if (cost > 0) model.giveBack(now, cost);
   } else {
     allowed = model.fits(now, cost);
-    if (allowed && mode === 'consume' && cost > 0) model.take(now, cost);
+    if (allowed && operation === 'consume' && cost > 0) model.take(now, cost);
   }
   const horizon = now + model.recoveryMs;
   const resetAt = firstTime(now, horizon, (x) => model.idle(x));

@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import { createLimiter, type Decision, type Rule } from '../../src/index.js';
 import { MapStore } from './map-store.js';
-import type { Mode } from './models.js';
+import type { StepOperation } from './models.js';
 
 /** Epoch ms of 2025-01-01T00:00:00Z: a multiple of every unit (1 ms ... 1 day), so relative times read naturally. */
 export const T0 = Date.UTC(2025, 0, 1);
@@ -11,7 +11,7 @@ export interface Event {
   /** Milliseconds the fake clock moves before the request (0 = same instant). */
   advanceMs: number;
   cost: number;
-  mode: Mode;
+  operation: StepOperation;
 }
 
 /**
@@ -49,16 +49,16 @@ export function costArb(capacity: number): fc.Arbitrary<number> {
   );
 }
 
-export function modeArb(withRefund: boolean): fc.Arbitrary<Mode> {
+export function operationArb(withRefund: boolean): fc.Arbitrary<StepOperation> {
   return fc.oneof(
-    { arbitrary: fc.constant<Mode>('consume'), weight: 7 },
-    { arbitrary: fc.constant<Mode>('peek'), weight: 2 },
-    { arbitrary: fc.constant<Mode>(withRefund ? 'refund' : 'consume'), weight: 1 },
+    { arbitrary: fc.constant<StepOperation>('consume'), weight: 7 },
+    { arbitrary: fc.constant<StepOperation>('peek'), weight: 2 },
+    { arbitrary: fc.constant<StepOperation>(withRefund ? 'refund' : 'consume'), weight: 1 },
   );
 }
 
 export function eventsArb(scaleMs: number, capacity: number, options: { refunds: boolean; maxLength: number }): fc.Arbitrary<Event[]> {
-  const event = fc.record({ advanceMs: advanceArb(scaleMs, capacity), cost: costArb(capacity), mode: modeArb(options.refunds) }, { noNullPrototype: true });
+  const event = fc.record({ advanceMs: advanceArb(scaleMs, capacity), cost: costArb(capacity), operation: operationArb(options.refunds) }, { noNullPrototype: true });
   return fc.array(event, { minLength: 1, maxLength: options.maxLength, size: 'max' });
 }
 
@@ -93,7 +93,7 @@ export function play(rule: Rule, identity: string, events: readonly Event[], opt
   const steps: Step[] = [];
   events.forEach((event, index) => {
     h.now += event.advanceMs;
-    const call = event.mode === 'consume' ? h.limiter.limitSync : event.mode === 'peek' ? h.limiter.peekSync : h.limiter.refundSync;
+    const call = event.operation === 'consume' ? h.limiter.limitSync : event.operation === 'peek' ? h.limiter.peekSync : h.limiter.refundSync;
     const decision = call.call(h.limiter, identity, { cost: event.cost });
     const step = { index, now: h.now, event, decision };
     steps.push(step);

@@ -14,7 +14,7 @@ import {
   type LeaseResult,
   type LimitRequest,
   type LimitResult,
-  type StepMode,
+  type StepOperation,
   type ResolvedRule,
   type RuleAnswer,
   type RuleOutcome,
@@ -135,12 +135,12 @@ export class MemoryStore implements FastPathStore {
   }
 
   limit(request: LimitRequest): LimitResult {
-    const { key, rules, now, mode } = request;
-    // take and reserve go through evaluate() below; the single-rule fast path serves the step modes.
-    if (rules.length === 1 && (mode === 'consume' || mode === 'peek' || mode === 'refund')) {
+    const { key, rules, now, operation } = request;
+    // take and reserve go through evaluate() below; the single-rule fast path serves the step operations.
+    if (rules.length === 1 && (operation === 'consume' || operation === 'peek' || operation === 'refund')) {
       const rule = rules[0]!;
       const answer = this.answer;
-      this.stepOne(this.cache.get(key), key, rule, request.cost, mode, now, answer);
+      this.stepOne(this.cache.get(key), key, rule, request.cost, operation, now, answer);
       const outcome: RuleOutcome = {
         id: rule.id,
         allowed: answer.allowed,
@@ -154,7 +154,7 @@ export class MemoryStore implements FastPathStore {
     const first = this.cache.get(key);
     const states: Array<State | undefined> = new Array(rules.length);
     for (let i = 0; i < rules.length; i++) states[i] = first === undefined ? undefined : read(first, rules[i]!.id, now);
-    const evaluation = evaluate(rules, states, now, request.cost, mode, request.maxWaitMs);
+    const evaluation = evaluate(rules, states, now, request.cost, operation, request.maxWaitMs);
     const writes = evaluation.writes;
     if (writes !== undefined) {
       let head = first;
@@ -198,7 +198,7 @@ export class MemoryStore implements FastPathStore {
       verbatim = key.length === prefixLength + identity.length + 1;
       if (first !== undefined && verbatim) index.set(identity, first);
     }
-    const head = this.stepOne(first, key, request.rules[0]!, request.cost, request.mode, request.now, out);
+    const head = this.stepOne(first, key, request.rules[0]!, request.cost, request.operation, request.now, out);
     if (head !== first && head !== undefined && verbatim) index.set(identity, head);
   }
 
@@ -217,13 +217,13 @@ export class MemoryStore implements FastPathStore {
    * refund, never for cost 0), with the step written into a reused scratch and the state copied into the slot's
    * own array: no allocation once an identity is tracked. Returns the identity's first slot afterwards.
    */
-  private stepOne(first: Slot | undefined, key: string, rule: ResolvedRule, cost: number, mode: StepMode, now: number, out: RuleAnswer): Slot | undefined {
+  private stepOne(first: Slot | undefined, key: string, rule: ResolvedRule, cost: number, operation: StepOperation, now: number, out: RuleAnswer): Slot | undefined {
     let slot = first;
     while (slot !== undefined && slot.id !== rule.id) slot = slot.next;
     const step = this.scratch;
-    stepRuleInto(rule, slot !== undefined && slot.expiresAt > now ? slot.state : undefined, now, cost, mode, step);
+    stepRuleInto(rule, slot !== undefined && slot.expiresAt > now ? slot.state : undefined, now, cost, operation, step);
     let head = first;
-    if (cost > 0 && (mode === 'refund' || (mode === 'consume' && step.allowed))) {
+    if (cost > 0 && (operation === 'refund' || (operation === 'consume' && step.allowed))) {
       const expiresAt = now + step.ttlMs;
       if (step.ttlMs <= 0) {
         // Worth nothing (a refund back to full): deleted, as every executor does, not kept for a backward clock.

@@ -6,6 +6,6 @@ describeStoreConformance<MemoryStore>({
   name: 'memory',
   createStore: () => memoryStore(),
   clock: 'client',
-  capabilities: { synchronous: true, modes: ['take', 'reserve'], leases: true },
+  capabilities: { synchronous: true, operations: ['take', 'reserve'], leases: true },
   inspectKeys: ({ store, prefix, now }) => heldKeys(store, now).filter((key) => key.startsWith(`${prefix}:`)),
 });

@@ -89,7 +89,7 @@ export function appendDecision(call: ScriptCallArguments, request: LimitRequest)
   const spec = specEntry(rules);
   if (!Number.isSafeInteger(cost) || cost < 0) throw new SluiceError('INVALID_COST', `cost must be a non-negative integer, got ${String(cost)}`);
   const maxWaitMs = request.maxWaitMs ?? 0;
-  if (request.mode === 'reserve' && (!Number.isSafeInteger(maxWaitMs) || maxWaitMs < 0)) {
+  if (request.operation === 'reserve' && (!Number.isSafeInteger(maxWaitMs) || maxWaitMs < 0)) {
     throw new SluiceError('INVALID_OPTION', `maxWaitMs must be a non-negative integer number of ms, got ${String(request.maxWaitMs)}`);
   }
   if (call.clock === 'client') {
@@ -111,7 +111,7 @@ export function appendDecision(call: ScriptCallArguments, request: LimitRequest)
 /** A decision's cost entry: the cost (consume), or p / r / t + cost (peek, refund, take), or v + cost,maxWaitMs (reserve). */
 function costEntry(request: LimitRequest): string {
   const { cost } = request;
-  switch (request.mode) {
+  switch (request.operation) {
     case 'consume':
       return `${cost}`;
     case 'peek':
@@ -123,12 +123,12 @@ function costEntry(request: LimitRequest): string {
     case 'reserve':
       return `v${cost},${request.maxWaitMs ?? 0}`;
     default:
-      throw new SluiceError('INVALID_OPTION', `unknown mode ${JSON.stringify((request as { mode: unknown }).mode)}`);
+      throw new SluiceError('INVALID_OPTION', `unknown operation ${JSON.stringify((request as { operation: unknown }).operation)}`);
   }
 }
 
 /** A take or reserve decision's reply ends with one more integer: its granted or its startAt. */
-const hasExtra = (request: LimitRequest): boolean => request.mode === 'take' || request.mode === 'reserve';
+const hasExtra = (request: LimitRequest): boolean => request.operation === 'take' || request.operation === 'reserve';
 
 /** KEYS and ARGV of one script call deciding `requests` in order. */
 export function encodeCall(requests: readonly LimitRequest[], clock: 'store' | 'client'): { keys: string[]; args: string[] } {
@@ -168,12 +168,12 @@ export function parseCallReply(reply: unknown, requests: readonly LimitRequest[]
       at += 4;
     }
     if (hasExtra(request)) {
-      // Granted (take) or startAt (reserve): the same on every rule of the decision (core's modes.ts).
+      // Granted (take) or startAt (reserve): the same on every rule of the decision (core's operations.ts).
       const extra = integer(reply[at]);
       at += 1;
       for (let i = 0; i < rules.length; i++) {
         const outcome = outcomes[i] as { granted?: number; startAt?: number };
-        if (request.mode === 'take') outcome.granted = extra;
+        if (request.operation === 'take') outcome.granted = extra;
         else outcome.startAt = extra;
       }
     }

@@ -144,7 +144,7 @@ export class LimitBatcher {
       this.scheduled = true;
       this.defer(this.flush);
     }
-    if (request.mode === 'reserve' && this.deferReserve !== undefined && !this.reserveScheduled) {
+    if (request.operation === 'reserve' && this.deferReserve !== undefined && !this.reserveScheduled) {
       this.reserveScheduled = true;
       this.deferReserve(this.flush);
     }

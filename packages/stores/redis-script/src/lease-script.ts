@@ -2,7 +2,7 @@
  * Concurrency leases in one script call (core's `evaluateLease()`, leases.ts), for `store.lease(request)` of the
  * Redis-protocol stores. src/lua/lease.lua, assembled and digested at build time like the limit script.
  *
- * A second script rather than a mode of the limit driver: a lease record is a sorted set, not the string state
+ * A second script rather than an operation of the limit driver: a lease record is a sorted set, not the string state
  * the driver MGETs and SETs; a lease call is never batched with decisions; and its reply is its own. Kept apart,
  * the limit script's hot path (and its Redis Function, and its differential tests) is untouched by it, and the
  * lease script stays a page of Lua that reads like evaluateLease.

@@ -21,7 +21,7 @@
  *   '#code a b c'  the rules of the decisions that follow, one `code a b c` per rule joined by ' ' (three
  *                  integer parameters, unused ones 0). Decisions of one limiter share one spec entry.
  *   'cost'         a decision that consumes; 'p' + cost peeks, 'r' + cost refunds, 't' + cost takes, and
- *                  'v' + cost + ',' + maxWaitMs reserves (core's modes.ts: the same search and rounding, in the
+ *                  'v' + cost + ',' + maxWaitMs reserves (core's operations.ts: the same search and rounding, in the
  *                  same order). It takes the next KEYS, one per rule of the current spec.
  * Reply, flat, integers only (no fraction ever leaves the script): the store clock's now (0 with the client's
  * clock), then per decision and rule allowed (1/0), remaining, resetAt, retryAt (-1 = never), and after a take

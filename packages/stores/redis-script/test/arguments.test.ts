@@ -1,5 +1,5 @@
 /**
- * The call codec for take and reserve: how the two modes travel to the script (a `t` entry, a `v` entry with its
+ * The call codec for take and reserve: how the two operations travel to the script (a `t` entry, a `v` entry with its
  * maxWaitMs) and how their one extra reply integer (granted, startAt) comes back onto every rule's outcome. The
  * script's answers themselves are held equal to core's evaluate() by test/redis/differential.test.ts.
  */
@@ -13,7 +13,7 @@ import { startRedis, type RedisServer } from '../../../../test/harness/redis.js'
 const now = 1_700_000_000_000;
 const fw = fixedWindow({ id: 'fw', limit: 5, window: 60_000 });
 const tb = tokenBucket({ id: 'tb', capacity: 2, refillRate: 1, interval: 1_000 });
-const request = (mode: LimitRequest['mode'], cost: number, extra: Partial<LimitRequest> = {}): LimitRequest => ({ key: 'k:{a}', rules: [fw, tb], cost, mode, now, ...extra });
+const request = (operation: LimitRequest['operation'], cost: number, extra: Partial<LimitRequest> = {}): LimitRequest => ({ key: 'k:{a}', rules: [fw, tb], cost, operation, now, ...extra });
 
 describe('take and reserve in the call codec', () => {
   test('a take is `t` + cost and a reserve `v` + cost,maxWaitMs (0 when absent); each takes one KEY per rule', () => {

@@ -36,7 +36,7 @@ function recorder(): { call: ScriptCall; calls: Array<{ keys: number; decisions:
 }
 
 const rule = fixedWindow({ limit: 1_000, window: '1h' });
-const request = (identity: string, rules = [rule]): LimitRequest => ({ key: `batcher:{${identity}}`, rules, cost: 1, mode: 'consume', now: 1_700_000_000_000 });
+const request = (identity: string, rules = [rule]): LimitRequest => ({ key: `batcher:{${identity}}`, rules, cost: 1, operation: 'consume', now: 1_700_000_000_000 });
 
 describe('LimitBatcher', () => {
   test('decisions issued on consecutive microtask turns share one call (default wait: until a turn brings none)', async () => {
@@ -62,7 +62,7 @@ describe('LimitBatcher', () => {
     const batcher = new LimitBatcher({ clock: 'client', call, defer: (flush) => turnEnds.push(flush), deferReserve: (flush) => queueMicrotask(flush) });
     const id = `r${++sequence}`;
     const consumed = batcher.limit(request(id));
-    const reserved = batcher.limit({ ...request(id), mode: 'reserve', maxWaitMs: 1000 });
+    const reserved = batcher.limit({ ...request(id), operation: 'reserve', maxWaitMs: 1000 });
     const [first, second] = await Promise.all([consumed, reserved]);
     // Both answered with the end-of-turn flush never run: one call, the consume first.
     expect(calls).toEqual([{ keys: 2, decisions: 2 }]);

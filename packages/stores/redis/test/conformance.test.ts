@@ -23,7 +23,7 @@ describeStoreConformance<RedisStore>({
   name: 'redis',
   createStore: () => redisStore(client, { clock: 'client' }),
   clock: 'client',
-  capabilities: { synchronous: false, modes: ['take', 'reserve'], leases: true },
+  capabilities: { synchronous: false, operations: ['take', 'reserve'], leases: true },
   storeScope: 'suite',
 });
 
@@ -32,7 +32,7 @@ describeStoreConformance<RedisStore>({
   name: 'redis (EVALSHA)',
   createStore: () => redisStore(client, { clock: 'client', functions: false }),
   clock: 'client',
-  capabilities: { synchronous: false, modes: ['take', 'reserve'], leases: true },
+  capabilities: { synchronous: false, operations: ['take', 'reserve'], leases: true },
   storeScope: 'suite',
   keyPrefix: 'conformance-evalsha',
 });
@@ -41,7 +41,7 @@ describeStoreConformance<RedisStore>({
   name: 'redis',
   createStore: () => redisStore(client),
   clock: 'store',
-  capabilities: { synchronous: false, modes: ['take', 'reserve'], leases: true },
+  capabilities: { synchronous: false, operations: ['take', 'reserve'], leases: true },
   storeScope: 'suite',
   keyPrefix: 'conformance-store',
   inspectKeys: ({ prefix }) => client.keys(`${prefix}:*`),

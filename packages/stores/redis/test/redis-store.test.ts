@@ -89,7 +89,7 @@ describe('redisStore options', () => {
     expect(() => redisStore(client, { functions: 'no' as never })).toThrow(/functions must be true or false, got "no"/);
   });
 
-  test('capabilities announce the clock in use and every mode (take and reserve run in the script)', () => {
+  test('capabilities announce the clock in use and every operation (take and reserve run in the script)', () => {
     const client = connect();
     expect(redisStore(client).capabilities).toEqual({ synchronous: false, clock: 'store', operations: ['limit', 'reset', 'take', 'reserve', 'lease'] });
     expect(redisStore(client, { clock: 'client' }).capabilities.clock).toBe('client');
@@ -189,7 +189,7 @@ describe.each([
 
   test('take and reserve on the store clock: one call, one TIME; granted, and starts counted from that TIME; bookings queue in issue order', async () => {
     const client = connect();
-    const limiter = createLimiter({ store: store(client), rules: tokenBucket({ capacity: 2, refillRate: 1 }), name: `modes-${call}` });
+    const limiter = createLimiter({ store: store(client), rules: tokenBucket({ capacity: 2, refillRate: 1 }), name: `operations-${call}` });
     await limiter.limit('warm');
     await client.config('RESETSTAT');
     const [take, first, second, tooFar, never] = await Promise.all([
@@ -211,7 +211,7 @@ describe.each([
     expect([tooFar.allowed, tooFar.startAt! - now]).toEqual([false, 3_000]);
     expect([never.allowed, never.startAt, never.reason]).toEqual([false, -1, 'cost_exceeds_limit']);
     // The booking moved the state to its start: the key lives past it (the step's ttl counted from the start).
-    expect(await client.pttl(`sluice:modes-${call}:{q}:tb`)).toBeGreaterThan(2_000);
+    expect(await client.pttl(`sluice:operations-${call}:{q}:tb`)).toBeGreaterThan(2_000);
   });
 
   test('a failing call fails each of its decisions, is never retried, writes nothing; the policy answers each', async () => {
@@ -243,12 +243,12 @@ describe.each([
     const client = connect();
     const s = store(client, { clock: 'client' });
     const good = tokenBucket({ capacity: 1, refillRate: 1 });
-    await s.limit({ key: 'warm:{w}', rules: [good], cost: 1, mode: 'consume', now: 1 });
+    await s.limit({ key: 'warm:{w}', rules: [good], cost: 1, operation: 'consume', now: 1 });
     await client.config('RESETSTAT');
     const bogus = { id: 'x', algorithm: 'nope', params: {}, limit: 1 } as unknown as ResolvedRule;
     const bad = { ...tokenBucket({ capacity: 1, refillRate: 1 }) };
     (bad as { params: unknown }).params = { capacity: 'x', refillRate: 1, intervalMs: 1000, refill: 0 };
-    const request = (rules: ResolvedRule[], cost = 1) => s.limit({ key: `err:{${call}}`, rules, cost, mode: 'consume', now: 1_700_000_000_000 });
+    const request = (rules: ResolvedRule[], cost = 1) => s.limit({ key: `err:{${call}}`, rules, cost, operation: 'consume', now: 1_700_000_000_000 });
     const [first, unknown, corrupt, badCost, last] = await Promise.allSettled([request([good]), request([bogus]), request([bad]), request([good], 1.5), request([good])]);
     expect(unknown).toMatchObject({ status: 'rejected', reason: { code: 'INVALID_OPTION', message: expect.stringMatching(/unknown algorithm "nope"/) } });
     expect(corrupt).toMatchObject({ status: 'rejected', reason: { code: 'INVALID_OPTION', message: expect.stringMatching(/capacity must be a non-negative safe integer, got x/) } });
@@ -373,14 +373,14 @@ describe('redisStore, either way', () => {
     const client = connect();
     const rule = fixedWindow({ limit: 5, window: '10s' });
     const store = redisStore(client);
-    const result = await store.limit({ key: 'exp:{s}', rules: [rule], cost: 1, mode: 'consume', now: 0 });
+    const result = await store.limit({ key: 'exp:{s}', rules: [rule], cost: 1, operation: 'consume', now: 0 });
     const expected = result.outcomes[0]!.resetAt - result.now;
     const pttl = await client.pttl('exp:{s}:fw:10000');
     expect(pttl).toBeGreaterThanOrEqual(expected - 20);
     expect(pttl).toBeLessThanOrEqual(expected);
 
     const now = 1_700_000_003_000; // 7 s before its window ends
-    await redisStore(client, { clock: 'client' }).limit({ key: 'exp:{c}', rules: [rule], cost: 1, mode: 'consume', now });
+    await redisStore(client, { clock: 'client' }).limit({ key: 'exp:{c}', rules: [rule], cost: 1, operation: 'consume', now });
     const clientPttl = await client.pttl('exp:{c}:fw:10000');
     expect(clientPttl).toBeGreaterThan(7_000 + CLIENT_CLOCK_EXPIRY_SLACK_MS - 20);
     expect(clientPttl).toBeLessThanOrEqual(7_000 + CLIENT_CLOCK_EXPIRY_SLACK_MS);

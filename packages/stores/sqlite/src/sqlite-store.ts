@@ -115,7 +115,7 @@ export class SqliteStore implements SyncStore {
   limit(request: LimitRequest): LimitResult {
     try {
       // A peek writes nothing and reads all its rows in one statement (one snapshot): no write lock needed.
-      if (request.mode === 'peek' || request.cost === 0) return this.run(request);
+      if (request.operation === 'peek' || request.cost === 0) return this.run(request);
       return this.write.immediate(request);
     } catch (error) {
       throw storeError('limit', error, this.busyTimeoutMs);
@@ -176,7 +176,7 @@ export class SqliteStore implements SyncStore {
   /** Reads, evaluates and (in a write transaction) writes one request. */
   private run(request: LimitRequest): LimitResult {
     const { key, rules, now } = request;
-    const evaluation = evaluate(rules, this.read(key, rules, now), now, request.cost, request.mode, request.maxWaitMs);
+    const evaluation = evaluate(rules, this.read(key, rules, now), now, request.cost, request.operation, request.maxWaitMs);
     if (evaluation.writes !== undefined) {
       for (let i = 0; i < rules.length; i++) {
         const { state, ttlMs } = evaluation.writes[i]!;

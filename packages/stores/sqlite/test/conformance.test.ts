@@ -22,7 +22,7 @@ describeStoreConformance<SqliteStore>({
     databases.get(store)?.close();
   },
   clock: 'client',
-  capabilities: { synchronous: true, modes: ['take', 'reserve'], leases: true },
+  capabilities: { synchronous: true, operations: ['take', 'reserve'], leases: true },
   // A rule's row shows as `key:rule`; a lease row (rule '') as its key, `base key:lease`.
   inspectKeys: ({ store, prefix, now }) =>
     (databases

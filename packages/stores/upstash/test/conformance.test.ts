@@ -14,7 +14,7 @@ describeStoreConformance<UpstashLeaseStore>({
   name: 'upstash',
   createStore: () => upstashLeaseStore(redis, { clock: 'client' }),
   clock: 'client',
-  capabilities: { synchronous: false, modes: ['take', 'reserve'], leases: true },
+  capabilities: { synchronous: false, operations: ['take', 'reserve'], leases: true },
   storeScope: 'suite',
 });
 
@@ -22,7 +22,7 @@ describeStoreConformance<UpstashLeaseStore>({
   name: 'upstash',
   createStore: () => upstashLeaseStore(redis),
   clock: 'store',
-  capabilities: { synchronous: false, modes: ['take', 'reserve'], leases: true },
+  capabilities: { synchronous: false, operations: ['take', 'reserve'], leases: true },
   storeScope: 'suite',
   inspectKeys: ({ prefix }) => redis.keys(`${prefix}:*`),
 });
@@ -32,7 +32,7 @@ describeStoreConformance<UpstashLeaseStore>({
   name: 'upstash (own REST client)',
   createStore: () => upstashLeaseStore({ url, token }, { clock: 'client' }),
   clock: 'client',
-  capabilities: { synchronous: false, modes: ['take', 'reserve'], leases: true },
+  capabilities: { synchronous: false, operations: ['take', 'reserve'], leases: true },
   storeScope: 'suite',
 });
 
@@ -40,7 +40,7 @@ describeStoreConformance<UpstashLeaseStore>({
   name: 'upstash (own REST client)',
   createStore: () => upstashLeaseStore({ url, token }),
   clock: 'store',
-  capabilities: { synchronous: false, modes: ['take', 'reserve'], leases: true },
+  capabilities: { synchronous: false, operations: ['take', 'reserve'], leases: true },
   storeScope: 'suite',
   inspectKeys: ({ prefix }) => redis.keys(`${prefix}:*`),
 });
