@@ -77,7 +77,7 @@ process.on('message', async (message) => {
       unhandled,
       warnings,
       mode: limiter.mode,
-      overrides: [...limiter.overrides.keys()],
+      quotas: [...limiter.quotas.keys()],
     });
     sent = records.at.length;
   } else if (message.type === 'stop') {

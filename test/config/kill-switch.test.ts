@@ -47,7 +47,7 @@ interface Dump {
   unhandled: number;
   warnings: Array<{ code: string; message: string; at: number }>;
   mode: string;
-  overrides: string[];
+  quotas: string[];
 }
 
 interface Decision {
@@ -169,7 +169,7 @@ describe('runtime configuration across processes on one redis-server', () => {
     await sleep(REFRESH_BOUND_MS + 700);
     const latencies: string[] = [];
     for (const { worker, state, decisions } of await dump()) {
-      expect([state.mode, state.overrides]).toEqual(['enforce', ['acme']]);
+      expect([state.mode, state.quotas]).toEqual(['enforce', ['acme']]);
       const first = decisions.findIndex((d) => d.identity === 'acme' && d.limit === 1_000);
       expect(first, `${worker.label} never applied the quota`).toBeGreaterThanOrEqual(0);
       latencies.push(`${worker.label}: ${decisions[first]!.at - writtenAt} ms`);
@@ -196,7 +196,7 @@ describe('runtime configuration across processes on one redis-server', () => {
       const afterKill = decisions.filter((d) => d.at > killedAt + 500); // past the store's deadline: the fallback answers
       expect(afterKill.length, `${worker.label} kept deciding`).toBeGreaterThan(500);
       expect(afterKill.every((d) => d.degraded)).toBe(true);
-      expect([state.mode, state.overrides]).toEqual(['enforce', ['acme']]);
+      expect([state.mode, state.quotas]).toEqual(['enforce', ['acme']]);
       expect(new Set(afterKill.filter((d) => d.identity === 'acme').map((d) => d.limit))).toEqual(new Set([1_000]));
       expect(new Set(afterKill.filter((d) => d.identity !== 'acme').map((d) => d.limit))).toEqual(new Set([20]));
       expect(afterKill.some((d) => d.identity !== 'acme' && d.reason === 'rate_limited'), 'the local fallback limits under the last rules').toBe(true);

@@ -30,7 +30,7 @@ export interface LimiterConfig {
   readonly rules?: readonly RuleSpec[];
   /** Replaces the code's mode when present: `off` is the kill switch, `shadow` a dark launch. */
   readonly mode?: LimiterMode;
-  /** Rules for single identities, over the limiter's rules (`configure({ overrides })`). */
+  /** Rules for single identities, over the limiter's rules (`configure({ quotas })`). */
   readonly quotas?: Readonly<Record<string, readonly RuleSpec[]>>;
 }
 

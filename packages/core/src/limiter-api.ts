@@ -70,9 +70,9 @@ export interface LimiterChanges {
   mode?: LimiterMode;
   /**
    * Rules for single identities, over the limiter's rules and over `quota` (per-customer quotas set at run time,
-   * e.g. from the shared store by `watchConfig`). Replaces the previous overrides; an empty map removes them.
+   * e.g. from the shared store by `watchConfig`). Replaces the previous quotas; an empty map removes them.
    */
-  overrides?: ReadonlyMap<string, Rule | readonly Rule[]>;
+  quotas?: ReadonlyMap<string, Rule | readonly Rule[]>;
 }
 
 export interface LimitOptions {
@@ -108,9 +108,9 @@ export interface Limiter {
   refund(identity: string, options?: LimitOptions): Promise<Decision>;
   /** Forgets an identity's state in every rule. */
   reset(identity: string): Promise<void>;
-  /** Per-identity rules set by `configure({ overrides })`. */
-  readonly overrides: ReadonlyMap<string, readonly Rule[]>;
-  /** Changes rules, mode or per-identity overrides at run time, validated like the constructor; counters are kept per rule id. */
+  /** Per-identity rules set by `configure({ quotas })`. */
+  readonly quotas: ReadonlyMap<string, readonly Rule[]>;
+  /** Changes rules, mode or per-identity quotas at run time, validated like the constructor; counters are kept per rule id. */
   configure(changes: LimiterChanges): void;
   /**
    * Takes as many units as fit now, up to `cost`, from every rule alike; `granted` says how many (0 is an

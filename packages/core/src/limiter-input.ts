@@ -1,5 +1,5 @@
 /**
- * Checks of what a limiter is given: its name, rules and per-identity overrides at construction and in
+ * Checks of what a limiter is given: its name, rules and per-identity quotas at construction and in
  * `configure()`, and the options of each call. Every refusal names the field and what is accepted.
  */
 import type { Operation } from './algorithm.js';
@@ -45,16 +45,16 @@ export function checkRules(value: unknown, field: string): readonly Rule[] {
   return Object.freeze([...(list as Rule[])]);
 }
 
-export function checkOverrides(value: unknown): ReadonlyMap<string, readonly Rule[]> {
+export function checkQuotas(value: unknown): ReadonlyMap<string, readonly Rule[]> {
   if (!(value instanceof Map)) {
-    throw new SluiceError('INVALID_OPTION', `configure: overrides must be a Map from identity to rules, got ${describe(value)}`);
+    throw new SluiceError('INVALID_OPTION', `configure: quotas must be a Map from identity to rules, got ${describe(value)}`);
   }
   const checked = new Map<string, readonly Rule[]>();
   for (const [identity, rules] of value as Map<unknown, unknown>) {
     if (typeof identity !== 'string' || identity.length === 0) {
-      throw new SluiceError('INVALID_OPTION', `configure: overrides keys must be non-empty identity strings, got ${describe(identity)}`);
+      throw new SluiceError('INVALID_OPTION', `configure: quotas keys must be non-empty identity strings, got ${describe(identity)}`);
     }
-    checked.set(identity, checkRules(rules, `overrides[${JSON.stringify(identity.slice(0, 64))}]`));
+    checked.set(identity, checkRules(rules, `quotas[${JSON.stringify(identity.slice(0, 64))}]`));
   }
   return checked;
 }

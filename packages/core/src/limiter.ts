@@ -22,7 +22,7 @@ import { rejectUnknownOptions, requireObject } from './validate.js';
 import { waitForSlot, type WaitOptions } from './wait.js';
 import { notify, performanceNow } from './observe.js';
 import type { DecisionEvent, Limiter, LimiterChanges, LimiterMode, LimiterOptions, LimitOptions, ReserveOptions, SyncLimiter, TakeOptions } from './limiter-api.js';
-import { checkName, checkOverrides, checkRules, readCost, readMaxWait } from './limiter-input.js';
+import { checkName, checkQuotas, checkRules, readCost, readMaxWait } from './limiter-input.js';
 
 export type { DecisionEvent, Limiter, LimiterChanges, LimiterMode, LimiterOptions, LimitOptions, ReserveOptions, StoreErrorPolicy, SyncLimiter, TakeOptions } from './limiter-api.js';
 
@@ -60,7 +60,7 @@ class LimiterImpl implements SyncLimiter {
   };
   private currentRules!: readonly Rule[];
   private currentMode!: LimiterMode;
-  private currentOverrides: ReadonlyMap<string, readonly Rule[]> = new Map();
+  private currentQuotas: ReadonlyMap<string, readonly Rule[]> = new Map();
   private readonly onDecision: ((event: DecisionEvent) => void) | undefined;
   /**
    * The rule when every `limit`/`limitSync` call without options can go straight to the fast path (`one`): a
@@ -128,24 +128,24 @@ class LimiterImpl implements SyncLimiter {
     return this.policy.circuit;
   }
 
-  get overrides(): ReadonlyMap<string, readonly Rule[]> {
-    return this.currentOverrides;
+  get quotas(): ReadonlyMap<string, readonly Rule[]> {
+    return this.currentQuotas;
   }
 
   configure(changes: LimiterChanges): void {
     const known = requireObject(changes, 'configure');
-    rejectUnknownOptions(known, ['rules', 'mode', 'overrides'], 'configure');
+    rejectUnknownOptions(known, ['rules', 'mode', 'quotas'], 'configure');
     const rules = changes.rules === undefined ? this.currentRules : checkRules(changes.rules, 'rules');
     const mode = changes.mode ?? this.currentMode;
     if (mode !== 'enforce' && mode !== 'shadow' && mode !== 'off') {
       throw new SluiceError('INVALID_OPTION', `mode must be 'enforce', 'shadow' or 'off', got ${describe(mode)}`);
     }
-    const overrides = changes.overrides === undefined ? this.currentOverrides : checkOverrides(changes.overrides);
+    const quotas = changes.quotas === undefined ? this.currentQuotas : checkQuotas(changes.quotas);
     this.currentRules = rules;
     this.currentMode = mode;
-    this.currentOverrides = overrides;
+    this.currentQuotas = quotas;
     const only = rules.length === 1 ? rules[0]! : undefined;
-    const plain = this.quota === undefined && overrides.size === 0 && this.onDecision === undefined;
+    const plain = this.quota === undefined && quotas.size === 0 && this.onDecision === undefined;
     this.fastRule = this.fastPath !== undefined && this.policy.synchronous && plain && only !== undefined && !only.stagger && mode === 'enforce' ? only : undefined;
   }
 
@@ -316,9 +316,9 @@ class LimiterImpl implements SyncLimiter {
   }
 
   private rulesFor(identity: string): readonly Rule[] {
-    if (this.currentOverrides.size > 0) {
-      const override = this.currentOverrides.get(identity);
-      if (override !== undefined) return override;
+    if (this.currentQuotas.size > 0) {
+      const own = this.currentQuotas.get(identity);
+      if (own !== undefined) return own;
     }
     if (this.quota === undefined) return this.currentRules;
     const custom = this.quota(identity);

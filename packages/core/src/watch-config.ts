@@ -93,7 +93,7 @@ class Watcher implements ConfigWatcher {
   readonly ready: Promise<void>;
   private applied: LimiterConfig | undefined = undefined;
   /** The code's configuration, taken at start: what a missing field, or a deleted document, returns to. */
-  private readonly code: { rules: readonly Rule[]; mode: LimiterMode; overrides: ReadonlyMap<string, readonly Rule[]> };
+  private readonly code: { rules: readonly Rule[]; mode: LimiterMode; quotas: ReadonlyMap<string, readonly Rule[]> };
   /** The text last handled (applied, or ignored as bad): the same text again is not handled twice. `null`: none read yet. */
   private lastText: string | undefined | null = null;
   /** Each identity's last good quota, kept when a later document holds a bad one. */
@@ -112,7 +112,7 @@ class Watcher implements ConfigWatcher {
     private readonly timeoutMs: number,
     private readonly onWarning: (warning: ConfigWarning) => void,
   ) {
-    this.code = { rules: limiter.rules, mode: limiter.mode, overrides: limiter.overrides };
+    this.code = { rules: limiter.rules, mode: limiter.mode, quotas: limiter.quotas };
     this.interval = timers.setInterval(() => void this.refresh(), refreshMs);
     unref(this.interval);
     // A subscription that takes longer than a read may (a store still connecting) goes on in the background:
@@ -186,7 +186,7 @@ class Watcher implements ConfigWatcher {
 
   private applyCode(): void {
     this.goodQuotas = new Map();
-    if (this.configure(this.code.rules, this.code.mode, this.code.overrides)) this.applied = undefined;
+    if (this.configure(this.code.rules, this.code.mode, this.code.quotas)) this.applied = undefined;
   }
 
   private applyDocument(text: string): void {
@@ -207,17 +207,18 @@ class Watcher implements ConfigWatcher {
       const kept = this.goodQuotas.get(identity);
       if (kept !== undefined) quotas.set(identity, kept);
     }
-    const overrides = new Map(this.code.overrides);
-    for (const [identity, rules] of quotas) overrides.set(identity, rules);
-    if (this.configure(compiled.rules ?? this.code.rules, compiled.mode ?? this.code.mode, overrides)) {
+    // The document's quotas go over the code's, identity by identity.
+    const merged = new Map(this.code.quotas);
+    for (const [identity, rules] of quotas) merged.set(identity, rules);
+    if (this.configure(compiled.rules ?? this.code.rules, compiled.mode ?? this.code.mode, merged)) {
       this.goodQuotas = quotas;
       this.applied = compiled.document;
     }
   }
 
-  private configure(rules: readonly Rule[], mode: LimiterMode, overrides: ReadonlyMap<string, readonly Rule[]>): boolean {
+  private configure(rules: readonly Rule[], mode: LimiterMode, quotas: ReadonlyMap<string, readonly Rule[]>): boolean {
     try {
-      this.limiter.configure({ rules, mode, overrides });
+      this.limiter.configure({ rules, mode, quotas });
       return true;
     } catch (error) {
       this.warn('apply_failed', `the limiter refused the configuration (${messageOf(error)}); the last one stays`, error);

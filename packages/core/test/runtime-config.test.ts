@@ -1,6 +1,6 @@
 /**
  * What runtime configuration and metrics build on: rules as JSON specs (ruleSpec / ruleFromSpec, built
- * by the factories themselves), per-identity overrides set by configure(), and the onDecision hook.
+ * by the factories themselves), per-identity quotas set by configure(), and the onDecision hook.
  */
 import fc from 'fast-check';
 import { afterEach, describe, expect, test, vi } from 'vitest';
@@ -53,10 +53,10 @@ describe('rule specs', () => {
   });
 });
 
-describe('configure({ overrides })', () => {
+describe('configure({ quotas })', () => {
   test('an override applies to its identity alone, keeps state by rule id, and an empty map removes it', async () => {
     const limiter = createLimiter({ store: new MapStore(), rules: fixedWindow({ id: 'w', limit: 2, window: '1m' }), clock: () => 1_000 });
-    limiter.configure({ overrides: new Map([['vip', [fixedWindow({ id: 'w', limit: 5, window: '1m' })]]]) });
+    limiter.configure({ quotas: new Map([['vip', [fixedWindow({ id: 'w', limit: 5, window: '1m' })]]]) });
     const count = async (identity: string) => {
       let allowed = 0;
       for (let i = 0; i < 8; i++) if ((await limiter.limit(identity)).allowed) allowed++;
@@ -64,21 +64,21 @@ describe('configure({ overrides })', () => {
     };
     expect(await count('vip')).toBe(5);
     expect(await count('someone')).toBe(2);
-    expect(limiter.overrides.get('vip')?.[0]?.limit).toBe(5);
-    limiter.configure({ overrides: new Map() });
+    expect(limiter.quotas.get('vip')?.[0]?.limit).toBe(5);
+    limiter.configure({ quotas: new Map() });
     expect((await limiter.limit('vip')).allowed).toBe(false); // the same rule id: the 5 taken are still counted
-    expect(limiter.overrides.size).toBe(0);
+    expect(limiter.quotas.size).toBe(0);
   });
 
-  test('configure({ rules }) keeps the overrides; a bad override is refused whole and names its identity', () => {
+  test('configure({ rules }) keeps the quotas; a bad quota is refused whole and names its identity', () => {
     const limiter = createLimiter({ store: new MapStore(), rules: gcra({ limit: 1, period: '1s' }) });
-    limiter.configure({ overrides: new Map([['a', gcra({ limit: 9, period: '1s' })]]) });
+    limiter.configure({ quotas: new Map([['a', gcra({ limit: 9, period: '1s' })]]) });
     limiter.configure({ rules: gcra({ limit: 2, period: '1s' }) });
-    expect(limiter.overrides.get('a')?.[0]?.limit).toBe(9);
-    expect(() => limiter.configure({ overrides: new Map([['b', []]]) })).toThrow(/overrides\["b"\] must hold at least one rule/);
-    expect(() => limiter.configure({ overrides: new Map([['', [gcra({ limit: 1, period: '1s' })]]]) })).toThrow(/overrides keys must be non-empty identity strings/);
-    expect(() => limiter.configure({ overrides: { a: [] } as never })).toThrow(/overrides must be a Map/);
-    expect(limiter.overrides.get('a')?.[0]?.limit).toBe(9);
+    expect(limiter.quotas.get('a')?.[0]?.limit).toBe(9);
+    expect(() => limiter.configure({ quotas: new Map([['b', []]]) })).toThrow(/quotas\["b"\] must hold at least one rule/);
+    expect(() => limiter.configure({ quotas: new Map([['', [gcra({ limit: 1, period: '1s' })]]]) })).toThrow(/quotas keys must be non-empty identity strings/);
+    expect(() => limiter.configure({ quotas: { a: [] } as never })).toThrow(/quotas must be a Map/);
+    expect(limiter.quotas.get('a')?.[0]?.limit).toBe(9);
   });
 });
 

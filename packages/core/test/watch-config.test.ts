@@ -92,21 +92,21 @@ describe('watchConfig', () => {
     expect([l.mode, source.reads]).toEqual(['shadow', reads]);
   });
 
-  test('a deleted document returns the limiter to the code\'s rules, mode and overrides', async () => {
+  test('a deleted document returns the limiter to the code\'s rules, mode and quotas', async () => {
     const source = new MapConfigSource();
     const l = limiter();
     const own = new Map([['partner', [fixedWindow({ id: 'w', limit: 7, window: '1h' })]]]);
-    l.configure({ overrides: own });
+    l.configure({ quotas: own });
     const watcher = watchConfig(l, source, { onWarning });
     await watcher.ready;
     await setConfigRules(source, 'api', spec(9));
     await setConfigMode(source, 'api', 'shadow');
     await setQuota(source, 'api', 'partner', spec(1));
     await watcher.refresh();
-    expect([l.rules[0]!.limit, l.mode, l.overrides.get('partner')?.[0]?.limit]).toEqual([9, 'shadow', 1]);
+    expect([l.rules[0]!.limit, l.mode, l.quotas.get('partner')?.[0]?.limit]).toEqual([9, 'shadow', 1]);
     source.remove('api');
     await watcher.refresh();
-    expect([l.rules, l.mode, l.overrides]).toEqual([[CODE_RULE], 'enforce', own]);
+    expect([l.rules, l.mode, l.quotas]).toEqual([[CODE_RULE], 'enforce', own]);
     expect(watcher.config).toBeUndefined();
     await watcher.stop();
   });
@@ -177,9 +177,9 @@ describe('watchConfig', () => {
     source.write('api', JSON.stringify(doc));
     await vi.advanceTimersByTimeAsync(0);
     expect(l.mode).toBe('shadow');
-    expect(l.overrides.get('acme')?.[0]?.limit).toBe(5);
-    expect(l.overrides.get('globex')?.[0]?.limit).toBe(6);
-    expect(l.overrides.has('initech')).toBe(false);
+    expect(l.quotas.get('acme')?.[0]?.limit).toBe(5);
+    expect(l.quotas.get('globex')?.[0]?.limit).toBe(6);
+    expect(l.quotas.has('initech')).toBe(false);
     expect(warnings.map((w) => w.code)).toEqual(['invalid_quota', 'invalid_quota']);
     expect(warnings[0]!.message).toMatch(/quotas\["acme"\]\[0\]: fixedWindow: limit must be a positive integer, got -1; ignored: "acme" keeps its last good quota/);
     expect(warnings[1]!.message).toMatch(/quotas\["initech"\]\[0\]: gcra: .*; ignored: "initech" keeps the limiter's rules/);

@@ -259,10 +259,10 @@ export class SharedLimitLearner {
     known.version++;
     if (lowered) known.loweredAt = known.version;
     known.since = this.clock();
-    const overrides = new Map(this.limiter.overrides);
-    if (same(limits, this.writtenLimits)) overrides.delete(identity);
-    else overrides.set(identity, rulesWithLimits(this.written, limits));
-    this.limiter.configure({ overrides });
+    const quotas = new Map(this.limiter.quotas);
+    if (same(limits, this.writtenLimits)) quotas.delete(identity);
+    else quotas.set(identity, rulesWithLimits(this.written, limits));
+    this.limiter.configure({ quotas });
   }
 }
 

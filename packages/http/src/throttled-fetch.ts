@@ -94,7 +94,7 @@ const global = globalThis as unknown as {
  */
 export async function pushBack(limiter: Limiter, identity: string, delay: Duration): Promise<number> {
   const delayMs = durationOption(delay, 'pushBack: delay', MAX_WAIT_RANGE);
-  const cost = Math.min(...(limiter.overrides.get(identity) ?? limiter.rules).map((rule) => rule.limit));
+  const cost = Math.min(...(limiter.quotas.get(identity) ?? limiter.rules).map((rule) => rule.limit));
   let target: number | undefined;
   let maxWait = delayMs;
   for (let booked = 0; booked < MAX_PUSH_BACK_BOOKINGS; booked++) {

@@ -86,7 +86,7 @@ describe('SharedLimitLearner', () => {
     expect(stored()).toEqual([{ algorithm: 'gcra', id: 'api', limit: 24, period: 1000, burst: 24 }]);
     for (const [i, learner] of learners.entries()) {
       expect(learner.limits(ID)).toEqual([24]);
-      expect(limiters[i]!.overrides.get(ID)?.[0]).toMatchObject({ id: 'api', params: { limit: 24 } });
+      expect(limiters[i]!.quotas.get(ID)?.[0]).toMatchObject({ id: 'api', params: { limit: 24 } });
     }
   });
 
@@ -213,7 +213,7 @@ describe('SharedLimitLearner', () => {
     const watcher = watchConfig(watching, source);
     await watcher.ready;
     await refuse(learners[0]!);
-    await vi.waitFor(() => expect(watching.overrides.get(ID)?.[0]).toMatchObject({ params: { limit: 24 } }));
+    await vi.waitFor(() => expect(watching.quotas.get(ID)?.[0]).toMatchObject({ params: { limit: 24 } }));
     await watcher.stop();
   });
 
@@ -244,7 +244,7 @@ describe('createThrottledFetch learn: { source }', () => {
     status = 429;
     for (let i = 0; i < 10; i++) await fetchApi('https://api.example.com/v1'); // a tenth of 48 per second, over two seconds
     expect(parseLimiterConfig(source.stored('third-party')!).quotas?.['api.example.com']?.[0]).toMatchObject({ limit: 24 });
-    expect(limiter.overrides.get('api.example.com')?.[0]).toMatchObject({ params: { limit: 24 } });
+    expect(limiter.quotas.get('api.example.com')?.[0]).toMatchObject({ params: { limit: 24 } });
   });
 });
 

@@ -32,7 +32,7 @@ describe('memoryConfigSource', () => {
     expect([acme, other]).toEqual([5, 2]);
     await deleteLimiterConfig(source, 'api');
     await settle();
-    expect(l.overrides.size).toBe(0);
+    expect(l.quotas.size).toBe(0);
     expect(await readLimiterConfig(source, 'api')).toBeUndefined();
     await Promise.all(watchers.map((w) => w.stop()));
     expect(warnings).toEqual([]);

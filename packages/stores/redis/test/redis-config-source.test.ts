@@ -66,9 +66,9 @@ describe('redisConfigSource (standalone)', () => {
     const raw = await connect().get('sluice:config:push');
     expect(JSON.parse(raw!)).toMatchObject({ version: 1, revision: 1, mode: 'off' });
     await setQuota(writer, 'push', 'acme', { algorithm: 'fixed-window', id: 'w', limit: 5, window: '1h' });
-    await until(() => limiters.every((l) => l.overrides.has('acme')));
+    await until(() => limiters.every((l) => l.quotas.has('acme')));
     await writer.remove('push');
-    await until(() => limiters.every((l) => l.mode === 'enforce' && l.overrides.size === 0));
+    await until(() => limiters.every((l) => l.mode === 'enforce' && l.quotas.size === 0));
     expect(await readLimiterConfig(writer, 'push')).toBeUndefined();
     await Promise.all(watchers.map((w) => w.stop()));
     expect(warnings).toEqual([]);

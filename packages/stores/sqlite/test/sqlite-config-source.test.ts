@@ -53,7 +53,7 @@ describe('sqliteConfigSource', () => {
     expect(await until(() => limiter.mode === 'off', 2_000)).toBeLessThan(200 + 300);
     expect(limiter.limitSync('b').reason).toBe('disabled');
     await deleteLimiterConfig(writer, 'api');
-    await until(() => limiter.mode === 'enforce' && limiter.overrides.size === 0, 2_000);
+    await until(() => limiter.mode === 'enforce' && limiter.quotas.size === 0, 2_000);
     expect(await readLimiterConfig(writer, 'api')).toBeUndefined();
     await watcher.stop();
     expect(warnings).toEqual([]);

@@ -40,12 +40,12 @@ describe.each(Object.entries(configurations))('with %s', (_name, options) => {
     const warnings: ConfigWarning[] = [];
     const watcher = watchConfig(limiter, source, { refresh: '300ms', onWarning: (w) => void warnings.push(w) });
     await watcher.ready;
-    expect(limiter.overrides.get('acme')?.[0]?.limit).toBe(5);
+    expect(limiter.quotas.get('acme')?.[0]?.limit).toBe(5);
     await setConfigMode(source, name, 'off');
     const picked = await until(() => limiter.mode === 'off', 2_000);
     expect(picked).toBeLessThan(300 + 500); // one refresh plus a request, with room for a loaded machine
     await deleteLimiterConfig(source, name);
-    await until(() => limiter.mode === 'enforce' && limiter.overrides.size === 0, 2_000);
+    await until(() => limiter.mode === 'enforce' && limiter.quotas.size === 0, 2_000);
     await watcher.stop();
     expect(warnings).toEqual([]);
   });
