@@ -8,7 +8,7 @@ import { readClock } from './clock.js';
 import { durationOption, type Duration, type DurationRange } from './duration.js';
 import { describe } from './describe.js';
 import { SluiceError } from './errors.js';
-import { Failover, checkStore, createFailurePolicy, type FailurePolicy } from './failure-policy.js';
+import { FailureAnswer, checkStore, createFailurePolicy, type FailurePolicy } from './failure-policy.js';
 import type { CircuitBreakerOptions } from './circuit-breaker.js';
 import { identityKey } from './identity.js';
 import type { LeaseOp, LeaseRequest, LeaseResult } from './leases.js';
@@ -205,7 +205,7 @@ class Concurrency implements ConcurrencyLimiter {
     if (this.currentMode === 'off') return decision(true, 'disabled', limit, 0, 0, now, NONE);
     const id = leaseId();
     const answer = await this.call({ key, op: 'acquire', id, limit, ttlMs: this.ttlMs, now });
-    if (answer instanceof Failover) {
+    if (answer instanceof FailureAnswer) {
       const allowed = answer.verdict !== 'deny';
       return { ...decision(allowed, 'store_unavailable', limit, 0, allowed ? 0 : 1000, now, allowed ? NONE : undefined), degraded: true, error: answer.error };
     }
@@ -219,7 +219,7 @@ class Concurrency implements ConcurrencyLimiter {
   }
 
   /** One lease operation under the failure policy. */
-  call(request: LeaseRequest): Promise<LeaseResult | Failover> {
+  call(request: LeaseRequest): Promise<LeaseResult | FailureAnswer> {
     return Promise.resolve(this.policy.runOperation(request.now, () => this.store.lease(request)));
   }
 
@@ -227,7 +227,7 @@ class Concurrency implements ConcurrencyLimiter {
   async operate(key: string, id: string, op: Exclude<LeaseOp, 'acquire'>, ttlMs: number): Promise<LeaseResult | undefined> {
     try {
       const answer = await this.call({ key, op, id, limit: this.currentLimit, ttlMs, now: this.now() });
-      return answer instanceof Failover ? undefined : answer;
+      return answer instanceof FailureAnswer ? undefined : answer;
     } catch {
       return undefined;
     }

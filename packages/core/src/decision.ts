@@ -49,8 +49,8 @@ export interface Decision {
   readonly startAt?: number;
 }
 
-/** Folds per-rule outcomes into one decision: the strictest rule speaks for the request. */
-export function decide(rules: readonly Rule[], outcomes: readonly RuleOutcome[], now: number): Decision {
+/** Combines per-rule outcomes into one decision: the strictest rule speaks for the request. */
+export function combineOutcomes(rules: readonly Rule[], outcomes: readonly RuleOutcome[], now: number): Decision {
   let decider = 0;
   let allowed = true;
   for (let i = 0; i < outcomes.length; i++) {
@@ -84,11 +84,11 @@ export function decide(rules: readonly Rule[], outcomes: readonly RuleOutcome[],
 }
 
 /**
- * `decide` for one rule answered through a FastPathStore's `limitOne`: the same decision, field for field
+ * `combineOutcomes` for one rule answered through a FastPathStore's `limitOne`: the same decision, field for field
  * (test/fast-path-twins.property.test.ts), without the outcome and report arrays. Part of the limiter's one
  * fast-path seam, kept because `pnpm bench memory` shows it pays (about 20% of a limitSync decision).
  */
-export function decideOne(rule: Rule, answer: RuleAnswer, now: number): Decision {
+export function combineOneOutcome(rule: Rule, answer: RuleAnswer, now: number): Decision {
   const allowed = answer.allowed;
   const never = answer.retryAt === NEVER && !allowed;
   const report: RuleReport = {

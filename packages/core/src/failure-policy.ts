@@ -37,7 +37,7 @@ export interface FailurePolicyOptions {
 }
 
 /** The policy's answer to a failed store call. */
-export class Failover {
+export class FailureAnswer {
   constructor(
     /** Why the store's answer is missing: STORE_ERROR, STORE_TIMEOUT or CIRCUIT_OPEN. */
     readonly error: SluiceError,
@@ -56,17 +56,17 @@ export interface FailurePolicy {
   /** False when a failure can only be answered with a promise (an asynchronous fallback store). */
   readonly synchronous: boolean;
   /**
-   * Runs `call(request)` under the policy: its value when it succeeds, a `Failover` when it fails. A promise only
+   * Runs `call(request)` under the policy: its value when it succeeds, a `FailureAnswer` when it fails. A promise only
    * when the call (or an asynchronous fallback) returns one. Never throws or rejects for a store failure.
    */
-  run<T>(request: LimitRequest, call: (request: LimitRequest) => T | Promise<T>): T | Failover | Promise<T | Failover>;
+  run<T>(request: LimitRequest, call: (request: LimitRequest) => T | Promise<T>): T | FailureAnswer | Promise<T | FailureAnswer>;
   /** `run` for a call that answers synchronously; throws UNSUPPORTED_OPERATION if a failure's answer would need a promise. */
-  runSync<T>(request: LimitRequest, call: (request: LimitRequest) => T): T | Failover;
+  runSync<T>(request: LimitRequest, call: (request: LimitRequest) => T): T | FailureAnswer;
   /**
    * `run` for a store call that is not a rate decision (a concurrency lease): the same breaker and deadline; a
-   * failure is a `Failover` with a verdict only (a fallback store is not asked: `'allow'` when it is one).
+   * failure is a `FailureAnswer` with a verdict only (a fallback store is not asked: `'allow'` when it is one).
    */
-  runOperation<T>(now: number, call: () => T | Promise<T>): T | Failover | Promise<T | Failover>;
+  runOperation<T>(now: number, call: () => T | Promise<T>): T | FailureAnswer | Promise<T | FailureAnswer>;
 }
 
 /** setTimeout clamps delays above 2^31 - 1 ms to 1 ms in every runtime, which would time out every call at once. */
@@ -79,7 +79,7 @@ const KNOWN = ['timeout', 'onStoreError', 'circuitBreaker', 'clock', 'caller'];
  * Builds a failure policy, validating its options once.
  * @example
  * const policy = createFailurePolicy({ timeout: '100ms', onStoreError: memoryStore() });
- * const answer = await policy.run(request, (r) => remote.limit(r)); // a LimitResult, or a Failover
+ * const answer = await policy.run(request, (r) => remote.limit(r)); // a LimitResult, or a FailureAnswer
  */
 export function createFailurePolicy(options: FailurePolicyOptions = {}): FailurePolicy {
   const caller = options.caller ?? 'createFailurePolicy';
@@ -115,7 +115,7 @@ class Policy implements FailurePolicy {
     return this.breaker?.state ?? 'closed';
   }
 
-  run<T>(request: LimitRequest, call: (request: LimitRequest) => T | Promise<T>): T | Failover | Promise<T | Failover> {
+  run<T>(request: LimitRequest, call: (request: LimitRequest) => T | Promise<T>): T | FailureAnswer | Promise<T | FailureAnswer> {
     const started = this.start(request.now, call, request);
     if (started instanceof Stopped) return this.answer(request, started.error);
     if (!isPromise(started)) return this.succeeded(started);
@@ -125,18 +125,18 @@ class Policy implements FailurePolicy {
     );
   }
 
-  runSync<T>(request: LimitRequest, call: (request: LimitRequest) => T): T | Failover {
+  runSync<T>(request: LimitRequest, call: (request: LimitRequest) => T): T | FailureAnswer {
     const started = this.start(request.now, call, request);
     return started instanceof Stopped ? synchronously(this.answer(request, started.error)) : this.succeeded(started);
   }
 
-  runOperation<T>(now: number, call: () => T | Promise<T>): T | Failover | Promise<T | Failover> {
+  runOperation<T>(now: number, call: () => T | Promise<T>): T | FailureAnswer | Promise<T | FailureAnswer> {
     const started = this.start(now, call, undefined);
-    if (started instanceof Stopped) return new Failover(started.error, undefined, this.verdict ?? 'allow');
+    if (started instanceof Stopped) return new FailureAnswer(started.error, undefined, this.verdict ?? 'allow');
     if (!isPromise(started)) return this.succeeded(started);
     return this.deadlines.race(started).then(
       (value) => this.succeeded(value),
-      (error: unknown) => new Failover(this.failed(error), undefined, this.verdict ?? 'allow'),
+      (error: unknown) => new FailureAnswer(this.failed(error), undefined, this.verdict ?? 'allow'),
     );
   }
 
@@ -165,18 +165,18 @@ class Policy implements FailurePolicy {
   }
 
   /** A fallback store limits for real; if it fails too, or misses the same deadline, the request is let through. */
-  private answer(request: LimitRequest, error: SluiceError): Failover | Promise<Failover> {
+  private answer(request: LimitRequest, error: SluiceError): FailureAnswer | Promise<FailureAnswer> {
     const fallback = this.fallback;
-    if (fallback === undefined) return new Failover(error, undefined, this.verdict);
+    if (fallback === undefined) return new FailureAnswer(error, undefined, this.verdict);
     try {
       const result = fallback.limit(request);
-      if (!isPromise(result)) return new Failover(error, result, undefined);
+      if (!isPromise(result)) return new FailureAnswer(error, result, undefined);
       return withDeadline(result, this.timeoutMs).then(
-        (r) => new Failover(error, r, undefined),
-        () => new Failover(error, undefined, 'allow'),
+        (r) => new FailureAnswer(error, r, undefined),
+        () => new FailureAnswer(error, undefined, 'allow'),
       );
     } catch {
-      return new Failover(error, undefined, 'allow');
+      return new FailureAnswer(error, undefined, 'allow');
     }
   }
 }
@@ -191,7 +191,7 @@ function circuitOpen(): SluiceError {
 }
 
 /** A policy answer a synchronous caller can use: one that needs a promise (an asynchronous fallback store) is refused. */
-function synchronously(answer: Failover | Promise<Failover>): Failover {
+function synchronously(answer: FailureAnswer | Promise<FailureAnswer>): FailureAnswer {
   if (!isPromise(answer)) return answer;
   answer.then(undefined, () => undefined); // settled by the policy; nothing may reject unhandled
   throw new SluiceError('UNSUPPORTED_OPERATION', 'a synchronous decision cannot wait for a fallback store that answers with a promise');

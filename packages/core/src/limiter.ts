@@ -1,11 +1,11 @@
 import type { CircuitState } from './circuit-breaker.js';
-import { decide, decideOne, degrade, disabled, failOpenOrClosed, withOperationFields, type Decision } from './decision.js';
+import { combineOneOutcome, combineOutcomes, degrade, disabled, failOpenOrClosed, withOperationFields, type Decision } from './decision.js';
 import { withDeadline } from './deadline.js';
 import { readClock } from './clock.js';
 import { describe } from './describe.js';
 import { SluiceError } from './errors.js';
 import {
-  Failover,
+  FailureAnswer,
   asStoreError,
   checkStore,
   createFailurePolicy,
@@ -63,7 +63,7 @@ class LimiterImpl implements SyncLimiter {
   private currentQuotas: ReadonlyMap<string, readonly Rule[]> = new Map();
   private readonly onDecision: ((event: DecisionEvent) => void) | undefined;
   /**
-   * The rule when every `limit`/`limitSync` call without options can go straight to the fast path (`one`): a
+   * The rule when every `limit`/`limitSync` call without options can go straight to the fast path (`limitOneRule`): a
    * FastPathStore, a synchronous failure policy, no quota, one unstaggered rule, enforce mode (shadow mode takes
    * the pipeline, which lets its denials through). Set by configure().
    */
@@ -153,7 +153,7 @@ class LimiterImpl implements SyncLimiter {
     const rule = this.fastRule;
     if (rule === undefined || options !== undefined) return this.run(identity, options, 'consume');
     try {
-      return Promise.resolve(this.one(identity, rule));
+      return Promise.resolve(this.limitOneRule(identity, rule));
     } catch (error) {
       return Promise.reject(error);
     }
@@ -187,7 +187,7 @@ class LimiterImpl implements SyncLimiter {
 
   limitSync(identity: string, options?: LimitOptions): Decision {
     const rule = this.fastRule;
-    return rule === undefined || options !== undefined ? this.runSync(identity, options, 'consume', 'limitSync') : this.one(identity, rule);
+    return rule === undefined || options !== undefined ? this.runSync(identity, options, 'consume', 'limitSync') : this.limitOneRule(identity, rule);
   }
 
   peekSync(identity: string, options?: LimitOptions): Decision {
@@ -251,9 +251,9 @@ class LimiterImpl implements SyncLimiter {
 
   /**
    * The one pipeline every decision takes: resolve the rules, build the request, run the store under the failure
-   * policy, shape the decision. The only seam is how the store is run: a single-rule step-operation request on a
+   * policy, turn the answer into a decision. The only seam is how the store is run: a single-rule step-operation request on a
    * FastPathStore goes through `limitOne` into a reused answer (`pnpm bench memory` shows it pays), everything
-   * else through `limit(request)`; both are run by the same policy and shaped by the same step.
+   * else through `limit(request)`; both are run by the same policy and turned into a decision by the same step (`toDecision`).
    */
   private decision(identity: string, options: LimitOptions | undefined, operation: Operation, sync: boolean): Decision | Promise<Decision> {
     if (this.onDecision !== undefined) return this.observed(identity, options, operation, sync);
@@ -279,27 +279,27 @@ class LimiterImpl implements SyncLimiter {
     const request = this.request(identity, options, operation, rules);
     if (this.currentMode === 'off') return withOperationFields(disabled(rules, request.now), request);
     const call: (request: LimitRequest) => LimitResult | RuleAnswer | Promise<LimitResult> = request instanceof IdentityRequest ? this.callLimitOne : this.callLimit;
-    if (sync) return this.shape(rules, request, this.policy.runSync(request, call as (request: LimitRequest) => LimitResult | RuleAnswer));
+    if (sync) return this.toDecision(rules, request, this.policy.runSync(request, call as (request: LimitRequest) => LimitResult | RuleAnswer));
     const answer = this.policy.run(request, call);
-    return isPromise(answer) ? this.later(answer, rules, request) : this.shape(rules, request, answer);
+    return isPromise(answer) ? this.decideWhenSettled(answer, rules, request) : this.toDecision(rules, request, answer);
   }
 
   /**
    * `decision()` for a `limit`/`limitSync` call of cost 1 when `fastRule` is set: the same steps (request, store
-   * under the policy, shape), with what configure() already knows left out. The pipeline's one seam, kept because
+   * under the policy, toDecision), with what configure() already knows left out. The pipeline's one seam, kept because
    * `pnpm bench memory` shows it pays.
    */
-  private one(identity: string, rule: Rule): Decision {
+  private limitOneRule(identity: string, rule: Rule): Decision {
     if (typeof identity !== 'string' || identity.length === 0) identityKey(identity);
     const rules = this.currentRules;
     const request = new IdentityRequest(identity, this.keyPrefix, rules, 1, 'consume', this.now());
     const answer = this.policy.runSync(request, this.callLimitOne);
-    return answer === this.answer ? decideOne(rule, answer, request.now) : this.shape(rules, request, answer);
+    return answer === this.answer ? combineOneOutcome(rule, answer, request.now) : this.toDecision(rules, request, answer);
   }
 
-  /** Shapes an answer that comes later. A method of its own: a closure in decision() would make every call allocate a context. */
-  private later(answer: Promise<LimitResult | RuleAnswer | Failover>, rules: readonly Rule[], request: LimitRequest): Promise<Decision> {
-    return answer.then((a) => this.shape(rules, request, a));
+  /** Turns an answer that comes later into a decision. A method of its own: a closure in decision() would make every call allocate a context. */
+  private decideWhenSettled(answer: Promise<LimitResult | RuleAnswer | FailureAnswer>, rules: readonly Rule[], request: LimitRequest): Promise<Decision> {
+    return answer.then((a) => this.toDecision(rules, request, a));
   }
 
   /** Refuses an operation the store does not announce (before anything is counted); reserve needs its options. */
@@ -350,23 +350,23 @@ class LimiterImpl implements SyncLimiter {
    * fail-closed one: shadow mode never refuses); a policy answer is marked degraded; take and reserve answers
    * carry `granted` / `startAt` whoever decided.
    */
-  private shape(rules: readonly Rule[], request: LimitRequest, answer: LimitResult | RuleAnswer | Failover): Decision {
+  private toDecision(rules: readonly Rule[], request: LimitRequest, answer: LimitResult | RuleAnswer | FailureAnswer): Decision {
     let decision: Decision;
-    if (answer === this.answer) decision = this.shaped(decideOne(rules[0]!, this.answer, request.now));
-    else if (answer instanceof Failover) {
+    if (answer === this.answer) decision = this.applyMode(combineOneOutcome(rules[0]!, this.answer, request.now));
+    else if (answer instanceof FailureAnswer) {
       decision =
         answer.result !== undefined
-          ? degrade(this.shaped(decide(rules, answer.result.outcomes, answer.result.now)), answer.error)
-          : this.shaped(failOpenOrClosed(answer.verdict!, rules, request.now, answer.error));
+          ? degrade(this.applyMode(combineOutcomes(rules, answer.result.outcomes, answer.result.now)), answer.error)
+          : this.applyMode(failOpenOrClosed(answer.verdict!, rules, request.now, answer.error));
     } else {
       const result = answer as LimitResult;
-      const decided = decide(rules, result.outcomes, result.now);
-      decision = this.shaped(result.error === undefined ? decided : degrade(decided, result.error));
+      const decided = combineOutcomes(rules, result.outcomes, result.now);
+      decision = this.applyMode(result.error === undefined ? decided : degrade(decided, result.error));
     }
     return withOperationFields(decision, request);
   }
 
-  private shaped(decision: Decision): Decision {
+  private applyMode(decision: Decision): Decision {
     if (this.currentMode === 'shadow' && !decision.allowed) return { ...decision, allowed: true, reason: 'shadow' };
     return decision;
   }

@@ -3,7 +3,7 @@
 // store contract's types. The limiter, the rule factories and SluiceError are in the root export (src/index.ts).
 // The option checks the sluice packages share are in the private @sluice/internal, never published; internals
 // (ceilDiv, STEPS, hash32, CircuitBreaker) are exported from nowhere.
-export { decide, decideOne } from './decision.js';
+export { combineOneOutcome, combineOutcomes } from './decision.js';
 
 export { fixedWindowStep } from './algorithms/fixed-window.js';
 export type { FixedWindowParams } from './algorithms/fixed-window.js';
@@ -40,6 +40,6 @@ export type {
   SyncStore,
 } from './store.js';
 
-export { createFailurePolicy, Failover } from './failure-policy.js';
+export { createFailurePolicy, FailureAnswer } from './failure-policy.js';
 export type { FailurePolicy, FailurePolicyOptions } from './failure-policy.js';
 export { identityKey, MAX_VERBATIM_IDENTITY } from './identity.js';

@@ -1,12 +1,12 @@
 /**
  * The failure policy is one unit a caller other than the limiter (the local tier, around its remote
  * store) can put around a store call: `createFailurePolicy(options)` → `{ run, runSync }`, answering the call's
- * own value or a `Failover` that says why and what to answer. The limiter's use of it is covered by
+ * own value or a `FailureAnswer` that says why and what to answer. The limiter's use of it is covered by
  * failure-policy.test.ts and limiter-defects.test.ts; these tests drive it directly, with real timers.
  */
 import { describe, expect, test } from 'vitest';
 import { createLimiter, tokenBucket, type Store } from '../src/index.js';
-import { Failover, createFailurePolicy, type LimitRequest, type LimitResult } from '../src/store-api.js';
+import { FailureAnswer, createFailurePolicy, type LimitRequest, type LimitResult } from '../src/store-api.js';
 import { AsyncMapStore, MapStore } from './support/map-store.js';
 
 const T0 = Date.UTC(2025, 0, 1);
@@ -22,21 +22,21 @@ describe('createFailurePolicy', () => {
     const store = new MapStore();
     const policy = createFailurePolicy();
     const result = policy.runSync(request, (r) => store.limit(r));
-    expect(result).not.toBeInstanceOf(Failover);
+    expect(result).not.toBeInstanceOf(FailureAnswer);
     expect((result as LimitResult).outcomes[0]).toMatchObject({ allowed: true, remaining: 1 });
   });
 
-  test("a failure is a Failover with STORE_ERROR (cause kept) and the verdict of 'allow' or 'deny'", () => {
+  test("a failure is a FailureAnswer with STORE_ERROR (cause kept) and the verdict of 'allow' or 'deny'", () => {
     for (const onStoreError of ['allow', 'deny'] as const) {
       const answer = createFailurePolicy({ onStoreError }).runSync(request, fail);
-      expect(answer).toBeInstanceOf(Failover);
+      expect(answer).toBeInstanceOf(FailureAnswer);
       expect(answer).toMatchObject({ verdict: onStoreError, result: undefined, error: { code: 'STORE_ERROR', cause: { message: 'ECONNREFUSED' } } });
     }
   });
 
   test('a fallback store answers the same request: its result, with the primary failure', () => {
     const fallback = new MapStore();
-    const answer = createFailurePolicy({ onStoreError: fallback }).runSync(request, fail) as Failover;
+    const answer = createFailurePolicy({ onStoreError: fallback }).runSync(request, fail) as FailureAnswer;
     expect(answer.verdict).toBeUndefined();
     expect(answer.result?.outcomes[0]).toMatchObject({ allowed: true, remaining: 1 });
     expect(fallback.calls).toBe(1);
@@ -45,7 +45,7 @@ describe('createFailurePolicy', () => {
 
   test("a fallback store that fails too gives the verdict 'allow'", () => {
     const broken: Store = { capabilities: new MapStore().capabilities, limit: fail, reset: () => undefined };
-    const answer = createFailurePolicy({ onStoreError: broken }).runSync(request, fail) as Failover;
+    const answer = createFailurePolicy({ onStoreError: broken }).runSync(request, fail) as FailureAnswer;
     expect(answer).toMatchObject({ verdict: 'allow', result: undefined, error: { code: 'STORE_ERROR' } });
   });
 
@@ -64,7 +64,7 @@ describe('createFailurePolicy', () => {
     expect(calls).toBe(2);
     now += 1000;
     const healthy = new MapStore();
-    expect(policy.runSync({ ...request, now }, (r) => healthy.limit(r))).not.toBeInstanceOf(Failover);
+    expect(policy.runSync({ ...request, now }, (r) => healthy.limit(r))).not.toBeInstanceOf(FailureAnswer);
     expect(policy.circuit).toBe('closed');
   });
 

@@ -7,17 +7,17 @@
  *   the arithmetic itself is the reference models (algorithms.property.test.ts, through a limiter on the memory
  *   store, which runs `stepRuleInto`); this checks that a reused scratch carries nothing over (a stale `next`
  *   length, a field left unset);
- * - `decideOne` (the limiter's single-rule seam over a FastPathStore) equals `decide` field for field;
+ * - `combineOneOutcome` (the limiter's single-rule seam over a FastPathStore) equals `combineOutcomes` field for field;
  * - a limiter over a FastPathStore (its single-rule requests answered by its bound `FastPath`) gives the same decisions,
  *   and leaves the same states, as one over the same store without the seam, also through the limiter's shortcut
  *   for `limit`/`limitSync` without options (in every mode, across configure(), with bad identities).
  */
 import fc from 'fast-check';
 import { describe, expect, test } from 'vitest';
-import { decideOne } from '../src/decision.js';
+import { combineOneOutcome } from '../src/decision.js';
 import { createLimiter, fixedWindow, tokenBucket, type Decision, type SyncStore } from '../src/index.js';
 import {
-  decide,
+  combineOutcomes,
   evaluate,
   identityKey,
   newStepScratch,
@@ -126,7 +126,7 @@ function twinProperties<P>(c: AlgorithmCase<P>): void {
       );
     });
 
-    test('decideOne equals decide on the same outcome', () => {
+    test('combineOneOutcome equals combineOutcomes on the same outcome', () => {
       fc.assert(
         fc.property(historyArb(c), ({ params, events }) => {
           const rule = c.rule(params);
@@ -137,7 +137,7 @@ function twinProperties<P>(c: AlgorithmCase<P>): void {
             const step = stepRule(rule, state, now, event.cost, event.operation);
             const outcome: RuleOutcome = { id: rule.id, allowed: step.allowed, limit: rule.limit, remaining: step.remaining, resetAt: step.resetAt, retryAt: step.retryAt };
             const answer: RuleAnswer = { allowed: step.allowed, remaining: step.remaining, resetAt: step.resetAt, retryAt: step.retryAt };
-            expect(decideOne(rule, answer, now)).toStrictEqual(decide([rule], [outcome], now));
+            expect(combineOneOutcome(rule, answer, now)).toStrictEqual(combineOutcomes([rule], [outcome], now));
             if (event.cost > 0 && (event.operation === 'refund' || (event.operation === 'consume' && step.allowed))) state = step.next;
           }
         }),

@@ -3,7 +3,7 @@
  * sent to it in batches (`flushEvery`, `syncInterval`); near the limit, or with too much uncounted, it decides
  * remotely. Bounded over-admission: at most instances × maxUnsynced per window.
  */
-import { Failover, type LimitRequest, type LimitResult } from '@sluice/core/store';
+import { FailureAnswer, type LimitRequest, type LimitResult } from '@sluice/core/store';
 import { isPromiseLike } from '@sluice/internal';
 import type { Entry, TierStats } from './entry.js';
 import type { TierHost } from './lease.js';
@@ -18,7 +18,8 @@ export class AsyncCounts {
     private readonly host: TierHost,
   ) {}
 
-  counted(entry: Entry, request: LimitRequest): LimitResult | Promise<LimitResult> {
+  /** Decides a consume: here, against what the remote store last reported, or there, near the limit or with too much uncounted. */
+  decide(entry: Entry, request: LimitRequest): LimitResult | Promise<LimitResult> {
     const counts = (entry.counts ??= { unflushed: 0, inflight: 0, deciding: 0, known: undefined, knownAt: 0, resetAt: [], lastFlushAt: request.now, flushing: undefined });
     const cost = request.cost;
     const known = counts.known;
@@ -70,7 +71,7 @@ export class AsyncCounts {
     const take: LimitRequest = { key: entry.key, rules: entry.rules, cost: units, operation: 'take', now: local };
     const flushing = Promise.resolve(this.remote.run(take))
       .then((answer) => {
-        if (answer instanceof Failover) {
+        if (answer instanceof FailureAnswer) {
           // Not counted (or not known to be): kept, and sent again with the next flush.
           counts.unflushed += units;
           return;

@@ -3,7 +3,7 @@
  * limit), spent from process memory while the remote store's window that counted them is open, and given back
  * where no fixed window dates them. Over-admission is impossible by construction: see `Lease.spendBefore`.
  */
-import { Failover, type LimitRequest, type LimitResult, type ResolvedRule } from '@sluice/core/store';
+import { FailureAnswer, type LimitRequest, type LimitResult, type ResolvedRule } from '@sluice/core/store';
 import { denied, remember, withoutModeFields } from './deny-cache.js';
 import type { Entry, Lease, TierStats } from './entry.js';
 import type { ResolvedOptions } from './options.js';
@@ -68,7 +68,7 @@ export class Leases {
     const sentAt = this.options.clock();
     const take: LimitRequest = { key: request.key, rules: request.rules, cost: this.batchSize(request.rules), operation: 'take', now: request.now };
     const answer = await this.remote.run(take);
-    if (answer instanceof Failover) return this.outage.answer(request, answer.error);
+    if (answer instanceof FailureAnswer) return this.outage.answer(request, answer.error);
     this.remote.observe(request, answer);
     // A batch taken while the share finishes a window lapses unspent (see settled()).
     if (this.outage.recovering(request)) return this.outage.finishing(request);
@@ -131,7 +131,7 @@ export class Leases {
     }
     const refund: LimitRequest = { key: entry.key, rules: entry.rules, cost: units, operation: 'refund', now: this.options.clock() };
     return Promise.resolve(this.remote.run(refund)).then((answer) => {
-      if (answer instanceof Failover) this.counters.droppedUnits += units;
+      if (answer instanceof FailureAnswer) this.counters.droppedUnits += units;
       else this.counters.returnedUnits += units;
     });
   }

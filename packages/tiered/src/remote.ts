@@ -1,4 +1,4 @@
-import type { Failover, FailurePolicy, LimitRequest, LimitResult, Store } from '@sluice/core/store';
+import type { FailureAnswer, FailurePolicy, LimitRequest, LimitResult, Store } from '@sluice/core/store';
 import type { TierStats } from './entry.js';
 import type { Outage } from './outage.js';
 
@@ -23,8 +23,8 @@ export class Remote {
     };
   }
 
-  /** One call under the failure policy: the store's answer, or a Failover saying why there is none. */
-  run(request: LimitRequest): LimitResult | Failover | Promise<LimitResult | Failover> {
+  /** One call under the failure policy: the store's answer, or a FailureAnswer saying why there is none. */
+  run(request: LimitRequest): LimitResult | FailureAnswer | Promise<LimitResult | FailureAnswer> {
     return this.policy.run(request, this.call);
   }
 

@@ -1,6 +1,6 @@
 import { SluiceError } from '@sluice/core';
 import {
-  Failover,
+  FailureAnswer,
   createFailurePolicy,
   type LeaseRequest,
   type LeaseResult,
@@ -128,7 +128,7 @@ export class TieredStore implements Store {
       return this.decideRemotely(request, entry);
     }
     if (this.strategy === 'lease' && entry.leasable) return this.leases.leased(entry, request);
-    if (this.strategy === 'async') return this.counts.counted(entry, request);
+    if (this.strategy === 'async') return this.counts.decide(entry, request);
     return this.decideRemotely(request, entry);
   }
 
@@ -176,8 +176,8 @@ export class TieredStore implements Store {
     const work: Array<Promise<unknown>> = [];
     const now = this.options.clock();
     for (const entry of this.entries.rvalues()) {
-      const tidied = entry === undefined ? undefined : this.tidy(entry, now, true);
-      if (tidied !== undefined) work.push(tidied);
+      const sending = entry === undefined ? undefined : this.returnLeaseOrFlush(entry, now, true);
+      if (sending !== undefined) work.push(sending);
     }
     await Promise.allSettled(work);
   }
@@ -192,8 +192,8 @@ export class TieredStore implements Store {
     return this.settled(request, entry, answer);
   }
 
-  private settled(request: LimitRequest, entry: Entry | undefined, answer: LimitResult | Failover): LimitResult {
-    if (answer instanceof Failover) return this.outage.answer(request, answer.error);
+  private settled(request: LimitRequest, entry: Entry | undefined, answer: LimitResult | FailureAnswer): LimitResult {
+    if (answer instanceof FailureAnswer) return this.outage.answer(request, answer.error);
     this.remote.observe(request, answer);
     // An answer that comes back while the share finishes a window is not used: the shared store counted it, but
     // the share decides (so a burst of calls in flight when the store returned cannot add to the shares' admissions).
@@ -268,7 +268,7 @@ export class TieredStore implements Store {
     let seen = 0;
     for (const entry of this.entries.rvalues()) {
       if (++seen > SWEEP_BATCH) break;
-      if (entry !== undefined) this.background(this.tidy(entry, now, false));
+      if (entry !== undefined) this.background(this.returnLeaseOrFlush(entry, now, false));
     }
   }
 
@@ -276,7 +276,7 @@ export class TieredStore implements Store {
    * A quiet identity's lease goes back; counts waiting longer than syncInterval are flushed. Undefined when there
    * is nothing to send: the timer visits every entry, and most have nothing to do (no promise made for them).
    */
-  private tidy(entry: Entry, now: number, force: boolean): Promise<unknown> | undefined {
+  private returnLeaseOrFlush(entry: Entry, now: number, force: boolean): Promise<unknown> | undefined {
     let returned: Promise<void> | undefined;
     const lease = entry.lease;
     if (lease !== undefined && entry.fetching === undefined) {
@@ -299,7 +299,7 @@ export class TieredStore implements Store {
     const period = Math.max(10, this.strategy === 'lease' ? this.options.leaseTtlMs / 4 : this.options.syncIntervalMs);
     const timer = setInterval(() => {
       const now = this.options.clock();
-      for (const entry of this.entries.rvalues()) if (entry !== undefined) this.background(this.tidy(entry, now, false));
+      for (const entry of this.entries.rvalues()) if (entry !== undefined) this.background(this.returnLeaseOrFlush(entry, now, false));
     }, period);
     const unref = (timer as { unref?: () => void }).unref;
     if (typeof unref === 'function') {
