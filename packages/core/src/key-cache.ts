@@ -1,4 +1,7 @@
+import type { StepOperation } from './algorithm.js';
 import { MAX_VERBATIM_IDENTITY, identityKey } from './identity.js';
+import type { Rule } from './rules.js';
+import type { FastRequest } from './store.js';
 
 /** Identities per generation of the key cache: two generations hold at most twice this many keys. */
 const KEY_CACHE_SIZE = 32768;
@@ -32,5 +35,38 @@ export class KeyCache {
     }
     this.keys.set(identity, key);
     return key;
+  }
+}
+
+/**
+ * A fast-path request (see FastRequest in store.ts). Its key is built on first read: a store that holds the
+ * identity finds it by the identity alone, and building `prefix:name:{identity}` makes a rope string that V8
+ * flattens and hashes on its first Map lookup, the largest cost of an in-process decision.
+ *
+ * One is made per decision, so its fields are `declare`d and written once, in the constructor: declared class
+ * fields (parameter properties too) are first defined as `undefined` under ES2022 semantics, by an initializer
+ * that runs per instance before the constructor writes each of them again.
+ */
+export class IdentityRequest implements FastRequest {
+  declare readonly identity: string;
+  declare readonly rules: readonly Rule[];
+  declare readonly cost: number;
+  declare readonly operation: StepOperation;
+  declare readonly now: number;
+  declare private readonly keyPrefix: string;
+  declare private builtKey: string | undefined;
+
+  constructor(identity: string, keyPrefix: string, rules: readonly Rule[], cost: number, operation: StepOperation, now: number) {
+    this.identity = identity;
+    this.rules = rules;
+    this.cost = cost;
+    this.operation = operation;
+    this.now = now;
+    this.keyPrefix = keyPrefix;
+    this.builtKey = undefined;
+  }
+
+  get key(): string {
+    return (this.builtKey ??= this.keyPrefix + identityKey(this.identity) + '}');
   }
 }

@@ -8,7 +8,9 @@ import { MAX_CLOCK_MS } from './clock.js';
 import { durationOption, type DurationRange } from './duration.js';
 import { describe } from './describe.js';
 import { SluiceError } from './errors.js';
-import type { LimitOptions, ReserveOptions } from './limiter-api.js';
+import type { LimiterOptions, LimitOptions, ReserveOptions, TakeOptions } from './limiter-api.js';
+import type { FailurePolicy } from './failure-policy.js';
+import type { Store } from './store.js';
 import type { Rule } from './rules.js';
 import { rejectUnknownOptions } from './validate.js';
 
@@ -35,10 +37,16 @@ export function checkRules(value: unknown, field: string): readonly Rule[] {
   for (const rule of list) {
     const candidate = rule as Rule | undefined;
     if (typeof candidate !== 'object' || candidate === null || !RULE_ALGORITHMS.has(candidate.algorithm)) {
-      throw new SluiceError('INVALID_OPTION', `${field} must be rules made by fixedWindow(), tokenBucket() and the like, got ${describe(rule)}`);
+      throw new SluiceError(
+        'INVALID_OPTION',
+        `${field} must be rules made by fixedWindow(), tokenBucket() and the like, got ${describe(rule)}`,
+      );
     }
     if (ids.has(candidate.id)) {
-      throw new SluiceError('INVALID_OPTION', `${field}: two rules share the id ${JSON.stringify(candidate.id)}; give one of them an explicit id`);
+      throw new SluiceError(
+        'INVALID_OPTION',
+        `${field}: two rules share the id ${JSON.stringify(candidate.id)}; give one of them an explicit id`,
+      );
     }
     ids.add(candidate.id);
   }
@@ -92,4 +100,63 @@ function checkLimitOptions(options: LimitOptions, operation: Operation): void {
 /** reserve's maxWait (required), in ms. */
 export function readMaxWait(options: ReserveOptions): number {
   return durationOption(options.maxWait, 'reserve options: maxWait', MAX_WAIT_RANGE);
+}
+
+/** Refuses an operation the store does not announce (before anything is counted); reserve needs its options. */
+export function checkOperation(store: Store, options: TakeOptions | ReserveOptions | undefined, operation: 'take' | 'reserve'): void {
+  if (!store.capabilities.operations.includes(operation)) {
+    throw new SluiceError(
+      'UNSUPPORTED_OPERATION',
+      `${operation}: the store does not support the ${operation} operation (its capabilities.operations lack '${operation}'); sluice's memory, SQLite, Redis and Upstash stores do`,
+    );
+  }
+  if (operation === 'reserve' && (typeof options !== 'object' || options === null)) {
+    throw new SluiceError('INVALID_OPTION', `reserve options must be an object such as { maxWait: '1s' }, got ${describe(options)}`);
+  }
+}
+
+/** The store announces the two operations every limiter runs. */
+export function checkStoreOperations(store: Store): void {
+  const { operations } = store.capabilities;
+  if (!Array.isArray(operations) || !operations.includes('limit') || !operations.includes('reset')) {
+    throw new SluiceError(
+      'INVALID_OPTION',
+      `createLimiter: store.capabilities.operations must list 'limit' and 'reset', got ${describe(operations)}`,
+    );
+  }
+}
+
+/** The limiter's optional callbacks are functions when given. */
+export function checkCallbacks(options: Pick<LimiterOptions, 'clock' | 'quota' | 'onDecision'>): void {
+  if (options.clock !== undefined && typeof options.clock !== 'function') {
+    throw new SluiceError('INVALID_OPTION', `createLimiter: clock must be a function returning epoch ms, got ${describe(options.clock)}`);
+  }
+  if (options.quota !== undefined && typeof options.quota !== 'function') {
+    throw new SluiceError(
+      'INVALID_OPTION',
+      `createLimiter: quota must be a function (identity) => rules | undefined, got ${describe(options.quota)}`,
+    );
+  }
+  if (options.onDecision !== undefined && typeof options.onDecision !== 'function') {
+    throw new SluiceError(
+      'INVALID_OPTION',
+      `createLimiter: onDecision must be a function (event) => void, got ${describe(options.onDecision)}`,
+    );
+  }
+}
+
+/** The *Sync methods are refused up front, before anything is counted, when an answer could need a promise. */
+export function checkSynchronous(store: Store, policy: Pick<FailurePolicy, 'synchronous'>, method: string): void {
+  // The async method's name is only built on the way to an error: this runs on every synchronous decision.
+  if (!store.capabilities.synchronous) {
+    throw new SluiceError('UNSUPPORTED_OPERATION', `${method} needs a synchronous store (memory, SQLite); use ${method.slice(0, -4)}()`);
+  }
+  if (!policy.synchronous) {
+    // Falling back would need a promise, and answering then retrying through limit() would consume twice and
+    // count the store's failure twice.
+    throw new SluiceError(
+      'UNSUPPORTED_OPERATION',
+      `${method} cannot be used when onStoreError is an asynchronous store (it could only answer a failure with a promise); use ${method.slice(0, -4)}()`,
+    );
+  }
 }

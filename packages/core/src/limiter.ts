@@ -4,31 +4,53 @@ import { withDeadline } from './deadline.js';
 import { readClock } from './clock.js';
 import { describe } from './describe.js';
 import { SluiceError } from './errors.js';
-import {
-  FailureAnswer,
-  asStoreError,
-  checkStore,
-  createFailurePolicy,
-  isPromise,
-  type FailurePolicy,
-} from './failure-policy.js';
+import { FailureAnswer, asStoreError, checkStore, createFailurePolicy, isPromise, type FailurePolicy } from './failure-policy.js';
 import { identityKey } from './identity.js';
-import { KeyCache } from './key-cache.js';
+import { IdentityRequest, KeyCache } from './key-cache.js';
 import { hasStagger, stagger } from './stagger.js';
-import { isStepOperation, type Operation, type StepOperation } from './algorithm.js';
+import { isStepOperation, type Operation } from './algorithm.js';
 import type { Rule } from './rules.js';
-import type { FastPath, FastPathStore, FastRequest, LimitRequest, LimitResult, RuleAnswer, Store, SyncStore } from './store.js';
+import type { FastPath, FastPathStore, LimitRequest, LimitResult, RuleAnswer, Store, SyncStore } from './store.js';
 import { rejectUnknownOptions, requireObject } from './validate.js';
 import { waitForSlot, type WaitOptions } from './wait.js';
-import { notify, performanceNow } from './observe.js';
-import type { DecisionEvent, Limiter, LimiterChanges, LimiterMode, LimiterOptions, LimitOptions, ReserveOptions, SyncLimiter, TakeOptions } from './limiter-api.js';
-import { checkName, checkQuotas, checkRules, readCost, readMaxWait } from './limiter-input.js';
+import { EVENT_OPERATIONS, notify, performanceNow } from './observe.js';
+import type {
+  DecisionEvent,
+  Limiter,
+  LimiterChanges,
+  LimiterMode,
+  LimiterOptions,
+  LimitOptions,
+  ReserveOptions,
+  SyncLimiter,
+  TakeOptions,
+} from './limiter-api.js';
+import {
+  checkCallbacks,
+  checkName,
+  checkOperation,
+  checkQuotas,
+  checkRules,
+  checkStoreOperations,
+  checkSynchronous,
+  readCost,
+  readMaxWait,
+} from './limiter-input.js';
 
-export type { DecisionEvent, Limiter, LimiterChanges, LimiterMode, LimiterOptions, LimitOptions, ReserveOptions, StoreErrorPolicy, SyncLimiter, TakeOptions } from './limiter-api.js';
+export type {
+  DecisionEvent,
+  Limiter,
+  LimiterChanges,
+  LimiterMode,
+  LimiterOptions,
+  LimitOptions,
+  ReserveOptions,
+  StoreErrorPolicy,
+  SyncLimiter,
+  TakeOptions,
+} from './limiter-api.js';
 
 const KNOWN = ['store', 'rules', 'name', 'prefix', 'clock', 'mode', 'quota', 'timeout', 'onStoreError', 'circuitBreaker', 'onDecision'];
-const OPERATIONS: Readonly<Record<Operation, DecisionEvent['operation']>> = { consume: 'limit', peek: 'peek', refund: 'refund', take: 'take', reserve: 'reserve' };
-
 
 /**
  * Builds a limiter. Everything is validated here, once; the hot path only checks identity and cost.
@@ -73,27 +95,19 @@ class LimiterImpl implements SyncLimiter {
     const options = requireObject(raw, 'createLimiter') as unknown as LimiterOptions;
     rejectUnknownOptions(options, KNOWN, 'createLimiter');
     this.store = checkStore(options.store, 'createLimiter: store');
-    const { operations } = this.store.capabilities;
-    if (!Array.isArray(operations) || !operations.includes('limit') || !operations.includes('reset')) {
-      throw new SluiceError('INVALID_OPTION', `createLimiter: store.capabilities.operations must list 'limit' and 'reset', got ${describe(operations)}`);
-    }
+    checkStoreOperations(this.store);
     this.name = checkName(options.name ?? 'default', 'name');
     const prefix = checkName(options.prefix ?? 'sluice', 'prefix');
     this.keyPrefix = `${prefix}:${this.name}:{`;
     this.keys = new KeyCache(this.keyPrefix, this.store.capabilities.synchronous === true || this.store.capabilities.memoryFirst === true);
     const bind = (this.store as Partial<FastPathStore>).bindFastPath;
-    this.fastPath = this.store.capabilities.synchronous === true && this.store.capabilities.clock === 'client' && typeof bind === 'function' ? bind.call(this.store, this.keyPrefix) : undefined;
-    if (options.clock !== undefined && typeof options.clock !== 'function') {
-      throw new SluiceError('INVALID_OPTION', `createLimiter: clock must be a function returning epoch ms, got ${describe(options.clock)}`);
-    }
+    this.fastPath =
+      this.store.capabilities.synchronous === true && this.store.capabilities.clock === 'client' && typeof bind === 'function'
+        ? bind.call(this.store, this.keyPrefix)
+        : undefined;
+    checkCallbacks(options);
     this.clock = options.clock ?? Date.now;
-    if (options.quota !== undefined && typeof options.quota !== 'function') {
-      throw new SluiceError('INVALID_OPTION', `createLimiter: quota must be a function (identity) => rules | undefined, got ${describe(options.quota)}`);
-    }
     this.quota = options.quota;
-    if (options.onDecision !== undefined && typeof options.onDecision !== 'function') {
-      throw new SluiceError('INVALID_OPTION', `createLimiter: onDecision must be a function (event) => void, got ${describe(options.onDecision)}`);
-    }
     this.onDecision = options.onDecision;
     this.policy = createFailurePolicy({
       timeout: options.timeout,
@@ -146,7 +160,10 @@ class LimiterImpl implements SyncLimiter {
     this.currentQuotas = quotas;
     const only = rules.length === 1 ? rules[0]! : undefined;
     const plain = this.quota === undefined && quotas.size === 0 && this.onDecision === undefined;
-    this.fastRule = this.fastPath !== undefined && this.policy.synchronous && plain && only !== undefined && !only.stagger && mode === 'enforce' ? only : undefined;
+    this.fastRule =
+      this.fastPath !== undefined && this.policy.synchronous && plain && only !== undefined && !only.stagger && mode === 'enforce'
+        ? only
+        : undefined;
   }
 
   limit(identity: string, options?: LimitOptions): Promise<Decision> {
@@ -180,14 +197,17 @@ class LimiterImpl implements SyncLimiter {
   }
 
   async schedule<T>(identity: string, fn: () => T | Promise<T>, options: WaitOptions): Promise<T> {
-    if (typeof fn !== 'function') throw new SluiceError('INVALID_OPTION', `schedule: fn must be a function () => value, got ${describe(fn)}`);
+    if (typeof fn !== 'function')
+      throw new SluiceError('INVALID_OPTION', `schedule: fn must be a function () => value, got ${describe(fn)}`);
     await this.wait(identity, options);
     return fn();
   }
 
   limitSync(identity: string, options?: LimitOptions): Decision {
     const rule = this.fastRule;
-    return rule === undefined || options !== undefined ? this.runSync(identity, options, 'consume', 'limitSync') : this.limitOneRule(identity, rule);
+    return rule === undefined || options !== undefined
+      ? this.runSync(identity, options, 'consume', 'limitSync')
+      : this.limitOneRule(identity, rule);
   }
 
   peekSync(identity: string, options?: LimitOptions): Decision {
@@ -211,7 +231,10 @@ class LimiterImpl implements SyncLimiter {
     const key = this.keyPrefix + identityKey(identity) + '}';
     // Not a decision, so no policy answers it: a failure or a miss of the deadline rejects with a SluiceError.
     try {
-      const pending = this.store.reset(key, rules.map((r) => r.id));
+      const pending = this.store.reset(
+        key,
+        rules.map((r) => r.id),
+      );
       if (isPromise(pending)) await withDeadline(pending, this.policy.timeoutMs);
     } catch (error) {
       throw asStoreError(error);
@@ -234,18 +257,7 @@ class LimiterImpl implements SyncLimiter {
 
   /** The *Sync methods: refused up front, before anything is counted, when an answer could need a promise. */
   private runSync(identity: string, options: LimitOptions | undefined, operation: Operation, method: string): Decision {
-    // The async method's name is only built on the way to an error: this runs on every synchronous decision.
-    if (!this.store.capabilities.synchronous) {
-      throw new SluiceError('UNSUPPORTED_OPERATION', `${method} needs a synchronous store (memory, SQLite); use ${method.slice(0, -4)}()`);
-    }
-    if (!this.policy.synchronous) {
-      // Falling back would need a promise, and answering then retrying through limit() would consume twice and
-      // count the store's failure twice.
-      throw new SluiceError(
-        'UNSUPPORTED_OPERATION',
-        `${method} cannot be used when onStoreError is an asynchronous store (it could only answer a failure with a promise); use ${method.slice(0, -4)}()`,
-      );
-    }
+    checkSynchronous(this.store, this.policy, method);
     return this.decision(identity, options, operation, true) as Decision;
   }
 
@@ -269,17 +281,30 @@ class LimiterImpl implements SyncLimiter {
   }
 
   private report(identity: string, operation: Operation, decision: Decision, started: number): Decision {
-    notify(this.onDecision!, { limiter: this.name, operation: OPERATIONS[operation], identity, decision, durationMs: performanceNow() - started });
+    notify(this.onDecision!, {
+      limiter: this.name,
+      operation: EVENT_OPERATIONS[operation],
+      identity,
+      decision,
+      durationMs: performanceNow() - started,
+    });
     return decision;
   }
 
-  private decideNow(identity: string, options: LimitOptions | undefined, operation: Operation, sync: boolean): Decision | Promise<Decision> {
-    if (!isStepOperation(operation)) this.checkOperation(options, operation);
+  private decideNow(
+    identity: string,
+    options: LimitOptions | undefined,
+    operation: Operation,
+    sync: boolean,
+  ): Decision | Promise<Decision> {
+    if (!isStepOperation(operation)) checkOperation(this.store, options, operation);
     const rules = this.rulesFor(identity);
     const request = this.request(identity, options, operation, rules);
     if (this.currentMode === 'off') return withOperationFields(disabled(rules, request.now), request);
-    const call: (request: LimitRequest) => LimitResult | RuleAnswer | Promise<LimitResult> = request instanceof IdentityRequest ? this.callLimitOne : this.callLimit;
-    if (sync) return this.toDecision(rules, request, this.policy.runSync(request, call as (request: LimitRequest) => LimitResult | RuleAnswer));
+    const call: (request: LimitRequest) => LimitResult | RuleAnswer | Promise<LimitResult> =
+      request instanceof IdentityRequest ? this.callLimitOne : this.callLimit;
+    if (sync)
+      return this.toDecision(rules, request, this.policy.runSync(request, call as (request: LimitRequest) => LimitResult | RuleAnswer));
     const answer = this.policy.run(request, call);
     return isPromise(answer) ? this.decideWhenSettled(answer, rules, request) : this.toDecision(rules, request, answer);
   }
@@ -298,21 +323,12 @@ class LimiterImpl implements SyncLimiter {
   }
 
   /** Turns an answer that comes later into a decision. A method of its own: a closure in decision() would make every call allocate a context. */
-  private decideWhenSettled(answer: Promise<LimitResult | RuleAnswer | FailureAnswer>, rules: readonly Rule[], request: LimitRequest): Promise<Decision> {
+  private decideWhenSettled(
+    answer: Promise<LimitResult | RuleAnswer | FailureAnswer>,
+    rules: readonly Rule[],
+    request: LimitRequest,
+  ): Promise<Decision> {
     return answer.then((a) => this.toDecision(rules, request, a));
-  }
-
-  /** Refuses an operation the store does not announce (before anything is counted); reserve needs its options. */
-  private checkOperation(options: TakeOptions | ReserveOptions | undefined, operation: 'take' | 'reserve'): void {
-    if (!this.store.capabilities.operations.includes(operation)) {
-      throw new SluiceError(
-        'UNSUPPORTED_OPERATION',
-        `${operation}: the store does not support the ${operation} operation (its capabilities.operations lack '${operation}'); sluice's memory, SQLite, Redis and Upstash stores do`,
-      );
-    }
-    if (operation === 'reserve' && (typeof options !== 'object' || options === null)) {
-      throw new SluiceError('INVALID_OPTION', `reserve options must be an object such as { maxWait: '1s' }, got ${describe(options)}`);
-    }
   }
 
   private rulesFor(identity: string): readonly Rule[] {
@@ -341,7 +357,13 @@ class LimiterImpl implements SyncLimiter {
     }
     const key = this.keys.keyFor(identity);
     const cost = options === undefined ? 1 : readCost(options, operation);
-    const request: LimitRequest = { key, rules: hasStagger(rules) ? stagger(rules, identity) : rules, cost, operation: cost === 0 && isStepOperation(operation) ? 'peek' : operation, now: this.now() };
+    const request: LimitRequest = {
+      key,
+      rules: hasStagger(rules) ? stagger(rules, identity) : rules,
+      cost,
+      operation: cost === 0 && isStepOperation(operation) ? 'peek' : operation,
+      now: this.now(),
+    };
     return operation === 'reserve' ? { ...request, maxWaitMs: readMaxWait(options as ReserveOptions) } : request;
   }
 
@@ -369,38 +391,5 @@ class LimiterImpl implements SyncLimiter {
   private applyMode(decision: Decision): Decision {
     if (this.currentMode === 'shadow' && !decision.allowed) return { ...decision, allowed: true, reason: 'shadow' };
     return decision;
-  }
-}
-
-/**
- * A fast-path request (see FastRequest in store.ts). Its key is built on first read: a store that holds the
- * identity finds it by the identity alone, and building `prefix:name:{identity}` makes a rope string that V8
- * flattens and hashes on its first Map lookup, the largest cost of an in-process decision.
- *
- * One is made per decision, so its fields are `declare`d and written once, in the constructor: declared class
- * fields (parameter properties too) are first defined as `undefined` under ES2022 semantics, by an initializer
- * that runs per instance before the constructor writes each of them again.
- */
-class IdentityRequest implements FastRequest {
-  declare readonly identity: string;
-  declare readonly rules: readonly Rule[];
-  declare readonly cost: number;
-  declare readonly operation: StepOperation;
-  declare readonly now: number;
-  private declare readonly keyPrefix: string;
-  private declare builtKey: string | undefined;
-
-  constructor(identity: string, keyPrefix: string, rules: readonly Rule[], cost: number, operation: StepOperation, now: number) {
-    this.identity = identity;
-    this.rules = rules;
-    this.cost = cost;
-    this.operation = operation;
-    this.now = now;
-    this.keyPrefix = keyPrefix;
-    this.builtKey = undefined;
-  }
-
-  get key(): string {
-    return (this.builtKey ??= this.keyPrefix + identityKey(this.identity) + '}');
   }
 }

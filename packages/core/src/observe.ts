@@ -4,6 +4,17 @@
  * (limiter.ts) uses them too. Nothing here runs when no observer is set: the components test for one first,
  * so an unobserved decision takes the path it took before observers existed.
  */
+import type { Operation } from './algorithm.js';
+import type { DecisionEvent } from './limiter-api.js';
+
+/** The operation an `onDecision` event names: `limit` for a consuming call, as the limiter method is called. */
+export const EVENT_OPERATIONS: Readonly<Record<Operation, DecisionEvent['operation']>> = {
+  consume: 'limit',
+  peek: 'peek',
+  refund: 'refund',
+  take: 'take',
+  reserve: 'reserve',
+};
 
 /** Milliseconds, fractional where the runtime has `performance.now()` (Node, Bun, Deno, edge runtimes); else Date.now. */
 export const performanceNow: () => number = (() => {
