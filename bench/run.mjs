@@ -83,7 +83,9 @@ const before = environment();
 const report = await module.run({ options, log });
 const env = { ...before, loadAverageAfter: environment().loadAverage };
 console.log(formatReport(report));
-console.log(`\nload average (1/5/15 min) before: ${env.loadAverage.join(' ')}, after: ${env.loadAverageAfter.join(' ')}; ${env.cores} cores, ${env.cpu}, node ${env.node}`);
+console.log(
+  `\nload average (1/5/15 min) before: ${env.loadAverage.join(' ')}, after: ${env.loadAverageAfter.join(' ')}; ${env.cores} cores, ${env.cpu}, node ${env.node}`,
+);
 const file = writeResults(suite, report, env);
 console.log(`results: ${file.slice(root.length + 1)}`);
 if (options.check && (report.targets ?? []).some((t) => !t.met)) process.exit(1);

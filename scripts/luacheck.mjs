@@ -19,7 +19,7 @@ if (version.error !== undefined || version.status !== 0) {
   console.error(
     'luacheck: the luacheck binary is missing, so the Lua cannot be linted. Install it with\n' +
       '  sh scripts/install-luacheck.sh\n' +
-      '(what the README\'s install command runs; on Debian/Ubuntu it is `apt-get install -y lua-check`).',
+      "(what the README's install command runs; on Debian/Ubuntu it is `apt-get install -y lua-check`).",
   );
   process.exit(1);
 }
@@ -41,10 +41,14 @@ for (const [name, text, map] of [
   ['config.lua', assembled.config, assembled.maps.config],
 ]) {
   for (const { file } of map) used.add(file);
-  const run = spawnSync('luacheck', ['--config', join(root, '.luacheckrc'), '--formatter', 'plain', '--codes', '--no-color', '--filename', name, '-'], {
-    input: text,
-    encoding: 'utf8',
-  });
+  const run = spawnSync(
+    'luacheck',
+    ['--config', join(root, '.luacheckrc'), '--formatter', 'plain', '--codes', '--no-color', '--filename', name, '-'],
+    {
+      input: text,
+      encoding: 'utf8',
+    },
+  );
   if (run.error !== undefined) throw run.error;
   for (const line of run.stdout.split('\n')) {
     const match = /^[^:]*:(\d+):(\d+): (.*)$/.exec(line);
@@ -58,8 +62,14 @@ for (const [name, text, map] of [
   }
 }
 
-const files = [...readdirSync(dir).filter((f) => f.endsWith('.lua')), ...readdirSync(join(dir, 'steps')).filter((f) => f.endsWith('.lua')).map((f) => `steps/${f}`)];
-for (const file of files) if (!used.has(file)) problems.push(`${shown(file)}: not part of the script or the library (no #include reaches it)`);
+const files = [
+  ...readdirSync(dir).filter((f) => f.endsWith('.lua')),
+  ...readdirSync(join(dir, 'steps'))
+    .filter((f) => f.endsWith('.lua'))
+    .map((f) => `steps/${f}`),
+];
+for (const file of files)
+  if (!used.has(file)) problems.push(`${shown(file)}: not part of the script or the library (no #include reaches it)`);
 
 // The same warning may come from both texts (they share prelude, steps and driver): report it once.
 const unique = [...new Set(problems.map((p) => p.replace(/ {3}\[in .*\]$/, '')))];
@@ -68,4 +78,6 @@ if (unique.length > 0) {
   console.error(`luacheck: ${unique.length} problem(s) in ${relative(root, dir)}`);
   process.exit(1);
 }
-console.log(`luacheck: ${files.length} files clean (${version.stdout.split('\n')[0]}; script ${assembled.sha1.slice(0, 12)}, its Function library, lease script ${assembled.leaseSha1.slice(0, 12)} and config script)`);
+console.log(
+  `luacheck: ${files.length} files clean (${version.stdout.split('\n')[0]}; script ${assembled.sha1.slice(0, 12)}, its Function library, lease script ${assembled.leaseSha1.slice(0, 12)} and config script)`,
+);

@@ -29,7 +29,9 @@ for (let i = 0; i < args.length; i++) {
   else if (args[i] === '--left-out') runLeftOut = true;
   else if (/^\d+$/.test(args[i])) majors.push(args[i]);
   else {
-    console.error(`test-node-versions: unknown argument ${args[i]}\nUsage: node scripts/test-node-versions.mjs [--only <package dir>] [--left-out] [major ...]`);
+    console.error(
+      `test-node-versions: unknown argument ${args[i]}\nUsage: node scripts/test-node-versions.mjs [--only <package dir>] [--left-out] [major ...]`,
+    );
     process.exit(2);
   }
 }
@@ -67,11 +69,22 @@ const results = [];
 for (const major of majors) {
   const node = join(root, '.tools', `node-${major}`, 'bin', 'node');
   if (!existsSync(node)) {
-    console.error(`test-node-versions: ${relative(root, node)} is missing. Install it with\n  sh scripts/install-node-versions.sh\n(what the README's install command runs).`);
+    console.error(
+      `test-node-versions: ${relative(root, node)} is missing. Install it with\n  sh scripts/install-node-versions.sh\n(what the README's install command runs).`,
+    );
     process.exit(1);
   }
   const version = spawnSync(node, ['--version'], { encoding: 'utf8' }).stdout.trim();
-  const addon = join(root, '.tools', `better-sqlite3-node-${major}`, 'node_modules', 'better-sqlite3', 'build', 'Release', 'better_sqlite3.node');
+  const addon = join(
+    root,
+    '.tools',
+    `better-sqlite3-node-${major}`,
+    'node_modules',
+    'better-sqlite3',
+    'build',
+    'Release',
+    'better_sqlite3.node',
+  );
   for (const { dir, native } of packageDirs()) {
     const name = relative(root, dir);
     if (LEFT_OUT.has(`${name}@${major}`) && !runLeftOut) {
@@ -79,7 +92,9 @@ for (const major of majors) {
       continue;
     }
     if (native && !existsSync(addon)) {
-      console.error(`test-node-versions: ${relative(root, addon)} is missing (better-sqlite3 for Node ${major}, which ${name} needs). Build it with\n  node scripts/node-versions/build-better-sqlite3.mjs ${major}\n(what pnpm install's postinstall does once Node ${major} is in .tools/).`);
+      console.error(
+        `test-node-versions: ${relative(root, addon)} is missing (better-sqlite3 for Node ${major}, which ${name} needs). Build it with\n  node scripts/node-versions/build-better-sqlite3.mjs ${major}\n(what pnpm install's postinstall does once Node ${major} is in .tools/).`,
+      );
       process.exit(1);
     }
     // The vitest that package resolves (its own node_modules, else the workspace root's).
@@ -101,7 +116,7 @@ for (const major of majors) {
   }
 }
 
-console.log('\ntest-node-versions: every package\'s tests on the other Node versions');
+console.log("\ntest-node-versions: every package's tests on the other Node versions");
 for (const r of results) console.log(`  ${r.version.padEnd(9)} ${r.name.padEnd(34)} ${r.status.padEnd(9)} ${r.detail}`);
 const failed = results.filter((r) => r.status === 'FAILED');
 if (failed.length > 0) {

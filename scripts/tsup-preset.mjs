@@ -7,5 +7,14 @@
  * @returns {import('tsup').Options}
  */
 export function library(extra = {}) {
-  return { entry: ['src/index.ts'], format: ['esm', 'cjs'], dts: true, clean: true, sourcemap: true, target: 'es2022', noExternal: ['@sluice/internal'], ...extra };
+  return {
+    entry: ['src/index.ts'],
+    format: ['esm', 'cjs'],
+    dts: true,
+    clean: true,
+    sourcemap: true,
+    target: 'es2022',
+    noExternal: ['@sluice/internal'],
+    ...extra,
+  };
 }

@@ -16,7 +16,13 @@ export default defineConfig({
     projects: [
       {
         extends: true,
-        test: { ...shared, name: 'suites', include: ['**/*.test.ts'], exclude: ['**/node_modules/**', '**/fixtures/**', FLEET], sequence: { groupOrder: 0 } },
+        test: {
+          ...shared,
+          name: 'suites',
+          include: ['**/*.test.ts'],
+          exclude: ['**/node_modules/**', '**/fixtures/**', FLEET],
+          sequence: { groupOrder: 0 },
+        },
       },
       { extends: true, test: { ...shared, name: 'fleet', include: [FLEET], sequence: { groupOrder: 1 } } },
     ],

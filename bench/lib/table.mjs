@@ -31,7 +31,14 @@ export function addRatios(rows, ratios) {
  * any extra columns `{ key, label, format? }`.
  */
 export function formatTable(rows, { ratios = [], columns = [] } = {}) {
-  const header = ['', rows[0]?.clock === 'cpu' ? 'cpu ns/op' : 'ns/op', 'ops/s', 'spread', ...ratios.map((r) => r.label), ...columns.map((c) => c.label)];
+  const header = [
+    '',
+    rows[0]?.clock === 'cpu' ? 'cpu ns/op' : 'ns/op',
+    'ops/s',
+    'spread',
+    ...ratios.map((r) => r.label),
+    ...columns.map((c) => c.label),
+  ];
   const body = rows.map((row) => [
     row.name,
     row.nsPerOp.toFixed(1),

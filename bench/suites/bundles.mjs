@@ -6,7 +6,15 @@ import { target } from '../lib/report.mjs';
 import { ENTRIES, HONO_UPSTASH_TARGET_BYTES, measureEntry } from './bundles/measure.mjs';
 
 export const description = 'edge bundle sizes (esbuild, minified, gzip -9): core, memory, upstash, http, hono+upstash, next, tiered';
-export const builds = ['@sluice/core', '@sluice/memory', '@sluice/upstash', '@sluice/http', '@sluice/hono', '@sluice/next', '@sluice/tiered'];
+export const builds = [
+  '@sluice/core',
+  '@sluice/memory',
+  '@sluice/upstash',
+  '@sluice/http',
+  '@sluice/hono',
+  '@sluice/next',
+  '@sluice/tiered',
+];
 
 const kB = (bytes) => `${(bytes / 1024).toFixed(1)} kB`;
 
@@ -30,21 +38,39 @@ export async function run({ log }) {
       .join(', '),
   ]);
   const widths = header.map((h, i) => Math.max(h.length, ...body.map((cells) => cells[i].length)));
-  const line = (cells) => cells.map((cell, i) => (i === 0 || i === 4 ? cell.padEnd(widths[i]) : cell.padStart(widths[i]))).join('  ').trimEnd();
+  const line = (cells) =>
+    cells
+      .map((cell, i) => (i === 0 || i === 4 ? cell.padEnd(widths[i]) : cell.padStart(widths[i])))
+      .join('  ')
+      .trimEnd();
   const hono = measured.find((m) => m.name === 'hono+upstash');
   const peer = measured.find((m) => m.name === 'peer: hono+@upstash/ratelimit');
   return {
-    title: 'Edge bundles: esbuild 0.27, ESM, minify, platform browser, conditions workerd/worker/browser, everything inlined; gzip is zlib level 9 (1 kB = 1024 bytes)',
+    title:
+      'Edge bundles: esbuild 0.27, ESM, minify, platform browser, conditions workerd/worker/browser, everything inlined; gzip is zlib level 9 (1 kB = 1024 bytes)',
     rows: [],
     sections: [
       { heading: 'Sizes', lines: [line(header), widths.map((w) => '-'.repeat(w)).join('  '), ...body.map(line)] },
-      { heading: 'What each entry is (bench/suites/bundles/)', lines: measured.map((m) => `${m.name.padEnd(Math.max(...measured.map((e) => e.name.length)))}  ${m.file}: ${m.what}`) },
+      {
+        heading: 'What each entry is (bench/suites/bundles/)',
+        lines: measured.map((m) => `${m.name.padEnd(Math.max(...measured.map((e) => e.name.length)))}  ${m.file}: ${m.what}`),
+      },
     ],
-    targets: [target(`* the Upstash-on-Hono path (everything the worker ships, hono and the REST client included) at most ${kB(HONO_UPSTASH_TARGET_BYTES)} gzipped`, hono.gzipBytes, '<=', HONO_UPSTASH_TARGET_BYTES, (v) => `${kB(v)} (${formatInteger(v)} bytes)`)],
+    targets: [
+      target(
+        `* the Upstash-on-Hono path (everything the worker ships, hono and the REST client included) at most ${kB(HONO_UPSTASH_TARGET_BYTES)} gzipped`,
+        hono.gzipBytes,
+        '<=',
+        HONO_UPSTASH_TARGET_BYTES,
+        (v) => `${kB(v)} (${formatInteger(v)} bytes)`,
+      ),
+    ],
     notes: [
       `hono+upstash against the same worker on @upstash/ratelimit: ${(hono.gzipBytes / peer.gzipBytes).toFixed(2)}x its gzipped size (${kB(hono.gzipBytes)} / ${kB(peer.gzipBytes)}), with client identity, standard headers and problem bodies the peer worker leaves to the user`,
       '"largest parts" comes from esbuild\'s metafile (bytes of each package in the minified output, before gzip).',
     ],
-    data: { entries: measured.map(({ name, file, minifiedBytes, gzipBytes, byPackage }) => ({ name, file, minifiedBytes, gzipBytes, byPackage })) },
+    data: {
+      entries: measured.map(({ name, file, minifiedBytes, gzipBytes, byPackage }) => ({ name, file, minifiedBytes, gzipBytes, byPackage })),
+    },
   };
 }

@@ -9,7 +9,8 @@ import { formatInteger, formatRatio, formatTable } from '../lib/table.mjs';
 import { startRedisServer } from './outbound/redis-server.mjs';
 import { FLEET_DEFAULTS, runRateFleet } from '../../test/harness/fleet/rate-fleet.mjs';
 
-export const description = 'a busy fleet (4 processes × 64 loops, 10,000 Zipf users + an abuser): plain store, tier strategies, Lua INCR and a reference lease tier, by the callers\' wall clock; concurrency and outbound parts';
+export const description =
+  "a busy fleet (4 processes × 64 loops, 10,000 Zipf users + an abuser): plain store, tier strategies, Lua INCR and a reference lease tier, by the callers' wall clock; concurrency and outbound parts";
 export const builds = ['@sluice/core', '@sluice/http', '@sluice/redis', '@sluice/tiered'];
 
 const CONTESTANTS = ['reference-lease', 'lease', 'deny-cache', 'async', 'plain', 'lua-incr'];
@@ -58,7 +59,9 @@ async function rate(options, log) {
     for (let round = 0; round < rounds; round++) {
       for (const contestant of CONTESTANTS) {
         log(`fleet rate: ${contestant}, round ${round + 1} of ${rounds}`);
-        runs.get(contestant).push(await runRateFleet({ port, contestant, durationMs, ...(contestant === 'async' ? { tier: { async: ASYNC } } : {}) }));
+        runs
+          .get(contestant)
+          .push(await runRateFleet({ port, contestant, durationMs, ...(contestant === 'async' ? { tier: { async: ASYNC } } : {}) }));
       }
     }
     for (const contestant of ['deny-cache', 'lease']) {
@@ -69,7 +72,9 @@ async function rate(options, log) {
         process.kill(pid, 'SIGKILL');
         await sleepUntil(startAt + 0.6 * durationMs);
         replacement?.kill('SIGKILL');
-        replacement = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], { stdio: 'ignore' });
+        replacement = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], {
+          stdio: 'ignore',
+        });
         pid = replacement.pid;
         while (!(await answers(port))) await sleepUntil(Date.now() + 20);
         restartedAt = Date.now();
@@ -85,9 +90,16 @@ async function rate(options, log) {
   const pick = (contestant) => {
     const list = runs.get(contestant);
     const rate = median(list.map((r) => r.decisionsPerSec));
-    return { ...list.find((r) => r.decisionsPerSec === rate) ?? list[0], decisionsPerSec: rate };
+    return { ...(list.find((r) => r.decisionsPerSec === rate) ?? list[0]), decisionsPerSec: rate };
   };
-  const names = { 'reference-lease': 'reference lease tier (in the bench)', lease: 'tier lease', 'deny-cache': 'tier deny-cache', async: 'tier async', plain: 'plain redisStore', 'lua-incr': 'Lua INCR per decision (in the bench)' };
+  const names = {
+    'reference-lease': 'reference lease tier (in the bench)',
+    lease: 'tier lease',
+    'deny-cache': 'tier deny-cache',
+    async: 'tier async',
+    plain: 'plain redisStore',
+    'lua-incr': 'Lua INCR per decision (in the bench)',
+  };
   const reference = pick('reference-lease');
   const plain = pick('plain');
   const rows = CONTESTANTS.map((c) => pick(c)).map((r) => ({
@@ -113,7 +125,13 @@ async function rate(options, log) {
     target('lease decisions/s ÷ the reference lease tier', row('lease').vsReference, '>=', 0.7, formatRatio),
     target('lease Redis commands per decision', row('lease').commands, '<=', 0.3, (v) => v.toFixed(2)),
     target('deny-cache decisions/s ÷ the plain store', row('deny-cache').opsPerSec / plain.decisionsPerSec, '>=', 1.5, formatRatio),
-    target(`async worst window within its bound (limit + 4 × ${ASYNC.maxUnsynced})`, pick('async').verdict.worstWindow, '<=', FLEET_DEFAULTS.limit + 4 * ASYNC.maxUnsynced, String),
+    target(
+      `async worst window within its bound (limit + 4 × ${ASYNC.maxUnsynced})`,
+      pick('async').verdict.worstWindow,
+      '<=',
+      FLEET_DEFAULTS.limit + 4 * ASYNC.maxUnsynced,
+      String,
+    ),
     target('plain store decisions/s ÷ Lua INCR', plain.decisionsPerSec / pick('lua-incr').decisionsPerSec, '>=', 1, formatRatio),
   ];
   const { processes, inFlight, limit, windowMs, identities, abuserShare } = FLEET_DEFAULTS;
@@ -131,7 +149,10 @@ async function rate(options, log) {
     sections: [
       {
         heading: 'With redis-server SIGKILLed at 40% of the run and restarted empty at 60%',
-        lines: killed.map((r) => `${names[r.contestant]}: worst window ${r.verdict.worstRatio.toFixed(2)}× the limit, ${r.verdict.over} over, ${r.degraded} degraded answers (refusals and local-share answers), last one ${formatInteger(r.backAfterMs)} ms after the restart, ${r.rejected} rejected calls, ${r.unhandled.length} unhandled rejections`),
+        lines: killed.map(
+          (r) =>
+            `${names[r.contestant]}: worst window ${r.verdict.worstRatio.toFixed(2)}× the limit, ${r.verdict.over} over, ${r.degraded} degraded answers (refusals and local-share answers), last one ${formatInteger(r.backAfterMs)} ms after the restart, ${r.rejected} rejected calls, ${r.unhandled.length} unhandled rejections`,
+        ),
       },
     ],
     targets,
@@ -147,5 +168,10 @@ function sleepUntil(at) {
 }
 
 function answers(port) {
-  return import('../../test/harness/fleet/rate-fleet.mjs').then(({ redisCommand }) => redisCommand(port, 'PING', 300).then((r) => r.startsWith('+PONG'), () => false));
+  return import('../../test/harness/fleet/rate-fleet.mjs').then(({ redisCommand }) =>
+    redisCommand(port, 'PING', 300).then(
+      (r) => r.startsWith('+PONG'),
+      () => false,
+    ),
+  );
 }

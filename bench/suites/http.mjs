@@ -12,12 +12,18 @@ import { target } from '../lib/report.mjs';
 import { addRatios, formatInteger, formatRatio } from '../lib/table.mjs';
 
 export const builds = ['@sluice/express', '@sluice/fastify', '@sluice/memory'];
-export const description = 'autocannon on localhost: bare Express/Fastify vs + sluice (memory) vs + express-rate-limit / @fastify/rate-limit';
+export const description =
+  'autocannon on localhost: bare Express/Fastify vs + sluice (memory) vs + express-rate-limit / @fastify/rate-limit';
 
 const SERVER = join(dirname(fileURLToPath(import.meta.url)), 'http', 'server.mjs');
 const MAIN = ['express', 'express+sluice', 'express+express-rate-limit', 'fastify', 'fastify+sluice', 'fastify+@fastify/rate-limit'];
 const HEADERS_OFF = ['express+sluice (no headers)', 'fastify+sluice (no headers)'];
-const STACK = ['express+stack(rate)', 'express+stack(rate,concurrency)', 'express+stack(rate,concurrency,fleet)', 'express+stack(all four)'];
+const STACK = [
+  'express+stack(rate)',
+  'express+stack(rate,concurrency)',
+  'express+stack(rate,concurrency,fleet)',
+  'express+stack(all four)',
+];
 const SLUICE_HEADER = /^"bench";r=\d+;t=\d+$/;
 /** What each variant must send, checked on one request before timing: a limiter that sends nothing is not running. */
 const SIGNATURE = {
@@ -46,9 +52,12 @@ const concurrencyLayer = (b) => b.concurrencyHeld === 2;
 const fleetLayer = (b) => b.fleetHeld === 2;
 const workerLayer = (b) => b.workerSignalReads >= 1 && b.workerAmount < 0;
 const PROBE = {
-  'express+stack(rate)': (b) => stackLayer(b) && b.concurrencyHeld === undefined && b.fleetHeld === undefined && b.workerSignalReads === undefined,
-  'express+stack(rate,concurrency)': (b) => stackLayer(b) && concurrencyLayer(b) && b.fleetHeld === undefined && b.workerSignalReads === undefined,
-  'express+stack(rate,concurrency,fleet)': (b) => stackLayer(b) && concurrencyLayer(b) && fleetLayer(b) && b.workerSignalReads === undefined,
+  'express+stack(rate)': (b) =>
+    stackLayer(b) && b.concurrencyHeld === undefined && b.fleetHeld === undefined && b.workerSignalReads === undefined,
+  'express+stack(rate,concurrency)': (b) =>
+    stackLayer(b) && concurrencyLayer(b) && b.fleetHeld === undefined && b.workerSignalReads === undefined,
+  'express+stack(rate,concurrency,fleet)': (b) =>
+    stackLayer(b) && concurrencyLayer(b) && fleetLayer(b) && b.workerSignalReads === undefined,
   'express+stack(all four)': (b) => stackLayer(b) && concurrencyLayer(b) && fleetLayer(b) && workerLayer(b),
 };
 /** What each layer adds per request: [what, from, to], the difference of the two rows' medians. */
@@ -108,7 +117,9 @@ async function probeStack(variant, url, when) {
   const response = await fetch(`${url}probe`);
   const body = await response.json();
   if (response.status !== 200 || !PROBE[variant](body)) {
-    throw new Error(`${variant}: GET /probe ${when} did not show every layer at work (status ${response.status}, body ${JSON.stringify(body)})`);
+    throw new Error(
+      `${variant}: GET /probe ${when} did not show every layer at work (status ${response.status}, body ${JSON.stringify(body)})`,
+    );
   }
   return body;
 }
@@ -130,14 +141,19 @@ async function measure(variant, settings, log) {
     let after;
     if (PROBE[variant] !== undefined) {
       const body = await probeStack(variant, url, 'after the run');
-      const worker = body.workerAmount === undefined ? '' : `; worker shedder amount ${body.workerAmount.toFixed(3)} (sheds 'read' from 0.333), utilization ${body.workerUtilization.toFixed(2)}`;
+      const worker =
+        body.workerAmount === undefined
+          ? ''
+          : `; worker shedder amount ${body.workerAmount.toFixed(3)} (sheds 'read' from 0.333), utilization ${body.workerUtilization.toFixed(2)}`;
       after = `after the run: probe ok${body.concurrencyHeld === undefined ? '' : ', no lease leaked'}${worker}`;
     }
     const refused = result.non2xx + result.errors + result.timeouts;
     const total = result.requests.total;
     const cpuNsPerRequest = cpuBefore === undefined || cpuAfter === undefined || total === 0 ? undefined : (cpuAfter - cpuBefore) / total;
     const cpu = cpuNsPerRequest === undefined ? '' : `, ${(cpuNsPerRequest / 1000).toFixed(1)} µs server CPU per request`;
-    log(`${variant}: ${formatInteger(result.requests.average)} req/s, p99 ${result.latency.p99} ms${cpu}, ${refused} not 2xx/failed${after === undefined ? '' : `; ${after}`}`);
+    log(
+      `${variant}: ${formatInteger(result.requests.average)} req/s, p99 ${result.latency.p99} ms${cpu}, ${refused} not 2xx/failed${after === undefined ? '' : `; ${after}`}`,
+    );
     return { reqPerSec: result.requests.average, p99Ms: result.latency.p99, refused, total, cpuNsPerRequest };
   } finally {
     await stopServer(child);
@@ -152,7 +168,9 @@ export async function run({ options, log }) {
   };
   const rounds = Number(options.rounds ?? 1);
   const VARIANTS = [...MAIN, ...(options['headers-off'] ? HEADERS_OFF : []), ...(options.stack ? STACK : [])];
-  log(`${VARIANTS.length} servers × ${rounds} round(s): ${settings.warmupS} s warmup + ${settings.durationS} s at ${settings.connections} connections each`);
+  log(
+    `${VARIANTS.length} servers × ${rounds} round(s): ${settings.warmupS} s warmup + ${settings.durationS} s at ${settings.connections} connections each`,
+  );
   const samples = new Map(VARIANTS.map((v) => [v, []]));
   for (let r = 0; r < rounds; r++) {
     // Rotate the order each round so a burst of load from elsewhere on the machine does not always hit one variant.
@@ -197,11 +215,29 @@ export async function run({ options, log }) {
   const pct = (v) => `${((v - 1) * 100).toFixed(1)}% more per request`;
   const x = (v) => `${v.toFixed(2)}x the cost`;
   const targets = [
-    target('express+sluice at least as fast as express+express-rate-limit', cost('express+sluice') / cost('express+express-rate-limit'), '<=', 1, x),
-    target('fastify+sluice at least as fast as fastify+@fastify/rate-limit', cost('fastify+sluice') / cost('fastify+@fastify/rate-limit'), '<=', 1, x),
+    target(
+      'express+sluice at least as fast as express+express-rate-limit',
+      cost('express+sluice') / cost('express+express-rate-limit'),
+      '<=',
+      1,
+      x,
+    ),
+    target(
+      'fastify+sluice at least as fast as fastify+@fastify/rate-limit',
+      cost('fastify+sluice') / cost('fastify+@fastify/rate-limit'),
+      '<=',
+      1,
+      x,
+    ),
     target('express+sluice within 10% of bare express', cost('express+sluice') / cost('express'), '<=', 1.1, pct),
     target('fastify+sluice within 10% of bare fastify', cost('fastify+sluice') / cost('fastify'), '<=', 1.1, pct),
-    target('no request refused or failed during the runs', rows.reduce((sum, r) => sum + r.refused, 0), '<=', 0, String),
+    target(
+      'no request refused or failed during the runs',
+      rows.reduce((sum, r) => sum + r.refused, 0),
+      '<=',
+      0,
+      String,
+    ),
   ];
   const sections = [];
   if (options.stack) {
@@ -212,12 +248,27 @@ export async function run({ options, log }) {
     const express = cost('express');
     const lines = LAYER_STEPS.map(([what, from, to]) => {
       const added = (cost(to) - cost(from)) / 1000;
-      const rounds = samples.get(to).length > 1 ? `  rounds: ${perRound(from, to).map((d) => `${d >= 0 ? '+' : ''}${d.toFixed(1)}`).join(', ')}` : '';
-      return [what, `${added >= 0 ? '+' : ''}${added.toFixed(1)} µs`, `${((added * 1000 * 100) / express).toFixed(1)}%`, formatRatio(cost(to) / cost(from)), rounds];
+      const rounds =
+        samples.get(to).length > 1
+          ? `  rounds: ${perRound(from, to)
+              .map((d) => `${d >= 0 ? '+' : ''}${d.toFixed(1)}`)
+              .join(', ')}`
+          : '';
+      return [
+        what,
+        `${added >= 0 ? '+' : ''}${added.toFixed(1)} µs`,
+        `${((added * 1000 * 100) / express).toFixed(1)}%`,
+        formatRatio(cost(to) / cost(from)),
+        rounds,
+      ];
     });
     const header = ['', 'added/request', '÷ bare express', 'ratio', ''];
     const widths = header.map((h, i) => Math.max(h.length, ...lines.map((l) => l[i].length)));
-    const line = (cells) => cells.map((c, i) => (i === 0 || i === cells.length - 1 ? c.padEnd(widths[i]) : c.padStart(widths[i]))).join('  ').trimEnd();
+    const line = (cells) =>
+      cells
+        .map((c, i) => (i === 0 || i === cells.length - 1 ? c.padEnd(widths[i]) : c.padStart(widths[i])))
+        .join('  ')
+        .trimEnd();
     sections.push({
       heading: `What each layer adds per request (${cpuAvailable ? 'server CPU' : 'wall'} time, difference of the two rows' medians; ratio = the second row's cost ÷ the first's)`,
       lines: [line(header), ...lines.map(line)],
@@ -225,7 +276,13 @@ export async function run({ options, log }) {
     targets.splice(
       4,
       0,
-      target('express+stack(rate) within 5% of express+sluice (the stack adds nothing when only rate is on)', cost('express+stack(rate)') / cost('express+sluice'), '<=', 1.05, pct),
+      target(
+        'express+stack(rate) within 5% of express+sluice (the stack adds nothing when only rate is on)',
+        cost('express+stack(rate)') / cost('express+sluice'),
+        '<=',
+        1.05,
+        pct,
+      ),
     );
   }
   return {
@@ -245,7 +302,7 @@ export async function run({ options, log }) {
       '--rounds=N for a median of N interleaved rounds; --headers-off adds sluice with headers: false, to separate the decision from the two header fields.',
       ...(options.stack
         ? [
-            '--stack: express+stack(…) is @sluice/express trafficStack with the named layers on one memoryStore (limits and fleet capacity 1e9, worker: createUtilizationShedder() defaults, every request class \'read\'); each variant answers GET /probe before and after its run with each layer at work (see http/server.mjs).',
+            "--stack: express+stack(…) is @sluice/express trafficStack with the named layers on one memoryStore (limits and fleet capacity 1e9, worker: createUtilizationShedder() defaults, every request class 'read'); each variant answers GET /probe before and after its run with each layer at work (see http/server.mjs).",
           ]
         : []),
     ],

@@ -6,12 +6,26 @@ import { runNodeChild } from '../lib/child.mjs';
 import { compare } from '../lib/harness.mjs';
 import { target } from '../lib/report.mjs';
 import { addRatios, formatInteger, formatRatio, formatTable } from '../lib/table.mjs';
-import { CLOCK, ERL, FLOOR, LIMITER, OBSERVED, RLF, SLUICE_LIMIT, SLUICE_NOOP, SLUICE_OTEL, SLUICE_OTEL_COUNTS, SLUICE_SYNC, contestants } from './memory/contestants.mjs';
+import {
+  CLOCK,
+  ERL,
+  FLOOR,
+  LIMITER,
+  OBSERVED,
+  RLF,
+  SLUICE_LIMIT,
+  SLUICE_NOOP,
+  SLUICE_OTEL,
+  SLUICE_OTEL_COUNTS,
+  SLUICE_SYNC,
+  contestants,
+} from './memory/contestants.mjs';
 import { CAPACITY, IDENTITIES, LARGE_IDENTITIES, REFILL_PER_SECOND, SMALL, largeWorkload, makeOrder } from './memory/workload.mjs';
 
 export const builds = ['@sluice/memory', '@sluice/otel'];
 
-export const description = 'in-process: sluice memory store vs rate-limiter-flexible, express-rate-limit, limiter, floor; heap for 1M identities';
+export const description =
+  'in-process: sluice memory store vs rate-limiter-flexible, express-rate-limit, limiter, floor; heap for 1M identities';
 
 const MiB = 2 ** 20;
 
@@ -38,7 +52,13 @@ export async function run({ options, log }) {
   const limitedRounds = Math.max(3, Math.ceil(rounds / 2));
   log(`limited: ${limitedIdentities} identities, ${limitedOps} decisions per round, ${limitedRounds} rounds`);
   const limitedRows = addRatios(
-    await compare(contestants({ ...SMALL, order: makeOrder(limitedIdentities) }), { ops: limitedOps, rounds: limitedRounds, warmupRounds, clock, log }),
+    await compare(contestants({ ...SMALL, order: makeOrder(limitedIdentities) }), {
+      ops: limitedOps,
+      rounds: limitedRounds,
+      warmupRounds,
+      clock,
+      log,
+    }),
     ratios,
   );
 
@@ -54,7 +74,13 @@ export async function run({ options, log }) {
     const largeWarmup = LARGE_IDENTITIES / largeOps;
     log(`large: ${LARGE_IDENTITIES} identities, ${largeWarmup} warmup rounds (one pass) + ${largeRounds} rounds of ${largeOps}`);
     largeRows = addRatios(
-      await compare(contestants(large, { maxKeys: LARGE_IDENTITIES, skip: [RLF, ...OBSERVED] }), { ops: largeOps, rounds: largeRounds, warmupRounds: largeWarmup, clock, log }),
+      await compare(contestants(large, { maxKeys: LARGE_IDENTITIES, skip: [RLF, ...OBSERVED] }), {
+        ops: largeOps,
+        rounds: largeRounds,
+        warmupRounds: largeWarmup,
+        clock,
+        log,
+      }),
       ratios,
     );
   }
@@ -89,14 +115,20 @@ export async function run({ options, log }) {
     sections: [
       {
         heading: `Mostly limited: the same contestants on ${formatInteger(limitedIdentities)} identities (${formatInteger(limitedOps)} decisions per round, median of ${limitedRounds} rounds)`,
-        lines: formatTable(limitedRows, { ratios, columns: [{ key: 'allowedPct', label: 'allowed', format: (v) => `${v.toFixed(1)}%` }] }).split('\n'),
+        lines: formatTable(limitedRows, {
+          ratios,
+          columns: [{ key: 'allowedPct', label: 'allowed', format: (v) => `${v.toFixed(1)}%` }],
+        }).split('\n'),
       },
       ...(largeRows === undefined
         ? []
         : [
             {
               heading: `${largeLabel} identities, all held before timing (memoryStore({ maxKeys: ${largeLabel} }); rate-limiter-flexible left out: a timer per key)`,
-              lines: formatTable(largeRows, { ratios, columns: [{ key: 'allowedPct', label: 'allowed', format: (v) => `${v.toFixed(1)}%` }] }).split('\n'),
+              lines: formatTable(largeRows, {
+                ratios,
+                columns: [{ key: 'allowedPct', label: 'allowed', format: (v) => `${v.toFixed(1)}%` }],
+              }).split('\n'),
             },
           ]),
       {
@@ -111,13 +143,31 @@ export async function run({ options, log }) {
       },
     ],
     targets: [
-      target('sluice limit() at least 3x faster per decision than rate-limiter-flexible consume', speedup, '>=', 3, (v) => `${v.toFixed(2)}x faster`),
-      target(`sluice limitSync() ahead of both limiter and express-rate-limit, ${countLabel} identities (time ÷ the faster peer's)`, vsPeers(rows), '<', 1, formatRatio),
+      target(
+        'sluice limit() at least 3x faster per decision than rate-limiter-flexible consume',
+        speedup,
+        '>=',
+        3,
+        (v) => `${v.toFixed(2)}x faster`,
+      ),
+      target(
+        `sluice limitSync() ahead of both limiter and express-rate-limit, ${countLabel} identities (time ÷ the faster peer's)`,
+        vsPeers(rows),
+        '<',
+        1,
+        formatRatio,
+      ),
       target(`sluice limitSync() within 2x of the floor, ${countLabel} identities`, syncVsFloor, '<=', 2, formatRatio),
       ...(largeRows === undefined
         ? []
         : [
-            target(`sluice limitSync() ahead of both limiter and express-rate-limit, ${largeLabel} identities`, vsPeers(largeRows), '<', 1, formatRatio),
+            target(
+              `sluice limitSync() ahead of both limiter and express-rate-limit, ${largeLabel} identities`,
+              vsPeers(largeRows),
+              '<',
+              1,
+              formatRatio,
+            ),
             target(
               `sluice limitSync() within 2x of the floor, ${largeLabel} identities`,
               byName(SLUICE_SYNC, largeRows).nsPerOp / byName(FLOOR, largeRows).nsPerOp,
@@ -127,7 +177,13 @@ export async function run({ options, log }) {
             ),
           ]),
       target(`sluice limit() within 1.3x of limitSync(), ${countLabel} identities`, limitVsSync, '<=', 1.3, formatRatio),
-      target(`heap growth for ${formatInteger(heap.identities)} identities (cap ${formatInteger(heap.maxKeys)}) under 64 MiB`, heap.heapGrowthBytes / MiB, '<', 64, (v) => `${v.toFixed(1)} MiB`),
+      target(
+        `heap growth for ${formatInteger(heap.identities)} identities (cap ${formatInteger(heap.maxKeys)}) under 64 MiB`,
+        heap.heapGrowthBytes / MiB,
+        '<',
+        64,
+        (v) => `${v.toFixed(1)} MiB`,
+      ),
     ],
     notes: [
       'Ratios are time per decision divided by the base row\'s: below 1.00x is faster. "spread" is half the (max − min) range of the rounds around the median.',
@@ -135,6 +191,12 @@ export async function run({ options, log }) {
       `onDecision: "sluice limitSync()" is the limiter with onDecision unset, the path it took before observers existed. Set, an observer adds, per decision, at ${countLabel} identities (mostly limited): a no-op ${added(SLUICE_NOOP)} (${added(SLUICE_NOOP, limitedRows)}), sluiceMetrics on an OpenTelemetry SDK MeterProvider ${added(SLUICE_OTEL)} (${added(SLUICE_OTEL, limitedRows)}), the same with duration: false ${added(SLUICE_OTEL_COUNTS)} (${added(SLUICE_OTEL_COUNTS, limitedRows)}). The SDK's reader exports hourly here, so no collection falls in a round.`,
       `Beyond the clock (${byName(CLOCK).nsPerOp.toFixed(1)} ns here), limitSync() spent ${(byName(SLUICE_SYNC).nsPerOp - byName(CLOCK).nsPerOp).toFixed(1)} ns and the floor ${(byName(FLOOR).nsPerOp - byName(CLOCK).nsPerOp).toFixed(1)} ns per decision at ${countLabel} identities. limitSync() returns a Decision (10 fields and a one-rule report: three objects, its epoch-ms fields boxed); the floor and limiter return a boolean.`,
     ],
-    data: { heap, limited: limitedRows, large: largeRows, limitSpeedupVsRlf: Math.round(speedup * 100) / 100, limitSyncVsFloor: Math.round(syncVsFloor * 100) / 100 },
+    data: {
+      heap,
+      limited: limitedRows,
+      large: largeRows,
+      limitSpeedupVsRlf: Math.round(speedup * 100) / 100,
+      limitSyncVsFloor: Math.round(syncVsFloor * 100) / 100,
+    },
   };
 }

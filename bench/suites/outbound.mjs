@@ -14,7 +14,8 @@ import { target } from '../lib/report.mjs';
 import { perSecond, startMockThirdParty } from './outbound/mock.mjs';
 import { startRedisServer } from './outbound/redis-server.mjs';
 
-export const description = 'workers sharing a third party\'s N/s through Redis, waiting for their turn: sluice limiter.wait (GCRA) vs bottleneck Clustering (minTime)';
+export const description =
+  "workers sharing a third party's N/s through Redis, waiting for their turn: sluice limiter.wait (GCRA) vs bottleneck Clustering (minTime)";
 export const builds = ['@sluice/core', '@sluice/redis'];
 
 const WORKER = join(dirname(fileURLToPath(import.meta.url)), 'outbound', 'worker.mjs');
@@ -35,7 +36,9 @@ export async function run({ options, log }) {
 
   const server = await startRedisServer();
   const mock = await startMockThirdParty({ limit });
-  log(`redis-server ${server.version} on port ${server.port} (pid ${server.pid}); mock third party on port ${mock.port}: ${limit} per fixed 1 s window, 429 past it`);
+  log(
+    `redis-server ${server.version} on port ${server.port} (pid ${server.pid}); mock third party on port ${mock.port}: ${limit} per fixed 1 s window, 429 past it`,
+  );
   const admin = new Redis({ host: '127.0.0.1', port: server.port });
   try {
     const rows = [];
@@ -44,7 +47,17 @@ export async function run({ options, log }) {
     for (const contestant of CONTESTANTS) {
       const id = `outbound-${contestant.kind}-${Date.now()}`;
       log(`${contestant.name}: ${workers} worker processes x ${jobs} jobs for ${seconds} s`);
-      const result = await runContestant({ kind: contestant.kind, id, workers, jobs, limit, seconds, port: server.port, mockPort: mock.port, admin });
+      const result = await runContestant({
+        kind: contestant.kind,
+        id,
+        workers,
+        jobs,
+        limit,
+        seconds,
+        port: server.port,
+        mockPort: mock.port,
+        admin,
+      });
       const seen = perSecond(mock.arrivals(id), limit);
       const waits = result.waits.sort((a, b) => a - b);
       const at = (p) => (waits.length === 0 ? NaN : waits[Math.min(waits.length - 1, Math.floor(p * waits.length))]);
@@ -82,15 +95,33 @@ export async function run({ options, log }) {
     const targets = [];
     for (const r of rows) {
       targets.push(
-        target(`${r.name}: no second over the limit at the third party`, r.overLimitSeconds, '<=', 0, (v) => `${v} of ${r.perSecond.length} (max ${r.maxPerSecond}/s)`),
+        target(
+          `${r.name}: no second over the limit at the third party`,
+          r.overLimitSeconds,
+          '<=',
+          0,
+          (v) => `${v} of ${r.perSecond.length} (max ${r.maxPerSecond}/s)`,
+        ),
         target(`${r.name}: no 429 from the third party`, r.rejected, '<=', 0, (v) => `${v} of ${r.requests}`),
-        target(`${r.name}: utilisation >= 95% of ${limit}/s`, r.utilisationPct, '>=', 95, (v) => `${v}% (${r.opsPerSec}/s over ${r.fullWindows} full seconds)`),
+        target(
+          `${r.name}: utilisation >= 95% of ${limit}/s`,
+          r.utilisationPct,
+          '>=',
+          95,
+          (v) => `${v}% (${r.opsPerSec}/s over ${r.fullWindows} full seconds)`,
+        ),
       );
     }
     const s = row(SLUICE);
     const b = row(BOTTLENECK);
     targets.push(
-      target(`${SLUICE}: no polling, Redis commands sent per request <= 1.1`, s.sentPerRequest, '<=', 1.1, (v) => `${v.toFixed(2)} (bottleneck: ${b.sentPerRequest.toFixed(2)})`),
+      target(
+        `${SLUICE}: no polling, Redis commands sent per request <= 1.1`,
+        s.sentPerRequest,
+        '<=',
+        1.1,
+        (v) => `${v.toFixed(2)} (bottleneck: ${b.sentPerRequest.toFixed(2)})`,
+      ),
     );
 
     return {
@@ -151,18 +182,22 @@ async function runContestant({ kind, id, workers, jobs, limit, seconds, port, mo
     const ready = [];
     const done = [];
     for (let i = 0; i < workers; i++) {
-      const child = fork(WORKER, [kind, String(port), String(mockPort), String(jobs), String(limit), id], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'], execArgv: [] });
+      const child = fork(WORKER, [kind, String(port), String(mockPort), String(jobs), String(limit), id], {
+        stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+        execArgv: [],
+      });
       children.push(child);
       const exited = new Promise((resolve, reject) => {
         child.once('error', reject);
-        child.once('exit', (code, signal) => (code === 0 ? resolve() : reject(new Error(`${kind} worker ${i} exited with ${signal ?? code}`))));
+        child.once('exit', (code, signal) =>
+          code === 0 ? resolve() : reject(new Error(`${kind} worker ${i} exited with ${signal ?? code}`)),
+        );
       });
       ready.push(Promise.race([new Promise((resolve) => child.once('message', resolve)), exited]));
       done.push(
-        Promise.all([
-          new Promise((resolve) => child.on('message', (m) => m.waits !== undefined && resolve(m))),
-          exited,
-        ]).then(([m]) => results.push(m)),
+        Promise.all([new Promise((resolve) => child.on('message', (m) => m.waits !== undefined && resolve(m))), exited]).then(([m]) =>
+          results.push(m),
+        ),
       );
     }
     const finished = Promise.all(done);
@@ -195,5 +230,7 @@ async function runContestant({ kind, id, workers, jobs, limit, seconds, port, mo
 
 function withTimeout(promise, ms, message) {
   let timer;
-  return Promise.race([promise, new Promise((_, reject) => (timer = setTimeout(() => reject(new Error(message)), ms)))]).finally(() => clearTimeout(timer));
+  return Promise.race([promise, new Promise((_, reject) => (timer = setTimeout(() => reject(new Error(message)), ms)))]).finally(() =>
+    clearTimeout(timer),
+  );
 }

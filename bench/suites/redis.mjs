@@ -18,7 +18,8 @@ import { compare } from '../lib/harness.mjs';
 import { target } from '../lib/report.mjs';
 import { addRatios, formatInteger, formatRatio } from '../lib/table.mjs';
 
-export const description = 'one local redis-server: sluice token bucket & GCRA vs rate-limiter-flexible RateLimiterRedis vs bare INCR (decisions/s, latency, commands)';
+export const description =
+  'one local redis-server: sluice token bucket & GCRA vs rate-limiter-flexible RateLimiterRedis vs bare INCR (decisions/s, latency, commands)';
 
 const IDENTITIES = 1_000;
 const LIMIT = 1_000_000_000; // per identity: every decision of the run is allowed, so all contestants do the same work
@@ -51,7 +52,12 @@ export async function run({ options, log }) {
     for (const c of contestants) {
       const single = await countCommands(client, sent, c, latencyOps, 1);
       const concurrent = await countCommands(client, sent, c, latencyOps, inFlight);
-      counts.set(c.name, { ...single, sentPerDecisionConcurrent: concurrent.sentPerDecision, executedPerDecisionConcurrent: concurrent.executedPerDecision, executedMixConcurrent: concurrent.executedMix });
+      counts.set(c.name, {
+        ...single,
+        sentPerDecisionConcurrent: concurrent.sentPerDecision,
+        executedPerDecisionConcurrent: concurrent.executedPerDecision,
+        executedMixConcurrent: concurrent.executedMix,
+      });
     }
 
     log(`latency: ${latencyOps} decisions per contestant, 1 in flight, interleaved in 4 slices`);
@@ -77,10 +83,34 @@ export async function run({ options, log }) {
     for (const name of [SLUICE_TB, SLUICE_GCRA]) {
       const s = row(name);
       targets.push(
-        target(`${name}: decisions/s >= 1.4x rate-limiter-flexible's (${inFlight} in flight)`, s.opsPerSec / row(RLF).opsPerSec, '>=', 1.4, (v) => `${formatInteger(s.opsPerSec)} vs ${formatInteger(row(RLF).opsPerSec)} (${formatRatio(v)})`),
-        target(`${name}: decisions/s >= 0.8x the INCR floor (${inFlight} in flight)`, s.opsPerSec / row(FLOOR).opsPerSec, '>=', 0.8, (v) => `${formatInteger(s.opsPerSec)} vs ${formatInteger(row(FLOOR).opsPerSec)} (${formatRatio(v)})`),
-        target(`${name}: one round trip per decision: Redis commands sent per decision <= 1 (1 and ${inFlight} in flight)`, Math.max(s.sentPerDecision, s.sentPerDecisionConcurrent), '<=', 1, () => `${s.sentPerDecision.toFixed(3)} (${s.sentMix}) and ${s.sentPerDecisionConcurrent.toFixed(3)}`),
-        target(`${name}: p50 latency within 1.2x of INCR's (1 in flight)`, s.p50Us / row(FLOOR).p50Us, '<=', 1.2, (v) => `${s.p50Us.toFixed(1)} µs vs ${row(FLOOR).p50Us.toFixed(1)} µs (${formatRatio(v)})`),
+        target(
+          `${name}: decisions/s >= 1.4x rate-limiter-flexible's (${inFlight} in flight)`,
+          s.opsPerSec / row(RLF).opsPerSec,
+          '>=',
+          1.4,
+          (v) => `${formatInteger(s.opsPerSec)} vs ${formatInteger(row(RLF).opsPerSec)} (${formatRatio(v)})`,
+        ),
+        target(
+          `${name}: decisions/s >= 0.8x the INCR floor (${inFlight} in flight)`,
+          s.opsPerSec / row(FLOOR).opsPerSec,
+          '>=',
+          0.8,
+          (v) => `${formatInteger(s.opsPerSec)} vs ${formatInteger(row(FLOOR).opsPerSec)} (${formatRatio(v)})`,
+        ),
+        target(
+          `${name}: one round trip per decision: Redis commands sent per decision <= 1 (1 and ${inFlight} in flight)`,
+          Math.max(s.sentPerDecision, s.sentPerDecisionConcurrent),
+          '<=',
+          1,
+          () => `${s.sentPerDecision.toFixed(3)} (${s.sentMix}) and ${s.sentPerDecisionConcurrent.toFixed(3)}`,
+        ),
+        target(
+          `${name}: p50 latency within 1.2x of INCR's (1 in flight)`,
+          s.p50Us / row(FLOOR).p50Us,
+          '<=',
+          1.2,
+          (v) => `${s.p50Us.toFixed(1)} µs vs ${row(FLOOR).p50Us.toFixed(1)} µs (${formatRatio(v)})`,
+        ),
       );
     }
     const failures = rows.reduce((n, r) => n + r.failures, 0);
@@ -246,8 +276,12 @@ async function startRedisServer() {
     });
   });
   const dir = mkdtempSync(join(tmpdir(), 'sluice-bench-redis-'));
-  const child = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir], { stdio: 'ignore' });
-  const spawned = new Promise((_, reject) => child.once('error', (e) => reject(new Error(`redis-server could not start (${e.message}); install it: apt-get install redis-server`))));
+  const child = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir], {
+    stdio: 'ignore',
+  });
+  const spawned = new Promise((_, reject) =>
+    child.once('error', (e) => reject(new Error(`redis-server could not start (${e.message}); install it: apt-get install redis-server`))),
+  );
   const deadline = Date.now() + 10_000;
   let version = '?';
   while (true) {

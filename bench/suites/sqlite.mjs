@@ -13,7 +13,8 @@ import { addRatios, formatInteger, formatRatio } from '../lib/table.mjs';
 import { CAPACITY, IDENTITIES, REFILL_PER_SECOND, WINDOW_MS } from './memory/workload.mjs';
 import { FLOOR, RLF, SLUICE_LIMIT, SLUICE_SYNC, contestants, openDatabase, rlfLimiter, sluiceLimiter } from './sqlite/contestants.mjs';
 
-export const description = 'one file: sluice SQLite store vs rate-limiter-flexible RateLimiterSQLite and a bare UPSERT; four processes on one file';
+export const description =
+  'one file: sluice SQLite store vs rate-limiter-flexible RateLimiterSQLite and a bare UPSERT; four processes on one file';
 
 const WORKER = join(dirname(fileURLToPath(import.meta.url)), 'sqlite', 'worker.mjs');
 const PROCESSES = 4;
@@ -74,11 +75,21 @@ export async function run({ options, log }) {
       sections: [
         {
           heading: `${PROCESSES} processes on one file, ${formatInteger(processOps)} decisions each (total ÷ first start to last end; median of ${repeats})`,
-          lines: [multiLine('sluice', 'sluice limitSync()'), multiLine('rlf', 'rate-limiter-flexible consume'), `sluice ÷ rate-limiter-flexible: ${multiSpeedup.toFixed(2)}x the decisions per second`],
+          lines: [
+            multiLine('sluice', 'sluice limitSync()'),
+            multiLine('rlf', 'rate-limiter-flexible consume'),
+            `sluice ÷ rate-limiter-flexible: ${multiSpeedup.toFixed(2)}x the decisions per second`,
+          ],
         },
       ],
       targets: [
-        target('sluice limit() at least 1.5x the decisions per second of rate-limiter-flexible consume (one process)', speedup, '>=', 1.5, (v) => `${v.toFixed(2)}x`),
+        target(
+          'sluice limit() at least 1.5x the decisions per second of rate-limiter-flexible consume (one process)',
+          speedup,
+          '>=',
+          1.5,
+          (v) => `${v.toFixed(2)}x`,
+        ),
       ],
       notes: [
         'Ratios are time per decision divided by the base row\'s: below 1.00x is faster. "spread" is half the (max − min) range of the rounds around the median.',
@@ -120,7 +131,12 @@ async function fourProcesses(name, file, processOps) {
     cpuNsPerOp: Math.round(results.reduce((sum, r) => sum + r.cpuNs, 0) / total),
     allowedPct: Math.round((results.reduce((sum, r) => sum + r.allowed, 0) / total) * 1000) / 10,
     degraded: results.reduce((sum, r) => sum + r.degraded, 0),
-    perProcess: results.map((r) => ({ ops: r.ops, allowed: r.allowed, elapsedMs: Math.round(r.elapsedNs / 1e6), startedLateMs: r.startedLateMs })),
+    perProcess: results.map((r) => ({
+      ops: r.ops,
+      allowed: r.allowed,
+      elapsedMs: Math.round(r.elapsedNs / 1e6),
+      startedLateMs: r.startedLateMs,
+    })),
   };
 }
 

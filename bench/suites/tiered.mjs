@@ -34,7 +34,8 @@ import { RESULTS_DIR } from '../lib/results.mjs';
 import { median, spreadPct } from '../lib/stats.mjs';
 import { formatInteger, formatRatio, formatTable } from '../lib/table.mjs';
 
-export const description = 'hot and cold identities: @sluice/tiered (deny-cache, lease, async) vs the plain Redis store, @upstash/ratelimit caches, rate-limiter-flexible inMemoryBlock';
+export const description =
+  'hot and cold identities: @sluice/tiered (deny-cache, lease, async) vs the plain Redis store, @upstash/ratelimit caches, rate-limiter-flexible inMemoryBlock';
 export const builds = ['@sluice/tiered', '@sluice/redis', '@sluice/upstash', '@sluice/memory'];
 
 const LIMIT = 1_000;
@@ -153,22 +154,41 @@ export async function run({ options, log }) {
     for (const name of [DENY, LEASE, ASYNC]) {
       const t = tightRow(`${name} await limit()`);
       targets.push(
-        target(`${name}: >= 1,000,000 decisions/s per process on the hot identity (tight loop of local decisions, each awaited, CPU clock)`, t.opsPerSec, '>=', 1_000_000, (v) =>
-          `${formatInteger(v)}/s (wall clock ${formatInteger(1e9 / t.wallNsPerOp)}/s; all rounds, remote calls included: ${formatInteger(1e9 / t.allNsPerOp)}/s)`,
+        target(
+          `${name}: >= 1,000,000 decisions/s per process on the hot identity (tight loop of local decisions, each awaited, CPU clock)`,
+          t.opsPerSec,
+          '>=',
+          1_000_000,
+          (v) =>
+            `${formatInteger(v)}/s (wall clock ${formatInteger(1e9 / t.wallNsPerOp)}/s; all rounds, remote calls included: ${formatInteger(1e9 / t.allNsPerOp)}/s)`,
         ),
-        target(`${name}: local decision within 2x of the memory store's limitSync() (same loop, CPU clock)`, t.nsPerOp / memSync.nsPerOp, '<=', 2, (v) =>
-          `${formatRatio(v)} (${t.nsPerOp.toFixed(0)} ns vs ${memSync.nsPerOp.toFixed(0)} ns; ${t.localRounds} rounds without a remote call, ${t.localPct}% of all the loop's decisions local)`,
+        target(
+          `${name}: local decision within 2x of the memory store's limitSync() (same loop, CPU clock)`,
+          t.nsPerOp / memSync.nsPerOp,
+          '<=',
+          2,
+          (v) =>
+            `${formatRatio(v)} (${t.nsPerOp.toFixed(0)} ns vs ${memSync.nsPerOp.toFixed(0)} ns; ${t.localRounds} rounds without a remote call, ${t.localPct}% of all the loop's decisions local)`,
         ),
       );
     }
     for (const name of [DENY, LEASE, ASYNC]) {
       const s = row(name);
       targets.push(
-        target(`${name}: a cold identity costs <= 1 remote call (Redis script calls per cold decision; store calls in brackets)`, s.coldScriptCallsPerDecision, '<=', 1, (v) =>
-          `${v.toFixed(3)} (store calls ${s.coldStoreCallsPerDecision.toFixed(3)})`,
+        target(
+          `${name}: a cold identity costs <= 1 remote call (Redis script calls per cold decision; store calls in brackets)`,
+          s.coldScriptCallsPerDecision,
+          '<=',
+          1,
+          (v) => `${v.toFixed(3)} (store calls ${s.coldStoreCallsPerDecision.toFixed(3)})`,
         ),
-        target(`${name}: cold p50 latency within 1.25x of the plain store's (one in flight)`, s.coldP50Us / plain.coldP50Us, '<=', 1.25, (v) =>
-          `${formatRatio(v)} (${s.coldP50Us.toFixed(0)} µs vs ${plain.coldP50Us.toFixed(0)} µs; p99 ${s.coldP99Us.toFixed(0)} vs ${plain.coldP99Us.toFixed(0)} µs)`,
+        target(
+          `${name}: cold p50 latency within 1.25x of the plain store's (one in flight)`,
+          s.coldP50Us / plain.coldP50Us,
+          '<=',
+          1.25,
+          (v) =>
+            `${formatRatio(v)} (${s.coldP50Us.toFixed(0)} µs vs ${plain.coldP50Us.toFixed(0)} µs; p99 ${s.coldP99Us.toFixed(0)} vs ${plain.coldP99Us.toFixed(0)} µs)`,
         ),
       );
     }
@@ -250,7 +270,10 @@ export async function run({ options, log }) {
         `Chart: ${CHART_FILE} (and packages/tiered/docs/hot-identity.svg): admitted so far in the current 1 s window at the end of each ${BUCKET_MS} ms bucket, per contestant (rate-limiter-flexible left out: its windows start at its first consume, not on the clock), against the limit.`,
         ...rows
           .filter((r) => hot.get(r.name).achievedRate < rate * 0.95)
-          .map((r) => `${r.name} reached only ${formatInteger(hot.get(r.name).achievedRate)} of the ${formatInteger(rate)} decisions/s offered in the paced phase (its remote decisions queued; it stopped after 1.5x the phase): any under-admission it shows there is capacity on this machine, not its algorithm.`),
+          .map(
+            (r) =>
+              `${r.name} reached only ${formatInteger(hot.get(r.name).achievedRate)} of the ${formatInteger(rate)} decisions/s offered in the paced phase (its remote decisions queued; it stopped after 1.5x the phase): any under-admission it shows there is capacity on this machine, not its algorithm.`,
+          ),
         loadNote,
       ],
       data: {
@@ -284,7 +307,12 @@ function makeKinds({ redis, fixture }) {
     create(phase) {
       const remote = redisStore(redis);
       const tier = strategy === undefined ? undefined : tieredStore({ remote, instances: 1, strategy });
-      const limiter = createLimiter({ store: tier ?? remote, rules: fixedWindow({ limit: LIMIT, window: '1s' }), name: `bench-tier-${strategy ?? 'plain'}-${phase}-${serial++}`, timeout: 10_000 });
+      const limiter = createLimiter({
+        store: tier ?? remote,
+        rules: fixedWindow({ limit: LIMIT, window: '1s' }),
+        name: `bench-tier-${strategy ?? 'plain'}-${phase}-${serial++}`,
+        timeout: 10_000,
+      });
       const instance = {
         degraded: 0,
         async decide(id) {
@@ -331,7 +359,13 @@ function makeKinds({ redis, fixture }) {
     name: RLF,
     guarantee: 'exact: a key is blocked in memory once consumed ≥ points, until its window ends',
     create(phase) {
-      const limiter = new RateLimiterRedis({ storeClient: redis, points: LIMIT, duration: 1, inMemoryBlockOnConsumed: LIMIT, keyPrefix: `bench-tier-rlf-${phase}-${serial++}` });
+      const limiter = new RateLimiterRedis({
+        storeClient: redis,
+        points: LIMIT,
+        duration: 1,
+        inMemoryBlockOnConsumed: LIMIT,
+        keyPrefix: `bench-tier-rlf-${phase}-${serial++}`,
+      });
       const instance = {
         degraded: 0,
         async decide(id) {
@@ -445,7 +479,10 @@ function admittedPerWindow(resets, startEpoch, endEpoch, aligned) {
     else groups.push({ end: reset, admitted: 1 });
   }
   const tolerance = 20;
-  if (!aligned) return groups.filter((g) => g.end - WINDOW_MS >= startEpoch - tolerance && g.end <= endEpoch + tolerance).map((g) => ({ end: g.end, admitted: g.admitted }));
+  if (!aligned)
+    return groups
+      .filter((g) => g.end - WINDOW_MS >= startEpoch - tolerance && g.end <= endEpoch + tolerance)
+      .map((g) => ({ end: g.end, admitted: g.admitted }));
   const windows = [];
   for (let end = Math.ceil(startEpoch / WINDOW_MS) * WINDOW_MS + WINDOW_MS; end <= endEpoch; end += WINDOW_MS) {
     const group = groups.find((g) => Math.abs(g.end - end) < WINDOW_MS / 2);
@@ -467,7 +504,12 @@ function buckets(admittedAt, startEpoch, elapsedMs) {
     inWindow += per[b];
     cumulative.push(inWindow);
   }
-  return { startMs: gridStart - startEpoch, bucketMs: BUCKET_MS, firstWindowMs: Math.ceil(startEpoch / WINDOW_MS) * WINDOW_MS - startEpoch, cumulative };
+  return {
+    startMs: gridStart - startEpoch,
+    bucketMs: BUCKET_MS,
+    firstWindowMs: Math.ceil(startEpoch / WINDOW_MS) * WINDOW_MS - startEpoch,
+    cumulative,
+  };
 }
 
 /** Decisions/s on the hot identity with `inFlight` in flight, as fast as they go; rounds interleaved in a rotating order. */
@@ -664,7 +706,9 @@ function chartSvg(series, { rate, inFlight }) {
   const x = (ms) => left + (Math.max(0, ms) / spanMs) * plotWidth;
   const esc = (text) => String(text).replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;');
   const out = [];
-  out.push(`<svg xmlns="http://www.w3.org/2000/svg" width="${width}" height="${height}" viewBox="0 0 ${width} ${height}" font-family="system-ui, -apple-system, 'Segoe UI', sans-serif" font-size="12">`);
+  out.push(
+    `<svg xmlns="http://www.w3.org/2000/svg" width="${width}" height="${height}" viewBox="0 0 ${width} ${height}" font-family="system-ui, -apple-system, 'Segoe UI', sans-serif" font-size="12">`,
+  );
   out.push(`<rect width="${width}" height="${height}" fill="#ffffff"/>`);
   out.push(
     `<text x="${left}" y="22" font-size="15" font-weight="600" fill="#111">Hot identity: fixedWindow ${formatInteger(LIMIT)} per 1 s, offered ${formatInteger(rate)}/s, ${inFlight} in flight</text>`,
@@ -691,9 +735,13 @@ function chartSvg(series, { rate, inFlight }) {
     }
     // Window boundaries (the limit's windows are aligned to the clock, not to the start of the run).
     for (let ms = s.buckets.firstWindowMs; ms <= spanMs; ms += WINDOW_MS) {
-      out.push(`<line x1="${x(ms).toFixed(1)}" y1="${y0}" x2="${x(ms).toFixed(1)}" y2="${y0 + panelHeight}" stroke="#d0d7de" stroke-dasharray="2 3"/>`);
+      out.push(
+        `<line x1="${x(ms).toFixed(1)}" y1="${y0}" x2="${x(ms).toFixed(1)}" y2="${y0 + panelHeight}" stroke="#d0d7de" stroke-dasharray="2 3"/>`,
+      );
     }
-    out.push(`<line x1="${left}" y1="${y(LIMIT).toFixed(1)}" x2="${left + plotWidth}" y2="${y(LIMIT).toFixed(1)}" stroke="#d1242f" stroke-width="1.5" stroke-dasharray="6 4"/>`);
+    out.push(
+      `<line x1="${left}" y1="${y(LIMIT).toFixed(1)}" x2="${left + plotWidth}" y2="${y(LIMIT).toFixed(1)}" stroke="#d1242f" stroke-width="1.5" stroke-dasharray="6 4"/>`,
+    );
     const { startMs, bucketMs, cumulative } = s.buckets;
     const points = [];
     for (const [b, v] of cumulative.entries()) {
@@ -706,7 +754,9 @@ function chartSvg(series, { rate, inFlight }) {
   for (let ms = 0; ms <= spanMs; ms += 1000) {
     out.push(`<text x="${x(ms).toFixed(1)}" y="${axisY + 16}" text-anchor="middle" fill="#555">${ms / 1000}</text>`);
   }
-  out.push(`<text x="${left + plotWidth / 2}" y="${axisY + 36}" text-anchor="middle" fill="#333">time since the contestant's run started (s)</text>`);
+  out.push(
+    `<text x="${left + plotWidth / 2}" y="${axisY + 36}" text-anchor="middle" fill="#333">time since the contestant's run started (s)</text>`,
+  );
   out.push('</svg>');
   return `${out.join('\n')}\n`;
 }

@@ -10,7 +10,8 @@ import { runNodeChild } from '../lib/child.mjs';
 import { target } from '../lib/report.mjs';
 import { formatInteger } from '../lib/table.mjs';
 
-export const description = 'sluice tune over a generated 10M-line JSON log (--quick: 1M): lines/s per core and peak RSS; field scan vs JSON.parse';
+export const description =
+  'sluice tune over a generated 10M-line JSON log (--quick: 1M): lines/s per core and peak RSS; field scan vs JSON.parse';
 export const builds = ['@sluice/cli'];
 
 const WORKER = join(dirname(fileURLToPath(import.meta.url)), 'tune', 'worker.mjs');
@@ -58,7 +59,9 @@ export async function run({ options, log }) {
         { key: 'peakRssMiB', label: 'peak RSS', format: (v) => `${v.toFixed(0)} MiB` },
         { key: 'scannedPct', label: 'scanned', format: (v) => `${v.toFixed(1)}%` },
       ],
-      targets: [target('>= 1,000,000 lines/s per core, JSON lines, replaying candidates', replay.opsPerSec, '>=', 1_000_000, formatInteger)],
+      targets: [
+        target('>= 1,000,000 lines/s per core, JSON lines, replaying candidates', replay.opsPerSec, '>=', 1_000_000, formatInteger),
+      ],
       notes: [
         `Candidates: ${RULES.join(', ')}. "scanned" is the share of lines read by the field scan; the rest (lines with an escape) went to JSON.parse.`,
         'Peak RSS is the whole process (Node itself is about 45 MiB); it grows with identities, not lines.',

@@ -18,7 +18,8 @@ import { compare } from '../lib/harness.mjs';
 import { target } from '../lib/report.mjs';
 import { formatInteger, formatRatio } from '../lib/table.mjs';
 
-export const description = 'through a local Upstash REST fixture: sluice Upstash store vs @upstash/ratelimit (requests, commands, decisions/s)';
+export const description =
+  'through a local Upstash REST fixture: sluice Upstash store vs @upstash/ratelimit (requests, commands, decisions/s)';
 
 const IDENTITIES = 1_000;
 const LIMIT = 100_000; // per minute and identity: every decision of the run is allowed, so both do the same work
@@ -42,7 +43,10 @@ const PAIRS = [
   },
   {
     key: 'compound (minute + day)',
-    sluice: () => [tokenBucket({ capacity: LIMIT, refillRate: LIMIT, interval: '1m', refill: 'interval' }), fixedWindow({ limit: LIMIT * 10, window: '1d' })],
+    sluice: () => [
+      tokenBucket({ capacity: LIMIT, refillRate: LIMIT, interval: '1m', refill: 'interval' }),
+      fixedWindow({ limit: LIMIT * 10, window: '1d' }),
+    ],
     ratelimit: () => [Ratelimit.tokenBucket(LIMIT, '60 s', LIMIT), Ratelimit.fixedWindow(LIMIT * 10, '1 d')],
   },
 ];
@@ -105,26 +109,54 @@ export async function run({ options, log }) {
       const per = (a, b) => `${a.toFixed(2)} vs ${b.toFixed(2)}`;
       const perN = (a, b) => `${a.toFixed(3)} vs ${b.toFixed(3)}`;
       targets.push(
-        target(`${pair.key}: sluice HTTP requests per decision ${op} @upstash/ratelimit's (1 in flight)`, s.requestsPerDecision / u.requestsPerDecision, op, 1, () =>
-          per(s.requestsPerDecision, u.requestsPerDecision),
+        target(
+          `${pair.key}: sluice HTTP requests per decision ${op} @upstash/ratelimit's (1 in flight)`,
+          s.requestsPerDecision / u.requestsPerDecision,
+          op,
+          1,
+          () => per(s.requestsPerDecision, u.requestsPerDecision),
         ),
-        target(`${pair.key}: sluice top-level Redis commands per decision ${op} @upstash/ratelimit's (1 in flight)`, s.topCommandsPerDecision / u.topCommandsPerDecision, op, 1, () =>
-          per(s.topCommandsPerDecision, u.topCommandsPerDecision),
+        target(
+          `${pair.key}: sluice top-level Redis commands per decision ${op} @upstash/ratelimit's (1 in flight)`,
+          s.topCommandsPerDecision / u.topCommandsPerDecision,
+          op,
+          1,
+          () => per(s.topCommandsPerDecision, u.topCommandsPerDecision),
         ),
-        target(`${pair.key}: sluice Redis commands executed per decision (script internals included) < @upstash/ratelimit's (1 in flight)`, s.redisCommandsPerDecision / u.redisCommandsPerDecision, '<', 1, () =>
-          per(s.redisCommandsPerDecision, u.redisCommandsPerDecision),
+        target(
+          `${pair.key}: sluice Redis commands executed per decision (script internals included) < @upstash/ratelimit's (1 in flight)`,
+          s.redisCommandsPerDecision / u.redisCommandsPerDecision,
+          '<',
+          1,
+          () => per(s.redisCommandsPerDecision, u.redisCommandsPerDecision),
         ),
-        target(`${pair.key}: sluice HTTP requests per decision ${op} @upstash/ratelimit's (${inFlight} in flight)`, s.requestsPerDecisionConcurrent / u.requestsPerDecisionConcurrent, op, 1, () =>
-          perN(s.requestsPerDecisionConcurrent, u.requestsPerDecisionConcurrent),
+        target(
+          `${pair.key}: sluice HTTP requests per decision ${op} @upstash/ratelimit's (${inFlight} in flight)`,
+          s.requestsPerDecisionConcurrent / u.requestsPerDecisionConcurrent,
+          op,
+          1,
+          () => perN(s.requestsPerDecisionConcurrent, u.requestsPerDecisionConcurrent),
         ),
-        target(`${pair.key}: sluice top-level Redis commands per decision < @upstash/ratelimit's (${inFlight} in flight)`, s.topCommandsPerDecisionConcurrent / u.topCommandsPerDecisionConcurrent, '<', 1, () =>
-          perN(s.topCommandsPerDecisionConcurrent, u.topCommandsPerDecisionConcurrent),
+        target(
+          `${pair.key}: sluice top-level Redis commands per decision < @upstash/ratelimit's (${inFlight} in flight)`,
+          s.topCommandsPerDecisionConcurrent / u.topCommandsPerDecisionConcurrent,
+          '<',
+          1,
+          () => perN(s.topCommandsPerDecisionConcurrent, u.topCommandsPerDecisionConcurrent),
         ),
-        target(`${pair.key}: sluice Redis commands executed per decision < @upstash/ratelimit's (${inFlight} in flight)`, s.redisCommandsPerDecisionConcurrent / u.redisCommandsPerDecisionConcurrent, '<', 1, () =>
-          perN(s.redisCommandsPerDecisionConcurrent, u.redisCommandsPerDecisionConcurrent),
+        target(
+          `${pair.key}: sluice Redis commands executed per decision < @upstash/ratelimit's (${inFlight} in flight)`,
+          s.redisCommandsPerDecisionConcurrent / u.redisCommandsPerDecisionConcurrent,
+          '<',
+          1,
+          () => perN(s.redisCommandsPerDecisionConcurrent, u.redisCommandsPerDecisionConcurrent),
         ),
-        target(`${pair.key}: sluice decisions/s >= @upstash/ratelimit's (${inFlight} in flight)`, s.opsPerSec / u.opsPerSec, '>=', 1, (v) =>
-          `${formatInteger(s.opsPerSec)} vs ${formatInteger(u.opsPerSec)} (${formatRatio(v)})`,
+        target(
+          `${pair.key}: sluice decisions/s >= @upstash/ratelimit's (${inFlight} in flight)`,
+          s.opsPerSec / u.opsPerSec,
+          '>=',
+          1,
+          (v) => `${formatInteger(s.opsPerSec)} vs ${formatInteger(u.opsPerSec)} (${formatRatio(v)})`,
         ),
       );
     }
@@ -173,13 +205,23 @@ const identities = Array.from({ length: IDENTITIES }, (_, i) => `user-${i}`);
 /** client 'upstash': @upstash/redis (the default rows); 'own': the store's own REST client, upstashStore({ url, token }). */
 function sluiceContestant(fixture, pair, clock, restClient = 'upstash') {
   const c = {
-    name: restClient === 'own' ? `sluice ${pair.key}, own client` : clock === 'store' ? `sluice ${pair.key}` : `sluice ${pair.key}, client clock`,
+    name:
+      restClient === 'own'
+        ? `sluice ${pair.key}, own client`
+        : clock === 'store'
+          ? `sluice ${pair.key}`
+          : `sluice ${pair.key}, client clock`,
     pair,
     degraded: 0,
     decide: undefined,
     async setup() {
       const store = upstashStore(restClient === 'own' ? { url: fixture.url, token: fixture.token } : client(fixture), { clock });
-      const limiter = createLimiter({ store, rules: pair.sluice(), name: `bench-${slug(pair.key)}-${clock}-${restClient}`, timeout: 10_000 });
+      const limiter = createLimiter({
+        store,
+        rules: pair.sluice(),
+        name: `bench-${slug(pair.key)}-${clock}-${restClient}`,
+        timeout: 10_000,
+      });
       c.decide = async (id) => {
         const decision = await limiter.limit(id);
         if (decision.degraded) c.degraded++;
@@ -199,9 +241,12 @@ function ratelimitContestant(fixture, pair) {
     decide: undefined,
     async setup() {
       const redis = client(fixture);
-      const limiters = pair.ratelimit().map(
-        (limiter, i) => new Ratelimit({ redis, limiter, prefix: `bench-rl-${slug(pair.key)}-${i}`, ephemeralCache: false, timeout: 10_000 }),
-      );
+      const limiters = pair
+        .ratelimit()
+        .map(
+          (limiter, i) =>
+            new Ratelimit({ redis, limiter, prefix: `bench-rl-${slug(pair.key)}-${i}`, ephemeralCache: false, timeout: 10_000 }),
+        );
       c.decide = async (id) => {
         for (const limiter of limiters) {
           const result = await limiter.limit(id);
@@ -279,7 +324,8 @@ function flatten(counts) {
 function commandStats(port) {
   const text = execFileSync('redis-cli', ['-h', '127.0.0.1', '-p', String(port), 'INFO', 'commandstats'], { encoding: 'utf8' });
   const stats = {};
-  for (const match of text.matchAll(/^cmdstat_([^:]+):calls=(\d+),usec=(\d+)/gm)) stats[match[1]] = { calls: Number(match[2]), usec: Number(match[3]) };
+  for (const match of text.matchAll(/^cmdstat_([^:]+):calls=(\d+),usec=(\d+)/gm))
+    stats[match[1]] = { calls: Number(match[2]), usec: Number(match[3]) };
   return stats;
 }
 

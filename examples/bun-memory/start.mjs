@@ -39,7 +39,8 @@ try {
   if (firstRefusal !== undefined) {
     const { response, body } = firstRefusal;
     console.log(`\nHTTP ${response.status} ${response.statusText}`);
-    for (const name of ['content-type', 'ratelimit-policy', 'ratelimit', 'retry-after']) console.log(`  ${name}: ${response.headers.get(name)}`);
+    for (const name of ['content-type', 'ratelimit-policy', 'ratelimit', 'retry-after'])
+      console.log(`  ${name}: ${response.headers.get(name)}`);
     console.log(`  ${body}`);
   }
   console.log(`\n${allowed} of 7 allowed for user:demo-key; the server stops and the process exits.`);

@@ -35,10 +35,14 @@ try {
   try {
     url = await mf.ready;
   } catch (error) {
-    throw new Error(`workerd did not start through miniflare: ${error.message}. It ships in the workerd npm package: run pnpm install at the repository root`);
+    throw new Error(
+      `workerd did not start through miniflare: ${error.message}. It ships in the workerd npm package: run pnpm install at the repository root`,
+    );
   }
   const bundleKb = (bundle.outputFiles[0].contents.length / 1024).toFixed(0);
-  console.log(`worker.mjs (${bundleKb} kB bundled, not minified) in workerd on ${url.origin}; Upstash REST fixture on ${fixture.url} (redis-server on port ${fixture.redisPort})\n`);
+  console.log(
+    `worker.mjs (${bundleKb} kB bundled, not minified) in workerd on ${url.origin}; Upstash REST fixture on ${fixture.url} (redis-server on port ${fixture.redisPort})\n`,
+  );
 
   // Two clients, as Cloudflare's edge would name them in CF-Connecting-IP.
   const burst = [...Array(7).fill('203.0.113.10'), '2001:db8::7'];
@@ -50,7 +54,9 @@ try {
     if (response.status === 429) refused ??= { response, body };
     const rateLimit = response.headers.get('ratelimit') ?? '-';
     const retryAfter = response.headers.get('retry-after') ?? '-';
-    console.log(`${String(i + 1).padStart(3)}  ${client.padEnd(24)}  ${String(response.status).padEnd(6)}  ${rateLimit.padEnd(32)}  ${retryAfter}`);
+    console.log(
+      `${String(i + 1).padStart(3)}  ${client.padEnd(24)}  ${String(response.status).padEnd(6)}  ${rateLimit.padEnd(32)}  ${retryAfter}`,
+    );
   }
 
   if (refused === undefined) throw new Error('no request was refused: the limiter did not limit');

@@ -13,7 +13,12 @@ let app;
 function build(env) {
   const redis = upstashRest({ url: env.UPSTASH_REDIS_REST_URL, token: env.UPSTASH_REDIS_REST_TOKEN });
   // Bursts of 5, refilled at 1 per minute.
-  const limiter = createLimiter({ store: upstashStore(redis), name: 'api', rules: tokenBucket({ capacity: 5, refillRate: 1, interval: '1m' }), timeout: '1s' });
+  const limiter = createLimiter({
+    store: upstashStore(redis),
+    name: 'api',
+    rules: tokenBucket({ capacity: 5, refillRate: 1, interval: '1m' }),
+    timeout: '1s',
+  });
 
   const hono = new Hono();
   hono.use(

@@ -108,7 +108,8 @@ function progress(started, final) {
   }
   const width = 30;
   const filled = Math.round((sent / total) * width);
-  const line = `  [${'#'.repeat(filled)}${'.'.repeat(width - filled)}] ${String(sent).padStart(3)}/${total} requests  ` +
+  const line =
+    `  [${'#'.repeat(filled)}${'.'.repeat(width - filled)}] ${String(sent).padStart(3)}/${total} requests  ` +
     `${String(allowed).padStart(3)} allowed  ${String(limited).padStart(3)} limited  ${((Date.now() - started) / 1000).toFixed(1)}s`;
   // On a terminal the line updates in place; in a log (CI) it is printed once a second instead.
   const second = Math.floor((Date.now() - started) / 1000);
@@ -138,7 +139,9 @@ async function main() {
   });
   const base = `http://127.0.0.1:${server.address().port}`;
   console.log(`sluice demo: Express app on ${base}, rateLimit() middleware, limiter "demo" on the memory store`);
-  console.log(`rules: token bucket (burst ${CAPACITY}, ${REFILL_PER_SECOND}/s) AND sliding log (${PER_MINUTE}/min); POST /export costs ${EXPORT_COST}`);
+  console.log(
+    `rules: token bucket (burst ${CAPACITY}, ${REFILL_PER_SECOND}/s) AND sliding log (${PER_MINUTE}/min); POST /export costs ${EXPORT_COST}`,
+  );
   console.log('identity: the x-user header (user:<name>), else the socket address (ip:<address>)\n');
 
   const started = Date.now();
@@ -163,7 +166,8 @@ async function main() {
   if (sample !== undefined) {
     console.log(`one 429, as ${sample.client} saw it (headers and body written by @sluice/http):`);
     console.log(`  HTTP ${sample.res.status} ${sample.res.statusText}`);
-    for (const name of ['RateLimit-Policy', 'RateLimit', 'Retry-After', 'Content-Type']) console.log(`  ${name}: ${sample.res.headers.get(name)}`);
+    for (const name of ['RateLimit-Policy', 'RateLimit', 'Retry-After', 'Content-Type'])
+      console.log(`  ${name}: ${sample.res.headers.get(name)}`);
     console.log(`  ${sample.text}\n`);
   }
 

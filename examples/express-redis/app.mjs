@@ -30,11 +30,23 @@ export function createApp(redis, hooks = {}) {
 
   // The general API: bursts of 10, 5 per second, per user (API key) or per client IP. Fails open: a Redis outage
   // must not become an API outage; those answers are marked degraded, never passed off as ordinary allows.
-  const api = createLimiter({ name: 'api', store, rules: tokenBucket({ capacity: 10, refillRate: 5 }), onStoreError: 'allow', ...resilience });
+  const api = createLimiter({
+    name: 'api',
+    store,
+    rules: tokenBucket({ capacity: 10, refillRate: 5 }),
+    onStoreError: 'allow',
+    ...resilience,
+  });
   // Login: 3 attempts in any 15 minutes per client IP. A sliding log, not a fixed window: no boundary where an
   // attacker gets 3 more at once. Fails closed: while Redis is down password guessing would be unlimited, so the
   // route answers 503 with Retry-After instead.
-  const login = createLimiter({ name: 'login', store, rules: slidingWindowLog({ limit: 3, window: '15m' }), onStoreError: 'deny', ...resilience });
+  const login = createLimiter({
+    name: 'login',
+    store,
+    rules: slidingWindowLog({ limit: 3, window: '15m' }),
+    onStoreError: 'deny',
+    ...resilience,
+  });
 
   const shared = {
     clientIp: { trustProxy: TRUSTED_PROXIES },

@@ -69,19 +69,34 @@ async function send(method, path, { client, forged, apiKey, body } = {}) {
 
 function table(rows) {
   const widths = rows[0].map((_, i) => Math.max(...rows.map((row) => String(row[i]).length)));
-  return rows.map((row) => '  ' + row.map((cell, i) => String(cell).padEnd(widths[i])).join('  ').trimEnd()).join('\n');
+  return rows
+    .map(
+      (row) =>
+        '  ' +
+        row
+          .map((cell, i) => String(cell).padEnd(widths[i]))
+          .join('  ')
+          .trimEnd(),
+    )
+    .join('\n');
 }
 
 let sample;
 try {
-  console.log(`express-redis: Express app on ${base}, redis-server ${redisServer.version} on ${redisServer.host}:${redisServer.port} (started by this script)`);
+  console.log(
+    `express-redis: Express app on ${base}, redis-server ${redisServer.version} on ${redisServer.host}:${redisServer.port} (started by this script)`,
+  );
   console.log('limiters: api   = token bucket, bursts of 10, 5/s, per API key or client IP; fails open (onStoreError: allow)');
   console.log('          login = sliding log, 3 in any 15 min, per client IP; fails closed (onStoreError: deny)');
-  console.log(`client IP: clientIp.trustProxy ${JSON.stringify(TRUSTED_PROXIES)}; this script plays that proxy and appends each client's address to X-Forwarded-For\n`);
+  console.log(
+    `client IP: clientIp.trustProxy ${JSON.stringify(TRUSTED_PROXIES)}; this script plays that proxy and appends each client's address to X-Forwarded-For\n`,
+  );
 
   // 1. /api: one limiter for the whole path, a counter per identity. bob shares an address with the anonymous
   // client but has his own bucket: users are limited as users, not by where they connect from.
-  console.log('1. GET /api/items, sent one after another: alice x14 (API key), anonymous x14 from 198.51.100.23, bob x3 (API key, same address)');
+  console.log(
+    '1. GET /api/items, sent one after another: alice x14 (API key), anonymous x14 from 198.51.100.23, bob x3 (API key, same address)',
+  );
   const apiClients = [
     { label: 'alice', options: { client: '198.51.100.10', apiKey: 'key-alice' }, count: 14 },
     { label: 'anonymous', options: { client: '198.51.100.23' }, count: 14 },
@@ -105,16 +120,25 @@ try {
   }
   console.log(`${table(apiRows)}\n`);
   expect(apiStats.get('alice').ok >= 10 && apiStats.get('alice').limited > 0, 'alice gets her burst of 10, then 429');
-  expect(apiStats.get('anonymous').identity === 'ip:198.51.100.23' && apiStats.get('anonymous').limited > 0, 'the anonymous client is limited by its address');
+  expect(
+    apiStats.get('anonymous').identity === 'ip:198.51.100.23' && apiStats.get('anonymous').limited > 0,
+    'the anonymous client is limited by its address',
+  );
   expect(apiStats.get('bob').identity === 'user:bob' && apiStats.get('bob').limited === 0, 'bob has his own bucket');
 
   // 2. /login: its own strict limiter. The attacker's forged X-Forwarded-For entries land left of the address
   // the proxy appended, which is the only one the app reads.
-  console.log('2. POST /login with a wrong password: 6 attempts from 203.0.113.7 (the last 3 forge X-Forwarded-For), then 1 from alice\'s address');
+  console.log(
+    "2. POST /login with a wrong password: 6 attempts from 203.0.113.7 (the last 3 forge X-Forwarded-For), then 1 from alice's address",
+  );
   const loginRows = [['#', 'X-Forwarded-For at the app', 'status', 'RateLimit', 'Retry-After']];
   const attacker = [];
   for (let i = 1; i <= 6; i++) {
-    const r = await send('POST', '/login', { client: '203.0.113.7', forged: i > 3 ? `192.0.2.${i}` : undefined, body: { user: 'alice', password: `guess-${i}` } });
+    const r = await send('POST', '/login', {
+      client: '203.0.113.7',
+      forged: i > 3 ? `192.0.2.${i}` : undefined,
+      body: { user: 'alice', password: `guess-${i}` },
+    });
     attacker.push(r);
     if (r.status === 429 && sample === undefined) sample = r;
     loginRows.push([i, r.forwarded, r.status, r.headers.get('ratelimit') ?? '-', r.headers.get('retry-after') ?? '-']);
@@ -122,14 +146,21 @@ try {
   const other = await send('POST', '/login', { client: '198.51.100.10', body: { user: 'alice', password: 'typo' } });
   loginRows.push(['alice', other.forwarded, other.status, other.headers.get('ratelimit') ?? '-', other.headers.get('retry-after') ?? '-']);
   console.log(`${table(loginRows)}\n`);
-  expect(attacker.slice(0, 3).every((r) => r.status === 401 && r.json.identity === 'ip:203.0.113.7'), 'the first 3 attempts reach the password check as ip:203.0.113.7');
-  expect(attacker.slice(3).every((r) => r.status === 429 && r.headers.has('retry-after')), 'attempts 4 to 6 get 429 with Retry-After, forged header or not');
+  expect(
+    attacker.slice(0, 3).every((r) => r.status === 401 && r.json.identity === 'ip:203.0.113.7'),
+    'the first 3 attempts reach the password check as ip:203.0.113.7',
+  );
+  expect(
+    attacker.slice(3).every((r) => r.status === 429 && r.headers.has('retry-after')),
+    'attempts 4 to 6 get 429 with Retry-After, forged header or not',
+  );
   expect(other.status === 401, "another address still reaches /login: the attacker's counter is not alice's");
 
   if (sample !== undefined) {
     console.log('one of those 429s in full (status, headers and problem+json body from @sluice/http):');
     console.log(`  HTTP ${sample.status}`);
-    for (const name of ['content-type', 'ratelimit-policy', 'ratelimit', 'retry-after']) console.log(`  ${name}: ${sample.headers.get(name)}`);
+    for (const name of ['content-type', 'ratelimit-policy', 'ratelimit', 'retry-after'])
+      console.log(`  ${name}: ${sample.headers.get(name)}`);
     console.log(`  ${sample.text}\n`);
   }
 
@@ -143,18 +174,36 @@ try {
   for (let i = 0; i < 6; i++) {
     const r = await send('GET', '/api/items', { client: '198.51.100.10', apiKey: 'key-alice' });
     down.api.push(r);
-    downRows.push(['GET /api/items (alice)', r.status, r.status === 200 ? `degraded: ${r.json.degraded}` : r.json?.title ?? r.text, r.headers.get('ratelimit') ?? '-', r.headers.get('retry-after') ?? '-']);
+    downRows.push([
+      'GET /api/items (alice)',
+      r.status,
+      r.status === 200 ? `degraded: ${r.json.degraded}` : (r.json?.title ?? r.text),
+      r.headers.get('ratelimit') ?? '-',
+      r.headers.get('retry-after') ?? '-',
+    ]);
   }
   for (let i = 0; i < 2; i++) {
     const r = await send('POST', '/login', { client: '198.51.100.77', body: { user: 'carol', password: 'x' } });
     down.login.push(r);
-    downRows.push(['POST /login (198.51.100.77)', r.status, r.json?.title ?? r.text, r.headers.get('ratelimit') ?? '-', r.headers.get('retry-after') ?? '-']);
+    downRows.push([
+      'POST /login (198.51.100.77)',
+      r.status,
+      r.json?.title ?? r.text,
+      r.headers.get('ratelimit') ?? '-',
+      r.headers.get('retry-after') ?? '-',
+    ]);
   }
   console.log(table(downRows));
   const errorCounts = [...storeErrors].map(([key, n]) => `${key} x${n}`).join(', ');
   console.log(`  onError saw: ${errorCounts}; circuit breakers: api ${limiters.api.circuit}, login ${limiters.login.circuit}\n`);
-  expect(down.api.every((r) => r.status === 200 && r.json.degraded === true && !r.headers.has('ratelimit')), '/api fails open: 200, degraded, no RateLimit counts');
-  expect(down.login.every((r) => r.status === 503 && r.headers.get('retry-after') === '1'), '/login fails closed: 503 with Retry-After: 1');
+  expect(
+    down.api.every((r) => r.status === 200 && r.json.degraded === true && !r.headers.has('ratelimit')),
+    '/api fails open: 200, degraded, no RateLimit counts',
+  );
+  expect(
+    down.login.every((r) => r.status === 503 && r.headers.get('retry-after') === '1'),
+    '/login fails closed: 503 with Retry-After: 1',
+  );
   expect((storeErrors.get('api CIRCUIT_OPEN') ?? 0) > 0 && limiters.api.circuit === 'open', "api's circuit breaker opened");
 
   // 4. Redis comes back (empty: this one keeps no data). ioredis reconnects; after its cooldown the breaker lets
@@ -174,7 +223,9 @@ try {
   if (back === undefined) {
     console.log('  no exact decision within 5 s');
   } else {
-    console.log(`  exact decisions again ${Date.now() - downAt} ms after the restart began: GET /api/items (alice) 200, degraded: false, RateLimit: ${back.headers.get('ratelimit')}`);
+    console.log(
+      `  exact decisions again ${Date.now() - downAt} ms after the restart began: GET /api/items (alice) 200, degraded: false, RateLimit: ${back.headers.get('ratelimit')}`,
+    );
     console.log('  (the counters started over: a Redis without persistence forgets them; use AOF or a replica if that matters)');
   }
   expect(back !== undefined && back.headers.has('ratelimit'), 'decisions are exact again once Redis is back');

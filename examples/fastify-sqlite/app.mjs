@@ -50,10 +50,14 @@ export async function createApp(file) {
   app.get('/api/items', async (request) => ({ items: ['a', 'b', 'c'], identity: request.rateLimit.identity }));
 
   // A route with rules of its own: its own counter, named 'login' in headers and in the store.
-  app.post('/login', { config: { rateLimit: { name: 'login', rules: slidingWindowLog({ limit: 3, window: '15m' }) } } }, async (request, reply) => {
-    const ok = request.body?.password === 'correct horse';
-    return reply.code(ok ? 200 : 401).send({ ok });
-  });
+  app.post(
+    '/login',
+    { config: { rateLimit: { name: 'login', rules: slidingWindowLog({ limit: 3, window: '15m' }) } } },
+    async (request, reply) => {
+      const ok = request.body?.password === 'correct horse';
+      return reply.code(ok ? 200 : 401).send({ ok });
+    },
+  );
 
   // A route group: /search/users and /search/posts draw from one bucket per client.
   app.get('/search/users', { config: { rateLimit: 'search' } }, async () => ({ users: [] }));

@@ -46,7 +46,16 @@ async function send(base, method, path, { token, body } = {}) {
 
 function table(rows) {
   const widths = rows[0].map((_, i) => Math.max(...rows.map((row) => String(row[i]).length)));
-  return rows.map((row) => '  ' + row.map((cell, i) => String(cell).padEnd(widths[i])).join('  ').trimEnd()).join('\n');
+  return rows
+    .map(
+      (row) =>
+        '  ' +
+        row
+          .map((cell, i) => String(cell).padEnd(widths[i]))
+          .join('  ')
+          .trimEnd(),
+    )
+    .join('\n');
 }
 
 const h = (r, name) => r.headers.get(name) ?? '-';
@@ -62,9 +71,21 @@ try {
   console.log('1. per-route config');
   const rows1 = [['request', 'status', 'RateLimit-Policy', 'RateLimit', 'Retry-After']];
   const health = await send(base, 'GET', '/health');
-  rows1.push(['GET /health (rateLimit: false)', health.status, h(health, 'ratelimit-policy'), h(health, 'ratelimit'), h(health, 'retry-after')]);
+  rows1.push([
+    'GET /health (rateLimit: false)',
+    health.status,
+    h(health, 'ratelimit-policy'),
+    h(health, 'ratelimit'),
+    h(health, 'retry-after'),
+  ]);
   const items = await send(base, 'GET', '/api/items');
-  rows1.push(['GET /api/items (the plugin default)', items.status, h(items, 'ratelimit-policy'), h(items, 'ratelimit'), h(items, 'retry-after')]);
+  rows1.push([
+    'GET /api/items (the plugin default)',
+    items.status,
+    h(items, 'ratelimit-policy'),
+    h(items, 'ratelimit'),
+    h(items, 'retry-after'),
+  ]);
   const logins = [];
   for (let i = 1; i <= 5; i++) {
     const r = await send(base, 'POST', '/login', { body: { user: 'alice', password: `guess-${i}` } });
@@ -75,7 +96,10 @@ try {
   expect(health.status === 200 && !health.headers.has('ratelimit'), '/health is not limited and gets no RateLimit header');
   expect(items.status === 200 && items.headers.get('ratelimit-policy') === '"api";q=20;w=2', '/api/items uses the plugin limiter');
   expect(logins.map((r) => r.status).join() === '401,401,401,429,429', '/login allows 3 attempts, then 429');
-  expect(logins.every((r) => r.headers.get('ratelimit-policy') === '"login";q=3;w=900'), '/login reports its own policy');
+  expect(
+    logins.every((r) => r.headers.get('ratelimit-policy') === '"login";q=3;w=900'),
+    '/login reports its own policy',
+  );
 
   const sample = logins[3];
   console.log('the first /login 429 in full (status, headers and problem+json body from @sluice/http):');
@@ -95,14 +119,24 @@ try {
   }
   console.log(`${table(rows2)}\n`);
   const searchAllowed = searches.filter((r) => r.status === 200).length;
-  expect(searchAllowed >= 5 && searchAllowed <= 6 && searches[6].status === 429, 'the group admits its burst of 5 across both routes, then 429');
-  expect(searches.every((r) => (r.headers.get('ratelimit') ?? '').startsWith('"search";')), 'both routes report the group policy');
+  expect(
+    searchAllowed >= 5 && searchAllowed <= 6 && searches[6].status === 429,
+    'the group admits its burst of 5 across both routes, then 429',
+  );
+  expect(
+    searches.every((r) => (r.headers.get('ratelimit') ?? '').startsWith('"search";')),
+    'both routes report the group policy',
+  );
 
   // 3. preHandler stage: the limiter runs after authenticate, so it sees request.user.
   console.log('3. GET /reports: limited per signed-in user (3 a minute), decided in preHandler after the session lookup');
   const rows3 = [['client', 'identity', 'statuses', 'last RateLimit']];
   const reports = {};
-  for (const [label, token, count] of [['alice (token-alice)', 'token-alice', 4], ['bob (token-bob)', 'token-bob', 2], ['no session', undefined, 4]]) {
+  for (const [label, token, count] of [
+    ['alice (token-alice)', 'token-alice', 4],
+    ['bob (token-bob)', 'token-bob', 2],
+    ['no session', undefined, 4],
+  ]) {
     const got = [];
     let identity = '-';
     let last;
@@ -115,9 +149,18 @@ try {
     rows3.push([label, identity, got.join(' '), h(last, 'ratelimit')]);
   }
   console.log(`${table(rows3)}\n`);
-  expect(reports['alice (token-alice)'].got.join() === '200,200,200,429' && reports['alice (token-alice)'].identity === 'user:alice', 'alice gets 3 reports, then 429');
-  expect(reports['bob (token-bob)'].got.join() === '200,200' && reports['bob (token-bob)'].identity === 'user:bob', "bob, at the same address, is not limited by alice's use");
-  expect(reports['no session'].got.join() === '401,401,401,429' && reports['no session'].identity === 'ip:127.0.0.1', 'callers without a session are limited by address (401, then 429)');
+  expect(
+    reports['alice (token-alice)'].got.join() === '200,200,200,429' && reports['alice (token-alice)'].identity === 'user:alice',
+    'alice gets 3 reports, then 429',
+  );
+  expect(
+    reports['bob (token-bob)'].got.join() === '200,200' && reports['bob (token-bob)'].identity === 'user:bob',
+    "bob, at the same address, is not limited by alice's use",
+  );
+  expect(
+    reports['no session'].got.join() === '401,401,401,429' && reports['no session'].identity === 'ip:127.0.0.1',
+    'callers without a session are limited by address (401, then 429)',
+  );
 
   // 4. The counters live in the file: a restarted app (new connections) still refuses the 4th login attempt.
   await running.app.close();
@@ -131,8 +174,13 @@ try {
   const state = reader.prepare('SELECT key, rule, expires_at FROM sluice_state ORDER BY key, rule').all();
   reader.close();
   console.log(`the sluice_state table in ${file} (one row per identity and rule; key = prefix:limiter:{identity}):`);
-  console.log(`${table([['key', 'rule', 'expires in'], ...state.map((row) => [row.key, row.rule, row.expires_at > Date.now() ? `${Math.ceil((row.expires_at - Date.now()) / 1000)} s` : 'expired (the sweep deletes it)'])])}\n`);
-  expect(state.some((row) => row.key.endsWith(':search:{ip:127.0.0.1}')) && !state.some((row) => /search_users|search_posts/.test(row.key)), 'the group is one counter, not one per route');
+  console.log(
+    `${table([['key', 'rule', 'expires in'], ...state.map((row) => [row.key, row.rule, row.expires_at > Date.now() ? `${Math.ceil((row.expires_at - Date.now()) / 1000)} s` : 'expired (the sweep deletes it)'])])}\n`,
+  );
+  expect(
+    state.some((row) => row.key.endsWith(':search:{ip:127.0.0.1}')) && !state.some((row) => /search_users|search_posts/.test(row.key)),
+    'the group is one counter, not one per route',
+  );
 } finally {
   await running?.app.close();
   rmSync(dir, { recursive: true, force: true });

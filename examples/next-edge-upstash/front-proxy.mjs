@@ -16,13 +16,10 @@ export async function startFrontProxy({ target, port = 0, host = '127.0.0.1' }) 
     const headers = { ...req.headers };
     const peer = (req.socket.remoteAddress ?? '').replace(/^::ffff:/, '');
     for (const name of PLATFORM_HEADERS) headers[name] = peer;
-    const upstream = request(
-      { agent, host: target.hostname, port: target.port, method: req.method, path: req.url, headers },
-      (answer) => {
-        res.writeHead(answer.statusCode ?? 502, answer.headers);
-        answer.pipe(res);
-      },
-    );
+    const upstream = request({ agent, host: target.hostname, port: target.port, method: req.method, path: req.url, headers }, (answer) => {
+      res.writeHead(answer.statusCode ?? 502, answer.headers);
+      answer.pipe(res);
+    });
     upstream.on('error', (error) => {
       if (!res.headersSent) res.writeHead(502, { 'content-type': 'text/plain' });
       res.end(`front proxy: ${error.message}\n`);

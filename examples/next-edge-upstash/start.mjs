@@ -83,7 +83,10 @@ try {
     const who = response.ok ? body.identity : `${body.title}, retry after ${response.headers.get('retry-after')} s`;
     console.log(`  ${label.padEnd(10)} ${response.status}  RateLimit: ${response.headers.get('ratelimit')}  ${who}`);
   };
-  console.log('RateLimit-Policy:', (await fetch(`${front.url}/api/hello`, { headers: { authorization: 'Bearer demo-key-bob' } })).headers.get('ratelimit-policy'));
+  console.log(
+    'RateLimit-Policy:',
+    (await fetch(`${front.url}/api/hello`, { headers: { authorization: 'Bearer demo-key-bob' } })).headers.get('ratelimit-policy'),
+  );
   for (let i = 0; i < 7; i++) await show('anonymous');
   await show('anonymous', { 'x-forwarded-for': '198.51.100.7', 'x-vercel-forwarded-for': '198.51.100.7' });
   for (let i = 0; i < 2; i++) await show('alice', { authorization: 'Bearer demo-key-alice' });

@@ -15,13 +15,10 @@ export async function startFrontProxy({ target, port = 0, host = '127.0.0.1' }) 
     const peer = (req.socket.remoteAddress ?? '').replace(/^::ffff:/, '');
     const chain = req.headers['x-forwarded-for'];
     headers['x-forwarded-for'] = chain === undefined || chain === '' ? peer : `${chain}, ${peer}`;
-    const upstream = request(
-      { agent, host: target.hostname, port: target.port, method: req.method, path: req.url, headers },
-      (answer) => {
-        res.writeHead(answer.statusCode ?? 502, answer.headers);
-        answer.pipe(res);
-      },
-    );
+    const upstream = request({ agent, host: target.hostname, port: target.port, method: req.method, path: req.url, headers }, (answer) => {
+      res.writeHead(answer.statusCode ?? 502, answer.headers);
+      answer.pipe(res);
+    });
     upstream.on('error', (error) => {
       if (!res.headersSent) res.writeHead(502, { 'content-type': 'text/plain' });
       res.end(`front proxy: ${error.message}\n`);

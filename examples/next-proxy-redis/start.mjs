@@ -57,9 +57,13 @@ if (code !== 0) process.exit(code ?? 1);
 // A throwaway redis-server: loopback only, no persistence, its own temp folder.
 const redisDir = mkdtempSync(join(tmpdir(), 'sluice-next-proxy-redis-'));
 const redisPort = await freePort();
-const redis = spawn('redis-server', ['--port', String(redisPort), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', redisDir], {
-  stdio: 'ignore',
-});
+const redis = spawn(
+  'redis-server',
+  ['--port', String(redisPort), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', redisDir],
+  {
+    stdio: 'ignore',
+  },
+);
 let server;
 let front;
 async function stopChild(child) {

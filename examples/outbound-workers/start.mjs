@@ -29,7 +29,16 @@ const expect = (ok, what) => {
 
 function table(rows) {
   const widths = rows[0].map((_, i) => Math.max(...rows.map((row) => String(row[i]).length)));
-  return rows.map((row) => '  ' + row.map((cell, i) => String(cell).padEnd(widths[i])).join('  ').trimEnd()).join('\n');
+  return rows
+    .map(
+      (row) =>
+        '  ' +
+        row
+          .map((cell, i) => String(cell).padEnd(widths[i]))
+          .join('  ')
+          .trimEnd(),
+    )
+    .join('\n');
 }
 
 const thirdParty = await startThirdParty({ limit: LIMIT });
@@ -39,7 +48,9 @@ const ready = []; // workers that are warm; all get `go` together
 try {
   console.log(`outbound-workers: third party on ${thirdParty.url} allows ${LIMIT} requests per second (fixed 1 s windows, 429 past it)`);
   console.log(`redis-server ${redisServer.version} on ${redisServer.host}:${redisServer.port} (started by this script)`);
-  console.log(`${WORKERS} worker processes, ${CALLS} calls each, ${CONCURRENCY} at a time, all through limiter.schedule on gcra({ limit: ${LIMIT}, period: '1050ms', burst: 1 }) in Redis\n`);
+  console.log(
+    `${WORKERS} worker processes, ${CALLS} calls each, ${CONCURRENCY} at a time, all through limiter.schedule on gcra({ limit: ${LIMIT}, period: '1050ms', burst: 1 }) in Redis\n`,
+  );
 
   const reports = await Promise.all(
     Array.from({ length: WORKERS }, (_, i) => {
@@ -56,7 +67,9 @@ try {
       });
       return new Promise((resolve, reject) => {
         child.once('error', reject);
-        child.once('exit', (code, signal) => (code === 0 && report !== undefined ? resolve(report) : reject(new Error(`${name} exited with ${signal ?? code}`))));
+        child.once('exit', (code, signal) =>
+          code === 0 && report !== undefined ? resolve(report) : reject(new Error(`${name} exited with ${signal ?? code}`)),
+        );
       });
     }),
   );
@@ -79,19 +92,30 @@ try {
   rows.push(['total', arrivals.length, arrivals.length - rejected, rejected, '']);
   console.log('What the third party saw, per second:');
   console.log(table(rows));
-  console.log(`\n${arrivals.length} requests from the first to the last in ${spanSeconds.toFixed(2)} s: ${((arrivals.length - 1) / spanSeconds).toFixed(1)} per second; 429s: ${rejected} (expected 0)`);
+  console.log(
+    `\n${arrivals.length} requests from the first to the last in ${spanSeconds.toFixed(2)} s: ${((arrivals.length - 1) / spanSeconds).toFixed(1)} per second; 429s: ${rejected} (expected 0)`,
+  );
 
   console.log('\nPer worker:');
   const perWorker = [['worker', 'calls', '200', '429', 'longest wait']];
   for (const r of reports.sort((a, b) => a.name.localeCompare(b.name, 'en', { numeric: true }))) {
-    perWorker.push([r.name, (r.statuses[200] ?? 0) + (r.statuses[429] ?? 0), r.statuses[200] ?? 0, r.statuses[429] ?? 0, `${(r.longestWaitMs / 1000).toFixed(1)} s`]);
+    perWorker.push([
+      r.name,
+      (r.statuses[200] ?? 0) + (r.statuses[429] ?? 0),
+      r.statuses[200] ?? 0,
+      r.statuses[429] ?? 0,
+      `${(r.longestWaitMs / 1000).toFixed(1)} s`,
+    ]);
   }
   console.log(table(perWorker));
 
   expect(arrivals.length === WORKERS * CALLS, `the third party saw ${arrivals.length} requests, not ${WORKERS * CALLS}`);
   expect(rejected === 0, `${rejected} requests were refused with 429`);
   // Booked 100 ms apart: the n requests span about (n - 1) / 10 seconds, so about 10 per second.
-  expect(Math.abs((arrivals.length - 1) / spanSeconds - LIMIT) <= LIMIT * 0.1, `${arrivals.length} requests in ${spanSeconds} s is not about ${LIMIT} per second`);
+  expect(
+    Math.abs((arrivals.length - 1) / spanSeconds - LIMIT) <= LIMIT * 0.1,
+    `${arrivals.length} requests in ${spanSeconds} s is not about ${LIMIT} per second`,
+  );
 } finally {
   for (const child of children) if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
   await thirdParty.close();

@@ -56,7 +56,9 @@ async function untilExit(child, signal) {
 export async function startRedisServer({ name = 'example' } = {}) {
   const probe = spawnSync('redis-server', ['--version'], { encoding: 'utf8' });
   if (probe.error !== undefined || probe.status !== 0) {
-    throw new Error('redis-server was not found on PATH; this example starts its own on 127.0.0.1: apt-get install redis-server (macOS: brew install redis)');
+    throw new Error(
+      'redis-server was not found on PATH; this example starts its own on 127.0.0.1: apt-get install redis-server (macOS: brew install redis)',
+    );
   }
   const version = /v=(\S+)/.exec(probe.stdout)?.[1] ?? 'unknown';
   const dir = mkdtempSync(join(tmpdir(), `sluice-${name}-`));

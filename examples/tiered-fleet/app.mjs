@@ -80,7 +80,9 @@ const server = createServer(async (req, res) => {
   } else {
     t.limited++;
     const retryAfter = Math.max(1, Math.ceil(decision.retryAfter / 1000));
-    res.writeHead(429, { 'content-type': 'text/plain', 'retry-after': String(retryAfter), 'x-served-by': name }).end(`limited ${identity} (${name})\n`);
+    res
+      .writeHead(429, { 'content-type': 'text/plain', 'retry-after': String(retryAfter), 'x-served-by': name })
+      .end(`limited ${identity} (${name})\n`);
   }
 });
 server.keepAliveTimeout = 2000;

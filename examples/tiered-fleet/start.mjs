@@ -39,7 +39,16 @@ const sum = (values) => values.reduce((a, b) => a + b, 0);
 
 function table(rows) {
   const widths = rows[0].map((_, i) => Math.max(...rows.map((row) => String(row[i]).length)));
-  return rows.map((row) => '  ' + row.map((cell, i) => String(cell).padEnd(widths[i])).join('  ').trimEnd()).join('\n');
+  return rows
+    .map(
+      (row) =>
+        '  ' +
+        row
+          .map((cell, i) => String(cell).padEnd(widths[i]))
+          .join('  ')
+          .trimEnd(),
+    )
+    .join('\n');
 }
 
 const clock = (ms) => new Date(ms).toISOString().slice(11, 23);
@@ -72,7 +81,10 @@ async function startFleet(strategy, redisPort) {
         app.child.once('message', resolve);
         app.exited.then(({ code }) => reject(new Error(`${app.name} exited with code ${code} before it was ready`)));
       });
-      const message = await Promise.race([ready, sleep(10_000).then(() => Promise.reject(new Error(`${app.name} was not ready within 10 s`)))]);
+      const message = await Promise.race([
+        ready,
+        sleep(10_000).then(() => Promise.reject(new Error(`${app.name} was not ready within 10 s`))),
+      ]);
       Object.assign(app, message);
     }),
   );
@@ -118,10 +130,18 @@ try {
   await admin.connect();
   const first = await startFleet(STRATEGIES[0], redisServer.port);
   const { limit, windowMs, instances } = first[0];
-  console.log(`tiered-fleet: redis-server ${redisServer.version} on ${redisServer.host}:${redisServer.port} (pid ${redisServer.pid}, started by this script)`);
-  console.log(`rule: fixedWindow({ limit: ${limit}, window: ${windowMs} ms }) per identity, enforced by ${instances} app processes together, each with its own ioredis client, redisStore and tieredStore({ instances: ${instances} })`);
-  console.log(`traffic: ${CONCURRENCY} clients back to back through a round-robin proxy for ${WINDOWS} windows (at most ${MAX_REQUESTS} requests): 24 of 25 requests are "${HOT}", 1 of 25 one of ${COLD.join(', ')} in turn`);
-  console.log("what reached Redis: script calls (fcall/evalsha) from INFO commandstats deltas, and the sum of the processes' tier.stats().remoteCalls\n");
+  console.log(
+    `tiered-fleet: redis-server ${redisServer.version} on ${redisServer.host}:${redisServer.port} (pid ${redisServer.pid}, started by this script)`,
+  );
+  console.log(
+    `rule: fixedWindow({ limit: ${limit}, window: ${windowMs} ms }) per identity, enforced by ${instances} app processes together, each with its own ioredis client, redisStore and tieredStore({ instances: ${instances} })`,
+  );
+  console.log(
+    `traffic: ${CONCURRENCY} clients back to back through a round-robin proxy for ${WINDOWS} windows (at most ${MAX_REQUESTS} requests): 24 of 25 requests are "${HOT}", 1 of 25 one of ${COLD.join(', ')} in turn`,
+  );
+  console.log(
+    "what reached Redis: script calls (fcall/evalsha) from INFO commandstats deltas, and the sum of the processes' tier.stats().remoteCalls\n",
+  );
 
   for (const strategy of STRATEGIES) {
     const before = await commandStats(admin);
@@ -130,7 +150,14 @@ try {
     // Start on a window boundary (Redis runs on this machine's clock), so the windows below are whole.
     const startAt = Math.ceil((Date.now() + 20) / windowMs) * windowMs;
     await sleep(startAt - Date.now());
-    const load = await runLoad({ port: proxy.port, hot: HOT, cold: COLD, until: startAt + WINDOWS * windowMs, maxRequests: MAX_REQUESTS, concurrency: CONCURRENCY });
+    const load = await runLoad({
+      port: proxy.port,
+      hot: HOT,
+      cold: COLD,
+      until: startAt + WINDOWS * windowMs,
+      maxRequests: MAX_REQUESTS,
+      concurrency: CONCURRENCY,
+    });
     const elapsed = Date.now() - startAt;
     const forwarded = proxy.forwarded;
     await proxy.close();
@@ -144,15 +171,43 @@ try {
     const remoteCalls = sum(reports.map((r) => r.stats.remoteCalls ?? 0));
 
     console.log(`== strategy '${strategy}': ${load.sent} requests in ${(elapsed / 1000).toFixed(2)} s`);
-    const rows = [['process', 'via proxy', '200', '429', 'hot 200', 'local answers', 'deny-cache hits', 'remoteCalls', 'degraded', strategy === 'async' ? 'flushed / over-admitted units' : 'leased / returned / dropped units']];
+    const rows = [
+      [
+        'process',
+        'via proxy',
+        '200',
+        '429',
+        'hot 200',
+        'local answers',
+        'deny-cache hits',
+        'remoteCalls',
+        'degraded',
+        strategy === 'async' ? 'flushed / over-admitted units' : 'leased / returned / dropped units',
+      ],
+    ];
     for (const [i, r] of reports.entries()) {
       const tallies = Object.values(r.tally);
       const s = r.stats;
-      const extra = strategy === 'async' ? `${s.flushedUnits} / ${s.overAdmittedUnits}` : `${s.leasedUnits} / ${s.returnedUnits} / ${s.droppedUnits}`;
-      rows.push([r.name, forwarded[i], sum(tallies.map((t) => t.admitted)), sum(tallies.map((t) => t.limited)), r.tally[HOT]?.admitted ?? 0, s.local, s.denyCacheHits, s.remoteCalls, r.degraded, extra]);
+      const extra =
+        strategy === 'async' ? `${s.flushedUnits} / ${s.overAdmittedUnits}` : `${s.leasedUnits} / ${s.returnedUnits} / ${s.droppedUnits}`;
+      rows.push([
+        r.name,
+        forwarded[i],
+        sum(tallies.map((t) => t.admitted)),
+        sum(tallies.map((t) => t.limited)),
+        r.tally[HOT]?.admitted ?? 0,
+        s.local,
+        s.denyCacheHits,
+        s.remoteCalls,
+        r.degraded,
+        extra,
+      ]);
     }
     const col = (k) => sum(rows.slice(1).map((row) => row[k]));
-    const fleetExtra = strategy === 'async' ? `${sum(reports.map((r) => r.stats.flushedUnits))} / ${sum(reports.map((r) => r.stats.overAdmittedUnits))}` : ['leasedUnits', 'returnedUnits', 'droppedUnits'].map((k) => sum(reports.map((r) => r.stats[k]))).join(' / ');
+    const fleetExtra =
+      strategy === 'async'
+        ? `${sum(reports.map((r) => r.stats.flushedUnits))} / ${sum(reports.map((r) => r.stats.overAdmittedUnits))}`
+        : ['leasedUnits', 'returnedUnits', 'droppedUnits'].map((k) => sum(reports.map((r) => r.stats[k]))).join(' / ');
     rows.push(['fleet', col(1), col(2), col(3), col(4), col(5), col(6), col(7), col(8), fleetExtra]);
     console.log(table(rows));
     delta.sort(([, a], [, b]) => b - a);
@@ -169,7 +224,9 @@ try {
       }
     }
     const bound = strategy === 'async' ? limit + instances * ASYNC_MAX_UNSYNCED : limit;
-    console.log(`  "${HOT}" admitted by the fleet per ${windowMs} ms window (limit ${limit}${strategy === 'async' ? `; async's bound: limit + instances × maxUnsynced = ${bound}` : ''}):`);
+    console.log(
+      `  "${HOT}" admitted by the fleet per ${windowMs} ms window (limit ${limit}${strategy === 'async' ? `; async's bound: limit + instances × maxUnsynced = ${bound}` : ''}):`,
+    );
     const windowRows = [['window (Redis clock)', 'admitted', 'vs limit', 'by process']];
     let maxPerWindow = 0;
     for (const [start, w] of [...windows].sort(([a], [b]) => a - b)) {
@@ -177,12 +234,24 @@ try {
       const whole = start >= startAt && start < startAt + WINDOWS * windowMs;
       if (whole) maxPerWindow = Math.max(maxPerWindow, total);
       const verdict = total <= limit ? `ok (${limit - total} under)` : `OVER by ${total - limit}`;
-      windowRows.push([`${clock(start)}-${clock(start + windowMs)}${whole ? '' : ' (tail)'}`, total, verdict, [...w].sort().map(([name, n]) => `${name} ${n}`).join(', ')]);
+      windowRows.push([
+        `${clock(start)}-${clock(start + windowMs)}${whole ? '' : ' (tail)'}`,
+        total,
+        verdict,
+        [...w]
+          .sort()
+          .map(([name, n]) => `${name} ${n}`)
+          .join(', '),
+      ]);
       expect(total <= bound, `'${strategy}': "${HOT}" admitted at most ${bound} in the window from ${clock(start)} (got ${total})`);
     }
     console.log(table(windowRows));
-    const exits = apps.map((a) => `${a.name} (pid ${a.child.pid}) ${a.killed ? 'killed by this script' : `exit code ${a.child.exitCode ?? a.child.signalCode}`}`);
-    console.log(`  closed: each process awaited tier.close() (counts flushed, leases let go), quit its Redis client and exited by itself: ${exits.join(', ')}`);
+    const exits = apps.map(
+      (a) => `${a.name} (pid ${a.child.pid}) ${a.killed ? 'killed by this script' : `exit code ${a.child.exitCode ?? a.child.signalCode}`}`,
+    );
+    console.log(
+      `  closed: each process awaited tier.close() (counts flushed, leases let go), quit its Redis client and exited by itself: ${exits.join(', ')}`,
+    );
     console.log('');
 
     // What the README says about this run.
@@ -191,19 +260,34 @@ try {
     expect((hotStatuses.get(429) ?? 0) > 0, `'${strategy}': "${HOT}" went over its limit and got 429s`);
     for (const identity of COLD) {
       const s = load.statuses.get(identity) ?? new Map();
-      expect((s.get(200) ?? 0) > 0 && s.size === 1, `'${strategy}': ${identity} (under its limit) got only 200s (got ${JSON.stringify([...s])})`);
+      expect(
+        (s.get(200) ?? 0) > 0 && s.size === 1,
+        `'${strategy}': ${identity} (under its limit) got only 200s (got ${JSON.stringify([...s])})`,
+      );
     }
     for (const [identity, s] of load.statuses) {
-      for (const status of s.keys()) expect(status === 200 || status === 429, `'${strategy}': ${identity} got only 200 or 429 (got ${status})`);
+      for (const status of s.keys())
+        expect(status === 200 || status === 429, `'${strategy}': ${identity} got only 200 or 429 (got ${status})`);
     }
     expect(sum(reports.map((r) => r.degraded)) === 0, `'${strategy}': no degraded answers (Redis was up throughout)`);
-    if (strategy === 'lease') expect(scriptCalls * 4 < load.sent, `'lease': Redis saw far fewer calls than requests (${scriptCalls} for ${load.sent})`);
-    results.push({ strategy, sent: load.sent, hot200: hotStatuses.get(200) ?? 0, hot429: hotStatuses.get(429) ?? 0, scriptCalls, remoteCalls, maxPerWindow, bound });
+    if (strategy === 'lease')
+      expect(scriptCalls * 4 < load.sent, `'lease': Redis saw far fewer calls than requests (${scriptCalls} for ${load.sent})`);
+    results.push({
+      strategy,
+      sent: load.sent,
+      hot200: hotStatuses.get(200) ?? 0,
+      hot429: hotStatuses.get(429) ?? 0,
+      scriptCalls,
+      remoteCalls,
+      maxPerWindow,
+      bound,
+    });
   }
 
   console.log(`summary ("${HOT}" per whole window vs limit ${first[0].limit}; Redis = script calls from INFO commandstats):`);
   const summary = [['strategy', 'requests', 'Redis calls', 'remoteCalls', `"${HOT}" 200`, `"${HOT}" 429`, 'most in a window']];
-  for (const r of results) summary.push([r.strategy, r.sent, r.scriptCalls, r.remoteCalls, r.hot200, r.hot429, `${r.maxPerWindow} / ${first[0].limit}`]);
+  for (const r of results)
+    summary.push([r.strategy, r.sent, r.scriptCalls, r.remoteCalls, r.hot200, r.hot429, `${r.maxPerWindow} / ${first[0].limit}`]);
   console.log(table(summary));
 } finally {
   await proxy?.close();

@@ -28,7 +28,9 @@ export function renderChart({ classes, bucketMs, endMs, phases, buckets, amounts
   const height = top + classes.length * (panelH + gap) + amountH + 54;
   const x = (ms) => left + (ms / endMs) * plotW;
   const out = [];
-  out.push(`<svg xmlns="http://www.w3.org/2000/svg" width="${width}" height="${height}" viewBox="0 0 ${width} ${height}" font-family="Helvetica, Arial, sans-serif" font-size="12">`);
+  out.push(
+    `<svg xmlns="http://www.w3.org/2000/svg" width="${width}" height="${height}" viewBox="0 0 ${width} ${height}" font-family="Helvetica, Arial, sans-serif" font-size="12">`,
+  );
   out.push(`<rect width="${width}" height="${height}" fill="#ffffff"/>`);
   out.push(`<text x="${left}" y="24" font-size="16" font-weight="bold">${esc(title)}</text>`);
   // Legend.
@@ -49,10 +51,17 @@ export function renderChart({ classes, bucketMs, endMs, phases, buckets, amounts
   // Phases: the overload shaded, every boundary dashed and named.
   for (const phase of phases) {
     if (phase.name === 'overload') {
-      out.push(`<rect x="${fmt(x(phase.from))}" y="${plotTop - 12}" width="${fmt(x(phase.to) - x(phase.from))}" height="${plotBottom - plotTop + 12}" fill="#fbe9e7"/>`);
+      out.push(
+        `<rect x="${fmt(x(phase.from))}" y="${plotTop - 12}" width="${fmt(x(phase.to) - x(phase.from))}" height="${plotBottom - plotTop + 12}" fill="#fbe9e7"/>`,
+      );
     }
-    out.push(`<text x="${fmt((x(phase.from) + x(phase.to)) / 2)}" y="${plotTop - 16}" text-anchor="middle" fill="#444">${esc(phase.name)}</text>`);
-    if (phase.from > 0) out.push(`<line x1="${fmt(x(phase.from))}" y1="${plotTop - 12}" x2="${fmt(x(phase.from))}" y2="${plotBottom}" stroke="#999" stroke-dasharray="4 3"/>`);
+    out.push(
+      `<text x="${fmt((x(phase.from) + x(phase.to)) / 2)}" y="${plotTop - 16}" text-anchor="middle" fill="#444">${esc(phase.name)}</text>`,
+    );
+    if (phase.from > 0)
+      out.push(
+        `<line x1="${fmt(x(phase.from))}" y1="${plotTop - 12}" x2="${fmt(x(phase.from))}" y2="${plotBottom}" stroke="#999" stroke-dasharray="4 3"/>`,
+      );
   }
 
   const barW = Math.max(1, (bucketMs / endMs) * plotW - 1);
@@ -63,7 +72,8 @@ export function renderChart({ classes, bucketMs, endMs, phases, buckets, amounts
     const scale = niceCeil(max);
     const y = (v) => y0 + panelH - (v / scale) * panelH;
     out.push(`<text x="${left - 10}" y="${y0 + panelH / 2 + 4}" text-anchor="end" font-weight="bold">${esc(cls)}</text>`);
-    if (notes[cls] !== undefined) out.push(`<text x="${left - 10}" y="${y0 + panelH / 2 + 18}" text-anchor="end" fill="#555" font-size="10">${esc(notes[cls])}</text>`);
+    if (notes[cls] !== undefined)
+      out.push(`<text x="${left - 10}" y="${y0 + panelH / 2 + 18}" text-anchor="end" fill="#555" font-size="10">${esc(notes[cls])}</text>`);
     out.push(`<line x1="${left}" y1="${y0 + panelH}" x2="${left + plotW}" y2="${y0 + panelH}" stroke="#333"/>`);
     out.push(`<line x1="${left}" y1="${y0}" x2="${left + plotW}" y2="${y0}" stroke="#e0e0e0"/>`);
     out.push(`<text x="${left + 3}" y="${y0 + 10}" fill="#777" font-size="10">${scale}</text>`);
@@ -73,7 +83,9 @@ export function renderChart({ classes, bucketMs, endMs, phases, buckets, amounts
       for (const part of ['admitted', 'limited', 'shed']) {
         const v = b[part];
         if (v === 0) continue;
-        out.push(`<rect x="${bx}" y="${fmt(y(base + v))}" width="${fmt(barW)}" height="${fmt(y(base) - y(base + v))}" fill="${COLORS[part]}"/>`);
+        out.push(
+          `<rect x="${bx}" y="${fmt(y(base + v))}" width="${fmt(barW)}" height="${fmt(y(base) - y(base + v))}" fill="${COLORS[part]}"/>`,
+        );
         base += v;
       }
     });

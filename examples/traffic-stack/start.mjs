@@ -56,7 +56,16 @@ const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 
 function table(rows) {
   const widths = rows[0].map((_, i) => Math.max(...rows.map((row) => String(row[i]).length)));
-  return rows.map((row) => '  ' + row.map((cell, i) => String(cell).padEnd(widths[i])).join('  ').trimEnd()).join('\n');
+  return rows
+    .map(
+      (row) =>
+        '  ' +
+        row
+          .map((cell, i) => String(cell).padEnd(widths[i]))
+          .join('  ')
+          .trimEnd(),
+    )
+    .join('\n');
 }
 const pct = (part, whole) => (whole === 0 ? '-' : `${Math.round((100 * part) / whole)}%`);
 const quantile = (values, q) => {
@@ -100,16 +109,27 @@ function send(cls, key, script = undefined) {
         }
       }
       const amount = Number(headers?.['x-worker-shedding']);
-      records.push({ cls, script, sentAt, status, refusedBy, latency: performance.now() - t0 - sentAt, amount: Number.isFinite(amount) ? amount : undefined });
+      records.push({
+        cls,
+        script,
+        sentAt,
+        status,
+        refusedBy,
+        latency: performance.now() - t0 - sentAt,
+        amount: Number.isFinite(amount) ? amount : undefined,
+      });
       resolve();
     };
-    const req = request({ host: '127.0.0.1', port, method, path, agent, headers: { 'x-api-key': key, 'content-length': '0' }, timeout: 10_000 }, (res) => {
-      let body = '';
-      res.setEncoding('utf8');
-      res.on('data', (chunk) => (body += chunk));
-      res.on('end', () => done(res.statusCode, body, res.headers));
-      res.on('error', () => done(0, '', undefined));
-    });
+    const req = request(
+      { host: '127.0.0.1', port, method, path, agent, headers: { 'x-api-key': key, 'content-length': '0' }, timeout: 10_000 },
+      (res) => {
+        let body = '';
+        res.setEncoding('utf8');
+        res.on('data', (chunk) => (body += chunk));
+        res.on('end', () => done(res.statusCode, body, res.headers));
+        res.on('error', () => done(0, '', undefined));
+      },
+    );
     req.on('timeout', () => req.destroy(new Error('timeout')));
     req.on('error', () => done(0, '', undefined));
     req.end();
@@ -118,7 +138,9 @@ function send(cls, key, script = undefined) {
 
 let exitCode = 0;
 try {
-  console.log(`traffic-stack: Express app in its own process (pid ${app.pid}) on http://127.0.0.1:${port}, redis-server ${redisServer.version} on ${redisServer.host}:${redisServer.port} (started by this script)`);
+  console.log(
+    `traffic-stack: Express app in its own process (pid ${app.pid}) on http://127.0.0.1:${port}, redis-server ${redisServer.version} on ${redisServer.host}:${redisServer.port} (started by this script)`,
+  );
   console.log('the stack, in the order it asks (app.mjs):');
   console.log(
     table([
@@ -131,8 +153,11 @@ try {
   );
   console.log(`the handler: ${WORK_MS} ms of CPU per admitted request`);
   const describeRates = (rates) => CLASSES.map((c) => `${c} ${rates[c]}`).join(', ');
-  for (const phase of PHASES) console.log(`load ${phase.name.padEnd(8)} ${phase.from / 1000}-${phase.to / 1000} s: ${describeRates(phase.rates)} requests/s`);
-  console.log('plus, throughout, two test-mode scripts gone wrong: loop-script (sk_test_loop) 30 requests/s, batch-script (sk_test_batch) 10 at once every second\n');
+  for (const phase of PHASES)
+    console.log(`load ${phase.name.padEnd(8)} ${phase.from / 1000}-${phase.to / 1000} s: ${describeRates(phase.rates)} requests/s`);
+  console.log(
+    'plus, throughout, two test-mode scripts gone wrong: loop-script (sk_test_loop) 30 requests/s, batch-script (sk_test_batch) 10 at once every second\n',
+  );
 
   // The load: open loop (arrivals do not wait for answers, as real clients don't), evenly spaced per class.
   const pending = [];
@@ -170,7 +195,16 @@ try {
     const ok = count(list, (r) => r.status >= 200 && r.status < 300);
     const by = (status, layer) => count(list, (r) => r.status === status && r.refusedBy === layer);
     const known = ok + by(429, 'rate') + by(429, 'concurrency') + by(503, 'fleet') + by(503, 'worker');
-    return [list.length, ok, by(429, 'rate'), by(429, 'concurrency'), by(503, 'fleet'), by(503, 'worker'), list.length - known, pct(ok, list.length)];
+    return [
+      list.length,
+      ok,
+      by(429, 'rate'),
+      by(429, 'concurrency'),
+      by(503, 'fleet'),
+      by(503, 'worker'),
+      list.length - known,
+      pct(ok, list.length),
+    ];
   };
   const regular = records.filter((r) => r.script === undefined);
   for (const cls of CLASSES) rows.push([cls, ...summarize(regular.filter((r) => r.cls === cls))]);
@@ -186,7 +220,17 @@ try {
       const ok = list.filter((r) => r.status >= 200 && r.status < 300);
       share[`${phase.name} ${cls}`] = list.length === 0 ? 0 : ok.length / list.length;
       const latencies = ok.map((r) => r.latency);
-      phaseRows.push([phase.name, cls, list.length, ok.length, count(list, (r) => r.status === 429), count(list, (r) => r.status === 503), pct(ok.length, list.length), quantile(latencies, 0.5), quantile(latencies, 0.95)]);
+      phaseRows.push([
+        phase.name,
+        cls,
+        list.length,
+        ok.length,
+        count(list, (r) => r.status === 429),
+        count(list, (r) => r.status === 503),
+        pct(ok.length, list.length),
+        quantile(latencies, 0.5),
+        quantile(latencies, 0.95),
+      ]);
     }
   }
   console.log('per phase (p50 and p95: latency of the admitted requests)');
@@ -194,25 +238,43 @@ try {
 
   const during = (cls) => Math.round(100 * share[`overload ${cls}`]);
   const shedDuring = count(regular, (r) => r.cls === 'test' && phaseOf(r) === 'overload' && r.status === 503);
-  console.log(`during the overload: critical ${during('critical')}% admitted, write ${during('write')}%, read ${during('read')}%, test ${during('test')}% (${shedDuring} test requests shed)`);
+  console.log(
+    `during the overload: critical ${during('critical')}% admitted, write ${during('write')}%, read ${during('read')}%, test ${during('test')}% (${shedDuring} test requests shed)`,
+  );
   const amounts = records.filter((r) => r.amount !== undefined);
   const peak = Math.max(...amounts.map((r) => r.amount));
   amounts.sort((a, b) => a.sentAt - b.sentAt);
   const amountAt = (ms) => amounts.findLast((r) => r.sentAt < ms)?.amount ?? Number.NaN;
   const overloadFrom = PHASES.find((p) => p.name === 'overload').from;
-  console.log(`worker shedding amount: ${amountAt(overloadFrom).toFixed(2)} when the overload began, peak ${peak.toFixed(2)}, ${amountAt(END_MS).toFixed(2)} at the end (below 0: at rest, 1: all but critical shed)`);
+  console.log(
+    `worker shedding amount: ${amountAt(overloadFrom).toFixed(2)} when the overload began, peak ${peak.toFixed(2)}, ${amountAt(END_MS).toFixed(2)} at the end (below 0: at rest, 1: all but critical shed)`,
+  );
 
-  expect(records.every((r) => r.status !== 0), 'every request got an answer');
-  expect(share['before critical'] === 1 && share['before write'] === 1 && share['before read'] === 1 && share['before test'] === 1, 'before the overload every regular request is admitted');
+  expect(
+    records.every((r) => r.status !== 0),
+    'every request got an answer',
+  );
+  expect(
+    share['before critical'] === 1 && share['before write'] === 1 && share['before read'] === 1 && share['before test'] === 1,
+    'before the overload every regular request is admitted',
+  );
   expect(shedDuring > 0, 'test traffic is shed during the overload');
   expect(share['overload critical'] >= 0.9, 'critical traffic is still admitted during the overload (90% or more)');
-  expect(share['overload critical'] > share['overload test'] + 0.3, 'critical is admitted at a clearly higher rate than test during the overload');
+  expect(
+    share['overload critical'] > share['overload test'] + 0.3,
+    'critical is admitted at a clearly higher rate than test during the overload',
+  );
   expect(count(regular, (r) => r.refusedBy === 'rate') === 0, 'the regular keys are never rate limited');
   expect(count(records, (r) => r.script === 'loop-script' && r.refusedBy === 'rate') > 0, 'the loop script is rate limited (429)');
-  expect(count(records, (r) => r.script === 'batch-script' && r.refusedBy === 'concurrency') > 0, "the batch script's extra jobs are refused by the concurrency layer (429)");
+  expect(
+    count(records, (r) => r.script === 'batch-script' && r.refusedBy === 'concurrency') > 0,
+    "the batch script's extra jobs are refused by the concurrency layer (429)",
+  );
 
   // The chart.
-  const buckets = new Map(CLASSES.map((c) => [c, Array.from({ length: Math.ceil(END_MS / BUCKET_MS) }, () => ({ admitted: 0, limited: 0, shed: 0 }))]));
+  const buckets = new Map(
+    CLASSES.map((c) => [c, Array.from({ length: Math.ceil(END_MS / BUCKET_MS) }, () => ({ admitted: 0, limited: 0, shed: 0 }))]),
+  );
   const amountSums = Array.from({ length: Math.ceil(END_MS / BUCKET_MS) }, () => ({ sum: 0, n: 0 }));
   for (const r of records) {
     const k = Math.min(Math.floor(r.sentAt / BUCKET_MS), amountSums.length - 1);

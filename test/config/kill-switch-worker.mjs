@@ -25,9 +25,15 @@ const limiter = createLimiter({
 });
 const redisSource = redisConfigSource(client);
 // Without pub/sub: the same source minus subscribe, so only the watcher's refresh can bring a change.
-const source = pubsub === '1' ? redisSource : { read: (n) => redisSource.read(n), write: (n, t) => redisSource.write(n, t), remove: (n) => redisSource.remove(n) };
+const source =
+  pubsub === '1'
+    ? redisSource
+    : { read: (n) => redisSource.read(n), write: (n, t) => redisSource.write(n, t), remove: (n) => redisSource.remove(n) };
 const warnings = [];
-const watcher = watchConfig(limiter, source, { refresh: '1s', onWarning: (w) => warnings.push({ code: w.code, message: w.message, at: Date.now() }) });
+const watcher = watchConfig(limiter, source, {
+  refresh: '1s',
+  onWarning: (w) => warnings.push({ code: w.code, message: w.message, at: Date.now() }),
+});
 
 const records = { at: [], who: [], reason: [], limit: [], degraded: [] };
 let errors = [];

@@ -83,7 +83,13 @@ async function dump(): Promise<Array<{ worker: Worker; state: Dump; decisions: D
       const reply = next<Dump>(worker.child, 'dump');
       worker.child.send({ type: 'dump' });
       const state = await reply;
-      const decisions = state.at.map((at, i) => ({ at, identity: state.identities[state.who[i]!]!, reason: state.reason[i]!, limit: state.limit[i]!, degraded: state.degraded[i]! }));
+      const decisions = state.at.map((at, i) => ({
+        at,
+        identity: state.identities[state.who[i]!]!,
+        reason: state.reason[i]!,
+        limit: state.limit[i]!,
+        degraded: state.degraded[i]!,
+      }));
       return { worker, state, decisions };
     }),
   );
@@ -92,7 +98,9 @@ async function dump(): Promise<Array<{ worker: Worker; state: Dump; decisions: D
 /** Runs the built CLI as an operator would, and returns when it has exited. */
 function sluice(...args: string[]): Promise<{ code: number | null; stderr: string }> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [CLI, 'config', ...args, '--name', 'api', '--redis', `redis://127.0.0.1:${server.port}`], { stdio: ['ignore', 'ignore', 'pipe'] });
+    const child = spawn(process.execPath, [CLI, 'config', ...args, '--name', 'api', '--redis', `redis://127.0.0.1:${server.port}`], {
+      stdio: ['ignore', 'ignore', 'pipe'],
+    });
     let stderr = '';
     child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
     child.once('error', reject);
@@ -112,7 +120,9 @@ beforeAll(async () => {
   redis.on('error', () => {});
   for (let i = 0; i <= PUBSUB_WORKERS; i++) {
     const pubsub = i < PUBSUB_WORKERS;
-    const child = fork(new URL('./kill-switch-worker.mjs', import.meta.url), [String(server.port), pubsub ? '1' : '0'], { stdio: 'inherit' });
+    const child = fork(new URL('./kill-switch-worker.mjs', import.meta.url), [String(server.port), pubsub ? '1' : '0'], {
+      stdio: 'inherit',
+    });
     workers.push({ child, pubsub, label: pubsub ? `process ${i + 1} (pub/sub)` : `process ${i + 1} (refresh only)` });
   }
   await Promise.all(workers.map((w) => next(w.child, 'ready')));
@@ -154,14 +164,19 @@ describe('runtime configuration across processes on one redis-server', () => {
       expect(latency, worker.label).toBeLessThanOrEqual(worker.pubsub ? PUBSUB_BOUND_MS : REFRESH_BOUND_MS);
       if (worker.pubsub) expect(latency, `${worker.label}: the push, not the refresh`).toBeLessThanOrEqual(PUSH_MS);
       const after = decisions.slice(first);
-      expect(after.filter((d) => d.reason !== 'disabled'), `${worker.label} decided in the old mode after the switch`).toEqual([]);
+      expect(
+        after.filter((d) => d.reason !== 'disabled'),
+        `${worker.label} decided in the old mode after the switch`,
+      ).toEqual([]);
       expect(after.length, `${worker.label} kept deciding`).toBeGreaterThan(500);
       expect([state.errors, state.unhandled]).toEqual([[], 0]);
     }
-    console.log(`kill switch (sluice config off), from the write to each process's first decision in mode off:\n  ${latencies.join('\n  ')}`);
+    console.log(
+      `kill switch (sluice config off), from the write to each process's first decision in mode off:\n  ${latencies.join('\n  ')}`,
+    );
   });
 
-  test('a quota set by the CLI applies to its identity alone; the others keep the limiter\'s rules', async () => {
+  test("a quota set by the CLI applies to its identity alone; the others keep the limiter's rules", async () => {
     expect((await sluice('on')).code).toBe(0);
     const quota = await sluice('quota', 'set', 'acme', '[{"algorithm":"fixed-window","id":"w","limit":1000,"window":"1h"}]');
     expect(quota.code, quota.stderr).toBe(0);
@@ -184,7 +199,9 @@ describe('runtime configuration across processes on one redis-server', () => {
       expect(acme.some((d) => d.reason === 'ok')).toBe(true);
       expect([state.errors, state.unhandled]).toEqual([[], 0]);
     }
-    console.log(`quota for "acme" (sluice config quota set), from the write to each process's first decision under it:\n  ${latencies.join('\n  ')}`);
+    console.log(
+      `quota for "acme" (sluice config quota set), from the write to each process's first decision under it:\n  ${latencies.join('\n  ')}`,
+    );
   });
 
   test('the redis-server killed: every process goes on deciding on the last configuration, without an error', async () => {
@@ -199,7 +216,10 @@ describe('runtime configuration across processes on one redis-server', () => {
       expect([state.mode, state.quotas]).toEqual(['enforce', ['acme']]);
       expect(new Set(afterKill.filter((d) => d.identity === 'acme').map((d) => d.limit))).toEqual(new Set([1_000]));
       expect(new Set(afterKill.filter((d) => d.identity !== 'acme').map((d) => d.limit))).toEqual(new Set([20]));
-      expect(afterKill.some((d) => d.identity !== 'acme' && d.reason === 'rate_limited'), 'the local fallback limits under the last rules').toBe(true);
+      expect(
+        afterKill.some((d) => d.identity !== 'acme' && d.reason === 'rate_limited'),
+        'the local fallback limits under the last rules',
+      ).toBe(true);
       expect([state.errors, state.unhandled]).toEqual([[], 0]);
       const outage = state.warnings.filter((w) => w.at > killedAt);
       expect(outage.map((w) => w.code)).toEqual(['read_failed']);

@@ -53,7 +53,11 @@ interface Answer {
 async function get(headers: Record<string, string> = {}, path = '/api/hello'): Promise<Answer> {
   const response = await fetch(`${front!.url}${path}`, { headers });
   const text = await response.text();
-  return { status: response.status, headers: response.headers, body: text.startsWith('{') ? (JSON.parse(text) as Record<string, unknown>) : { text } };
+  return {
+    status: response.status,
+    headers: response.headers,
+    body: text.startsWith('{') ? (JSON.parse(text) as Record<string, unknown>) : { text },
+  };
 }
 
 /** Waits for onLimited's background work: the ZINCRBY counts of `sluice:limited` must reach `expected` exactly. */
@@ -133,7 +137,11 @@ describe('Next.js edge middleware on Upstash (examples/next-edge-upstash), produ
     const attempts: Record<string, string>[] = [];
     for (let i = 1; i <= 4; i++) {
       const fake = `198.51.100.${i}`;
-      attempts.push({ 'x-forwarded-for': fake }, { 'x-vercel-forwarded-for': fake, 'x-real-ip': fake }, { authorization: `Bearer made-up-${i}` });
+      attempts.push(
+        { 'x-forwarded-for': fake },
+        { 'x-vercel-forwarded-for': fake, 'x-real-ip': fake },
+        { authorization: `Bearer made-up-${i}` },
+      );
     }
     const statuses = [];
     for (const headers of attempts) statuses.push((await get(headers)).status);

@@ -74,7 +74,10 @@ export async function startApp(appDir: string, env: Record<string, string>, read
   const deadline = Date.now() + readyTimeoutMs;
   while (Date.now() < deadline) {
     if (child.exitCode !== null) throw new Error(`next start exited with ${child.exitCode}:\n${output}`);
-    const ok = await fetch(`${url}/`).then((r) => r.ok, () => false);
+    const ok = await fetch(`${url}/`).then(
+      (r) => r.ok,
+      () => false,
+    );
     if (ok) return { url, pid: child.pid!, output: () => output, stop };
     await new Promise((resolve) => setTimeout(resolve, 200));
   }

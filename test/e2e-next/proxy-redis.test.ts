@@ -107,7 +107,12 @@ describe('Next.js 16 proxy.ts on Redis (examples/next-proxy-redis), production b
 
   it('behind the reverse proxy, a client rotating X-Forwarded-For or made-up API keys stays in its bucket', async () => {
     const attempts: Record<string, string>[] = [];
-    for (let i = 1; i <= 4; i++) attempts.push({ 'x-forwarded-for': `198.51.100.${i}` }, { 'x-forwarded-for': `203.0.113.${i}, 10.0.0.${i}` }, { authorization: `Bearer made-up-${i}` });
+    for (let i = 1; i <= 4; i++)
+      attempts.push(
+        { 'x-forwarded-for': `198.51.100.${i}` },
+        { 'x-forwarded-for': `203.0.113.${i}, 10.0.0.${i}` },
+        { authorization: `Bearer made-up-${i}` },
+      );
     const statuses = [];
     for (const headers of attempts) statuses.push((await get(headers)).status);
     expect(statuses).toEqual(attempts.map(() => 429));

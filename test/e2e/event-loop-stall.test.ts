@@ -59,7 +59,9 @@ describe('an application stall does not switch limiting off (over HTTP)', () => 
   test('regression: 20 limited requests sent with a 400 ms synchronous one get exactly the limit of 5, in every round', async () => {
     const admitted: number[] = [];
     for (let round = 0; round < 5; round++) {
-      const limited = Array.from({ length: 20 }, () => fetch(`${url}/api/${round}`, { dispatcher: agent }).then(async (r) => (await r.text(), r.status)));
+      const limited = Array.from({ length: 20 }, () =>
+        fetch(`${url}/api/${round}`, { dispatcher: agent }).then(async (r) => (await r.text(), r.status)),
+      );
       // Sent together: the server reads them in one poll phase, and the slow handler stalls it with decisions in flight.
       const slow = fetch(`${url}/slow`, { dispatcher: agent }).then((r) => r.text());
       const statuses = await Promise.all(limited);

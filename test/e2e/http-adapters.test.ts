@@ -44,7 +44,8 @@ for (const framework of FRAMEWORKS) {
         type: 'https://iana.org/assignments/http-problem-types#quota-exceeded',
         title: 'Too Many Requests',
         status: 429,
-        detail: 'You have used up the rate limit of policy "api" (3 units per 10 seconds). Retry after 7 seconds. The RateLimit response header shows what is left.',
+        detail:
+          'You have used up the rate limit of policy "api" (3 units per 10 seconds). Retry after 7 seconds. The RateLimit response header shows what is left.',
         'violated-policies': ['api'],
         retryAfterSeconds: 7,
       });
@@ -69,7 +70,9 @@ for (const framework of FRAMEWORKS) {
     });
 
     it('per-route limiters count only their route', async () => {
-      const app = await track(serve(framework, undefined, [{ path: '/strict', limit: { limiter: limiter('strict', 1, 60_000) } }, { path: '/free' }]));
+      const app = await track(
+        serve(framework, undefined, [{ path: '/strict', limit: { limiter: limiter('strict', 1, 60_000) } }, { path: '/free' }]),
+      );
       const http = await track(client());
       expect((await http.get(`${app.url}/strict`)).status).toBe(200);
       expect((await http.get(`${app.url}/strict`)).status).toBe(429);
@@ -83,7 +86,9 @@ for (const framework of FRAMEWORKS) {
     it('shadow mode counts and sends headers but never refuses', async () => {
       const would: string[] = [];
       const app = await track(
-        serve(framework, { limiter: limiter('dark', 2, 60_000), shadow: true, onLimited: (e) => void would.push(e.identity) }, [{ path: '/' }]),
+        serve(framework, { limiter: limiter('dark', 2, 60_000), shadow: true, onLimited: (e) => void would.push(e.identity) }, [
+          { path: '/' },
+        ]),
       );
       const http = await track(client());
       const replies = [];
@@ -97,7 +102,11 @@ for (const framework of FRAMEWORKS) {
 
     it('skipped requests are neither limited nor counted', async () => {
       const app = await track(
-        serve(framework, { limiter: limiter('api', 1, 60_000), skip: (req: { url?: string; req?: { path: string } }) => pathOf(req) === '/health' }, [{ path: '/health' }, { path: '/' }]),
+        serve(
+          framework,
+          { limiter: limiter('api', 1, 60_000), skip: (req: { url?: string; req?: { path: string } }) => pathOf(req) === '/health' },
+          [{ path: '/health' }, { path: '/' }],
+        ),
       );
       const http = await track(client());
       for (let i = 0; i < 3; i++) {

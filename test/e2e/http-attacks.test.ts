@@ -42,7 +42,13 @@ for (const framework of FRAMEWORKS) {
       const attacker = await track(client());
       const replies: Reply[] = [];
       for (let i = 0; i < ATTEMPTS; i++) {
-        replies.push(await attacker.get(app.url, { 'x-forwarded-for': `${randomIpv4()}, ${randomIpv4()}`, forwarded: `for=${randomIpv4()}`, 'x-real-ip': randomIpv4() }));
+        replies.push(
+          await attacker.get(app.url, {
+            'x-forwarded-for': `${randomIpv4()}, ${randomIpv4()}`,
+            forwarded: `for=${randomIpv4()}`,
+            'x-real-ip': randomIpv4(),
+          }),
+        );
       }
       expect(tally(replies)).toEqual({ allowed: LIMIT, refused: ATTEMPTS - LIMIT, identities: ['ip:127.0.0.1'] });
     });
@@ -107,7 +113,9 @@ for (const framework of FRAMEWORKS) {
     });
 
     it('under { bucket }, the client cannot drain the shared bucket of the truly unidentified', async () => {
-      const app = await track(serve(framework, { limiter: limiter(), clientIp, onMissingIdentity: { bucket: 'anonymous' } }, [{ path: '/' }]));
+      const app = await track(
+        serve(framework, { limiter: limiter(), clientIp, onMissingIdentity: { bucket: 'anonymous' } }, [{ path: '/' }]),
+      );
       const proxy = await track(reverseProxy(app, 'forwarded'));
       const attacker = await track(client('127.0.0.2'));
       const replies: Reply[] = [];
@@ -145,7 +153,10 @@ for (const framework of FRAMEWORKS) {
       expect([allowed.status, banned.status, banned.body]).toEqual([200, 200, '{}']);
       expect(allowed.headers.ratelimit).toMatch(/^"api";r=4;t=\d+$/);
       // Express's res.json adds an ETag of the route's own body; the ban's body is the middleware's.
-      const names = (reply: Reply) => Object.keys(reply.headers).filter((name) => name !== 'etag').sort();
+      const names = (reply: Reply) =>
+        Object.keys(reply.headers)
+          .filter((name) => name !== 'etag')
+          .sort();
       expect(names(banned)).toEqual(names(allowed));
     });
   });

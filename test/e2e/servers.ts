@@ -41,7 +41,12 @@ export interface App {
 }
 
 /** Each route answers `{ route, identity, outcome }` from what sluice left on the request. */
-export async function serve(framework: Framework, appWide: HttpLimitOptions<never> | undefined, routes: readonly Route[], host = '127.0.0.1'): Promise<App> {
+export async function serve(
+  framework: Framework,
+  appWide: HttpLimitOptions<never> | undefined,
+  routes: readonly Route[],
+  host = '127.0.0.1',
+): Promise<App> {
   const runs = new Map<string, number>();
   const count = (path: string) => void runs.set(path, (runs.get(path) ?? 0) + 1);
   const ran = (path: string) => runs.get(path) ?? 0;

@@ -17,7 +17,9 @@ it('pnpm start: Bun.serve with the memory store allows a burst of 5, then answer
   const pkg = JSON.parse(readFileSync(join(exampleDir, 'package.json'), 'utf8')) as { scripts: { start: string } };
   expect(pkg.scripts.start).toMatch(/&& bun start\.mjs$/);
   if (!existsSync(bun)) {
-    throw new Error(`${bun} is missing: run \`pnpm install\` at the repository root (the example depends on the npm package bun, whose postinstall is allowed in pnpm.onlyBuiltDependencies)`);
+    throw new Error(
+      `${bun} is missing: run \`pnpm install\` at the repository root (the example depends on the npm package bun, whose postinstall is allowed in pnpm.onlyBuiltDependencies)`,
+    );
   }
 
   const result = spawnSync(bun, ['start.mjs'], { cwd: exampleDir, encoding: 'utf8', timeout: TIMEOUT_MS });
@@ -27,7 +29,10 @@ it('pnpm start: Bun.serve with the memory store allows a burst of 5, then answer
   expect(result.status, out).toBe(0);
 
   expect(out).toMatch(/^Bun \d+\.\d+\.\d+: Bun\.serve on http:\/\/127\.0\.0\.1:\d+, @sluice\/memory/m);
-  const rows = [...out.matchAll(/^ {2}([1-7]) {2}(\d{3})\s+"api";r=(\d+);t=(\d+)$/gm)].map((m) => ({ status: Number(m[2]), remaining: Number(m[3]) }));
+  const rows = [...out.matchAll(/^ {2}([1-7]) {2}(\d{3})\s+"api";r=(\d+);t=(\d+)$/gm)].map((m) => ({
+    status: Number(m[2]),
+    remaining: Number(m[3]),
+  }));
   expect(rows).toEqual([
     { status: 200, remaining: 4 },
     { status: 200, remaining: 3 },

@@ -22,10 +22,18 @@ it('pnpm start: the worker in workerd allows a burst of 5, then 429 with RateLim
   const out = result.stdout;
   expect(result.status, out).toBe(0);
 
-  const worker = /in workerd on http:\/\/127\.0\.0\.1:(\d+); Upstash REST fixture on http:\/\/127\.0\.0\.1:(\d+) \(redis-server on port (\d+)\)/.exec(out);
+  const worker =
+    /in workerd on http:\/\/127\.0\.0\.1:(\d+); Upstash REST fixture on http:\/\/127\.0\.0\.1:(\d+) \(redis-server on port (\d+)\)/.exec(
+      out,
+    );
   expect(worker, out).not.toBeNull();
 
-  const rows = [...out.matchAll(/^ {1,2}\d+ {2}(\S+)\s+(\d{3})\s+(\S+)\s+(\S+)$/gm)].map((m) => ({ client: m[1], status: Number(m[2]), rateLimit: m[3], retryAfter: m[4] }));
+  const rows = [...out.matchAll(/^ {1,2}\d+ {2}(\S+)\s+(\d{3})\s+(\S+)\s+(\S+)$/gm)].map((m) => ({
+    client: m[1],
+    status: Number(m[2]),
+    rateLimit: m[3],
+    retryAfter: m[4],
+  }));
   expect(rows.map((r) => [r.client, r.status])).toEqual([
     ...Array.from({ length: 5 }, () => ['203.0.113.10', 200]),
     ['203.0.113.10', 429],

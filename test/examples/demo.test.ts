@@ -55,6 +55,8 @@ it('the demo runs an Express app with @sluice/express on a real local server, pr
   // One of the two rules refused: it has nothing left and its t is the Retry-After.
   expect((burstLeft === 0 && burstT! <= retryAfter) || (minuteLeft === 0 && minuteT! <= retryAfter)).toBe(true);
   expect(out).toMatch(/^ {2}Content-Type: application\/problem\+json/m);
-  expect(out).toMatch(/^ {2}\{"type":"https:\/\/iana\.org\/assignments\/http-problem-types#quota-exceeded","title":"Too Many Requests","status":429,/m);
+  expect(out).toMatch(
+    /^ {2}\{"type":"https:\/\/iana\.org\/assignments\/http-problem-types#quota-exceeded","title":"Too Many Requests","status":429,/m,
+  );
   expect(out).toContain('every client stayed within burst + rate x elapsed, and within 20 per minute');
 });

@@ -54,16 +54,22 @@ it('pnpm start: per-route limits, a trusted proxy, fail-open and fail-closed thr
   }
   expect(out).toMatch(/^ {2}alice\s+198\.51\.100\.10\s+401\s+"login";r=2;t=\d+\s+-$/m);
   // The 429 in full, as @sluice/http writes it.
-  expect(out).toMatch(/^ {2}HTTP 429\n {2}content-type: application\/problem\+json\n {2}ratelimit-policy: "login";q=3;w=900\n {2}ratelimit: "login";r=0;t=\d+\n {2}retry-after: \d+\n {2}\{"type":"https:\/\/iana\.org\/assignments\/http-problem-types#quota-exceeded","title":"Too Many Requests","status":429,/m);
+  expect(out).toMatch(
+    /^ {2}HTTP 429\n {2}content-type: application\/problem\+json\n {2}ratelimit-policy: "login";q=3;w=900\n {2}ratelimit: "login";r=0;t=\d+\n {2}retry-after: \d+\n {2}\{"type":"https:\/\/iana\.org\/assignments\/http-problem-types#quota-exceeded","title":"Too Many Requests","status":429,/m,
+  );
 
   // 3. Redis killed: /api fails open (200, degraded, no counts), /login fails closed (503, Retry-After: 1), and the
   // api limiter's breaker opens after 5 failures.
   expect(out.match(/^ {2}GET \/api\/items \(alice\)\s+200\s+degraded: true\s+-\s+-$/gm)).toHaveLength(6);
   expect(out.match(/^ {2}POST \/login \(198\.51\.100\.77\)\s+503\s+Service Unavailable\s+-\s+1$/gm)).toHaveLength(2);
-  expect(out).toMatch(/onError saw: api STORE_ERROR x5, api CIRCUIT_OPEN x1, login STORE_ERROR x2; circuit breakers: api open, login closed/);
+  expect(out).toMatch(
+    /onError saw: api STORE_ERROR x5, api CIRCUIT_OPEN x1, login STORE_ERROR x2; circuit breakers: api open, login closed/,
+  );
 
   // 4. Redis back: exact decisions with RateLimit counts again.
-  expect(out).toMatch(/exact decisions again \d+ ms after the restart began: GET \/api\/items \(alice\) 200, degraded: false, RateLimit: "api";r=9;t=\d+/);
+  expect(out).toMatch(
+    /exact decisions again \d+ ms after the restart began: GET \/api\/items \(alice\) 200, degraded: false, RateLimit: "api";r=9;t=\d+/,
+  );
 
   // The redis-server it started is gone.
   const redisPort = Number(/redis-server \S+ on 127\.0\.0\.1:(\d+) \(started by this script\)/.exec(out)?.[1]);

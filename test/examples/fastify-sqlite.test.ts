@@ -26,7 +26,9 @@ it('pnpm start: per-route config, a shared route group, preHandler identity, sta
   // 1. Per-route config.
   expect(out).toMatch(/^ {2}GET \/health \(rateLimit: false\)\s+200\s+-\s+-\s+-$/m);
   expect(out).toMatch(/^ {2}GET \/api\/items \(the plugin default\)\s+200\s+"api";q=20;w=2\s+"api";r=19;t=1\s+-$/m);
-  const logins = [...out.matchAll(/^ {2}POST \/login #(\d) \(its own rules\)\s+(\d{3})\s+"login";q=3;w=900\s+"login";r=(\d);t=(\d+)\s+(\d+|-)$/gm)];
+  const logins = [
+    ...out.matchAll(/^ {2}POST \/login #(\d) \(its own rules\)\s+(\d{3})\s+"login";q=3;w=900\s+"login";r=(\d);t=(\d+)\s+(\d+|-)$/gm),
+  ];
   expect(logins.map((m) => m[2])).toEqual(['401', '401', '401', '429', '429']);
   expect(logins.map((m) => Number(m[3]))).toEqual([2, 1, 0, 0, 0]);
   for (const m of logins.slice(3)) {
@@ -35,12 +37,20 @@ it('pnpm start: per-route config, a shared route group, preHandler identity, sta
     expect(retryAfter).toBeLessThanOrEqual(900);
     expect(Number(m[4])).toBeLessThanOrEqual(retryAfter);
   }
-  expect(out).toMatch(/^ {2}HTTP 429\n {2}content-type: application\/problem\+json(; charset=utf-8)?\n {2}ratelimit-policy: "login";q=3;w=900\n {2}ratelimit: "login";r=0;t=\d+\n {2}retry-after: \d+\n {2}\{"type":"https:\/\/iana\.org\/assignments\/http-problem-types#quota-exceeded","title":"Too Many Requests","status":429,/m);
+  expect(out).toMatch(
+    /^ {2}HTTP 429\n {2}content-type: application\/problem\+json(; charset=utf-8)?\n {2}ratelimit-policy: "login";q=3;w=900\n {2}ratelimit: "login";r=0;t=\d+\n {2}retry-after: \d+\n {2}\{"type":"https:\/\/iana\.org\/assignments\/http-problem-types#quota-exceeded","title":"Too Many Requests","status":429,/m,
+  );
 
   // 2. The group: one bucket of 5 drawn down by both routes, remaining counting down across them.
   const group = [...out.matchAll(/^ {2}(\d) {2}GET \/search\/(users|posts)\s+(\d{3})\s+"search";r=(\d);t=\d+$/gm)];
   expect(group.map((m) => m[2])).toEqual(['users', 'posts', 'users', 'posts', 'users', 'posts', 'users']);
-  expect(group.slice(0, 5).map((m) => [m[3], Number(m[4])])).toEqual([['200', 4], ['200', 3], ['200', 2], ['200', 1], ['200', 0]]);
+  expect(group.slice(0, 5).map((m) => [m[3], Number(m[4])])).toEqual([
+    ['200', 4],
+    ['200', 3],
+    ['200', 2],
+    ['200', 1],
+    ['200', 0],
+  ]);
   expect(group[6]![3]).toBe('429'); // 1 refill per second: at most one of #6 and #7 passes on a very slow run
 
   // 3. preHandler: identity from the session the route's own preHandler found.

@@ -51,7 +51,10 @@ function section(out: string, strategy: string): Run {
   }));
   const redis = /^ {2}Redis: (\d+) script calls for (\d+) requests; remoteCalls summed over the processes: (\d+)$/m.exec(text);
   expect(redis, text).not.toBeNull();
-  const windows = [...text.matchAll(/^ {2}\d\d:\d\d:\d\d\.\d{3}-\d\d:\d\d:\d\d\.\d{3}( \(tail\))?\s+(\d+)\s+(?:ok|OVER)/gm)].map((m) => ({ whole: m[1] === undefined, admitted: Number(m[2]) }));
+  const windows = [...text.matchAll(/^ {2}\d\d:\d\d:\d\d\.\d{3}-\d\d:\d\d:\d\d\.\d{3}( \(tail\))?\s+(\d+)\s+(?:ok|OVER)/gm)].map((m) => ({
+    whole: m[1] === undefined,
+    admitted: Number(m[2]),
+  }));
   const pids = [...text.matchAll(/app-[1-4] \(pid (\d+)\) exit code 0/g)].map((m) => Number(m[1]));
   return {
     requests: Number(/^== strategy '[^']+': (\d+) requests/.exec(text)?.[1]),
@@ -82,7 +85,10 @@ it('pnpm start: four processes share one limit through the tier, per strategy, t
   const runs = new Map(STRATEGIES.map((strategy) => [strategy, section(out, strategy)]));
   for (const [strategy, run] of runs) {
     // Four processes, the proxy's round robin spreading the requests evenly, every request answered 200 or 429.
-    expect(run.apps.map((a) => a.name), strategy).toEqual(['app-1', 'app-2', 'app-3', 'app-4']);
+    expect(
+      run.apps.map((a) => a.name),
+      strategy,
+    ).toEqual(['app-1', 'app-2', 'app-3', 'app-4']);
     expect(run.fleet.viaProxy, strategy).toBe(run.requests);
     expect(run.fleet.ok + run.fleet.limited, strategy).toBe(run.requests);
     for (const app of run.apps) {
@@ -112,7 +118,9 @@ it('pnpm start: four processes share one limit through the tier, per strategy, t
   // deny-cache still sends every admitted request to Redis; lease answers nearly everything locally.
   expect(runs.get('deny-cache')!.remoteCalls).toBeGreaterThanOrEqual(runs.get('deny-cache')!.fleet.ok);
   const lease = runs.get('lease')!;
-  expect(lease.scriptCalls * 5, `lease: ${lease.scriptCalls} Redis script calls for ${lease.requests} requests`).toBeLessThan(lease.requests);
+  expect(lease.scriptCalls * 5, `lease: ${lease.scriptCalls} Redis script calls for ${lease.requests} requests`).toBeLessThan(
+    lease.requests,
+  );
   expect(lease.remoteCalls * 5).toBeLessThan(lease.requests);
   // async may over-admit, within its stated bound: limit + instances × maxUnsynced (4 × 20).
   for (const w of runs.get('async')!.windows) expect(w.admitted).toBeLessThanOrEqual(LIMIT + 4 * 20);

@@ -86,8 +86,18 @@ it('pnpm start: the whole stack on Redis under an overload; critical survives, t
 
   // The per-class table of the whole run: every request answered by the handler or by one named layer.
   const whole = new Map<string, { sent: number; ok: number; rate: number; concurrency: number; fleet: number; worker: number }>();
-  for (const m of out.matchAll(/^ {2}(critical|write|read|test|loop-script|batch-script)\s+(\d+)\s+(\d+)\s+(\d+)\s+(\d+)\s+(\d+)\s+(\d+)\s+(\d+)\s+(\d+)%$/gm)) {
-    const [sent, ok, rate, concurrency, fleet, worker, other] = m.slice(2, 9).map(Number) as [number, number, number, number, number, number, number];
+  for (const m of out.matchAll(
+    /^ {2}(critical|write|read|test|loop-script|batch-script)\s+(\d+)\s+(\d+)\s+(\d+)\s+(\d+)\s+(\d+)\s+(\d+)\s+(\d+)\s+(\d+)%$/gm,
+  )) {
+    const [sent, ok, rate, concurrency, fleet, worker, other] = m.slice(2, 9).map(Number) as [
+      number,
+      number,
+      number,
+      number,
+      number,
+      number,
+      number,
+    ];
     expect(other, m[0]).toBe(0);
     expect(ok + rate + concurrency + fleet + worker, m[0]).toBe(sent);
     whole.set(m[1]!, { sent, ok, rate, concurrency, fleet, worker });
@@ -102,7 +112,9 @@ it('pnpm start: the whole stack on Redis under an overload; critical survives, t
 
   // Per phase: everything admitted before the overload; during it critical passes and test is shed.
   const phase = new Map<string, { sent: number; ok: number; limited: number; shed: number }>();
-  for (const m of out.matchAll(/^ {2}(before|overload|after)\s+(critical|write|read|test)\s+(\d+)\s+(\d+)\s+(\d+)\s+(\d+)\s+(\d+)%\s+(\d+|-)\s+(\d+|-)$/gm)) {
+  for (const m of out.matchAll(
+    /^ {2}(before|overload|after)\s+(critical|write|read|test)\s+(\d+)\s+(\d+)\s+(\d+)\s+(\d+)\s+(\d+)%\s+(\d+|-)\s+(\d+|-)$/gm,
+  )) {
     const [sent, ok, limited, shed] = m.slice(3, 7).map(Number) as [number, number, number, number];
     expect(ok + limited + shed, m[0]).toBe(sent);
     phase.set(`${m[1]} ${m[2]}`, { sent, ok, limited, shed });

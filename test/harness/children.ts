@@ -13,7 +13,8 @@ export function nextMessage<T>(child: ChildProcess, type: string): Promise<T> {
       child.off('exit', onExit);
       resolve(m as T);
     };
-    const onExit = (code: number | null, signal: NodeJS.Signals | null) => reject(new Error(`worker ${child.pid} exited (${signal ?? code}) before '${type}'`));
+    const onExit = (code: number | null, signal: NodeJS.Signals | null) =>
+      reject(new Error(`worker ${child.pid} exited (${signal ?? code}) before '${type}'`));
     child.on('message', onMessage);
     child.once('exit', onExit);
   });

@@ -202,7 +202,12 @@ async function serverOn(port: number, dir: string, extraArgs: readonly string[])
   const args = ['--port', String(port), '--bind', HOST, '--save', '', '--appendonly', 'no', '--dir', dir, ...extraArgs];
   let node = spawnServer(args, dir);
   const ready = async (current: NodeProcess) =>
-    waitFor(async () => (await rawCommand(port, 'PING', 200)).startsWith('+PONG'), `redis-server on port ${port}`, current.child, current.output);
+    waitFor(
+      async () => (await rawCommand(port, 'PING', 200)).startsWith('+PONG'),
+      `redis-server on port ${port}`,
+      current.child,
+      current.output,
+    );
   try {
     await ready(node);
   } catch (error) {
@@ -269,14 +274,33 @@ export async function startCluster(): Promise<RedisCluster> {
       while (ports.includes(port)) port = await freePort(true);
       ports.push(port);
       const args = [
-        '--port', String(port), '--bind', HOST, '--save', '', '--appendonly', 'no', '--dir', dir,
-        '--cluster-enabled', 'yes', '--cluster-config-file', `nodes-${port}.conf`, '--cluster-node-timeout', '5000',
+        '--port',
+        String(port),
+        '--bind',
+        HOST,
+        '--save',
+        '',
+        '--appendonly',
+        'no',
+        '--dir',
+        dir,
+        '--cluster-enabled',
+        'yes',
+        '--cluster-config-file',
+        `nodes-${port}.conf`,
+        '--cluster-node-timeout',
+        '5000',
       ];
       nodes.push(spawnServer(args, dir));
     }
     await Promise.all(
       nodes.map((node, i) =>
-        waitFor(async () => (await rawCommand(ports[i]!, 'PING', 200)).startsWith('+PONG'), `cluster node ${ports[i]}`, node.child, node.output),
+        waitFor(
+          async () => (await rawCommand(ports[i]!, 'PING', 200)).startsWith('+PONG'),
+          `cluster node ${ports[i]}`,
+          node.child,
+          node.output,
+        ),
       ),
     );
     await redisCli(['--cluster', 'create', ...ports.map((p) => `${HOST}:${p}`), '--cluster-replicas', '0', '--cluster-yes']);

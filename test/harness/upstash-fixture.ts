@@ -363,7 +363,11 @@ function parseCommandList(body: Buffer): Command[] | string {
 
 /** `/set/foo/bar?EX=100` with an optional raw body appended as the last argument before the query parameters. */
 function pathCommand(url: URL, body: Buffer): Command | string {
-  const segments = url.pathname.split('/').slice(1).filter((s) => s !== '').map((s) => decodeURIComponent(s));
+  const segments = url.pathname
+    .split('/')
+    .slice(1)
+    .filter((s) => s !== '')
+    .map((s) => decodeURIComponent(s));
   if (segments.length === 0) return PARSE_ERROR;
   if (body.length > 0) segments.push(body.toString('utf8'));
   for (const [key, value] of url.searchParams) {

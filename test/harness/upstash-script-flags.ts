@@ -26,7 +26,10 @@ export function translateScript(script: string): string {
   let changed = false;
   const kept = params.map((param) => {
     if (!param.startsWith('flags=')) return param;
-    const flags = param.slice('flags='.length).split(',').filter((flag) => flag !== '');
+    const flags = param
+      .slice('flags='.length)
+      .split(',')
+      .filter((flag) => flag !== '');
     const redisFlags = flags.filter((flag) => !UPSTASH_ONLY_FLAGS.has(flag));
     if (redisFlags.length === flags.length) return param;
     changed = true;

@@ -41,12 +41,8 @@ describe('edge-safety lint', () => {
       expect(await ruleHits(OFFENDERS.nodeImport, file)).toEqual([
         expect.stringMatching(/^no-restricted-imports: .*Edge-safe packages may not import Node built-ins/),
       ]);
-      expect(await ruleHits(OFFENDERS.bareBuiltin, file)).toEqual([
-        expect.stringMatching(/^no-restricted-imports: .*Node built-ins/),
-      ]);
-      expect(await ruleHits(OFFENDERS.buffer, file)).toEqual([
-        expect.stringMatching(/^no-restricted-globals: Unexpected use of 'Buffer'/),
-      ]);
+      expect(await ruleHits(OFFENDERS.bareBuiltin, file)).toEqual([expect.stringMatching(/^no-restricted-imports: .*Node built-ins/)]);
+      expect(await ruleHits(OFFENDERS.buffer, file)).toEqual([expect.stringMatching(/^no-restricted-globals: Unexpected use of 'Buffer'/)]);
       expect(await ruleHits(OFFENDERS.process, file)).toEqual([
         expect.stringMatching(/^no-restricted-globals: Unexpected use of 'process'/),
       ]);
@@ -62,11 +58,17 @@ describe('edge-safety lint', () => {
   it('allows edge-safe workspace packages whose names end like a built-in (regression: @sluice/http matched "http")', async () => {
     const code = "import { createHandler } from '@sluice/http';\nexport const h = createHandler;\n";
     expect(await ruleHits(code, 'packages/frameworks/next/src/edge-probe.ts')).toEqual([]);
-    expect(await ruleHits("import { request } from 'http';\nexport const r = request;\n", 'packages/frameworks/next/src/edge-probe.ts')).toHaveLength(1);
+    expect(
+      await ruleHits("import { request } from 'http';\nexport const r = request;\n", 'packages/frameworks/next/src/edge-probe.ts'),
+    ).toHaveLength(1);
   });
 
   it('does not apply edge rules to Node-only packages (SQLite and Redis stores, tests)', async () => {
-    const nodeOnly = ['packages/stores/sqlite/src/edge-probe.ts', 'packages/stores/redis/src/edge-probe.ts', 'packages/core/test/edge-probe.test.ts'];
+    const nodeOnly = [
+      'packages/stores/sqlite/src/edge-probe.ts',
+      'packages/stores/redis/src/edge-probe.ts',
+      'packages/core/test/edge-probe.test.ts',
+    ];
     for (const file of nodeOnly) {
       const code = OFFENDERS.nodeImport + OFFENDERS.buffer + OFFENDERS.process;
       expect(await ruleHits(code, file)).toEqual([]);
@@ -105,7 +107,9 @@ describe('edge-safety lint', () => {
       if (seen.has(file)) return;
       seen.add(file);
       const code = readFileSync(join(root, 'packages/core/dist', file), 'utf8');
-      const specifiers = [...code.matchAll(/(?:^\s*import\s.*from\s*|^\s*export\s.*from\s*|\bimport\s*\(\s*|\brequire\s*\(\s*)['"]([^'"]+)['"]/gm)].map((m) => m[1]!);
+      const specifiers = [
+        ...code.matchAll(/(?:^\s*import\s.*from\s*|^\s*export\s.*from\s*|\bimport\s*\(\s*|\brequire\s*\(\s*)['"]([^'"]+)['"]/gm),
+      ].map((m) => m[1]!);
       for (const specifier of specifiers) {
         expect(specifier, `${file} imports ${specifier}`).toMatch(/^\.\/[\w-]+\.c?js$/);
         visit(specifier.slice(2));

@@ -33,7 +33,7 @@ function sources(dir: string): string[] {
 const files = sources(join(root, 'packages')).map((path) => ({ path: relative(root, path), text: readFileSync(path, 'utf8') }));
 
 describe('shared option helpers', () => {
-  it('finds the packages\' sources', () => {
+  it("finds the packages' sources", () => {
     expect(files.some((f) => f.path === 'packages/http/src/compile-options.ts')).toBe(true);
   });
 
@@ -58,7 +58,9 @@ describe('shared option helpers', () => {
   });
 
   it('no package parses durations its own way: they call durationOption (or parseDuration)', () => {
-    const own = files.filter((f) => !HOME.has(f.path) && /\(ms\|s\|m\|h\|d\)|must be an integer number of ms|number of ms from/.test(f.text)).map((f) => f.path);
+    const own = files
+      .filter((f) => !HOME.has(f.path) && /\(ms\|s\|m\|h\|d\)|must be an integer number of ms|number of ms from/.test(f.text))
+      .map((f) => f.path);
     expect(own).toEqual([]);
   });
 

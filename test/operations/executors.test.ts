@@ -36,7 +36,11 @@ function operationEvents(capacity: number, maxLength: number): fc.Arbitrary<Oper
         { weight: 1, arbitrary: fc.integer({ min: 0, max: 1e10 }) },
       ),
       operation: fc.constantFrom<Operation>('consume', 'peek', 'refund', 'take', 'take', 'reserve', 'reserve'),
-      cost: fc.oneof({ weight: 5, arbitrary: fc.constant(1) }, { weight: 3, arbitrary: fc.integer({ min: 0, max: capacity }) }, { weight: 1, arbitrary: fc.integer({ min: capacity + 1, max: capacity + 3 }) }),
+      cost: fc.oneof(
+        { weight: 5, arbitrary: fc.constant(1) },
+        { weight: 3, arbitrary: fc.integer({ min: 0, max: capacity }) },
+        { weight: 1, arbitrary: fc.integer({ min: capacity + 1, max: capacity + 3 }) },
+      ),
       maxWaitMs: fc.oneof(fc.constant(0), fc.integer({ min: 0, max: 5_000 }), fc.integer({ min: 0, max: 2 ** 40 })),
     },
     { noNullPrototype: true },
@@ -61,7 +65,9 @@ beforeAll(() => {
 });
 
 afterAll(() => {
-  console.log(`[operations] ${stats.sequences} sequences, ${stats.decisions} decisions (${stats.take} take, ${stats.reserve} reserve) on ${stores.length} executors`);
+  console.log(
+    `[operations] ${stats.sequences} sequences, ${stats.decisions} decisions (${stats.take} take, ${stats.reserve} reserve) on ${stores.length} executors`,
+  );
   db?.close();
   if (directory !== undefined) rmSync(directory, { recursive: true, force: true });
 });
@@ -88,18 +94,29 @@ function agree(rules: readonly ResolvedRule[], start: number, sequence: readonly
   const name = `m${run++}`;
   const limiters = stores.map(({ name: store, store: s }) => ({
     store,
-    limiter: createLimiter({ store: s, rules: rules as unknown as readonly Rule[], name, clock: () => now, circuitBreaker: false, onStoreError: 'deny' }) as SyncLimiter,
+    limiter: createLimiter({
+      store: s,
+      rules: rules as unknown as readonly Rule[],
+      name,
+      clock: () => now,
+      circuitBreaker: false,
+      onStoreError: 'deny',
+    }) as SyncLimiter,
   }));
   const history: string[] = [];
   for (const event of sequence) {
     now = Math.max(start - 10_000, now + event.deltaMs);
-    history.push(`now=${now} ${event.operation}(cost ${event.cost}${event.operation === 'reserve' ? `, maxWaitMs ${event.maxWaitMs}` : ''})`);
+    history.push(
+      `now=${now} ${event.operation}(cost ${event.cost}${event.operation === 'reserve' ? `, maxWaitMs ${event.maxWaitMs}` : ''})`,
+    );
     const [reference, ...others] = limiters.map(({ store, limiter }) => ({ store, decision: call(limiter, event) }));
     stats.decisions++;
     if (event.operation === 'take' || event.operation === 'reserve') stats[event.operation]++;
     expect(reference!.decision.degraded, history.join(' → ')).toBe(false);
     for (const other of others) {
-      expect(other.decision, `${other.store} against ${reference!.store}, rules ${JSON.stringify(rules)}: ${history.join(' → ')}`).toEqual(reference!.decision);
+      expect(other.decision, `${other.store} against ${reference!.store}, rules ${JSON.stringify(rules)}: ${history.join(' → ')}`).toEqual(
+        reference!.decision,
+      );
     }
   }
 }

@@ -45,7 +45,13 @@ export async function startMockApi(initialLimit: number): Promise<MockApi> {
     const limit = limitAt(second);
     const resetAt = (second + 1) * 1000;
     const stated = (remaining: number): Record<string, string> =>
-      stating ? { 'x-ratelimit-limit': String(limit), 'x-ratelimit-remaining': String(remaining), 'x-ratelimit-reset': (resetAt / 1000).toFixed(3) } : {};
+      stating
+        ? {
+            'x-ratelimit-limit': String(limit),
+            'x-ratelimit-remaining': String(remaining),
+            'x-ratelimit-reset': (resetAt / 1000).toFixed(3),
+          }
+        : {};
     req.resume();
     if (used < limit) {
       served.set(second, used + 1);

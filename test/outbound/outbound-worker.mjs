@@ -30,7 +30,14 @@ process.on('message', async (message) => {
   const onDecision = (event) => {
     if (event.operation === 'reserve' && booked === 0) booked = event.decision.startAt;
   };
-  const limiter = createLimiter({ store, rules: rule(message.limit), timeout: 5_000, circuitBreaker: false, onStoreError: 'deny', onDecision });
+  const limiter = createLimiter({
+    store,
+    rules: rule(message.limit),
+    timeout: 5_000,
+    circuitBreaker: false,
+    onStoreError: 'deny',
+    onDecision,
+  });
   let served = 0;
   const fetchApi = createThrottledFetch({
     limiter,

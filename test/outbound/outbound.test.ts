@@ -102,7 +102,9 @@ function perSecond(requests: readonly MockRequest[], startAt: number, limitOf: (
 function table(title: string, rows: readonly Second[], note: (row: Second) => string = () => ''): string {
   const lines = [title, 'second  limit  sent   200   429  note'];
   for (const r of rows) {
-    lines.push(`${String(r.second).padStart(6)}  ${String(r.limit).padStart(5)}  ${String(r.sent).padStart(4)}  ${String(r.ok).padStart(4)}  ${String(r.refused).padStart(4)}  ${note(r)}`);
+    lines.push(
+      `${String(r.second).padStart(6)}  ${String(r.limit).padStart(5)}  ${String(r.sent).padStart(4)}  ${String(r.ok).padStart(4)}  ${String(r.refused).padStart(4)}  ${note(r)}`,
+    );
   }
   return lines.join('\n');
 }
@@ -110,7 +112,8 @@ function table(title: string, rows: readonly Second[], note: (row: Second) => st
 beforeAll(async () => {
   server = await startRedis();
   mock = await startMockApi(LIMIT);
-  for (let i = 0; i < WORKERS; i++) children.push(fork(new URL('./outbound-worker.mjs', import.meta.url), [String(server.port), mock.url], { stdio: 'inherit' }));
+  for (let i = 0; i < WORKERS; i++)
+    children.push(fork(new URL('./outbound-worker.mjs', import.meta.url), [String(server.port), mock.url], { stdio: 'inherit' }));
   await Promise.all(children.map((child) => message(child, 'ready')));
 });
 
@@ -155,42 +158,50 @@ describe(`${WORKERS} worker processes, one Redis, a third party allowing ${LIMIT
   // few seconds and cuts only its own rate (a 20 s run measured 429s falling from 9 to 0-3 per second without
   // stopping). The fleet learning together through Redis is the next test.
   test.each([{ stated: true, title: '429 + Retry-After, and X-RateLimit-Limit on every answer', floor: 0.9 }])(
-    'the third party lowers its limit to 10 mid-run ($title): the fleet converges within a few seconds', async ({ stated, floor }) => {
-    const SECONDS = 10;
-    const DROP_AT = 4; // the mock's limit is 10 from the run's fifth second on
-    const LOWER = 10;
-    let dropSecond = 0;
-    const { startAt, errors, requests } = await run(stated ? 'drop-stated' : 'drop-bare', SECONDS, (startSecond) => {
-      dropSecond = startSecond + DROP_AT;
-      mock.setLimit(LOWER, dropSecond);
-      mock.statesLimit(stated);
-    });
-    mock.statesLimit(true);
-    const first = Math.floor(startAt / 1000);
-    const rows = perSecond(requests, startAt, (s) => (s >= dropSecond ? LOWER : LIMIT));
-    const middle = rows.filter((r) => r.second >= 1 && r.second < SECONDS);
-    // Converged from the first second after the drop from which every middle second has no 429 and serves at least
-    // `floor` of the new limit.
-    const after = middle.filter((r) => r.second >= DROP_AT);
-    let converged = after.length;
-    while (converged > 0 && after[converged - 1]!.refused === 0 && after[converged - 1]!.ok >= floor * LOWER) converged--;
-    const convergedAt = after[converged]?.second;
-    const firstRefusal = requests.find((r) => r.status === 429);
-    const lastRefusal = requests.filter((r) => r.status === 429).at(-1);
-    console.log(
-      `${table(`outbound, limit drop: ${LIMIT}/s → ${LOWER}/s at second ${DROP_AT}, ${stated ? 'stated in X-RateLimit-Limit' : 'bare 429s'} (429s push the shared queue back)`, rows, (r) =>
-        r.second === DROP_AT ? 'drop' : r.second === convergedAt ? 'converged' : r.second >= 1 && r.second < SECONDS ? '' : 'edge',
-      )}\n` +
-        `429s: ${requests.filter((r) => r.status === 429).length}, from ${firstRefusal === undefined ? '-' : `${firstRefusal.at - first * 1000} ms`} to ${lastRefusal === undefined ? '-' : `${lastRefusal.at - first * 1000} ms`} after the run's first second began; ` +
-        `converged ${convergedAt === undefined ? 'never' : `${convergedAt - DROP_AT} s after the drop (second ${convergedAt})`}`,
-    );
-    expect(errors).toEqual([]);
-    expect(middle.filter((r) => r.second < DROP_AT && r.refused > 0)).toEqual([]);
-    expect(convergedAt).toBeDefined();
-    expect(convergedAt! - DROP_AT).toBeLessThanOrEqual(3);
-    const convergedRows = middle.filter((r) => r.second >= convergedAt!);
-    console.log(`after converging: ${(convergedRows.reduce((sum, r) => sum + r.ok, 0) / (convergedRows.length * LOWER) * 100).toFixed(1)}% of the new ${LOWER}/s used`);
-  }, 30_000);
+    'the third party lowers its limit to 10 mid-run ($title): the fleet converges within a few seconds',
+    async ({ stated, floor }) => {
+      const SECONDS = 10;
+      const DROP_AT = 4; // the mock's limit is 10 from the run's fifth second on
+      const LOWER = 10;
+      let dropSecond = 0;
+      const { startAt, errors, requests } = await run(stated ? 'drop-stated' : 'drop-bare', SECONDS, (startSecond) => {
+        dropSecond = startSecond + DROP_AT;
+        mock.setLimit(LOWER, dropSecond);
+        mock.statesLimit(stated);
+      });
+      mock.statesLimit(true);
+      const first = Math.floor(startAt / 1000);
+      const rows = perSecond(requests, startAt, (s) => (s >= dropSecond ? LOWER : LIMIT));
+      const middle = rows.filter((r) => r.second >= 1 && r.second < SECONDS);
+      // Converged from the first second after the drop from which every middle second has no 429 and serves at least
+      // `floor` of the new limit.
+      const after = middle.filter((r) => r.second >= DROP_AT);
+      let converged = after.length;
+      while (converged > 0 && after[converged - 1]!.refused === 0 && after[converged - 1]!.ok >= floor * LOWER) converged--;
+      const convergedAt = after[converged]?.second;
+      const firstRefusal = requests.find((r) => r.status === 429);
+      const lastRefusal = requests.filter((r) => r.status === 429).at(-1);
+      console.log(
+        `${table(
+          `outbound, limit drop: ${LIMIT}/s → ${LOWER}/s at second ${DROP_AT}, ${stated ? 'stated in X-RateLimit-Limit' : 'bare 429s'} (429s push the shared queue back)`,
+          rows,
+          (r) =>
+            r.second === DROP_AT ? 'drop' : r.second === convergedAt ? 'converged' : r.second >= 1 && r.second < SECONDS ? '' : 'edge',
+        )}\n` +
+          `429s: ${requests.filter((r) => r.status === 429).length}, from ${firstRefusal === undefined ? '-' : `${firstRefusal.at - first * 1000} ms`} to ${lastRefusal === undefined ? '-' : `${lastRefusal.at - first * 1000} ms`} after the run's first second began; ` +
+          `converged ${convergedAt === undefined ? 'never' : `${convergedAt - DROP_AT} s after the drop (second ${convergedAt})`}`,
+      );
+      expect(errors).toEqual([]);
+      expect(middle.filter((r) => r.second < DROP_AT && r.refused > 0)).toEqual([]);
+      expect(convergedAt).toBeDefined();
+      expect(convergedAt! - DROP_AT).toBeLessThanOrEqual(3);
+      const convergedRows = middle.filter((r) => r.second >= convergedAt!);
+      console.log(
+        `after converging: ${((convergedRows.reduce((sum, r) => sum + r.ok, 0) / (convergedRows.length * LOWER)) * 100).toFixed(1)}% of the new ${LOWER}/s used`,
+      );
+    },
+    30_000,
+  );
 
   test('the third party halves its limit with bare 429s (Retry-After only): the fleet, learning through Redis, is refused no more from 8 s after the drop on, and its cuts are one per window fleet-wide', async () => {
     const SECONDS = 14;
@@ -211,7 +222,8 @@ describe(`${WORKERS} worker processes, one Redis, a third party allowing ${LIMIT
         const text = await reader.get(key);
         if (text === null) return;
         const document = JSON.parse(text) as { revision: number; updatedAt: number; quotas?: Record<string, Array<{ limit: number }>> };
-        if (documents.at(-1)?.revision !== document.revision) documents.push({ revision: document.revision, updatedAt: document.updatedAt, limit: document.quotas?.[identity]?.[0]?.limit });
+        if (documents.at(-1)?.revision !== document.revision)
+          documents.push({ revision: document.revision, updatedAt: document.updatedAt, limit: document.quotas?.[identity]?.[0]?.limit });
       });
     });
     await subscriber.subscribe(key);

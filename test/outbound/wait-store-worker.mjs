@@ -61,6 +61,12 @@ process.on('message', async (message) => {
 
 // Warm up before reporting ready: the first decision prepares the statements (SQLite) or opens the keep-alive
 // connection and loads the script (Upstash: NOSCRIPT, then EVAL); either would make the first slots of a run late.
-const warm = createLimiter({ store, rules: gcra({ id: 'warm', limit: 1000, period: '1s' }), timeout: 10_000, circuitBreaker: false, onStoreError: 'deny' });
+const warm = createLimiter({
+  store,
+  rules: gcra({ id: 'warm', limit: 1000, period: '1s' }),
+  timeout: 10_000,
+  circuitBreaker: false,
+  onStoreError: 'deny',
+});
 await warm.wait(`warm-up-${process.pid}`, { maxWait: '5s' });
 process.send({ type: 'ready' });

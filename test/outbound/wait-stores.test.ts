@@ -72,7 +72,9 @@ function message<T>(child: ChildProcess, type: string): Promise<T> {
 
 function spawnFleet(kind: 'sqlite' | 'upstash', args: string[]): Promise<unknown[]> {
   for (let i = 0; i < WORKERS; i++) {
-    fleets[kind].push(fork(new URL('./wait-store-worker.mjs', import.meta.url), [kind, ...args], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] }));
+    fleets[kind].push(
+      fork(new URL('./wait-store-worker.mjs', import.meta.url), [kind, ...args], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] }),
+    );
   }
   return Promise.all(fleets[kind].map((child) => message(child, 'ready')));
 }
@@ -155,7 +157,8 @@ const quantile = (values: readonly number[], q: number) => {
   return sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] ?? NaN;
 };
 
-const TABLE_HEAD = 'store    served in run (min)  booked in 1 s (≤)  served in 1 s (≤)  booked gap min ms  same slot  FIFO inversions booked/served  late ms min/p50/p95/max  per worker';
+const TABLE_HEAD =
+  'store    served in run (min)  booked in 1 s (≤)  served in 1 s (≤)  booked gap min ms  same slot  FIFO inversions booked/served  late ms min/p50/p95/max  per worker';
 
 describe.each(['sqlite', 'upstash'] as const)(`${WORKERS} processes waiting on one %s store, gcra ${LIMIT}/s burst 1`, (kind) => {
   test(`${SECONDS} s of wait(): booked slots ≥ ${SLOT_MS} ms apart, ~${LIMIT}/s served, FIFO, every process served`, async () => {

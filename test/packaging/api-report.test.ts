@@ -101,7 +101,9 @@ describe('api-report.mjs', { timeout: 120_000 }, () => {
     const returned = edited((index) => index.replace('): string;', '): number;'));
     expect(returned.status).toBe(1);
     expect(returned.output).toContain('+export function widget(options?: WidgetOptions): number;');
-    const option = edited((index) => index.replace('export interface WidgetOptions', 'interface WidgetOptions').replace('size?: number;', 'size?: string;'));
+    const option = edited((index) =>
+      index.replace('export interface WidgetOptions', 'interface WidgetOptions').replace('size?: number;', 'size?: string;'),
+    );
     expect(option.status).toBe(1);
     expect(option.output).toContain('+    size?: string;');
   });

@@ -35,7 +35,9 @@ describe('the Upstash-on-Hono worker bundle (everything the worker ships)', () =
   it('bundles hono, @sluice/hono, @sluice/http, @sluice/core and @sluice/upstash for the browser platform (a node:* import would fail the build), and no @upstash/redis', async () => {
     const size = await honoUpstash();
     const names = size.byPackage.map((p) => p.name);
-    expect(names).toEqual(expect.arrayContaining(['hono', '@sluice/hono', '@sluice/http', '@sluice/core', '@sluice/upstash', '@sluice/redis-script']));
+    expect(names).toEqual(
+      expect.arrayContaining(['hono', '@sluice/hono', '@sluice/http', '@sluice/core', '@sluice/upstash', '@sluice/redis-script']),
+    );
     expect(names).not.toContain('@upstash/redis');
   });
 

@@ -64,7 +64,11 @@ describe('check-package.mjs', () => {
   });
 
   it('passes a package declared ESM only (no import/require conditions), checked with the esm-only profile', () => {
-    const manifest = { ...goodManifest(), main: './dist/index.js', exports: { '.': { types: './dist/index.d.ts', default: './dist/index.js' } } };
+    const manifest = {
+      ...goodManifest(),
+      main: './dist/index.js',
+      exports: { '.': { types: './dist/index.d.ts', default: './dist/index.js' } },
+    };
     const { status, output } = check(manifest);
     expect(output).toContain('sluice-fixture@1.0.0 ok (publint strict, attw esm-only, layout)');
     expect(status).toBe(0);

@@ -64,7 +64,10 @@ function installFromRepository(): { lines: string[]; filters: string[]; tarballs
   const filtersOf = (line: string | undefined, command: string): string[] => {
     const match = new RegExp(`^(?:pnpm install && )?pnpm((?: --filter @sluice/[a-z]+)+) ${command}$`).exec(line ?? '');
     if (match === null) throw new Error(`README install-from-repository: unexpected line ${JSON.stringify(line)}`);
-    return match[1]!.trim().split(/\s+/).filter((word) => word !== '--filter');
+    return match[1]!
+      .trim()
+      .split(/\s+/)
+      .filter((word) => word !== '--filter');
   };
   const filters = filtersOf(lines[2], 'pack --pack-destination \\./tarballs');
   expect(filtersOf(lines[1], 'build'), 'README: build the packages it packs').toEqual(filters);
@@ -121,7 +124,9 @@ describe('consumer install from packed tarballs', () => {
   it('covers every publishable package (each must be a devDependency of @sluice/suites so turbo builds it first)', () => {
     const names = packages.map((p) => p.manifest.name);
     for (const name of REQUIRED) expect(names).toContain(name);
-    const missing = publishablePackages().filter((p) => !p.covered).map((p) => p.manifest.name);
+    const missing = publishablePackages()
+      .filter((p) => !p.covered)
+      .map((p) => p.manifest.name);
     expect(missing, 'add these to test/package.json devDependencies as "workspace:^"').toEqual([]);
   });
 
@@ -146,7 +151,9 @@ describe('consumer install from packed tarballs', () => {
     expect(filters.sort()).toEqual(['@sluice/core', '@sluice/memory']);
     // The tarballs the README installs are the ones its pack command made, by name and version.
     const made = readdirSync(join(scratch, 'tarballs'));
-    const expected = packages.filter((p) => filters.includes(p.manifest.name)).map((p) => `${p.manifest.name.replace('@', '').replace('/', '-')}-${p.manifest.version}.tgz`);
+    const expected = packages
+      .filter((p) => filters.includes(p.manifest.name))
+      .map((p) => `${p.manifest.name.replace('@', '').replace('/', '-')}-${p.manifest.version}.tgz`);
     expect(tarballs.sort()).toEqual(expected.sort());
     for (const file of tarballs) expect(made).toContain(file);
     // Every tarball follows the naming the README gives: sluice-<package>-<version>.tgz.
@@ -184,10 +191,27 @@ describe('consumer install from packed tarballs', () => {
   it('typechecks the quickstart against the installed types, as ESM and as CommonJS', () => {
     const tsc = join(root, 'node_modules/typescript/bin/tsc');
     const args = [
-      tsc, '--noEmit', '--allowJs', '--checkJs', '--strict', '--skipLibCheck', 'false',
-      '--module', 'node16', '--moduleResolution', 'node16', '--target', 'es2022', '--lib', 'es2022',
-      '--typeRoots', join(root, 'node_modules/@types'), '--types', 'node',
-      'quickstart.mjs', 'quickstart.cjs',
+      tsc,
+      '--noEmit',
+      '--allowJs',
+      '--checkJs',
+      '--strict',
+      '--skipLibCheck',
+      'false',
+      '--module',
+      'node16',
+      '--moduleResolution',
+      'node16',
+      '--target',
+      'es2022',
+      '--lib',
+      'es2022',
+      '--typeRoots',
+      join(root, 'node_modules/@types'),
+      '--types',
+      'node',
+      'quickstart.mjs',
+      'quickstart.cjs',
     ];
     const result = run(process.execPath, args, { cwd: app, timeout: 60_000 });
     expect(result.output.trim()).toBe('');
@@ -275,38 +299,63 @@ describe('@sluice/upstash without @upstash/redis (its own REST client), installe
     await redis?.stop();
   });
 
-  it('npm installs @sluice/core and @sluice/upstash alone, and decides against the Upstash REST fixture', async () => {
-    redis = await startRedis();
-    fixture = await startUpstashFixture({ redisPort: redis.port });
-    const edge = join(scratch, 'upstash-only');
-    mkdirSync(edge);
-    writeFileSync(join(edge, 'package.json'), JSON.stringify({ name: 'sluice-upstash-only', version: '1.0.0', private: true, type: 'module' }, null, 2));
-    const tarball = (name: string) => join(scratch, 'tarballs', `sluice-${name}-${packages.find((p) => p.manifest.name === `@sluice/${name}`)!.manifest.version}.tgz`);
-    const install = run('npm', ['install', tarball('core'), tarball('redis-script'), tarball('upstash'), '--prefer-offline', '--no-audit', '--no-fund', '--loglevel=error'], {
-      cwd: edge,
-      timeout: INSTALL_TIMEOUT_MS,
-    });
-    expect(install.status, install.output).toBe(0);
-    // npm installs required peers by itself: @upstash/redis being optional, it must not be there.
-    expect(existsSync(join(edge, 'node_modules/@upstash/redis'))).toBe(false);
-    writeFileSync(
-      join(edge, 'limit.mjs'),
-      `import { createLimiter, fixedWindow } from '@sluice/core';
+  it(
+    'npm installs @sluice/core and @sluice/upstash alone, and decides against the Upstash REST fixture',
+    async () => {
+      redis = await startRedis();
+      fixture = await startUpstashFixture({ redisPort: redis.port });
+      const edge = join(scratch, 'upstash-only');
+      mkdirSync(edge);
+      writeFileSync(
+        join(edge, 'package.json'),
+        JSON.stringify({ name: 'sluice-upstash-only', version: '1.0.0', private: true, type: 'module' }, null, 2),
+      );
+      const tarball = (name: string) =>
+        join(scratch, 'tarballs', `sluice-${name}-${packages.find((p) => p.manifest.name === `@sluice/${name}`)!.manifest.version}.tgz`);
+      const install = run(
+        'npm',
+        [
+          'install',
+          tarball('core'),
+          tarball('redis-script'),
+          tarball('upstash'),
+          '--prefer-offline',
+          '--no-audit',
+          '--no-fund',
+          '--loglevel=error',
+        ],
+        {
+          cwd: edge,
+          timeout: INSTALL_TIMEOUT_MS,
+        },
+      );
+      expect(install.status, install.output).toBe(0);
+      // npm installs required peers by itself: @upstash/redis being optional, it must not be there.
+      expect(existsSync(join(edge, 'node_modules/@upstash/redis'))).toBe(false);
+      writeFileSync(
+        join(edge, 'limit.mjs'),
+        `import { createLimiter, fixedWindow } from '@sluice/core';
 import { upstashStore } from '@sluice/upstash';
 const limiter = createLimiter({ store: upstashStore({ url: process.env.URL, token: process.env.TOKEN }), rules: fixedWindow({ limit: 2, window: '1h' }) });
 const decisions = [];
 for (let i = 0; i < 3; i++) decisions.push(await limiter.limit('consumer'));
 console.log(JSON.stringify(decisions.map((d) => [d.allowed, d.remaining, d.degraded])));
 `,
-    );
-    // Asynchronously: the fixture answers from this process's event loop, which spawnSync would block.
-    const result = await new Promise<{ stdout: string; stderr: string }>((resolve, reject) =>
-      execFile(process.execPath, ['limit.mjs'], { cwd: edge, encoding: 'utf8', timeout: 20_000, env: { ...cleanEnv(), URL: fixture!.url, TOKEN: fixture!.token } }, (error, stdout, stderr) =>
-        error === null ? resolve({ stdout, stderr }) : reject(new Error(`limit.mjs failed: ${error.message}\n${stdout}${stderr}`)),
-      ),
-    );
-    expect(result.stderr).toBe('');
-    expect(result.stdout.trim()).toBe('[[true,1,false],[true,0,false],[false,0,false]]');
-    expect(fixture.stats.byCommand.evalsha).toBeGreaterThanOrEqual(3);
-  }, INSTALL_TIMEOUT_MS + 30_000);
+      );
+      // Asynchronously: the fixture answers from this process's event loop, which spawnSync would block.
+      const result = await new Promise<{ stdout: string; stderr: string }>((resolve, reject) =>
+        execFile(
+          process.execPath,
+          ['limit.mjs'],
+          { cwd: edge, encoding: 'utf8', timeout: 20_000, env: { ...cleanEnv(), URL: fixture!.url, TOKEN: fixture!.token } },
+          (error, stdout, stderr) =>
+            error === null ? resolve({ stdout, stderr }) : reject(new Error(`limit.mjs failed: ${error.message}\n${stdout}${stderr}`)),
+        ),
+      );
+      expect(result.stderr).toBe('');
+      expect(result.stdout.trim()).toBe('[[true,1,false],[true,0,false],[false,0,false]]');
+      expect(fixture.stats.byCommand.evalsha).toBeGreaterThanOrEqual(3);
+    },
+    INSTALL_TIMEOUT_MS + 30_000,
+  );
 });

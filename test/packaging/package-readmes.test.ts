@@ -27,7 +27,9 @@ describe('package READMEs, LICENSE and manifests', () => {
       '[inside](code-block)',
       '```',
     ].join('\n');
-    expect(linkTargets(sample).sort()).toEqual(['#options', '../../README.md', '../core', '../http', './logo.png', 'https://example.com'].sort());
+    expect(linkTargets(sample).sort()).toEqual(
+      ['#options', '../../README.md', '../core', '../http', './logo.png', 'https://example.com'].sort(),
+    );
   });
 
   for (const { dir, manifest, path } of packages) {

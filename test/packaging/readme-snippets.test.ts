@@ -110,10 +110,13 @@ describe('README snippets compile under strict TypeScript as written', () => {
     const tsc = join(root, 'node_modules/typescript/bin/tsc');
     const result = spawnSync(process.execPath, [tsc, '-p', join(scratch, 'tsconfig.json')], { encoding: 'utf8', timeout: 120_000 });
     // Name each error after the README and line it comes from.
-    const output = `${result.stdout}${result.stderr}`.replace(/^.*?(\d\d)-[^(]*?-L(\d+)\.ts\((\d+),\d+\)/gm, (_all, index: string, _line, row: string) => {
-      const snippet = snippets[Number(index)]!;
-      return `${snippet.readme}:${snippet.line + Number(row)}`;
-    });
+    const output = `${result.stdout}${result.stderr}`.replace(
+      /^.*?(\d\d)-[^(]*?-L(\d+)\.ts\((\d+),\d+\)/gm,
+      (_all, index: string, _line, row: string) => {
+        const snippet = snippets[Number(index)]!;
+        return `${snippet.readme}:${snippet.line + Number(row)}`;
+      },
+    );
     expect(output.trim()).toBe('');
     expect(result.status).toBe(0);
   }, 150_000);

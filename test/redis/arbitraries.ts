@@ -18,7 +18,11 @@ import {
 import { ALGORITHM_NAMES, type Operation, type ResolvedRule } from '@sluice/core/store';
 
 const small = fc.integer({ min: 1, max: 12 });
-const durationMs = fc.oneof(fc.integer({ min: 1, max: 50 }), fc.integer({ min: 51, max: 5_000 }), fc.constantFrom(1_000, 60_000, 86_400_000));
+const durationMs = fc.oneof(
+  fc.integer({ min: 1, max: 50 }),
+  fc.integer({ min: 51, max: 5_000 }),
+  fc.constantFrom(1_000, 60_000, 86_400_000),
+);
 
 /**
  * A generator of rules for every algorithm core names, one per variant the script runs as its own step (the token
@@ -75,7 +79,10 @@ function tokenBuckets(id: string, refill: 'smooth' | 'interval'): fc.Arbitrary<R
 export const ALGORITHMS: readonly string[] = differentialCases(ALGORITHM_NAMES, GENERATORS);
 
 /** The variants of every named algorithm; throws, naming it, for an algorithm without a generator. */
-export function differentialCases(names: readonly string[], generators: Readonly<Record<string, Readonly<Record<string, unknown>>>>): string[] {
+export function differentialCases(
+  names: readonly string[],
+  generators: Readonly<Record<string, Readonly<Record<string, unknown>>>>,
+): string[] {
   return names.flatMap((name) => {
     const variants = generators[name];
     if (variants === undefined || Object.keys(variants).length === 0) {
@@ -96,7 +103,9 @@ export function ruleOf(algorithm: AlgorithmCase, id: string): fc.Arbitrary<Resol
 }
 
 /** One rule of any algorithm, as a rule set. */
-export const ruleSets: fc.Arbitrary<ResolvedRule[]> = fc.constantFrom(...ALGORITHMS).chain((algorithm) => ruleOf(algorithm, 'r').map((rule) => [rule]));
+export const ruleSets: fc.Arbitrary<ResolvedRule[]> = fc
+  .constantFrom(...ALGORITHMS)
+  .chain((algorithm) => ruleOf(algorithm, 'r').map((rule) => [rule]));
 
 /** Two or three rules of any algorithms, distinct ids: the compound (all-or-nothing) case. */
 export const compoundRules: fc.Arbitrary<ResolvedRule[]> = fc

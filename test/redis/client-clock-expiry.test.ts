@@ -70,7 +70,8 @@ describe('a frozen client clock on Redis keeps state for ttl + slack of Redis re
     const says = (text: string | RegExp) => (typeof text === 'string' ? readme.includes(text) : text.test(readme));
     expect(says(/never loses? state early/), 'the old promise is gone').toBe(false);
     expect(says('a key lives its time-to-live plus 1 s (`CLIENT_CLOCK_EXPIRY_SLACK_MS`) of Redis real time'), 'the rule').toBe(true);
-    const after = "A frozen or fake test clock does not stop Redis's clock: once the time-to-live plus 1 s has passed in real time the state is gone";
+    const after =
+      "A frozen or fake test clock does not stop Redis's clock: once the time-to-live plus 1 s has passed in real time the state is gone";
     expect(says(after), 'what happens after').toBe(true);
   });
 });

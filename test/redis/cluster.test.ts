@@ -54,7 +54,12 @@ describeStoreConformance<RedisStore>({
 });
 
 describe('compound rules on a 3-master cluster', () => {
-  const rules = [tokenBucket({ capacity: 4, refillRate: 1, interval: '1h' }), fixedWindow({ limit: 6, window: '1h' }), gcra({ limit: 5, period: '1h' }), slidingWindowLog({ limit: 10, window: '1h' })];
+  const rules = [
+    tokenBucket({ capacity: 4, refillRate: 1, interval: '1h' }),
+    fixedWindow({ limit: 6, window: '1h' }),
+    gcra({ limit: 5, period: '1h' }),
+    slidingWindowLog({ limit: 10, window: '1h' }),
+  ];
 
   test('all-or-nothing across four algorithms, each identity on one slot, identities spread over the masters', async () => {
     const limiter = createLimiter({ store: redisStore(client), rules, name: 'cluster-compound' });
@@ -66,7 +71,12 @@ describe('compound rules on a 3-master cluster', () => {
       expect(decisions[4]).toMatchObject({ rule: 'tb', reason: 'rate_limited' });
       // The denied requests took nothing from the looser rules.
       const peek = await limiter.peek(identity);
-      expect(peek.rules.map((r) => [r.id, r.remaining])).toEqual([['tb', 0], ['fw:3600000', 2], ['gcra:3600000', 1], ['swl:3600000', 6]]);
+      expect(peek.rules.map((r) => [r.id, r.remaining])).toEqual([
+        ['tb', 0],
+        ['fw:3600000', 2],
+        ['gcra:3600000', 1],
+        ['swl:3600000', 6],
+      ]);
     }
     const owners = new Set<string>();
     for (const identity of identities) {
@@ -96,7 +106,8 @@ describe('compound rules on a 3-master cluster', () => {
     expect(hotDecisions.map((d) => d.allowed)).toEqual([...Array(4).fill(true), ...Array(4).fill(false)]);
     expect(coldDecisions.every((d) => d.allowed && !d.degraded)).toBe(true);
     const stats = await Promise.all(masters.map((node) => node.info('commandstats')));
-    const calls = (name: string) => stats.reduce((sum, text) => sum + Number(new RegExp(`cmdstat_${name}:calls=(\\d+)`).exec(text)?.[1] ?? 0), 0);
+    const calls = (name: string) =>
+      stats.reduce((sum, text) => sum + Number(new RegExp(`cmdstat_${name}:calls=(\\d+)`).exec(text)?.[1] ?? 0), 0);
     expect(calls('evalsha')).toBe(1 + 4);
     expect(calls('eval')).toBe(0);
   });
@@ -113,7 +124,11 @@ describe('compound rules on a 3-master cluster', () => {
   test('many identities in flight at once through autopipelining stay exact per identity', async () => {
     const limiter = createLimiter({ store: redisStore(client), rules, name: 'cluster-flight' });
     const identities = Array.from({ length: 20 }, (_, i) => `flight-${i}`);
-    const decisions = await Promise.all(identities.flatMap((identity) => Array.from({ length: 10 }, () => limiter.limit(identity).then((d) => [identity, d.allowed] as const))));
+    const decisions = await Promise.all(
+      identities.flatMap((identity) =>
+        Array.from({ length: 10 }, () => limiter.limit(identity).then((d) => [identity, d.allowed] as const)),
+      ),
+    );
     for (const identity of identities) {
       expect(decisions.filter(([id, allowed]) => id === identity && allowed)).toHaveLength(4);
     }

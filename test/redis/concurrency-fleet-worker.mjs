@@ -19,7 +19,15 @@ process.on('message', async (message) => {
     process.disconnect();
     return;
   }
-  const limiter = createConcurrencyLimiter({ store, limit: message.limit, ttl: message.ttlMs, name: message.name, timeout: 30_000, circuitBreaker: false, onStoreError: 'deny' });
+  const limiter = createConcurrencyLimiter({
+    store,
+    limit: message.limit,
+    ttl: message.ttlMs,
+    name: message.name,
+    timeout: 30_000,
+    circuitBreaker: false,
+    onStoreError: 'deny',
+  });
   const report = { intervals: message.tenants.map(() => []), acquires: 0, granted: 0, degraded: 0, releaseFailed: 0 };
   const lane = async (lane) => {
     let turn = lane;

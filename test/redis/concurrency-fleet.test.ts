@@ -63,7 +63,8 @@ const children: ChildProcess[] = [];
 beforeAll(async () => {
   server = await startRedis();
   admin = new Redis({ host: server.host, port: server.port });
-  for (let i = 0; i < PROCESSES; i++) children.push(fork(new URL('./concurrency-fleet-worker.mjs', import.meta.url), [String(server.port)], { stdio: 'inherit' }));
+  for (let i = 0; i < PROCESSES; i++)
+    children.push(fork(new URL('./concurrency-fleet-worker.mjs', import.meta.url), [String(server.port)], { stdio: 'inherit' }));
   await Promise.all(children.map((child) => nextMessage(child, 'ready')));
 });
 
@@ -77,14 +78,29 @@ describe('the wall-clock sweep', () => {
   test('counts intervals that certainly overlap, and neither touching ones nor ones within the 1 ms rounding', () => {
     const eleven: Interval[] = Array.from({ length: 11 }, (_, i) => [100 + i, 200]);
     expect(mostCertainlyHeld(eleven)).toBe(11);
-    expect(mostCertainlyHeld([[100, 150], [149, 200]])).toBe(1); // the second may have started at 150
-    expect(mostCertainlyHeld([[100, 150], [148, 200]])).toBe(2);
-    expect(mostCertainlyHeld([[100, 101], [100, 101]])).toBe(0); // too short to be sure of
+    expect(
+      mostCertainlyHeld([
+        [100, 150],
+        [149, 200],
+      ]),
+    ).toBe(1); // the second may have started at 150
+    expect(
+      mostCertainlyHeld([
+        [100, 150],
+        [148, 200],
+      ]),
+    ).toBe(2);
+    expect(
+      mostCertainlyHeld([
+        [100, 101],
+        [100, 101],
+      ]),
+    ).toBe(0); // too short to be sure of
   });
 });
 
 describe(`${PROCESSES} processes × ${LOOPS} lanes, ${TENANTS.length} tenants, limit ${LIMIT}, one holder SIGKILLed mid-run`, () => {
-  test('never more than the limit held per tenant by the callers\' wall clocks; the killed holder\'s slots free within its ttl and not before; no key left', async () => {
+  test("never more than the limit held per tenant by the callers' wall clocks; the killed holder's slots free within its ttl and not before; no key left", async () => {
     const name = 'fleet';
     const keys = TENANTS.map((tenant) => `sluice:${name}:{${tenant}}:lease`);
     const [victim, ...survivors] = children as [ChildProcess, ...ChildProcess[]];
@@ -140,7 +156,10 @@ describe(`${PROCESSES} processes × ${LOOPS} lanes, ${TENANTS.length} tenants, l
       else await new Promise((resolve) => setTimeout(resolve, 10));
     }
     expect(early, 'slots of the killed holder freed before their leases expired').toEqual([]);
-    expect(freedAfterMs, `the killed holder's ${heldAtKill.size} slots free within ttl ${TTL_MS} ms + ${FREE_MARGIN_MS} ms`).toBeGreaterThanOrEqual(0);
+    expect(
+      freedAfterMs,
+      `the killed holder's ${heldAtKill.size} slots free within ttl ${TTL_MS} ms + ${FREE_MARGIN_MS} ms`,
+    ).toBeGreaterThanOrEqual(0);
 
     const done = await Promise.all(reports);
     const totals = { acquires: 0, granted: 0, degraded: 0, releaseFailed: 0 };

@@ -8,15 +8,7 @@
  */
 import { fork, type ChildProcess } from 'node:child_process';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import {
-  fixedWindow,
-  gcra,
-  leakyBucket,
-  slidingWindowCounter,
-  slidingWindowLog,
-  tokenBucket,
-  type Rule,
-} from '@sluice/core';
+import { fixedWindow, gcra, leakyBucket, slidingWindowCounter, slidingWindowLog, tokenBucket, type Rule } from '@sluice/core';
 import { rawCommand, startRedis, type RedisServer } from '../harness/redis.js';
 
 const PROCESSES = 4;
@@ -52,7 +44,9 @@ beforeAll(async () => {
   for (let i = 0; i < PROCESSES; i++) {
     // Half the processes pipeline automatically, half do not; half batch the decisions they issue together into
     // shared script calls (the default), half send one call per decision: the store must be exact every way.
-    const child = fork(new URL('./concurrency-worker.mjs', import.meta.url), [String(server.port), String(i % 2), String(i < 2 ? 1 : 0)], { stdio: 'inherit' });
+    const child = fork(new URL('./concurrency-worker.mjs', import.meta.url), [String(server.port), String(i % 2), String(i < 2 ? 1 : 0)], {
+      stdio: 'inherit',
+    });
     children.push(child);
   }
   await Promise.all(children.map((child) => message(child, 'ready')));
@@ -76,7 +70,10 @@ afterAll(async () => {
 type RunOperation = { operation: 'limit' } | { operation: 'take'; cost: number } | { operation: 'reserve'; maxWait: number };
 
 /** Sends one run to every process at once and adds up what they were allowed (granted, and the starts booked). */
-async function hammer(rules: readonly Rule[], how: RunOperation = { operation: 'limit' }): Promise<{ allowed: number; denied: number; degraded: number; granted: number; starts: number[] }> {
+async function hammer(
+  rules: readonly Rule[],
+  how: RunOperation = { operation: 'limit' },
+): Promise<{ allowed: number; denied: number; degraded: number; granted: number; starts: number[] }> {
   const id = ++run;
   const replies = children.map((child) => message(child, 'done'));
   for (const child of children) {
@@ -109,7 +106,11 @@ const CASES: Array<[string, () => Rule[], number]> = [
   ['leaky bucket', () => [leakyBucket({ capacity: LIMIT, leakRate: 1, interval: '1d' })], LIMIT],
   ['gcra', () => [gcra({ limit: LIMIT, period: '1d' })], LIMIT],
   // Compound: the tighter rule binds and, all-or-nothing, the looser one is charged only for what passed.
-  ['compound token bucket 300 + fixed window 500', () => [tokenBucket({ capacity: 300, refillRate: 1, interval: '1d' }), currentFixedWindow()], 300],
+  [
+    'compound token bucket 300 + fixed window 500',
+    () => [tokenBucket({ capacity: 300, refillRate: 1, interval: '1d' }), currentFixedWindow()],
+    300,
+  ],
 ];
 
 describe(`${PROCESSES} processes × ${IN_FLIGHT} in flight on one identity`, () => {

@@ -54,7 +54,9 @@ beforeAll(async () => {
 });
 
 afterAll(async () => {
-  console.log(`[cross-store] ${stats.sequences} sequences, ${stats.decisions} decisions on ${stores?.length ?? 0} stores, ${stats.backwardSteps} backward clock steps; operations ${JSON.stringify(stats.operations)}`);
+  console.log(
+    `[cross-store] ${stats.sequences} sequences, ${stats.decisions} decisions on ${stores?.length ?? 0} stores, ${stats.backwardSteps} backward clock steps; operations ${JSON.stringify(stats.operations)}`,
+  );
   ioredis?.disconnect();
   db?.close();
   if (directory !== undefined) rmSync(directory, { recursive: true, force: true });
@@ -80,13 +82,24 @@ async function agree(rules: readonly ResolvedRule[], start: number, sequence: re
     store,
     // Redis and Upstash share one redis-server: a prefix per store keeps their keys apart. A generous deadline:
     // this suite compares answers, it does not time the stores.
-    limiter: createLimiter({ store: s, rules: asRules(rules), name, prefix: `sluice-${store}`, clock: () => now, timeout: 5_000, circuitBreaker: false, onStoreError: 'deny' }),
+    limiter: createLimiter({
+      store: s,
+      rules: asRules(rules),
+      name,
+      prefix: `sluice-${store}`,
+      clock: () => now,
+      timeout: 5_000,
+      circuitBreaker: false,
+      onStoreError: 'deny',
+    }),
   }));
   const history: string[] = [];
   for (const event of sequence) {
     if (event.deltaMs < 0) stats.backwardSteps++;
     now = Math.max(start - 10_000, now + event.deltaMs);
-    history.push(`now=${now} ${event.operation}(cost ${event.cost}${event.operation === 'reserve' ? `, maxWaitMs ${event.maxWaitMs ?? 0}` : ''})`);
+    history.push(
+      `now=${now} ${event.operation}(cost ${event.cost}${event.operation === 'reserve' ? `, maxWaitMs ${event.maxWaitMs ?? 0}` : ''})`,
+    );
     stats.operations[event.operation]++;
     const answers = [];
     for (const { store, limiter } of limiters) {
@@ -99,11 +112,16 @@ async function agree(rules: readonly ResolvedRule[], start: number, sequence: re
     stats.decisions++;
     const [reference, ...others] = answers;
     expect(reference!.decision.degraded, `${reference!.store}: ${history.join(' → ')}`).toBe(false);
-    if (event.cost === 0 || event.operation === 'refund') expect(reference!.decision.allowed, `${reference!.store}: ${history.join(' → ')}`).toBe(true);
-    if (event.operation === 'take') expect(reference!.decision.granted, `${reference!.store}: ${history.join(' → ')}`).toBeGreaterThanOrEqual(0);
-    if (event.operation === 'reserve') expect(reference!.decision.startAt, `${reference!.store}: ${history.join(' → ')}`).toEqual(expect.any(Number));
+    if (event.cost === 0 || event.operation === 'refund')
+      expect(reference!.decision.allowed, `${reference!.store}: ${history.join(' → ')}`).toBe(true);
+    if (event.operation === 'take')
+      expect(reference!.decision.granted, `${reference!.store}: ${history.join(' → ')}`).toBeGreaterThanOrEqual(0);
+    if (event.operation === 'reserve')
+      expect(reference!.decision.startAt, `${reference!.store}: ${history.join(' → ')}`).toEqual(expect.any(Number));
     for (const other of others) {
-      expect(other.decision, `${other.store} against ${reference!.store}, rules ${JSON.stringify(rules)}: ${history.join(' → ')}`).toEqual(reference!.decision);
+      expect(other.decision, `${other.store} against ${reference!.store}, rules ${JSON.stringify(rules)}: ${history.join(' → ')}`).toEqual(
+        reference!.decision,
+      );
     }
   }
 }

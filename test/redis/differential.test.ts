@@ -17,7 +17,15 @@ import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import fc from 'fast-check';
 import { Redis } from 'ioredis';
 import { decodeState, encodeState, evaluate, type LimitRequest, type ResolvedRule, type State } from '@sluice/core/store';
-import { CLIENT_CLOCK_EXPIRY_SLACK_MS, LIMIT_FUNCTION, LIMIT_LIBRARY, LIMIT_SCRIPT, LIMIT_SCRIPT_SHA1, encodeCall, parseCallReply } from '@sluice/redis/scripts';
+import {
+  CLIENT_CLOCK_EXPIRY_SLACK_MS,
+  LIMIT_FUNCTION,
+  LIMIT_LIBRARY,
+  LIMIT_SCRIPT,
+  LIMIT_SCRIPT_SHA1,
+  encodeCall,
+  parseCallReply,
+} from '@sluice/redis/scripts';
 import { startRedis, type RedisServer } from '../harness/redis.js';
 import { ALGORITHMS, compoundRules, events, ruleOf, ruleSets, startMs, type Event } from './arbitraries.js';
 
@@ -53,7 +61,9 @@ type Via = 'fcall' | 'evalsha';
 let via: Via = 'evalsha';
 
 afterAll(async () => {
-  console.log(`[differential] ${stats.sequences} sequences, ${stats.events} events in ${stats.calls} script calls (${stats.batchedCalls} carrying several decisions), ${stats.writes} writes compared; ${stats.expiredEarly} states expired by Redis real time before the logical clock reached them`);
+  console.log(
+    `[differential] ${stats.sequences} sequences, ${stats.events} events in ${stats.calls} script calls (${stats.batchedCalls} carrying several decisions), ${stats.writes} writes compared; ${stats.expiredEarly} states expired by Redis real time before the logical clock reached them`,
+  );
   console.log(
     `[differential] operations ${JSON.stringify(stats.operations)}; takes that granted units ${stats.granted}; reservations booked ${stats.booked} (${stats.bookedLater} of them after now), refused as too far ${stats.tooFar}`,
   );
@@ -90,7 +100,14 @@ async function runCalls(identities: readonly Identity[], start: number, calls: R
     const requests: LimitRequest[] = call.map((event) => {
       now = Math.max(0, now + event.deltaMs);
       const { key, rules } = identities[event.who]!;
-      return { key, rules, cost: event.cost, operation: event.operation, now, ...(event.operation === 'reserve' ? { maxWaitMs: event.maxWaitMs ?? 0 } : {}) };
+      return {
+        key,
+        rules,
+        cost: event.cost,
+        operation: event.operation,
+        now,
+        ...(event.operation === 'reserve' ? { maxWaitMs: event.maxWaitMs ?? 0 } : {}),
+      };
     });
     const { keys, args } = encodeCall(requests, 'client');
     const distinct = [...new Set(keys)];
@@ -111,7 +128,8 @@ async function runCalls(identities: readonly Identity[], start: number, calls: R
     const reply = all[n + 1];
     const after = all.slice(n + 3, 2 * n + 3) as Array<string | null>;
     const expireAt = all.slice(2 * n + 3) as number[];
-    const where = (i: number) => `call ${index}, decision ${i} ${JSON.stringify(call[i])} at ${requests[i]!.now}, states before the call ${JSON.stringify(before)}`;
+    const where = (i: number) =>
+      `call ${index}, decision ${i} ${JSON.stringify(call[i])} at ${requests[i]!.now}, states before the call ${JSON.stringify(before)}`;
     stats.calls++;
     if (call.length > 1) {
       stats.batchedCalls++;
@@ -132,12 +150,22 @@ async function runCalls(identities: readonly Identity[], start: number, calls: R
     const lastWrite = new Map<string, { state: State; ttlMs: number }>();
     for (const [i, request] of requests.entries()) {
       const ruleKeys = request.rules.map((rule) => `${request.key}:${rule.id}`);
-      const expected = evaluate(request.rules, ruleKeys.map((k) => current.get(k)), request.now, request.cost, request.operation, request.maxWaitMs);
+      const expected = evaluate(
+        request.rules,
+        ruleKeys.map((k) => current.get(k)),
+        request.now,
+        request.cost,
+        request.operation,
+        request.maxWaitMs,
+      );
       stats.operations[request.operation]++;
       expect(actual[i]!.now, where(i)).toBe(request.now);
       expect(actual[i]!.outcomes, where(i)).toEqual(expected.outcomes);
       // The decision as a whole is every rule's allowed (the script sends no separate flag).
-      expect(actual[i]!.outcomes.every((o) => o.allowed), where(i)).toBe(expected.allowed);
+      expect(
+        actual[i]!.outcomes.every((o) => o.allowed),
+        where(i),
+      ).toBe(expected.allowed);
       const first = expected.outcomes[0]!;
       if (request.operation === 'take' && first.granted! > 0) stats.granted++;
       if (request.operation === 'reserve' && request.cost > 0) {
@@ -179,7 +207,11 @@ async function runCalls(identities: readonly Identity[], start: number, calls: R
 /** One identity, one decision per call: the path of every decision that travels alone. */
 function runSequence(rules: readonly ResolvedRule[], start: number, list: readonly Event[]): Promise<void> {
   const identity = { key: `diff:{s${++sequence}}`, rules };
-  return runCalls([identity], start, list.map((event) => [{ ...event, who: 0 }]));
+  return runCalls(
+    [identity],
+    start,
+    list.map((event) => [{ ...event, who: 0 }]),
+  );
 }
 
 const maxCostOf = (rules: readonly ResolvedRule[]) => Math.max(...rules.map((r) => r.limit));
@@ -216,17 +248,18 @@ describe.each<Via>(['evalsha', 'fcall'])('Lua script equals core evaluate(), eve
     // Up to three identities with their own rule sets, events interleaved, cut into calls of 1 to 8 decisions:
     // the same identity may decide several times in a call (a hot key), and rule sets alternate (several spec
     // entries), as they do when limiters share a store.
-    const arbitrary = fc
-      .array(fc.oneof(compoundRules, ruleSets), { minLength: 1, maxLength: 3 })
-      .chain((sets) =>
-        fc.tuple(
-          fc.constant(sets),
-          startMs,
-          events(Math.max(...sets.flat().map((r) => r.limit)), 12),
-          fc.array(fc.nat(sets.length - 1), { minLength: 40, maxLength: 40 }),
-          fc.array(fc.oneof({ weight: 1, arbitrary: fc.constant(1) }, { weight: 4, arbitrary: fc.integer({ min: 2, max: 8 }) }), { minLength: 1, maxLength: 40 }),
-        ),
-      );
+    const arbitrary = fc.array(fc.oneof(compoundRules, ruleSets), { minLength: 1, maxLength: 3 }).chain((sets) =>
+      fc.tuple(
+        fc.constant(sets),
+        startMs,
+        events(Math.max(...sets.flat().map((r) => r.limit)), 12),
+        fc.array(fc.nat(sets.length - 1), { minLength: 40, maxLength: 40 }),
+        fc.array(fc.oneof({ weight: 1, arbitrary: fc.constant(1) }, { weight: 4, arbitrary: fc.integer({ min: 2, max: 8 }) }), {
+          minLength: 1,
+          maxLength: 40,
+        }),
+      ),
+    );
     await fc.assert(
       fc.asyncProperty(arbitrary, async ([sets, start, list, owners, sizes]) => {
         const run = ++sequence;
@@ -242,7 +275,9 @@ describe.each<Via>(['evalsha', 'fcall'])('Lua script equals core evaluate(), eve
       }),
       { numRuns: 60 },
     );
-    console.log(`[differential] batched (${how}): ${stats.batchedCalls - batchedBefore} calls carrying ${stats.batchedDecisions - decisionsBefore} decisions, ${stats.repeatedKeys - repeatsBefore} of them on an identity already decided earlier in the same call`);
+    console.log(
+      `[differential] batched (${how}): ${stats.batchedCalls - batchedBefore} calls carrying ${stats.batchedDecisions - decisionsBefore} decisions, ${stats.repeatedKeys - repeatsBefore} of them on an identity already decided earlier in the same call`,
+    );
     expect(stats.batchedCalls - batchedBefore).toBeGreaterThan(50);
     expect(stats.repeatedKeys - repeatsBefore).toBeGreaterThan(50);
   });
@@ -256,9 +291,14 @@ describe.each<Via>(['evalsha', 'fcall'])('Lua script equals core evaluate(), eve
         const request: LimitRequest = { key, rules: [rule], cost: 1, operation: 'peek', now: 1_700_000_000_000 };
         const { keys, args } = encodeCall([request], 'client');
         await client.set(keys[0]!, raw);
-        const reply = how === 'fcall' ? await client.fcall(LIMIT_FUNCTION, 1, keys[0]!, ...args) : await client.evalsha(LIMIT_SCRIPT_SHA1, 1, keys[0]!, ...args);
+        const reply =
+          how === 'fcall'
+            ? await client.fcall(LIMIT_FUNCTION, 1, keys[0]!, ...args)
+            : await client.evalsha(LIMIT_SCRIPT_SHA1, 1, keys[0]!, ...args);
         const expected = evaluate([rule], [decodeState(raw)], request.now, 1, 'peek');
-        expect(parseCallReply(reply, [request], 'client')[0]!.outcomes, `${rule.algorithm} over ${JSON.stringify(raw)}`).toEqual(expected.outcomes);
+        expect(parseCallReply(reply, [request], 'client')[0]!.outcomes, `${rule.algorithm} over ${JSON.stringify(raw)}`).toEqual(
+          expected.outcomes,
+        );
       }
     }
   });
@@ -274,8 +314,15 @@ describe.each<Via>(['evalsha', 'fcall'])('Lua script equals core evaluate(), eve
   test('regression: sub-millisecond GCRA and large products keep integer exactness', async () => {
     // limit 5000 per 1 ms period: TAT remainders in 1/5000 ms; capacity × interval near the 2^53 guard.
     const { gcra, tokenBucket } = await import('@sluice/core');
-    const rules = [gcra({ id: 'g', limit: 5000, period: 1, burst: 7 }), tokenBucket({ id: 't', capacity: 1_000_000, refillRate: 3, interval: 86_400_000 })];
-    const list: Event[] = Array.from({ length: 30 }, (_, i) => ({ deltaMs: i % 3, cost: (i * 7) % 9, operation: i % 5 === 4 ? 'refund' : 'consume' }));
+    const rules = [
+      gcra({ id: 'g', limit: 5000, period: 1, burst: 7 }),
+      tokenBucket({ id: 't', capacity: 1_000_000, refillRate: 3, interval: 86_400_000 }),
+    ];
+    const list: Event[] = Array.from({ length: 30 }, (_, i) => ({
+      deltaMs: i % 3,
+      cost: (i * 7) % 9,
+      operation: i % 5 === 4 ? 'refund' : 'consume',
+    }));
     await runSequence(rules, 1_700_000_000_123, list);
   });
 });

@@ -45,7 +45,11 @@ afterAll(async () => {
 
 function limiters(name: string): Array<{ policy: string; limiter: Limiter }> {
   const store = redisStore(client);
-  const counted: Store = { capabilities: store.capabilities, limit: (r) => (storeCalls++, store.limit(r)), reset: (k, ids) => store.reset(k, ids) };
+  const counted: Store = {
+    capabilities: store.capabilities,
+    limit: (r) => (storeCalls++, store.limit(r)),
+    reset: (k, ids) => store.reset(k, ids),
+  };
   // A generous bucket: under load we measure the failure path, not rate limiting.
   const rules = tokenBucket({ capacity: 1_000_000, refillRate: 1_000_000 });
   return [
@@ -106,7 +110,14 @@ function summarize(label: string, samples: Sample[]): Record<string, unknown> {
     const code = s.decision.degraded ? (isSluiceError(s.decision.error) ? s.decision.error.code : 'unknown') : 'ok';
     codes[code] = (codes[code] ?? 0) + 1;
   }
-  const summary = { phase: label, decisions: samples.length, p50Ms: +percentile(latencies, 50).toFixed(2), p99Ms: +percentile(latencies, 99).toFixed(2), maxMs: +latencies.reduce((a, b) => Math.max(a, b), 0).toFixed(2), codes };
+  const summary = {
+    phase: label,
+    decisions: samples.length,
+    p50Ms: +percentile(latencies, 50).toFixed(2),
+    p99Ms: +percentile(latencies, 99).toFixed(2),
+    maxMs: +latencies.reduce((a, b) => Math.max(a, b), 0).toFixed(2),
+    codes,
+  };
   console.log(`[faults] ${JSON.stringify(summary)}`);
   return summary;
 }
@@ -162,7 +173,9 @@ describe('faults against a real redis-server', () => {
     summarize('healthy', healthy);
     const deadSummary = summarize('killed', dead);
     summarize('restarted', after);
-    console.log(`[faults] kill: store calls while dead ${callsWhileDead} of ${dead.length} decisions (circuit breaker), recovery ${recoveryMs.toFixed(0)} ms after restart`);
+    console.log(
+      `[faults] kill: store calls while dead ${callsWhileDead} of ${dead.length} decisions (circuit breaker), recovery ${recoveryMs.toFixed(0)} ms after restart`,
+    );
 
     expect(healthy.length).toBeGreaterThan(50);
     expect(healthy.every((s) => !s.decision.degraded)).toBe(true);
@@ -195,9 +208,15 @@ describe('faults against a real redis-server', () => {
     await run.stop();
 
     const paused = run.samples.filter((s) => s.at + s.latencyMs >= pausedAt && s.at < resumedAt);
-    summarize('healthy', run.samples.filter((s) => s.at + s.latencyMs < pausedAt));
+    summarize(
+      'healthy',
+      run.samples.filter((s) => s.at + s.latencyMs < pausedAt),
+    );
     const pausedSummary = summarize('paused', paused);
-    summarize('resumed', run.samples.filter((s) => s.at >= resumedAt));
+    summarize(
+      'resumed',
+      run.samples.filter((s) => s.at >= resumedAt),
+    );
     console.log(`[faults] SIGSTOP: recovery ${recoveryMs.toFixed(0)} ms after SIGCONT`);
 
     expect(Object.keys(pausedSummary.codes as object)).toContain('STORE_TIMEOUT');

@@ -45,11 +45,19 @@ describe('@sluice/redis supports ioredis 5 and 6', () => {
         config,
         JSON.stringify({
           extends: join(storeDir, 'tsconfig.json'),
-          compilerOptions: { noEmit: true, baseUrl: storeDir, typeRoots: [join(storeDir, 'node_modules/@types')], paths: { ioredis: [ioredis6] } },
+          compilerOptions: {
+            noEmit: true,
+            baseUrl: storeDir,
+            typeRoots: [join(storeDir, 'node_modules/@types')],
+            paths: { ioredis: [ioredis6] },
+          },
           include: [join(storeDir, 'src')],
         }),
       );
-      const tsc = spawnSync(process.execPath, [join(root, 'node_modules/typescript/bin/tsc'), '-p', config, '--traceResolution'], { encoding: 'utf8', timeout: 120_000 });
+      const tsc = spawnSync(process.execPath, [join(root, 'node_modules/typescript/bin/tsc'), '-p', config, '--traceResolution'], {
+        encoding: 'utf8',
+        timeout: 120_000,
+      });
       const errors = tsc.stdout.split('\n').filter((line) => line.includes('error TS'));
       expect(errors).toEqual([]);
       expect(tsc.status).toBe(0);
@@ -83,7 +91,11 @@ describe.each(MAJORS)('the store on ioredis $major ($version)', ({ major, connec
   test('batch: 40 concurrent decisions against a limit of 25 admit exactly 25, in fewer calls than decisions', async () => {
     const client = connect(server.port);
     try {
-      const limiter = createLimiter({ store: redisStore(client), rules: gcra({ limit: 25, period: '1h', burst: 25 }), name: `v${major}-batch` });
+      const limiter = createLimiter({
+        store: redisStore(client),
+        rules: gcra({ limit: 25, period: '1h', burst: 25 }),
+        name: `v${major}-batch`,
+      });
       await client.config('RESETSTAT');
       const decisions = await Promise.all(Array.from({ length: 40 }, () => limiter.limit('hot')));
       expect(decisions.filter((d) => d.allowed)).toHaveLength(25);
@@ -101,7 +113,11 @@ describe.each(MAJORS)('the store on ioredis $major ($version)', ({ major, connec
     const own = await startRedis();
     const client = connect(own.port);
     try {
-      const limiter = createLimiter({ store: redisStore(client), rules: fixedWindow({ limit: 5, window: '1h' }), name: `v${major}-reconnect` });
+      const limiter = createLimiter({
+        store: redisStore(client),
+        rules: fixedWindow({ limit: 5, window: '1h' }),
+        name: `v${major}-reconnect`,
+      });
       expect(await limiter.limit('r')).toMatchObject({ allowed: true, remaining: 4, degraded: false });
       await own.kill();
       // Once the client has seen the connection drop: a command written before that is ioredis's to resend on

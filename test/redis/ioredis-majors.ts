@@ -31,7 +31,8 @@ export interface Major {
 }
 
 const require = createRequire(import.meta.url);
-const versionOf = (name: string): string => (JSON.parse(readFileSync(require.resolve(`${name}/package.json`), 'utf8')) as { version: string }).version;
+const versionOf = (name: string): string =>
+  (JSON.parse(readFileSync(require.resolve(`${name}/package.json`), 'utf8')) as { version: string }).version;
 
 function maker(Client: new (options: Record<string, unknown>) => { on(event: 'error', listener: () => void): unknown }) {
   return (port: number, options: Record<string, unknown> = {}): AnyRedis => {

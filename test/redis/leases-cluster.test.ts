@@ -28,15 +28,28 @@ afterAll(async () => {
 });
 
 test('acquires and releases of 20 identities issued in one tick: each exact on its own slot, nothing left', async () => {
-  const limiter = createConcurrencyLimiter({ store: redisStore(client), limit: 3, ttl: '30s', name: 'cluster-leases', onStoreError: 'deny', timeout: 5_000 });
+  const limiter = createConcurrencyLimiter({
+    store: redisStore(client),
+    limit: 3,
+    ttl: '30s',
+    name: 'cluster-leases',
+    onStoreError: 'deny',
+    timeout: 5_000,
+  });
   const identities = Array.from({ length: 20 }, (_, i) => `user-${i}`);
   // 5 acquires per identity, all issued before any answer: 3 granted and 2 refused for each.
   const decisions = await Promise.all(identities.flatMap((identity) => Array.from({ length: 5 }, () => limiter.acquire(identity))));
   expect(decisions.filter((d) => d.degraded)).toEqual([]);
   identities.forEach((identity, i) => {
     const mine = decisions.slice(i * 5, i * 5 + 5);
-    expect(mine.map((d) => d.allowed), identity).toEqual([true, true, true, false, false]);
-    expect(mine.map((d) => d.held), identity).toEqual([1, 2, 3, 3, 3]);
+    expect(
+      mine.map((d) => d.allowed),
+      identity,
+    ).toEqual([true, true, true, false, false]);
+    expect(
+      mine.map((d) => d.held),
+      identity,
+    ).toEqual([1, 2, 3, 3, 3]);
   });
   // The slots spread over the masters: the test did send calls to more than one node.
   const perNode = await Promise.all(client.nodes('master').map((node) => node.keys('sluice:cluster-leases:*')));

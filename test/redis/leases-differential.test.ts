@@ -17,7 +17,14 @@ import { Redis } from 'ioredis';
 import { SluiceError } from '@sluice/core';
 import { evaluateLease, type LeaseEntries, type LeaseOp, type LeaseRequest } from '@sluice/core/store';
 import { redisStore } from '@sluice/redis';
-import { CLIENT_CLOCK_EXPIRY_SLACK_MS, LEASE_SCRIPT, LEASE_SCRIPT_SHA1, leaseCall, parseLeaseReplies, parseLeaseReply } from '@sluice/redis-script';
+import {
+  CLIENT_CLOCK_EXPIRY_SLACK_MS,
+  LEASE_SCRIPT,
+  LEASE_SCRIPT_SHA1,
+  leaseCall,
+  parseLeaseReplies,
+  parseLeaseReply,
+} from '@sluice/redis-script';
 import { startRedis, type RedisServer } from '../harness/redis.js';
 
 let server: RedisServer;
@@ -66,10 +73,17 @@ interface Step {
 }
 
 const idArb = fc.stringMatching(/^[A-Za-z0-9_-]{1,64}$/);
-const opArb = fc.oneof({ arbitrary: fc.constant<LeaseOp>('acquire'), weight: 3 }, { arbitrary: fc.constant<LeaseOp>('release'), weight: 1 }, { arbitrary: fc.constant<LeaseOp>('extend'), weight: 1 });
+const opArb = fc.oneof(
+  { arbitrary: fc.constant<LeaseOp>('acquire'), weight: 3 },
+  { arbitrary: fc.constant<LeaseOp>('release'), weight: 1 },
+  { arbitrary: fc.constant<LeaseOp>('extend'), weight: 1 },
+);
 
 function steps(ttl: fc.Arbitrary<number>, wait: fc.Arbitrary<number>, maxLength: number): fc.Arbitrary<Step[]> {
-  return fc.array(fc.record({ op: opArb, who: fc.nat(7), limit: fc.integer({ min: 1, max: 4 }), ttlMs: ttl, waitMs: wait }), { minLength: 1, maxLength });
+  return fc.array(fc.record({ op: opArb, who: fc.nat(7), limit: fc.integer({ min: 1, max: 4 }), ttlMs: ttl, waitMs: wait }), {
+    minLength: 1,
+    maxLength,
+  });
 }
 
 const idsArb = fc.uniqueArray(idArb, { minLength: 1, maxLength: 6 });
@@ -85,7 +99,8 @@ function entriesOf(reply: unknown): Array<[string, number]> {
   return byId(out);
 }
 
-const byId = (entries: LeaseEntries): Array<[string, number]> => entries.map(([id, e]) => [id, e] as [string, number]).sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0));
+const byId = (entries: LeaseEntries): Array<[string, number]> =>
+  entries.map(([id, e]) => [id, e] as [string, number]).sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0));
 const live = (entries: LeaseEntries, now: number) => byId(entries.filter(([, e]) => e > now));
 
 async function runSequence(clock: 'store' | 'client', ids: readonly string[], list: readonly Step[], start = 0): Promise<void> {
@@ -176,9 +191,15 @@ describe('the lease script equals core evaluateLease(), call by call', () => {
 
   test("on the client's clock: a logical clock that jumps, ttls up to minutes", async () => {
     const ttl = fc.oneof(fc.integer({ min: 1, max: 50 }), fc.integer({ min: 1, max: 120_000 }));
-    const jump = fc.oneof({ arbitrary: fc.constant(0), weight: 2 }, { arbitrary: fc.integer({ min: 1, max: 60 }), weight: 2 }, { arbitrary: fc.integer({ min: 1, max: 90_000 }), weight: 1 });
+    const jump = fc.oneof(
+      { arbitrary: fc.constant(0), weight: 2 },
+      { arbitrary: fc.integer({ min: 1, max: 60 }), weight: 2 },
+      { arbitrary: fc.integer({ min: 1, max: 90_000 }), weight: 1 },
+    );
     await fc.assert(
-      fc.asyncProperty(idsArb, steps(ttl, jump, 60), fc.integer({ min: 0, max: 2 ** 46 }), (ids, list, start) => runSequence('client', ids, list, start)),
+      fc.asyncProperty(idsArb, steps(ttl, jump, 60), fc.integer({ min: 0, max: 2 ** 46 }), (ids, list, start) =>
+        runSequence('client', ids, list, start),
+      ),
       { numRuns: 400 },
     );
   }, 60_000);
@@ -188,7 +209,12 @@ describe('the lease script equals core evaluateLease(), call by call', () => {
  * One call of several operations (what redisStore's LeaseBatcher sends for the operations a process issues in one
  * tick): each must equal the reference applied in order, each on what the one before left, on up to three keys.
  */
-async function runBatch(clock: 'store' | 'client', ids: readonly string[], list: ReadonlyArray<Step & { on: number }>, start: number): Promise<void> {
+async function runBatch(
+  clock: 'store' | 'client',
+  ids: readonly string[],
+  list: ReadonlyArray<Step & { on: number }>,
+  start: number,
+): Promise<void> {
   stats.sequences++;
   const base = ++sequence;
   const keyOf = (on: number) => `ldiff:{b${base}-${on}}`;
@@ -212,7 +238,10 @@ async function runBatch(clock: 'store' | 'client', ids: readonly string[], list:
   }
   const block = client.multi();
   for (const key of used) block.zrange(key, 0, -1, 'WITHSCORES');
-  block.time().evalsha(LEASE_SCRIPT_SHA1, keys.length, ...keys, ...args).time();
+  block
+    .time()
+    .evalsha(LEASE_SCRIPT_SHA1, keys.length, ...keys, ...args)
+    .time();
   for (const key of used) block.zrange(key, 0, -1, 'WITHSCORES').call('PEXPIRETIME', key);
   const results = (await block.exec())!;
   for (const [error] of results) expect(error).toBeNull();
@@ -254,11 +283,16 @@ async function runBatch(clock: 'store' | 'client', ids: readonly string[], list:
 
 describe('one call of several lease operations equals core evaluateLease() applied in order', () => {
   const batchArb = (ttl: fc.Arbitrary<number>, wait: fc.Arbitrary<number>) =>
-    fc.array(fc.record({ op: opArb, who: fc.nat(7), limit: fc.integer({ min: 1, max: 4 }), ttlMs: ttl, waitMs: wait, on: fc.nat(2) }), { minLength: 2, maxLength: 24 });
+    fc.array(fc.record({ op: opArb, who: fc.nat(7), limit: fc.integer({ min: 1, max: 4 }), ttlMs: ttl, waitMs: wait, on: fc.nat(2) }), {
+      minLength: 2,
+      maxLength: 24,
+    });
 
   test('on Redis TIME: one clock reading for the whole call', async () => {
     await fc.assert(
-      fc.asyncProperty(idsArb, batchArb(fc.integer({ min: 1, max: 60_000 }), fc.constant(0)), (ids, list) => runBatch('store', ids, list, 0)),
+      fc.asyncProperty(idsArb, batchArb(fc.integer({ min: 1, max: 60_000 }), fc.constant(0)), (ids, list) =>
+        runBatch('store', ids, list, 0),
+      ),
       { numRuns: 150 },
     );
   }, 60_000);
@@ -266,15 +300,24 @@ describe('one call of several lease operations equals core evaluateLease() appli
   test("on the client's clock: each operation at its own time (backward steps too), leases expiring within the call", async () => {
     const jump = fc.oneof(fc.constant(0), fc.integer({ min: 1, max: 40 }), fc.integer({ min: -40, max: -1 }));
     await fc.assert(
-      fc.asyncProperty(idsArb, batchArb(fc.integer({ min: 1, max: 100 }), jump), fc.integer({ min: 1000, max: 2 ** 46 }), (ids, list, start) => runBatch('client', ids, list, start)),
+      fc.asyncProperty(
+        idsArb,
+        batchArb(fc.integer({ min: 1, max: 100 }), jump),
+        fc.integer({ min: 1000, max: 2 ** 46 }),
+        (ids, list, start) => runBatch('client', ids, list, start),
+      ),
       { numRuns: 150 },
     );
   }, 60_000);
 
   test('a malformed operation anywhere in the call fails the whole call before any operation runs', async () => {
     const keys = ['raw:{y}:lease', 'raw:{y}:lease'];
-    await expect(client.evalsha(LEASE_SCRIPT_SHA1, 2, ...keys, 'acquire', 'a', '1', '1000', 'acquire', 'b c', '1', '1000')).rejects.toThrow(/malformed lease id/);
-    await expect(client.evalsha(LEASE_SCRIPT_SHA1, 2, ...keys, 'acquire', 'a', '1', '1000', 'acquire', 'b', '1')).rejects.toThrow(/4 or 5 arguments per key/);
+    await expect(client.evalsha(LEASE_SCRIPT_SHA1, 2, ...keys, 'acquire', 'a', '1', '1000', 'acquire', 'b c', '1', '1000')).rejects.toThrow(
+      /malformed lease id/,
+    );
+    await expect(client.evalsha(LEASE_SCRIPT_SHA1, 2, ...keys, 'acquire', 'a', '1', '1000', 'acquire', 'b', '1')).rejects.toThrow(
+      /4 or 5 arguments per key/,
+    );
     expect(await client.exists('raw:{y}:lease')).toBe(0);
   });
 });
@@ -286,17 +329,29 @@ describe('the lease call through redisStore', () => {
       const error = await store.lease({ key: 'bad:{id}', op: 'acquire', id, limit: 1, ttlMs: 1000, now: 1 }).catch((e: unknown) => e);
       expect(error, JSON.stringify(id)).toBeInstanceOf(SluiceError);
       expect((error as SluiceError).code).toBe('INVALID_OPTION');
-      expect((error as SluiceError).message).toMatch(/redisStore\.lease: a lease id must be 1 to 64 characters of letters, digits, '_' or '-'/);
+      expect((error as SluiceError).message).toMatch(
+        /redisStore\.lease: a lease id must be 1 to 64 characters of letters, digits, '_' or '-'/,
+      );
     }
     expect(await client.exists('bad:{id}:lease')).toBe(0);
   });
 
   test('the script itself refuses malformed arguments (a caller that skipped leaseCall)', async () => {
-    await expect(client.evalsha(LEASE_SCRIPT_SHA1, 1, 'raw:{x}:lease', 'acquire', 'a b', '1', '1000')).rejects.toThrow(/malformed lease id/);
-    await expect(client.evalsha(LEASE_SCRIPT_SHA1, 1, 'raw:{x}:lease', 'grab', 'a', '1', '1000')).rejects.toThrow(/unknown lease operation/);
-    await expect(client.evalsha(LEASE_SCRIPT_SHA1, 1, 'raw:{x}:lease', 'acquire', 'a', '0', '1000')).rejects.toThrow(/positive limit and ttl/);
-    await expect(client.evalsha(LEASE_SCRIPT_SHA1, 1, 'raw:{x}:lease', 'extend', 'a', '1', '1e3')).rejects.toThrow(/malformed lease limit or ttl/);
-    await expect(client.evalsha(LEASE_SCRIPT_SHA1, 1, 'raw:{x}:lease', 'acquire', 'a', '1', '1000', '@now')).rejects.toThrow(/malformed clock/);
+    await expect(client.evalsha(LEASE_SCRIPT_SHA1, 1, 'raw:{x}:lease', 'acquire', 'a b', '1', '1000')).rejects.toThrow(
+      /malformed lease id/,
+    );
+    await expect(client.evalsha(LEASE_SCRIPT_SHA1, 1, 'raw:{x}:lease', 'grab', 'a', '1', '1000')).rejects.toThrow(
+      /unknown lease operation/,
+    );
+    await expect(client.evalsha(LEASE_SCRIPT_SHA1, 1, 'raw:{x}:lease', 'acquire', 'a', '0', '1000')).rejects.toThrow(
+      /positive limit and ttl/,
+    );
+    await expect(client.evalsha(LEASE_SCRIPT_SHA1, 1, 'raw:{x}:lease', 'extend', 'a', '1', '1e3')).rejects.toThrow(
+      /malformed lease limit or ttl/,
+    );
+    await expect(client.evalsha(LEASE_SCRIPT_SHA1, 1, 'raw:{x}:lease', 'acquire', 'a', '1', '1000', '@now')).rejects.toThrow(
+      /malformed clock/,
+    );
     expect(await client.exists('raw:{x}:lease')).toBe(0);
   });
 
@@ -307,8 +362,16 @@ describe('the lease call through redisStore', () => {
     const first = await store.lease({ key: 'flush:{a}', op: 'acquire', id: 'one', limit: 1, ttlMs: 5000, now: 0 });
     expect(first).toMatchObject({ ok: true, held: 1, expiresAt: first.now + 5000 });
     expect(await client.script('EXISTS', LEASE_SCRIPT_SHA1)).toEqual([1]);
-    expect(await store.lease({ key: 'flush:{a}', op: 'acquire', id: 'two', limit: 1, ttlMs: 5000, now: 0 })).toMatchObject({ ok: false, held: 1, expiresAt: first.expiresAt });
-    expect(await store.lease({ key: 'flush:{a}', op: 'release', id: 'one', limit: 1, ttlMs: 0, now: 0 })).toMatchObject({ ok: true, held: 0, expiresAt: -1 });
+    expect(await store.lease({ key: 'flush:{a}', op: 'acquire', id: 'two', limit: 1, ttlMs: 5000, now: 0 })).toMatchObject({
+      ok: false,
+      held: 1,
+      expiresAt: first.expiresAt,
+    });
+    expect(await store.lease({ key: 'flush:{a}', op: 'release', id: 'one', limit: 1, ttlMs: 0, now: 0 })).toMatchObject({
+      ok: true,
+      held: 0,
+      expiresAt: -1,
+    });
     expect(await client.exists('flush:{a}:lease')).toBe(0);
     await client.script('LOAD', LEASE_SCRIPT);
   });

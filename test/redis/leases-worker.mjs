@@ -13,7 +13,15 @@ const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 
 function limiter(message) {
   // A generous deadline and fail-closed: a slow machine must not turn into extra grants, and errors are counted.
-  return createConcurrencyLimiter({ store, limit: message.limit, ttl: message.ttl, name: message.name, timeout: 30_000, circuitBreaker: false, onStoreError: 'deny' });
+  return createConcurrencyLimiter({
+    store,
+    limit: message.limit,
+    ttl: message.ttl,
+    name: message.name,
+    timeout: 30_000,
+    circuitBreaker: false,
+    onStoreError: 'deny',
+  });
 }
 
 process.on('message', async (message) => {
@@ -27,7 +35,8 @@ process.on('message', async (message) => {
     const held = [];
     for (let i = 0; i < message.count; i++) {
       const decision = await inFlight.acquire(message.identity);
-      if (decision.allowed && !decision.degraded) held.push({ id: decision.lease.id, expiresAt: decision.lease.expiresAt, now: decision.now });
+      if (decision.allowed && !decision.degraded)
+        held.push({ id: decision.lease.id, expiresAt: decision.lease.expiresAt, now: decision.now });
     }
     process.send({ type: 'holding', held });
     return; // never released: the parent kills this process

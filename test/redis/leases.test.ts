@@ -85,10 +85,10 @@ beforeAll(async () => {
       // One call carries n operations (those a process issued in one turn of its event loop): n keys, then op, id, limit, ttl each.
       const n = Number(args[2]);
       for (let i = 0; i < n; i++) stream.push([args[3 + i]!, args[3 + n + 4 * i]!, args[4 + n + 4 * i]!]);
-    }
-    else if (name === 'echo') markers.push(args[1]!);
+    } else if (name === 'echo') markers.push(args[1]!);
   });
-  for (let i = 0; i < PROCESSES; i++) children.push(fork(new URL('./leases-worker.mjs', import.meta.url), [String(server.port)], { stdio: 'inherit' }));
+  for (let i = 0; i < PROCESSES; i++)
+    children.push(fork(new URL('./leases-worker.mjs', import.meta.url), [String(server.port)], { stdio: 'inherit' }));
   await Promise.all(children.map((child) => message(child, 'ready')));
 });
 
@@ -114,7 +114,16 @@ describe(`${PROCESSES} processes × ${IN_FLIGHT} acquires in flight on one ident
     const key = `sluice:${name}:{the-one}:lease`;
     const replies = children.map((child) => message(child, 'done'));
     for (const child of children) {
-      child.send({ type: 'run', name, identity: 'the-one', limit: LIMIT, ttl: 30_000, requests: REQUESTS, inFlight: IN_FLIGHT, holdMs: HOLD_MS });
+      child.send({
+        type: 'run',
+        name,
+        identity: 'the-one',
+        limit: LIMIT,
+        ttl: 30_000,
+        requests: REQUESTS,
+        inFlight: IN_FLIGHT,
+        holdMs: HOLD_MS,
+      });
     }
     const reports = await Promise.all(replies);
     await drainMonitor();
@@ -166,7 +175,15 @@ describe(`${PROCESSES} processes × ${IN_FLIGHT} acquires in flight on one ident
     await exited;
     const killedAt = Date.now();
 
-    const inFlight = createConcurrencyLimiter({ store: redisStore(client), limit: LIMIT, ttl: 60_000, name, circuitBreaker: false, onStoreError: 'deny', timeout: 5_000 });
+    const inFlight = createConcurrencyLimiter({
+      store: redisStore(client),
+      limit: LIMIT,
+      ttl: 60_000,
+      name,
+      circuitBreaker: false,
+      onStoreError: 'deny',
+      timeout: 5_000,
+    });
     const firstExpiry = Math.min(...held.map((h) => h.expiresAt));
     const lastExpiry = Math.max(...held.map((h) => h.expiresAt));
     expect(lastExpiry - Math.min(...held.map((h) => h.now))).toBeLessThanOrEqual(CRASH_TTL_MS + 100);

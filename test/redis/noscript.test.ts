@@ -17,12 +17,12 @@ afterAll(async () => {
   await server?.stop();
 });
 
-describe.each(MAJORS)('ioredis $major: isNoScript on the server\'s replies', ({ connect }) => {
+describe.each(MAJORS)("ioredis $major: isNoScript on the server's replies", ({ connect }) => {
   test('EVALSHA of a script the server does not hold is a miss; EVAL of the same call then runs', async () => {
     const client = connect(server.port);
     try {
       await client.script('FLUSH');
-      const sha = await client.script('LOAD', 'return 7') as string;
+      const sha = (await client.script('LOAD', 'return 7')) as string;
       await client.script('FLUSH');
       const error: unknown = await client.evalsha(sha, 0).catch((e: unknown) => e);
       expect(String(error)).toMatch(/^ReplyError: NOSCRIPT /);

@@ -91,7 +91,9 @@ describe.each(MAJORS)('a decision that timed out while Redis was down never coun
     const client = connect(server.port);
     cleanup.push(() => client.disconnect());
     const store = redisStore(client, { offlineWait: 0 });
-    const error: unknown = await store.limit({ key: 'k:{u}', rules: [rules], cost: 1, operation: 'consume', now: 0 }).catch((e: unknown) => e);
+    const error: unknown = await store
+      .limit({ key: 'k:{u}', rules: [rules], cost: 1, operation: 'consume', now: 0 })
+      .catch((e: unknown) => e);
     expect(isSluiceError(error) && error.code).toBe('STORE_ERROR');
     expect(String(error)).toMatch(/offlineWait \(0 ms\); the decision was not sent/);
     await server.restart();
@@ -99,7 +101,7 @@ describe.each(MAJORS)('a decision that timed out while Redis was down never coun
     expect(await client.keys('*')).toEqual([]);
   });
 
-  test('enableOfflineQueue: false on the client: nothing is held, the decision fails at once with ioredis\'s error', async () => {
+  test("enableOfflineQueue: false on the client: nothing is held, the decision fails at once with ioredis's error", async () => {
     const server = await downServer();
     const client = connect(server.port, { enableOfflineQueue: false });
     cleanup.push(() => client.disconnect());
@@ -118,7 +120,9 @@ test("redisStore: offlineWait takes a duration: '150ms' and 150 hold a decision 
   for (const offlineWait of ['150ms', 150] as const) {
     const store = redisStore(client, { offlineWait });
     const start = performance.now();
-    const error: unknown = await store.limit({ key: 'k:{u}', rules: [rules], cost: 1, operation: 'consume', now: 0 }).catch((e: unknown) => e);
+    const error: unknown = await store
+      .limit({ key: 'k:{u}', rules: [rules], cost: 1, operation: 'consume', now: 0 })
+      .catch((e: unknown) => e);
     const held = performance.now() - start;
     expect(String(error)).toMatch(/within offlineWait \(150 ms\); the decision was not sent/);
     expect(held).toBeGreaterThanOrEqual(145);
@@ -137,6 +141,9 @@ test('redisStore: offlineWait is validated, naming the field; the former name of
     );
   }
   expect(() => redisStore(client, { offlineWaitMs: 200 } as never)).toThrow(
-    expect.objectContaining({ code: 'UNKNOWN_OPTION', message: expect.stringMatching(/redisStore: unknown option "offlineWaitMs"; accepted options are/) }),
+    expect.objectContaining({
+      code: 'UNKNOWN_OPTION',
+      message: expect.stringMatching(/redisStore: unknown option "offlineWaitMs"; accepted options are/),
+    }),
   );
 });

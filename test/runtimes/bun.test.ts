@@ -46,7 +46,11 @@ it('the Upstash store went through the REST fixture, and nothing was written to 
 
 it('SQLite is not supported on Bun: better-sqlite3 (what @sluice/sqlite takes) does not load there', () => {
   // If a Bun release loads it, this fails: test the SQLite store on Bun and update the README's runtime table.
-  const run = spawnSync(runtimeBinary('bun').path, ['runtimes/fixtures/open-better-sqlite3.mjs'], { cwd: suitesDir, encoding: 'utf8', timeout: 15_000 });
+  const run = spawnSync(runtimeBinary('bun').path, ['runtimes/fixtures/open-better-sqlite3.mjs'], {
+    cwd: suitesDir,
+    encoding: 'utf8',
+    timeout: 15_000,
+  });
   expect(run.status).not.toBe(0);
   expect(run.stderr).toContain("'better-sqlite3' is not yet supported in Bun");
 });

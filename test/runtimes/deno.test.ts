@@ -18,7 +18,15 @@ import { runtimeBinary, startRuntimeServer, suitesDir, type RuntimeServer } from
 
 // Deno's cache (DENO_DIR) in a folder of this run, so it neither reads nor leaves anything in the user's home.
 const denoDir = mkdtempSync(join(tmpdir(), 'sluice-deno-'));
-const DENO_FLAGS = ['--allow-net=127.0.0.1', '--allow-env', '--allow-read', '--node-modules-dir=manual', '--cached-only', '--no-lock', '--no-config'];
+const DENO_FLAGS = [
+  '--allow-net=127.0.0.1',
+  '--allow-env',
+  '--allow-read',
+  '--node-modules-dir=manual',
+  '--cached-only',
+  '--no-lock',
+  '--no-config',
+];
 
 const DENO_ENV = { DENO_DIR: denoDir, DENO_NO_UPDATE_CHECK: '1', DENO_NO_PROMPT: '1' };
 
@@ -60,12 +68,16 @@ it('the Upstash store went through the REST fixture, and nothing was written to 
 it('SQLite is not supported on Deno: better-sqlite3 (what @sluice/sqlite takes) is a nan addon, and Deno loads only Node-API ones', () => {
   // Even with every permission (--allow-ffi included). If a Deno release loads it, this fails: test the SQLite store
   // on Deno and update the README's runtime table.
-  const run = spawnSync(runtimeBinary('deno').path, ['run', '--allow-all', ...DENO_FLAGS.slice(3), 'runtimes/fixtures/open-better-sqlite3.mjs'], {
-    cwd: suitesDir,
-    encoding: 'utf8',
-    timeout: 15_000,
-    env: { ...process.env, ...DENO_ENV, NO_COLOR: '1' },
-  });
+  const run = spawnSync(
+    runtimeBinary('deno').path,
+    ['run', '--allow-all', ...DENO_FLAGS.slice(3), 'runtimes/fixtures/open-better-sqlite3.mjs'],
+    {
+      cwd: suitesDir,
+      encoding: 'utf8',
+      timeout: 15_000,
+      env: { ...process.env, ...DENO_ENV, NO_COLOR: '1' },
+    },
+  );
   expect(run.status).not.toBe(0);
   expect(run.stderr).toMatch(/Cannot load native addon .*better_sqlite3\.node: it was built against the legacy Node\.js native addon API/);
 });

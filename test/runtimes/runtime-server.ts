@@ -10,7 +10,8 @@ import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 export const suitesDir = resolve(dirname(fileURLToPath(import.meta.url)), '..');
-const INSTALL = 'run `pnpm install` at the repository root (the suites package has `bun` and `deno` as devDependencies; their postinstall, allowed by pnpm.onlyBuiltDependencies, puts the binary in place)';
+const INSTALL =
+  'run `pnpm install` at the repository root (the suites package has `bun` and `deno` as devDependencies; their postinstall, allowed by pnpm.onlyBuiltDependencies, puts the binary in place)';
 const READY_TIMEOUT_MS = 20_000;
 
 const BINARIES = {
@@ -53,7 +54,10 @@ export async function startRuntimeServer(binary: string, args: readonly string[]
   process.once('exit', () => child.kill('SIGKILL'));
 
   const ready = await new Promise<{ runtime: string; version: string; limit: number; port: number }>((done, fail) => {
-    const timer = setTimeout(() => fail(new Error(`${binary} ${args.join(' ')}: no ready line within ${READY_TIMEOUT_MS} ms; stderr: ${stderr}`)), READY_TIMEOUT_MS);
+    const timer = setTimeout(
+      () => fail(new Error(`${binary} ${args.join(' ')}: no ready line within ${READY_TIMEOUT_MS} ms; stderr: ${stderr}`)),
+      READY_TIMEOUT_MS,
+    );
     const check = () => {
       const line = stdout.split('\n').find((l) => l.startsWith('{'));
       if (line === undefined || !stdout.includes('\n')) return;

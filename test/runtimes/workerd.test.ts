@@ -16,7 +16,8 @@ import { startUpstashFixture, type UpstashFixture } from '../harness/upstash-fix
 
 const here = dirname(fileURLToPath(import.meta.url));
 const COMPATIBILITY_DATE = '2026-07-01';
-const INSTALL = 'miniflare runs the workerd binary from the `workerd` npm package (@cloudflare/workerd-linux-64): run `pnpm install` at the root, with workerd in pnpm.onlyBuiltDependencies';
+const INSTALL =
+  'miniflare runs the workerd binary from the `workerd` npm package (@cloudflare/workerd-linux-64): run `pnpm install` at the root, with workerd in pnpm.onlyBuiltDependencies';
 
 let redisServer: RedisServer;
 let fixture: UpstashFixture;
@@ -175,7 +176,7 @@ describe('Upstash store across two isolates sharing the Upstash REST fixture', (
   });
 });
 
-describe("the Upstash store on its own REST client ({ url, token }), no @upstash/redis, across two isolates", () => {
+describe('the Upstash store on its own REST client ({ url, token }), no @upstash/redis, across two isolates', () => {
   it('counts are exact for the fleet: 10 allowed in all, alternating isolates, then 429 from both, one EVALSHA each', async () => {
     const before = fixture.stats.byCommand.evalsha ?? 0;
     await fleetCountsExactly('/rest/hello', '2001:db8::43');
@@ -184,7 +185,7 @@ describe("the Upstash store on its own REST client ({ url, token }), no @upstash
 });
 
 describe('the tiered store (deny cache) over the own REST client, in two isolates', () => {
-  it('exact for the fleet (10 allowed in all, then 429 from both), and a refused client is then answered from each isolate\'s memory', async () => {
+  it("exact for the fleet (10 allowed in all, then 429 from both), and a refused client is then answered from each isolate's memory", async () => {
     const client = { 'cf-connecting-ip': '203.0.113.44' };
     const statuses: number[] = [];
     for (let i = 0; i < 12; i++) statuses.push((await get(i % 2, '/tiered/hello', client)).status);

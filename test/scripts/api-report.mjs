@@ -79,7 +79,9 @@ if (problems.length > 0) {
   if (!update) console.error(`If the change is intended, rebuild and rewrite the reports, then commit them:\n  ${updateCommand}`);
   process.exit(1);
 }
-console.log(`api-report: ${manifest.name} ${update ? 'reports written' : 'matches its reports'} (${list.map(({ name }) => `api/${name}.api.md`).join(', ')})`);
+console.log(
+  `api-report: ${manifest.name} ${update ? 'reports written' : 'matches its reports'} (${list.map(({ name }) => `api/${name}.api.md`).join(', ')})`,
+);
 
 /**
  * api-extractor marks every declaration with its release stage and whether it has a doc comment. sluice has no
@@ -115,14 +117,19 @@ function report({ key, name, types }) {
     apiReport: { ...base.apiReport, reportFileName: name, reportFolder: made, reportTempFolder: join(made, 'temp') },
   };
   mkdirSync(made, { recursive: true });
-  const config = ExtractorConfig.prepare({ configObject, configObjectFullPath: join(root, 'api-extractor.json'), packageJsonFullPath: manifestPath });
+  const config = ExtractorConfig.prepare({
+    configObject,
+    configObjectFullPath: join(root, 'api-extractor.json'),
+    packageJsonFullPath: manifestPath,
+  });
   Extractor.invoke(config, {
     localBuild: true,
     messageCallback(message) {
       message.handled = true;
       // The report is compared below; any other warning or error (a type that does not resolve) is a failure.
       if (message.messageId.startsWith('console-api-report')) return;
-      if (message.logLevel === 'error' || message.logLevel === 'warning') problems.push(`${key}: ${message.formatMessageWithLocation(pkgDir)}`);
+      if (message.logLevel === 'error' || message.logLevel === 'warning')
+        problems.push(`${key}: ${message.formatMessageWithLocation(pkgDir)}`);
     },
   });
   const fresh = join(made, `${name}.api.md`);

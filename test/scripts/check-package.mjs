@@ -47,9 +47,7 @@ try {
   const shipped = files.map((f) => f.path);
 
   checkLayout(manifest, shipped);
-  const packedManifest = JSON.parse(
-    run('tar', ['-xzOf', filename, 'package/package.json']).stdout,
-  );
+  const packedManifest = JSON.parse(run('tar', ['-xzOf', filename, 'package/package.json']).stdout);
   for (const field of ['dependencies', 'peerDependencies', 'optionalDependencies']) {
     for (const [name, range] of Object.entries(packedManifest[field] ?? {})) {
       if (String(range).startsWith('workspace:')) problems.push(`${field}.${name} is still "${range}" in the tarball`);
@@ -61,7 +59,15 @@ try {
   process.stderr.write(publint.stderr);
   if (publint.status !== 0) problems.push(`publint (strict) reported errors or warnings (exit ${publint.status})`);
 
-  const attw = run(bin('attw'), [filename, '--profile', esmOnly ? 'esm-only' : 'strict', '--format', 'table-flipped', '--no-emoji', '--no-color']);
+  const attw = run(bin('attw'), [
+    filename,
+    '--profile',
+    esmOnly ? 'esm-only' : 'strict',
+    '--format',
+    'table-flipped',
+    '--no-emoji',
+    '--no-color',
+  ]);
   process.stdout.write(attw.stdout);
   process.stderr.write(attw.stderr);
   if (attw.status !== 0) problems.push(`@arethetypeswrong/cli found type resolution problems (exit ${attw.status})`);
@@ -111,7 +117,8 @@ function checkLayout(pkg, shippedFiles) {
   const allowed = /^(dist\/.+|package\.json|README\.md|LICENSE(\.md)?|CHANGELOG\.md)$/;
   for (const file of shippedFiles) if (!allowed.test(file)) problems.push(`unexpected file in tarball: ${file}`);
   if (!shippedFiles.includes('README.md')) problems.push('README.md is missing from the tarball (each package documents itself)');
-  if (!shippedFiles.includes('LICENSE')) problems.push('LICENSE is missing from the tarball (copy the root LICENSE into the package directory)');
+  if (!shippedFiles.includes('LICENSE'))
+    problems.push('LICENSE is missing from the tarball (copy the root LICENSE into the package directory)');
   checkLinks(pkg);
 }
 
@@ -122,8 +129,10 @@ function checkLinks(pkg) {
     problems.push('"repository" must be an object { type, url, directory }');
   } else {
     const inRepo = relative(root, pkgDir).split(sep).join('/');
-    if (typeof repository.directory !== 'string') problems.push('"repository.directory" is missing (the package\'s folder in the repository)');
-    else if (!inRepo.startsWith('..') && repository.directory !== inRepo) problems.push(`"repository.directory" is "${repository.directory}", expected "${inRepo}"`);
+    if (typeof repository.directory !== 'string')
+      problems.push('"repository.directory" is missing (the package\'s folder in the repository)');
+    else if (!inRepo.startsWith('..') && repository.directory !== inRepo)
+      problems.push(`"repository.directory" is "${repository.directory}", expected "${inRepo}"`);
   }
   if (typeof pkg.homepage !== 'string' || !pkg.homepage.startsWith('https://')) problems.push('"homepage" must be an https URL');
   if (typeof pkg.bugs?.url !== 'string' || !pkg.bugs.url.startsWith('https://')) problems.push('"bugs.url" must be an https URL');

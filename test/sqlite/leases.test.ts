@@ -100,7 +100,16 @@ describe(`${PROCESSES} processes × ${IN_FLIGHT} acquires in flight on one SQLit
     const workers = children.slice(0, PROCESSES);
     const replies = workers.map((child) => message(child, 'done'));
     for (const child of workers) {
-      child.send({ type: 'run', name, identity: 'the-one', limit: LIMIT, ttl: 30_000, inFlight: IN_FLIGHT, start, deadline: start + RUN_MS });
+      child.send({
+        type: 'run',
+        name,
+        identity: 'the-one',
+        limit: LIMIT,
+        ttl: 30_000,
+        inFlight: IN_FLIGHT,
+        start,
+        deadline: start + RUN_MS,
+      });
     }
     const all = await Promise.all(replies);
     const sum = (field: 'acquired' | 'denied' | 'degraded' | 'releasedFalse' | 'negative') => all.reduce((total, r) => total + r[field], 0);
@@ -144,13 +153,28 @@ describe(`${PROCESSES} processes × ${IN_FLIGHT} acquires in flight on one SQLit
 
     // The store is client-clock: a limiter on the parent's connection can ask at any instant.
     let now = 0;
-    const at = createConcurrencyLimiter({ store: sqliteStore(db), limit: LIMIT, ttl: SHORT_TTL, name: 'crash', clock: () => now, circuitBreaker: false, onStoreError: 'deny' });
+    const at = createConcurrencyLimiter({
+      store: sqliteStore(db),
+      limit: LIMIT,
+      ttl: SHORT_TTL,
+      name: 'crash',
+      clock: () => now,
+      circuitBreaker: false,
+      onStoreError: 'deny',
+    });
     now = earliest - 1; // every dead lease is still live: nothing frees early
     const refused = await at.acquire('victim');
     expect(refused).toMatchObject({ allowed: false, reason: 'concurrency_limited', held: LIMIT, retryAfter: 1, degraded: false });
 
     // On the real clock: refused now (unless the ttl is nearly over), and all N free once the ttl has passed.
-    const real = createConcurrencyLimiter({ store: sqliteStore(db), limit: LIMIT, ttl: 30_000, name: 'crash', circuitBreaker: false, onStoreError: 'deny' });
+    const real = createConcurrencyLimiter({
+      store: sqliteStore(db),
+      limit: LIMIT,
+      ttl: 30_000,
+      name: 'crash',
+      circuitBreaker: false,
+      onStoreError: 'deny',
+    });
     if (Date.now() < earliest - 200) {
       const early = await real.acquire('victim');
       expect(early.allowed).toBe(false);

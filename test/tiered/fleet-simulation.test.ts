@@ -26,7 +26,15 @@ const ASYNC = { flushEvery: 10, maxUnsynced: 20 };
 const rows: string[][] = [];
 function row(name: string, run: FleetRun): void {
   const v = run.verdict;
-  rows.push([name, v.worstRatio.toFixed(2), String(v.over), String(Math.round(run.decisionsPerSec)), Number.isNaN(run.commandsPerDecision) ? 'n/a' : run.commandsPerDecision.toFixed(2), String(run.degraded), run.loopDelayMaxMs.toFixed(0)]);
+  rows.push([
+    name,
+    v.worstRatio.toFixed(2),
+    String(v.over),
+    String(Math.round(run.decisionsPerSec)),
+    Number.isNaN(run.commandsPerDecision) ? 'n/a' : run.commandsPerDecision.toFixed(2),
+    String(run.degraded),
+    run.loopDelayMaxMs.toFixed(0),
+  ]);
 }
 
 describe(`a busy fleet: ${PROCESSES} processes × 64 loops, 10,000 Zipf users and an abuser, fixedWindow ${LIMIT} per ${WINDOW_MS} ms, judged by the callers' wall clock`, () => {
@@ -42,7 +50,15 @@ describe(`a busy fleet: ${PROCESSES} processes × 64 loops, 10,000 Zipf users an
   afterAll(async () => {
     await server?.stop();
     process.off('unhandledRejection', onUnhandled);
-    const header = ['contestant', 'worst window ÷ limit', 'over the limit', 'decisions/s', 'Redis commands/decision', 'degraded', 'event-loop delay max ms'];
+    const header = [
+      'contestant',
+      'worst window ÷ limit',
+      'over the limit',
+      'decisions/s',
+      'Redis commands/decision',
+      'degraded',
+      'event-loop delay max ms',
+    ];
     const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
     const line = (r: string[]) => `| ${r.map((c, i) => c.padEnd(widths[i]!)).join(' | ')} |`;
     if (rows.length > 0) console.log([line(header), `|${widths.map((w) => '-'.repeat(w + 2)).join('|')}|`, ...rows.map(line)].join('\n'));
@@ -57,7 +73,7 @@ describe(`a busy fleet: ${PROCESSES} processes × 64 loops, 10,000 Zipf users an
 
   for (const contestant of ['reference-lease', 'deny-cache', 'lease'] as const) {
     test(`${contestant}: no admission over the limit in any window`, { timeout: 60_000 }, async () => {
-      const run = (await runRateFleet({ port: server.port, contestant, durationMs: 3000 }));
+      const run = await runRateFleet({ port: server.port, contestant, durationMs: 3000 });
       row(contestant, run);
       healthy(run);
       expect(run.verdict.over, JSON.stringify(run.verdict.worst)).toBe(0);
@@ -66,34 +82,42 @@ describe(`a busy fleet: ${PROCESSES} processes × 64 loops, 10,000 Zipf users an
     });
   }
 
-  test(`async: no window over limit + ${PROCESSES} × maxUnsynced (${LIMIT + PROCESSES * ASYNC.maxUnsynced})`, { timeout: 60_000 }, async () => {
-    const run = (await runRateFleet({ port: server.port, contestant: 'async', tier: { async: ASYNC }, durationMs: 3000 }));
-    row('async', run);
-    healthy(run);
-    expect(run.verdict.worstWindow).toBeLessThanOrEqual(LIMIT + PROCESSES * ASYNC.maxUnsynced);
-  });
+  test(
+    `async: no window over limit + ${PROCESSES} × maxUnsynced (${LIMIT + PROCESSES * ASYNC.maxUnsynced})`,
+    { timeout: 60_000 },
+    async () => {
+      const run = await runRateFleet({ port: server.port, contestant: 'async', tier: { async: ASYNC }, durationMs: 3000 });
+      row('async', run);
+      healthy(run);
+      expect(run.verdict.worstWindow).toBeLessThanOrEqual(LIMIT + PROCESSES * ASYNC.maxUnsynced);
+    },
+  );
 
   for (const contestant of ['deny-cache', 'lease'] as const) {
-    test(`${contestant}: the server SIGKILLed mid-run and restarted empty: still no admission over the limit, exact again within a window and a second of reconnecting`, { timeout: 60_000 }, async () => {
-      let restartedAt = Number.NaN;
-      const durationMs = 6000;
-      const during = async (startAt: number) => {
-        await sleepUntil(startAt + 0.4 * durationMs);
-        await server.kill();
-        await sleepUntil(startAt + 0.6 * durationMs);
-        await server.restart();
-        restartedAt = Date.now();
-      };
-      const run = (await runRateFleet({ port: server.port, contestant, durationMs, during }));
-      row(`${contestant}, server killed and restarted`, run);
-      healthy(run);
-      expect(run.verdict.over, JSON.stringify(run.verdict.worst)).toBe(0);
-      expect(run.degraded).toBeGreaterThan(0); // the outage was seen
-      // Each instance is back on the shared state a window and a second (the tier's recovery spread) after it
-      // reconnects, and it reconnects within the breaker's cooldown (500 ms) and a reconnect delay (100 ms); the
-      // last degraded answer is stamped when its caller resumed, up to an event-loop delay (400 ms allowed) later.
-      expect(run.lastDegradedAt - restartedAt).toBeLessThanOrEqual(WINDOW_MS + 1000 + 600 + 400);
-    });
+    test(
+      `${contestant}: the server SIGKILLed mid-run and restarted empty: still no admission over the limit, exact again within a window and a second of reconnecting`,
+      { timeout: 60_000 },
+      async () => {
+        let restartedAt = Number.NaN;
+        const durationMs = 6000;
+        const during = async (startAt: number) => {
+          await sleepUntil(startAt + 0.4 * durationMs);
+          await server.kill();
+          await sleepUntil(startAt + 0.6 * durationMs);
+          await server.restart();
+          restartedAt = Date.now();
+        };
+        const run = await runRateFleet({ port: server.port, contestant, durationMs, during });
+        row(`${contestant}, server killed and restarted`, run);
+        healthy(run);
+        expect(run.verdict.over, JSON.stringify(run.verdict.worst)).toBe(0);
+        expect(run.degraded).toBeGreaterThan(0); // the outage was seen
+        // Each instance is back on the shared state a window and a second (the tier's recovery spread) after it
+        // reconnects, and it reconnects within the breaker's cooldown (500 ms) and a reconnect delay (100 ms); the
+        // last degraded answer is stamped when its caller resumed, up to an event-loop delay (400 ms allowed) later.
+        expect(run.lastDegradedAt - restartedAt).toBeLessThanOrEqual(WINDOW_MS + 1000 + 600 + 400);
+      },
+    );
   }
 });
 

@@ -54,7 +54,9 @@ const MAX_UNSYNCED = 4;
 describe.each(REMOTES)('tiered over %s', (remoteName, makeRemote) => {
   it.each(['deny-cache', 'lease', 'async'] as const)('%s: two tiers keep the bound on a fixed window', async (strategy: TierStrategy) => {
     const remote = makeRemote();
-    const tiers = [0, 1].map(() => tieredStore({ remote, instances: 2, strategy, async: { flushEvery: 2, maxUnsynced: MAX_UNSYNCED }, timeout: '2s' }));
+    const tiers = [0, 1].map(() =>
+      tieredStore({ remote, instances: 2, strategy, async: { flushEvery: 2, maxUnsynced: MAX_UNSYNCED }, timeout: '2s' }),
+    );
     // A window of an hour: a run of a second or two almost never straddles a boundary, and when it does the
     // counts are split by window (decision.now), so the bound is still checked exactly.
     const rule = fixedWindow({ limit: LIMIT, window: '1h' });

@@ -47,15 +47,21 @@ describe('retries on network errors', () => {
 });
 
 describe('errors carry the Redis error code where the store looks for it', () => {
-  it('NOSCRIPT leads the message, one command per request and auto-pipelined; the stores\' shared check sees both', async () => {
+  it("NOSCRIPT leads the message, one command per request and auto-pipelined; the stores' shared check sees both", async () => {
     const sha = 'f'.repeat(40);
-    const single: unknown = await client().evalsha(sha, [], []).catch((e: unknown) => e);
-    const pipelined: unknown = await client({ enableAutoPipelining: true }).evalsha(sha, [], []).catch((e: unknown) => e);
+    const single: unknown = await client()
+      .evalsha(sha, [], [])
+      .catch((e: unknown) => e);
+    const pipelined: unknown = await client({ enableAutoPipelining: true })
+      .evalsha(sha, [], [])
+      .catch((e: unknown) => e);
     expect((single as Error).message).toMatch(/^NOSCRIPT .*, command was: /);
     expect((pipelined as Error).message).toMatch(/^Command failed: NOSCRIPT /);
     expect([isNoScript(single), isNoScript(pipelined)]).toEqual([true, true]);
     // A script's own error is no miss, whatever it says.
-    const raised: unknown = await client().eval("error('NOSCRIPT in a message')", [], []).catch((e: unknown) => e);
+    const raised: unknown = await client()
+      .eval("error('NOSCRIPT in a message')", [], [])
+      .catch((e: unknown) => e);
     expect((raised as Error).message).toMatch(/NOSCRIPT in a message/);
     expect(isNoScript(raised)).toBe(false);
   });

@@ -7,6 +7,9 @@ const limiter = createLimiter({ store: memoryStore(), rules: tokenBucket({ capac
 export default {
   async fetch(request) {
     const decision = await limiter.limit(request.headers.get('cf-connecting-ip') ?? 'anonymous');
-    return new Response(decision.allowed ? 'ok' : 'slow down', { status: decision.allowed ? 200 : 429, headers: { 'ratelimit-remaining': String(decision.remaining) } });
+    return new Response(decision.allowed ? 'ok' : 'slow down', {
+      status: decision.allowed ? 200 : 429,
+      headers: { 'ratelimit-remaining': String(decision.remaining) },
+    });
   },
 };

@@ -11,6 +11,9 @@ export default {
       rules: tokenBucket({ capacity: 10, refillRate: 1, interval: '1s' }),
     });
     const decision = await limiter.limit(request.headers.get('cf-connecting-ip') ?? 'anonymous');
-    return new Response(decision.allowed ? 'ok' : 'slow down', { status: decision.allowed ? 200 : 429, headers: { 'ratelimit-remaining': String(decision.remaining) } });
+    return new Response(decision.allowed ? 'ok' : 'slow down', {
+      status: decision.allowed ? 200 : 429,
+      headers: { 'ratelimit-remaining': String(decision.remaining) },
+    });
   },
 };

@@ -18,20 +18,33 @@ export const ENTRIES = [
   { name: 'core+memory', file: 'core-memory.mjs', what: 'a fetch handler: core + @sluice/memory' },
   { name: 'core+upstash', file: 'core-upstash.mjs', what: 'a fetch handler: core + @sluice/upstash on its own REST client' },
   { name: 'http', file: 'http-memory.mjs', what: 'a fetch handler: @sluice/http (createHandler, toResponse) + core + memory' },
-  { name: 'hono+upstash', file: 'hono-upstash.mjs', what: 'a Hono worker: hono + @sluice/hono + @sluice/upstash on its own REST client ({ url, token })' },
+  {
+    name: 'hono+upstash',
+    file: 'hono-upstash.mjs',
+    what: 'a Hono worker: hono + @sluice/hono + @sluice/upstash on its own REST client ({ url, token })',
+  },
   {
     name: 'hono+upstash, @sluice/* only',
     file: 'hono-upstash.mjs',
     what: 'the same worker with hono left out: what sluice adds to it',
     external: ['hono', 'hono/*'],
   },
-  { name: 'hono+upstash, @upstash/redis', file: 'hono-upstash-redis.mjs', what: 'the same worker on the user\'s @upstash/redis client (/cloudflare) in place of the own REST client' },
+  {
+    name: 'hono+upstash, @upstash/redis',
+    file: 'hono-upstash-redis.mjs',
+    what: "the same worker on the user's @upstash/redis client (/cloudflare) in place of the own REST client",
+  },
   {
     name: 'peer: hono+@upstash/ratelimit',
     file: 'peer-hono-upstash-ratelimit.mjs',
     what: 'the same Hono worker limited by @upstash/ratelimit (token bucket) on @upstash/redis/cloudflare, X-RateLimit-* headers and a 429 by hand',
   },
-  { name: 'next middleware', file: 'next-middleware.mjs', what: '@sluice/next rateLimit on Upstash (next/* external: Next ships it)', external: ['next', 'next/*'] },
+  {
+    name: 'next middleware',
+    file: 'next-middleware.mjs',
+    what: '@sluice/next rateLimit on Upstash (next/* external: Next ships it)',
+    external: ['next', 'next/*'],
+  },
   { name: 'tiered', file: 'tiered-upstash.mjs', what: 'a fetch handler: @sluice/tiered over @sluice/upstash on its own REST client' },
 ];
 
@@ -61,7 +74,10 @@ export async function measureEntry(entry) {
     const name = packageOf(input);
     totals.set(name, (totals.get(name) ?? 0) + bytesInOutput);
   }
-  const byPackage = [...totals].map(([name, bytes]) => ({ name, bytes })).filter((p) => p.bytes > 0).sort((a, b) => b.bytes - a.bytes);
+  const byPackage = [...totals]
+    .map(([name, bytes]) => ({ name, bytes }))
+    .filter((p) => p.bytes > 0)
+    .sort((a, b) => b.bytes - a.bytes);
   return { minifiedBytes: code.length, gzipBytes: gzipSync(code, { level: 9 }).length, byPackage };
 }
 

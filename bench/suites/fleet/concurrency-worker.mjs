@@ -112,7 +112,15 @@ async function run(message) {
   // The histogram travels sparse: [bucket, count, ...].
   const sparse = [];
   for (let i = 0; i < BUCKETS; i++) if (histogram[i] !== 0) sparse.push(i, histogram[i]);
-  process.send({ type: 'done', ...counts, startedAt, endedAt, cpuUs: cpu.user + cpu.system, histogram: sparse, intervals: message.stream ? undefined : intervals });
+  process.send({
+    type: 'done',
+    ...counts,
+    startedAt,
+    endedAt,
+    cpuUs: cpu.user + cpu.system,
+    histogram: sparse,
+    intervals: message.stream ? undefined : intervals,
+  });
 }
 
 process.on('message', (message) => {

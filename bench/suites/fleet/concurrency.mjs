@@ -39,7 +39,12 @@ const KILL_MARGIN_MS = 500;
 const CONTESTANTS = [
   { key: 'sluice', name: 'sluice createConcurrencyLimiter (redisStore)', keyOf: (round, tenant) => `sluice:${round}:{${tenant}}:lease` },
   { key: 'reference', name: 'reference Lua sorted-set semaphore', keyOf: (round, tenant) => `reference:${round}:{${tenant}}` },
-  { key: 'pipelined', name: 'reference, ioredis auto-pipelining', keyOf: (round, tenant) => `reference:${round}:{${tenant}}`, noKill: true },
+  {
+    key: 'pipelined',
+    name: 'reference, ioredis auto-pipelining',
+    keyOf: (round, tenant) => `reference:${round}:{${tenant}}`,
+    noKill: true,
+  },
 ];
 
 /** @param {{ options: Record<string, string | true>, log: (line: string) => void }} context */
@@ -62,7 +67,9 @@ export async function run({ options = {}, log = () => {} } = {}) {
       return round;
     };
 
-    log(`fleet concurrency: redis-server ${server.version} on port ${server.port}; ${PROCESSES} processes × ${LOOPS} loops, ${TENANTS.length} tenants, limit ${LIMIT}, warm-up`);
+    log(
+      `fleet concurrency: redis-server ${server.version} on port ${server.port}; ${PROCESSES} processes × ${LOOPS} loops, ${TENANTS.length} tenants, limit ${LIMIT}, warm-up`,
+    );
     for (const contestant of CONTESTANTS) await runRound(contestant, 1000, false);
     for (let r = 0; r < rounds; r++) {
       const order = CONTESTANTS.map((_, i) => CONTESTANTS[(i + r) % CONTESTANTS.length]);
@@ -71,13 +78,17 @@ export async function run({ options = {}, log = () => {} } = {}) {
         const result = results[contestant.key];
         result.rounds.push(round);
         for (const [bucket, count] of round.histogram) result.histogram.set(bucket, (result.histogram.get(bucket) ?? 0) + count);
-        log(`  round ${r + 1}/${rounds} ${contestant.key}: ${formatInteger(round.acquiresPerSec)} acquires/s, occupancy ${round.occupancy.toFixed(2)}, most held ${round.maxHeld}`);
+        log(
+          `  round ${r + 1}/${rounds} ${contestant.key}: ${formatInteger(round.acquiresPerSec)} acquires/s, occupancy ${round.occupancy.toFixed(2)}, most held ${round.maxHeld}`,
+        );
       }
     }
     for (const contestant of CONTESTANTS.filter((c) => !c.noKill)) {
       const round = await runRound(contestant, killRoundMs, true);
       results[contestant.key].kill = round;
-      log(`  SIGKILL round ${contestant.key}: ${round.victimSlots} slots held at the kill, expiring by ${round.expiresInMs} ms, all free ${round.freedMs} ms after it; keys left ${round.keysLeft}`);
+      log(
+        `  SIGKILL round ${contestant.key}: ${round.victimSlots} slots held at the kill, expiring by ${round.expiresInMs} ms, all free ${round.freedMs} ms after it; keys left ${round.keysLeft}`,
+      );
       workers[0] = await startWorker(server.port); // the killed one's replacement
     }
     const dbsize = await admin.dbsize();
@@ -164,7 +175,12 @@ async function fleetRound({ workers, admin, contestant, name, durationMs, kill, 
     const held = new Set();
     workers[0].on('message', (m) => (m.type === 'held' ? held.add(m.id) : m.type === 'freed' ? held.delete(m.id) : undefined));
     await new Promise((resolve) => setTimeout(resolve, startAt + durationMs / 2 - Date.now()));
-    killed = killAndWatch(workers[0], held, admin, TENANTS.map((t) => contestant.keyOf(name, t)));
+    killed = killAndWatch(
+      workers[0],
+      held,
+      admin,
+      TENANTS.map((t) => contestant.keyOf(name, t)),
+    );
   }
   const done = (await Promise.all(replies)).filter((m) => m !== undefined);
   const serverCpu = (await serverCpuUs(admin)) - serverCpuBefore;
@@ -172,7 +188,9 @@ async function fleetRound({ workers, admin, contestant, name, durationMs, kill, 
   const elapsedS = (Math.max(...done.map((m) => m.endedAt)) - startAt) / 1000;
   const sum = (field) => done.reduce((total, m) => total + m[field], 0);
   const histogram = new Map();
-  for (const m of done) for (let i = 0; i < m.histogram.length; i += 2) histogram.set(m.histogram[i], (histogram.get(m.histogram[i]) ?? 0) + m.histogram[i + 1]);
+  for (const m of done)
+    for (let i = 0; i < m.histogram.length; i += 2)
+      histogram.set(m.histogram[i], (histogram.get(m.histogram[i]) ?? 0) + m.histogram[i + 1]);
   const sweeps = intervals.map(sweep);
   const heldMs = intervals.reduce((total, pairs) => total + sumHeld(pairs), 0);
   return {
@@ -281,7 +299,16 @@ function percentile(histogram, q) {
 }
 
 /** The row of a contestant without a SIGKILL round. */
-const NO_KILL = { maxHeld: 0, overLimit: 0, degraded: 0, freedMs: undefined, expiresInMs: undefined, freedEarly: 0, victimSlots: undefined, keysLeft: 0 };
+const NO_KILL = {
+  maxHeld: 0,
+  overLimit: 0,
+  degraded: 0,
+  freedMs: undefined,
+  expiresInMs: undefined,
+  freedEarly: 0,
+  victimSlots: undefined,
+  keysLeft: 0,
+};
 
 function report(results, { rounds, roundMs, killRoundMs, dbsize, version }) {
   const rows = CONTESTANTS.map((contestant) => {
@@ -345,18 +372,42 @@ function report(results, { rounds, roundMs, killRoundMs, dbsize, version }) {
       },
     ],
     targets: [
-      target('sluice acquires/s at least the reference semaphore\'s (sluice ÷ reference)', sluice.opsPerSec / reference.opsPerSec, '>=', 1, formatRatio),
-      target('sluice acquires/s at least the auto-pipelined reference\'s (sluice ÷ that)', sluice.opsPerSec / pipelined.opsPerSec, '>=', 1, formatRatio),
+      target(
+        "sluice acquires/s at least the reference semaphore's (sluice ÷ reference)",
+        sluice.opsPerSec / reference.opsPerSec,
+        '>=',
+        1,
+        formatRatio,
+      ),
+      target(
+        "sluice acquires/s at least the auto-pipelined reference's (sluice ÷ that)",
+        sluice.opsPerSec / pipelined.opsPerSec,
+        '>=',
+        1,
+        formatRatio,
+      ),
       target('sluice never more than the limit held per tenant (wall-clock sweep, every round)', sluice.overLimit, '<=', 0, String),
-      target('reference never more than the limit held per tenant (the sweep agrees with a known-exact executor)', reference.overLimit + pipelined.overLimit, '<=', 0, String),
-      target(`sluice: a SIGKILLed holder's slots free within ttl + ${KILL_MARGIN_MS} ms (ms after the kill)`, sluice.freedMs, '<=', TTL_MS + KILL_MARGIN_MS, String),
+      target(
+        'reference never more than the limit held per tenant (the sweep agrees with a known-exact executor)',
+        reference.overLimit + pipelined.overLimit,
+        '<=',
+        0,
+        String,
+      ),
+      target(
+        `sluice: a SIGKILLed holder's slots free within ttl + ${KILL_MARGIN_MS} ms (ms after the kill)`,
+        sluice.freedMs,
+        '<=',
+        TTL_MS + KILL_MARGIN_MS,
+        String,
+      ),
       target('sluice: no slot of the SIGKILLed holder freed before its lease expired', sluice.freedEarly, '<=', 0, String),
       target('sluice: no lease key left after the rounds', sluice.keysLeft, '<=', 0, String),
       target('no key at all left in the server at the end', dbsize, '<=', 0, String),
     ],
     notes: [
       'occupancy: the held intervals ([acquire answered, release sent], caller wall clock) summed ÷ (time × tenants × limit). "most held" and "over limit" come from the sweep of intervals certainly overlapping (a 1 ms rounding allowance at the start of each).',
-      'client CPU/acq: the worker processes\' CPU time (process.cpuUsage) ÷ acquires, releases included; redis CPU/acq: redis-server\'s used_cpu_user + used_cpu_sys over the round ÷ acquires. Both hold up better than ops/s when other work shares the machine.',
+      "client CPU/acq: the worker processes' CPU time (process.cpuUsage) ÷ acquires, releases included; redis CPU/acq: redis-server's used_cpu_user + used_cpu_sys over the round ÷ acquires. Both hold up better than ops/s when other work shares the machine.",
       'A refusal retries at once, so acquires/s counts refusals too; grants/s is the part that took a slot. p50/p99: every acquire of every process, performance.now() around the call.',
       `sluice runs with onStoreError 'deny' (a store failure is counted as degraded, never as a slot) and its default deadline; the reference is ioredis defineCommand (EVALSHA) and ZREM on the same connection, and once more on an auto-pipelined one (no SIGKILL round for that one).`,
     ],

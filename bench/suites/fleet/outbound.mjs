@@ -18,7 +18,8 @@ import { target } from '../../lib/report.mjs';
 import { startSlidingThirdParty } from '../outbound/mock.mjs';
 import { startRedisServer } from '../outbound/redis-server.mjs';
 
-export const description = 'a fleet calling a third party that drops to half its limit with bare 429s: sluice limiter.wait + shared learning vs pushBack alone vs a reference that halves a Redis rate';
+export const description =
+  'a fleet calling a third party that drops to half its limit with bare 429s: sluice limiter.wait + shared learning vs pushBack alone vs a reference that halves a Redis rate';
 export const builds = ['@sluice/core', '@sluice/redis'];
 
 const WORKER = new URL('../outbound/learn-worker.mjs', import.meta.url);
@@ -52,27 +53,44 @@ export async function run({ options, log }) {
   const server = await startRedisServer();
   const mock = await startSlidingThirdParty({ limit });
   const admin = new Redis({ host: '127.0.0.1', port: server.port });
-  log(`redis-server ${server.version} on port ${server.port} (pid ${server.pid}); mock third party on port ${mock.port}: ${limit} per sliding second, then ${lower}, bare 429 + Retry-After`);
+  log(
+    `redis-server ${server.version} on port ${server.port} (pid ${server.pid}); mock third party on port ${mock.port}: ${limit} per sliding second, then ${lower}, bare 429 + Retry-After`,
+  );
   const children = [];
   try {
     const stamp = Date.now();
     // --only=shared,reference runs some; the order given is the order run (a contestant run first meets a machine
     // still busy from starting the processes).
     const kinds = typeof options.only === 'string' ? options.only.split(',') : CONTESTANTS.map((c) => c.kind);
-    const runs = kinds.map((kind) => CONTESTANTS.find((c) => c.kind === kind) ?? raise(`--only: unknown contestant ${kind}; known: ${CONTESTANTS.map((c) => c.kind).join(', ')}`)).map((c) => ({ ...c, id: `fleet-outbound-${c.kind}-${stamp}`, results: [], children: [], done: [] }));
+    const runs = kinds
+      .map(
+        (kind) =>
+          CONTESTANTS.find((c) => c.kind === kind) ??
+          raise(`--only: unknown contestant ${kind}; known: ${CONTESTANTS.map((c) => c.kind).join(', ')}`),
+      )
+      .map((c) => ({ ...c, id: `fleet-outbound-${c.kind}-${stamp}`, results: [], children: [], done: [] }));
     const ready = [];
     for (const contestant of runs) {
       for (let i = 0; i < workers; i++) {
-        const child = fork(WORKER, [contestant.kind, String(server.port), String(mock.port), String(jobs), String(rate), contestant.id], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'], execArgv: [] });
+        const child = fork(WORKER, [contestant.kind, String(server.port), String(mock.port), String(jobs), String(rate), contestant.id], {
+          stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+          execArgv: [],
+        });
         children.push(child);
         contestant.children.push(child);
         const exited = new Promise((resolve, reject) => {
           child.once('error', reject);
-          child.once('exit', (code, signal) => (code === 0 ? resolve() : reject(new Error(`${contestant.kind} worker ${i} exited with ${signal ?? code}`))));
+          child.once('exit', (code, signal) =>
+            code === 0 ? resolve() : reject(new Error(`${contestant.kind} worker ${i} exited with ${signal ?? code}`)),
+          );
         });
         exited.catch(() => {}); // awaited through `ready` and `done`
         ready.push(Promise.race([new Promise((resolve) => child.once('message', resolve)), exited]));
-        contestant.done.push(Promise.all([new Promise((resolve) => child.on('message', (m) => m.waits !== undefined && resolve(m))), exited]).then(([m]) => contestant.results.push(m)));
+        contestant.done.push(
+          Promise.all([new Promise((resolve) => child.on('message', (m) => m.waits !== undefined && resolve(m))), exited]).then(([m]) =>
+            contestant.results.push(m),
+          ),
+        );
       }
     }
     await withTimeout(Promise.all(ready), 60_000, 'the workers did not get ready within 60 s');
@@ -80,13 +98,20 @@ export async function run({ options, log }) {
     const writes = new Map(); // contestant id -> [{ limit, updatedAt }]
     const subscriber = new Redis({ host: '127.0.0.1', port: server.port });
     let reads = Promise.resolve();
-    subscriber.on('message', (channel) =>
-      (reads = reads.then(async () => {
-        const document = JSON.parse((await admin.get(channel)) ?? '{}');
-        const id = channel.slice('sluice:config:'.length);
-        if (!writes.has(id)) writes.set(id, []);
-        if (writes.get(id).at(-1)?.revision !== document.revision) writes.get(id).push({ revision: document.revision, updatedAt: document.updatedAt, limit: document.quotas?.['third-party']?.[0]?.limit ?? rate });
-      })),
+    subscriber.on(
+      'message',
+      (channel) =>
+        (reads = reads.then(async () => {
+          const document = JSON.parse((await admin.get(channel)) ?? '{}');
+          const id = channel.slice('sluice:config:'.length);
+          if (!writes.has(id)) writes.set(id, []);
+          if (writes.get(id).at(-1)?.revision !== document.revision)
+            writes.get(id).push({
+              revision: document.revision,
+              updatedAt: document.updatedAt,
+              limit: document.quotas?.['third-party']?.[0]?.limit ?? rate,
+            });
+        })),
     );
     await subscriber.subscribe(...runs.filter((c) => c.kind === 'shared').map((c) => `sluice:config:${c.id}`));
     for (const contestant of runs) {
@@ -94,7 +119,9 @@ export async function run({ options, log }) {
       contestant.dropAt = contestant.startAt + steadyMs;
       contestant.endAt = contestant.dropAt + afterMs;
       mock.dropAt(contestant.dropAt, lower, contestant.id);
-      log(`${contestant.name}: ${workers} processes × ${jobs} loops, ${steadyMs / 1000} s at ${limit}/s, then ${afterMs / 1000} s at ${lower}/s`);
+      log(
+        `${contestant.name}: ${workers} processes × ${jobs} loops, ${steadyMs / 1000} s at ${limit}/s, then ${afterMs / 1000} s at ${lower}/s`,
+      );
       for (const child of contestant.children) child.send({ startAt: contestant.startAt, endAt: contestant.endAt });
       await withTimeout(Promise.all(contestant.done), steadyMs + afterMs + 60_000, `the ${contestant.kind} workers did not finish`);
     }
@@ -111,33 +138,65 @@ export async function run({ options, log }) {
       const waits = contestant.results.flatMap((r) => r.waits);
       const after = waits.filter(([at]) => at >= dropAt).map(([, ms]) => ms);
       const errors = contestant.results.reduce((n, r) => n + r.errorCount, 0);
-      if (errors > 0) log(`${contestant.name}: ${errors} calls failed, e.g. ${contestant.results.flatMap((r) => r.errors).slice(0, 3).join(' | ')}`);
+      if (errors > 0)
+        log(
+          `${contestant.name}: ${errors} calls failed, e.g. ${contestant.results
+            .flatMap((r) => r.errors)
+            .slice(0, 3)
+            .join(' | ')}`,
+        );
       rows.push({
         name: contestant.name,
         nsPerOp: seen.settledPerSecond > 0 ? Math.round(1e9 / seen.settledPerSecond) : NaN,
         opsPerSec: Math.round(seen.settledPerSecond * 10) / 10,
         ...seen.row,
-        waitP50Ms: quantile(waits.map(([, ms]) => ms), 0.5),
-        waitP99Ms: quantile(waits.map(([, ms]) => ms), 0.99),
+        waitP50Ms: quantile(
+          waits.map(([, ms]) => ms),
+          0.5,
+        ),
+        waitP99Ms: quantile(
+          waits.map(([, ms]) => ms),
+          0.99,
+        ),
         afterP99Ms: quantile(after, 0.99),
         finalLimit: await finalLimit(admin, contestant, rate),
         errors,
       });
-      refusalLines.push(`${contestant.name}: ${seen.refusedAfterMs.length === 0 ? 'none' : `${seen.refusedAfterMs.slice(0, 30).join(' ')}${seen.refusedAfterMs.length > 30 ? ` … (${seen.refusedAfterMs.length})` : ''}`}`);
-      timelines.push(`${contestant.name.padEnd(40)} ${seen.perSecond.map((s) => `${String(s.ok).padStart(2)}${s.refused > 0 ? `+${s.refused}` : ''}`.padEnd(6)).join('')}`);
+      refusalLines.push(
+        `${contestant.name}: ${seen.refusedAfterMs.length === 0 ? 'none' : `${seen.refusedAfterMs.slice(0, 30).join(' ')}${seen.refusedAfterMs.length > 30 ? ` … (${seen.refusedAfterMs.length})` : ''}`}`,
+      );
+      timelines.push(
+        `${contestant.name.padEnd(40)} ${seen.perSecond.map((s) => `${String(s.ok).padStart(2)}${s.refused > 0 ? `+${s.refused}` : ''}`.padEnd(6)).join('')}`,
+      );
     }
 
     const cutLines = runs
       .filter((c) => c.kind === 'shared')
-      .map((c) => `${c.name}: ${(writes.get(c.id) ?? []).map((w) => `${w.limit}/s at ${w.updatedAt - c.dropAt >= 0 ? '+' : ''}${w.updatedAt - c.dropAt} ms`).join(', ') || 'none'}`);
+      .map(
+        (c) =>
+          `${c.name}: ${(writes.get(c.id) ?? []).map((w) => `${w.limit}/s at ${w.updatedAt - c.dropAt >= 0 ? '+' : ''}${w.updatedAt - c.dropAt} ms`).join(', ') || 'none'}`,
+      );
     const none = { before429: NaN, lastRefusalMs: NaN, settledUsePct: NaN };
     const shared = rows.find((r) => r.name === SHARED) ?? none;
     const reference = rows.find((r) => r.name === REFERENCE) ?? none;
     const ms = (v) => (Number.isFinite(v) ? `${v} ms` : 'never (429s to the end)');
     const targets = [
       target(`${SHARED}: no 429 before the drop`, shared.before429, '<=', 0, (v) => `${v} (reference ${reference.before429})`),
-      target(`${SHARED}: no 429 more than ${SETTLE_BOUND_MS / 1000} s after the drop`, shared.lastRefusalMs, '<=', SETTLE_BOUND_MS, (v) => `last at ${ms(v)} (reference ${ms(reference.lastRefusalMs)})`),
-      target(`${SHARED}: >= ${USE_FLOOR_PCT}% of the new ${lower}/s used after settling`, shared.settledUsePct, '>=', USE_FLOOR_PCT, (v) => `${Number.isFinite(v) ? v.toFixed(1) : '-'}% (reference ${Number.isFinite(reference.settledUsePct) ? reference.settledUsePct.toFixed(1) : '-'}%)`),
+      target(
+        `${SHARED}: no 429 more than ${SETTLE_BOUND_MS / 1000} s after the drop`,
+        shared.lastRefusalMs,
+        '<=',
+        SETTLE_BOUND_MS,
+        (v) => `last at ${ms(v)} (reference ${ms(reference.lastRefusalMs)})`,
+      ),
+      target(
+        `${SHARED}: >= ${USE_FLOOR_PCT}% of the new ${lower}/s used after settling`,
+        shared.settledUsePct,
+        '>=',
+        USE_FLOOR_PCT,
+        (v) =>
+          `${Number.isFinite(v) ? v.toFixed(1) : '-'}% (reference ${Number.isFinite(reference.settledUsePct) ? reference.settledUsePct.toFixed(1) : '-'}%)`,
+      ),
     ];
     const pct = (v) => (Number.isFinite(v) ? `${v.toFixed(1)}%` : '-');
     return {
@@ -156,9 +215,12 @@ export async function run({ options, log }) {
         { key: 'finalLimit', label: 'limit at end' },
       ],
       sections: [
-        { heading: 'Answered (+refused) per second at the third party, from the start (the drop is at second ' + steadyMs / 1000 + ')', lines: timelines },
-        { heading: '429s after the drop, ms from it (the third party\'s clock)', lines: refusalLines },
-        { heading: 'Writes of the shared limit to Redis (the writer\'s clock, from the drop; one per cut)', lines: cutLines },
+        {
+          heading: 'Answered (+refused) per second at the third party, from the start (the drop is at second ' + steadyMs / 1000 + ')',
+          lines: timelines,
+        },
+        { heading: "429s after the drop, ms from it (the third party's clock)", lines: refusalLines },
+        { heading: "Writes of the shared limit to Redis (the writer's clock, from the drop; one per cut)", lines: cutLines },
       ],
       targets,
       notes: [
@@ -239,5 +301,7 @@ function quantile(values, q) {
 
 function withTimeout(promise, ms, message) {
   let timer;
-  return Promise.race([promise, new Promise((_, reject) => (timer = setTimeout(() => reject(new Error(message)), ms)))]).finally(() => clearTimeout(timer));
+  return Promise.race([promise, new Promise((_, reject) => (timer = setTimeout(() => reject(new Error(message)), ms)))]).finally(() =>
+    clearTimeout(timer),
+  );
 }

@@ -64,14 +64,17 @@ async function main() {
   const workers = Number(options.workers ?? 4);
   const inFlight = Number(options.inflight ?? 64);
   const only = typeof options.only === 'string' ? options.only.split(',') : Object.keys(CONTESTANTS);
-  for (const name of only) if (!(name in CONTESTANTS)) throw new Error(`--only: unknown contestant ${name}; known: ${Object.keys(CONTESTANTS).join(', ')}`);
+  for (const name of only)
+    if (!(name in CONTESTANTS)) throw new Error(`--only: unknown contestant ${name}; known: ${Object.keys(CONTESTANTS).join(', ')}`);
   const prof = typeof options.prof === 'string' ? options.prof : undefined;
   const pause = options.pause ?? 'immediate';
   if (pause !== 'immediate' && pause !== 'none') throw new Error(`--pause must be immediate or none, got ${pause}`);
 
   const server = await startRedisServer();
   const admin = new Redis({ host: '127.0.0.1', port: server.port, enableOfflineQueue: true });
-  log(`redis-server ${server.version} on port ${server.port}; ${cpus().length} cores; ${workers} processes x ${inFlight} loops, ${seconds} s per run, ${rounds} rounds, pause ${pause}`);
+  log(
+    `redis-server ${server.version} on port ${server.port}; ${cpus().length} cores; ${workers} processes x ${inFlight} loops, ${seconds} s per run, ${rounds} rounds, pause ${pause}`,
+  );
   const results = new Map(only.map((name) => [name, []]));
   try {
     for (let round = 1; round <= rounds; round++) {
@@ -121,7 +124,22 @@ function report(results, setup) {
     row.roundRatios = base === undefined ? [] : results.get(row.name).map((r, i) => r.perSecond / base[i].perSecond);
     row.cpuUs = row.clientCpuUs + row.redisCpuUs;
   }
-  const header = ['contestant', 'decisions/s', 'rounds', 'spread', `÷ ${incr?.name ?? 'incr'}`, 'per round', 'cmds/dec', 'scripts/dec', 'client µs/dec', 'redis µs/dec', 'CPU ÷', 'max loop delay', 'over limit', 'degraded'];
+  const header = [
+    'contestant',
+    'decisions/s',
+    'rounds',
+    'spread',
+    `÷ ${incr?.name ?? 'incr'}`,
+    'per round',
+    'cmds/dec',
+    'scripts/dec',
+    'client µs/dec',
+    'redis µs/dec',
+    'CPU ÷',
+    'max loop delay',
+    'over limit',
+    'degraded',
+  ];
   const body = rows.map((r) => [
     r.label,
     formatInteger(r.perSecond),
@@ -149,7 +167,7 @@ function report(results, setup) {
     '\n"÷" is decisions/s divided by the faster Lua INCR\'s (above 1.00x: more decisions per second), medians; "per round" the same ratio in each round.' +
       ' "CPU ÷" is that INCR\'s client + Redis CPU per decision divided by this row\'s (above 1.00x: less CPU per decision). cmds/dec counts every command Redis ran, those inside scripts included (INFO commandstats);' +
       ' scripts/dec only the script calls. client µs/dec is the workers\' CPU (user + system) per decision, redis µs/dec the server\'s. "over limit": admissions beyond 100 in a window,' +
-      ' counting only calls whose start and answer (the caller\'s Date.now()) fall in that window.',
+      " counting only calls whose start and answer (the caller's Date.now()) fall in that window.",
   );
 }
 
@@ -158,17 +176,24 @@ async function runFleet({ name, port, admin, workers, inFlight, seconds, seed, p
   const children = [];
   for (let w = 0; w < workers; w++) {
     const config = { name, port, inFlight, seconds, seed: seed * 1000 + w, pause };
-    const execArgv = prof === undefined ? [] : ['--cpu-prof', `--cpu-prof-dir=${prof}`, `--cpu-prof-name=${name}-round${seed}-worker${w}.cpuprofile`];
-    const child = fork(fileURLToPath(import.meta.url), ['worker', JSON.stringify(config)], { execArgv, stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+    const execArgv =
+      prof === undefined ? [] : ['--cpu-prof', `--cpu-prof-dir=${prof}`, `--cpu-prof-name=${name}-round${seed}-worker${w}.cpuprofile`];
+    const child = fork(fileURLToPath(import.meta.url), ['worker', JSON.stringify(config)], {
+      execArgv,
+      stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+    });
     const entry = { child, ready: message(child, 'ready'), done: message(child, 'done') };
     entry.ready.catch(() => undefined); // awaited below; a worker that dies early rejects both
     entry.done.catch(() => undefined);
     children.push(entry);
   }
   // Bounded: a worker that has not reported a minute after its run should have ended is killed, and the run fails.
-  const guard = setTimeout(() => {
-    for (const { child } of children) if (child.exitCode === null) child.kill('SIGKILL');
-  }, (seconds + 60) * 1000 + WARMUP_MS);
+  const guard = setTimeout(
+    () => {
+      for (const { child } of children) if (child.exitCode === null) child.kill('SIGKILL');
+    },
+    (seconds + 60) * 1000 + WARMUP_MS,
+  );
   let reports;
   let before;
   try {
@@ -180,7 +205,9 @@ async function runFleet({ name, port, admin, workers, inFlight, seconds, seed, p
     clearTimeout(guard);
   }
   const after = await serverStats(admin);
-  await Promise.all(children.map(({ child }) => (child.exitCode === null ? new Promise((resolve) => child.once('exit', resolve)) : undefined)));
+  await Promise.all(
+    children.map(({ child }) => (child.exitCode === null ? new Promise((resolve) => child.once('exit', resolve)) : undefined)),
+  );
 
   const decisions = reports.reduce((sum, r) => sum + r.decisions, 0);
   const elapsedMs = Math.max(...reports.map((r) => r.stoppedAt)) - Math.min(...reports.map((r) => r.startedAt));
@@ -247,7 +274,13 @@ async function worker({ name, port, inFlight, seconds, seed, pause }) {
     process.send({ type: 'error', error: `unhandled rejection: ${reason?.stack ?? reason}` });
     process.exit(1);
   });
-  const client = new Redis({ host: '127.0.0.1', port, enableOfflineQueue: false, enableAutoPipelining: name === 'incr-auto', lazyConnect: true });
+  const client = new Redis({
+    host: '127.0.0.1',
+    port,
+    enableOfflineQueue: false,
+    enableAutoPipelining: name === 'incr-auto',
+    lazyConnect: true,
+  });
   await client.connect();
   const decide = await contestant(name, client);
 
@@ -317,24 +350,28 @@ async function worker({ name, port, inFlight, seconds, seed, pause }) {
   const cpu = process.cpuUsage(cpuBefore);
   delay.disable();
   client.disconnect();
-  process.send({
-    type: 'done',
-    decisions,
-    degraded,
-    degradedBy,
-    startedAt,
-    stoppedAt,
-    cpuUs: cpu.user + cpu.system,
-    maxLoopDelayMs: delay.max / 1e6,
-    admitted: admittedPairs(admitted, firstWindow),
-  }, () => process.disconnect());
+  process.send(
+    {
+      type: 'done',
+      decisions,
+      degraded,
+      degradedBy,
+      startedAt,
+      stoppedAt,
+      cpuUs: cpu.user + cpu.system,
+      maxLoopDelayMs: delay.max / 1e6,
+      admitted: admittedPairs(admitted, firstWindow),
+    },
+    () => process.disconnect(),
+  );
 }
 
 /** The (window, identity) slots that admitted anything, as [absolute window * (USERS + 1) + identity, count]. */
 function admittedPairs(admitted, firstWindow) {
   const pairs = [];
   for (let slot = 0; slot < admitted.length; slot++) {
-    if (admitted[slot] !== 0) pairs.push([(Math.floor(slot / (USERS + 1)) + firstWindow) * (USERS + 1) + (slot % (USERS + 1)), admitted[slot]]);
+    if (admitted[slot] !== 0)
+      pairs.push([(Math.floor(slot / (USERS + 1)) + firstWindow) * (USERS + 1) + (slot % (USERS + 1)), admitted[slot]]);
   }
   return pairs;
 }

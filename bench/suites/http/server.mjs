@@ -58,10 +58,14 @@ function sluiceLimiter() {
  *   does; `workerAmount` (below 0 is at rest; 'read' is shed from 1/3) and `workerUtilization`, the last sample.
  */
 function useStack(app, variant) {
-  const layers = variant === 'express+stack(all four)' ? ['rate', 'concurrency', 'fleet', 'worker'] : variant.slice('express+stack('.length, -1).split(',');
+  const layers =
+    variant === 'express+stack(all four)'
+      ? ['rate', 'concurrency', 'fleet', 'worker']
+      : variant.slice('express+stack('.length, -1).split(',');
   const store = memoryStore();
   const options = { rate: { limiter: createLimiter({ name: 'bench', store, rules: fixedWindow({ limit: LIMIT, window: WINDOW_MS }) }) } };
-  if (layers.includes('concurrency')) options.concurrency = { limiter: createConcurrencyLimiter({ name: 'bench-inflight', store, limit: LIMIT }) };
+  if (layers.includes('concurrency'))
+    options.concurrency = { limiter: createConcurrencyLimiter({ name: 'bench-inflight', store, limit: LIMIT }) };
   if (layers.includes('fleet')) options.fleet = createFleetShedder({ store, capacity: LIMIT });
   let signalReads = 0;
   if (layers.includes('worker')) {

@@ -33,7 +33,10 @@ function sluiceLimiter(maxKeys, onDecision) {
  * which costs per attribute set, not per decision.
  */
 function sdkMeter() {
-  const reader = new PeriodicExportingMetricReader({ exporter: new InMemoryMetricExporter(AggregationTemporality.CUMULATIVE), exportIntervalMillis: 3_600_000 });
+  const reader = new PeriodicExportingMetricReader({
+    exporter: new InMemoryMetricExporter(AggregationTemporality.CUMULATIVE),
+    exportIntervalMillis: 3_600_000,
+  });
   const provider = new MeterProvider({ readers: [reader] });
   return { meter: provider.getMeter('bench'), shutdown: () => provider.shutdown() };
 }

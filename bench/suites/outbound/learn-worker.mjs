@@ -55,17 +55,24 @@ function reference() {
 }
 
 function sluice(learn) {
-  const limiter = createLimiter({ store: redisStore(client), name: id, rules: gcra({ id: 'api', limit: rate, period: '1s', burst: 1 }), onStoreError: 'deny', timeout: '2s' });
+  const limiter = createLimiter({
+    store: redisStore(client),
+    name: id,
+    rules: gcra({ id: 'api', limit: rate, period: '1s', burst: 1 }),
+    onStoreError: 'deny',
+    timeout: '2s',
+  });
   const fetchApi = createThrottledFetch({
     limiter,
     maxWait: '30s',
     key: () => 'third-party',
-    learn: learn ? { source: redisConfigSource(client), } : false,
+    learn: learn ? { source: redisConfigSource(client) } : false,
     // The throttled fetch calls `fetch` once its slot has started: that is when the call is sent.
     fetch: (_input, init) => init.call(),
   });
   const call = (fn) => fetchApi(url, { call: fn });
-  call.warm = () => Promise.all([limiter.reserve(`warmup-${process.pid}`, { maxWait: '1s' }), redisConfigSource(client).read(`warmup-${process.pid}`)]);
+  call.warm = () =>
+    Promise.all([limiter.reserve(`warmup-${process.pid}`, { maxWait: '1s' }), redisConfigSource(client).read(`warmup-${process.pid}`)]);
   return call;
 }
 

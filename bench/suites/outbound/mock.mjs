@@ -43,7 +43,8 @@ async function listen(server) {
  * which the run covers only in part): requests in them ÷ (limit × their number).
  */
 export function perSecond(arrivals, limit) {
-  if (arrivals.length === 0) return { counts: [], max: 0, overLimitSeconds: 0, fullWindows: 0, inFullWindows: 0, utilisation: 0, total: 0, rejected: 0 };
+  if (arrivals.length === 0)
+    return { counts: [], max: 0, overLimitSeconds: 0, fullWindows: 0, inFullWindows: 0, utilisation: 0, total: 0, rejected: 0 };
   const first = Math.floor(arrivals[0].at / 1000);
   const last = Math.floor(arrivals[arrivals.length - 1].at / 1000);
   const counts = Array.from({ length: last - first + 1 }, () => 0);

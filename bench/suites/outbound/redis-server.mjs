@@ -33,12 +33,16 @@ function ping(port) {
 export async function startRedisServer() {
   const probe = spawnSync('redis-server', ['--version'], { encoding: 'utf8' });
   if (probe.error !== undefined || probe.status !== 0) {
-    throw new Error('redis-server was not found on PATH; the outbound suite starts its own: apt-get install redis-server (macOS: brew install redis)');
+    throw new Error(
+      'redis-server was not found on PATH; the outbound suite starts its own: apt-get install redis-server (macOS: brew install redis)',
+    );
   }
   const version = /v=(\S+)/.exec(probe.stdout)?.[1] ?? 'unknown';
   const port = await freePort();
   const dir = mkdtempSync(join(tmpdir(), 'sluice-bench-outbound-'));
-  const child = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir], { stdio: 'ignore' });
+  const child = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir], {
+    stdio: 'ignore',
+  });
   const stop = async () => {
     if (child.exitCode === null && child.signalCode === null) {
       const exited = new Promise((resolve) => child.once('exit', resolve));

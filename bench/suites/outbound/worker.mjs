@@ -34,10 +34,13 @@ const agent = new Agent({ keepAlive: true, maxSockets: jobs });
 /** One call to the third party; resolves with its status code. */
 function call(client = id) {
   return new Promise((resolve, reject) => {
-    const req = request({ host: '127.0.0.1', port: mockPort, path: '/call', method: 'GET', agent, headers: { 'x-client': client } }, (res) => {
-      res.resume();
-      res.once('end', () => resolve(res.statusCode));
-    });
+    const req = request(
+      { host: '127.0.0.1', port: mockPort, path: '/call', method: 'GET', agent, headers: { 'x-client': client } },
+      (res) => {
+        res.resume();
+        res.once('end', () => resolve(res.statusCode));
+      },
+    );
     req.once('error', reject);
     req.end();
   });
@@ -104,4 +107,14 @@ const { waits, statuses, errors } = await runLoops({ jobs, endAt: go.endAt, sche
 const sentDuringRun = Object.fromEntries(sent);
 await limiter.close();
 agent.destroy();
-process.send({ waits: waits.map(([, ms]) => ms), statuses, errors: errors.slice(0, 5), errorCount: errors.length, sent: sentDuringRun, degraded: limiter.degraded() }, () => process.disconnect());
+process.send(
+  {
+    waits: waits.map(([, ms]) => ms),
+    statuses,
+    errors: errors.slice(0, 5),
+    errorCount: errors.length,
+    sent: sentDuringRun,
+    degraded: limiter.degraded(),
+  },
+  () => process.disconnect(),
+);

@@ -5,7 +5,18 @@
  *   For the buckets LIMIT/WINDOW is the refill rate and the capacity is `burst` (default: LIMIT).
  * - `--limits 50,100,200 --window 1m --algorithm fixed-window`: one candidate per limit.
  */
-import { fixedWindow, gcra, leakyBucket, parseDuration, slidingWindowCounter, slidingWindowLog, SluiceError, tokenBucket, type AlgorithmName, type Rule } from '@sluice/core';
+import {
+  fixedWindow,
+  gcra,
+  leakyBucket,
+  parseDuration,
+  slidingWindowCounter,
+  slidingWindowLog,
+  SluiceError,
+  tokenBucket,
+  type AlgorithmName,
+  type Rule,
+} from '@sluice/core';
 
 export interface Candidate {
   /** How the candidate is shown: `fixed-window:100/1m`. */
@@ -78,12 +89,18 @@ export function parseRuleFlag(text: string): Candidate {
   const field = `--rule ${JSON.stringify(text)}`;
   const match = RULE_SYNTAX.exec(text.trim());
   if (match === null) {
-    throw new SluiceError('INVALID_OPTION', `${field} must look like ALGORITHM:LIMIT/WINDOW[:burst=N], e.g. sliding-window-counter:100/1m or gcra:10/1s:burst=20`);
+    throw new SluiceError(
+      'INVALID_OPTION',
+      `${field} must look like ALGORITHM:LIMIT/WINDOW[:burst=N], e.g. sliding-window-counter:100/1m or gcra:10/1s:burst=20`,
+    );
   }
   const [, name, limit, window, burst] = match;
   const algorithm = algorithmNamed(name!, field);
   if (burst !== undefined && algorithm !== 'token-bucket' && algorithm !== 'leaky-bucket' && algorithm !== 'gcra') {
-    throw new SluiceError('INVALID_OPTION', `${field}: burst applies to token-bucket, leaky-bucket and gcra only; a window algorithm's burst is its limit`);
+    throw new SluiceError(
+      'INVALID_OPTION',
+      `${field}: burst applies to token-bucket, leaky-bucket and gcra only; a window algorithm's burst is its limit`,
+    );
   }
   return candidate(algorithm, Number(limit), window!, burst === undefined ? undefined : Number(burst), field);
 }
@@ -91,11 +108,21 @@ export function parseRuleFlag(text: string): Candidate {
 /** Parses `--limits 50,100,200` with `--window` and `--algorithm` into one candidate per limit. */
 export function parseLimitsFlag(text: string, window: string, algorithmName: string): Candidate[] {
   const algorithm = algorithmNamed(algorithmName, '--algorithm');
-  const parts = text.split(',').map((p) => p.trim()).filter((p) => p !== '');
-  if (parts.length === 0) throw new SluiceError('INVALID_OPTION', `--limits must be a comma-separated list of whole numbers, e.g. 50,100,200, got ${JSON.stringify(text)}`);
+  const parts = text
+    .split(',')
+    .map((p) => p.trim())
+    .filter((p) => p !== '');
+  if (parts.length === 0)
+    throw new SluiceError(
+      'INVALID_OPTION',
+      `--limits must be a comma-separated list of whole numbers, e.g. 50,100,200, got ${JSON.stringify(text)}`,
+    );
   return parts.map((part) => {
     if (!/^\d+$/.test(part)) {
-      throw new SluiceError('INVALID_OPTION', `--limits must be a comma-separated list of whole numbers, e.g. 50,100,200; ${JSON.stringify(part)} is not one`);
+      throw new SluiceError(
+        'INVALID_OPTION',
+        `--limits must be a comma-separated list of whole numbers, e.g. 50,100,200; ${JSON.stringify(part)} is not one`,
+      );
     }
     return candidate(algorithm, Number(part), window, undefined, `--limits ${part}`);
   });
@@ -103,7 +130,12 @@ export function parseLimitsFlag(text: string, window: string, algorithmName: str
 
 /** `60000` as `1m`, `1500` as `1500ms`: the largest unit that divides it. */
 export function formatDuration(ms: number): string {
-  const units: Array<[string, number]> = [['d', 86_400_000], ['h', 3_600_000], ['m', 60_000], ['s', 1000]];
+  const units: Array<[string, number]> = [
+    ['d', 86_400_000],
+    ['h', 3_600_000],
+    ['m', 60_000],
+    ['s', 1000],
+  ];
   for (const [unit, size] of units) if (ms % size === 0) return `${ms / size}${unit}`;
   return `${ms}ms`;
 }

@@ -11,10 +11,7 @@ const { version } = require('../package.json') as { version: string };
 
 /** Builds the `sluice` program. Each subcommand registers itself in one line below. */
 export function createProgram(): Command {
-  const program = new Command('sluice')
-    .description('Sluice rate-limiting tools')
-    .version(version)
-    .showHelpAfterError();
+  const program = new Command('sluice').description('Sluice rate-limiting tools').version(version).showHelpAfterError();
   // Subcommands: one line each.
   registerConfig(program);
   registerTune(program);

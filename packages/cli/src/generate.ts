@@ -93,23 +93,43 @@ function ipv6Prefix(n: number): string {
   return `2001:db8:${hex(h)}:${((h >>> 16) & 0xff).toString(16).padStart(2, '0')}`;
 }
 
-const PATHS = ['/api/v1/items', '/api/v1/items/', '/api/v1/orders', '/api/v1/search?q=', '/api/v1/me', '/static/app.js', '/login', '/api/v1/reports/'];
-const AGENTS = ['Mozilla/5.0 (X11; Linux x86_64) Firefox/126.0', 'Mozilla/5.0 (Macintosh) Safari/605.1.15', 'okhttp/4.12.0', 'python-requests/2.32.3', 'curl/8.7.1'];
+const PATHS = [
+  '/api/v1/items',
+  '/api/v1/items/',
+  '/api/v1/orders',
+  '/api/v1/search?q=',
+  '/api/v1/me',
+  '/static/app.js',
+  '/login',
+  '/api/v1/reports/',
+];
+const AGENTS = [
+  'Mozilla/5.0 (X11; Linux x86_64) Firefox/126.0',
+  'Mozilla/5.0 (Macintosh) Safari/605.1.15',
+  'okhttp/4.12.0',
+  'python-requests/2.32.3',
+  'curl/8.7.1',
+];
 const BOT = '198.51.100.7';
 
 function validate(options: GenerateLogsOptions): Required<GenerateLogsOptions> {
   const { lines } = options;
-  if (!Number.isSafeInteger(lines) || lines < 0) throw new SluiceError('INVALID_OPTION', `generateLogs: lines must be a whole number, 0 or more, got ${lines}`);
+  if (!Number.isSafeInteger(lines) || lines < 0)
+    throw new SluiceError('INVALID_OPTION', `generateLogs: lines must be a whole number, 0 or more, got ${lines}`);
   const format = options.format ?? 'json';
-  if (format !== 'json' && format !== 'combined') throw new SluiceError('INVALID_OPTION', `generateLogs: format must be 'json' or 'combined', got ${JSON.stringify(format)}`);
+  if (format !== 'json' && format !== 'combined')
+    throw new SluiceError('INVALID_OPTION', `generateLogs: format must be 'json' or 'combined', got ${JSON.stringify(format)}`);
   const seed = options.seed ?? 1;
   if (!Number.isSafeInteger(seed)) throw new SluiceError('INVALID_OPTION', `generateLogs: seed must be a whole number, got ${seed}`);
   const users = options.users ?? Math.min(200_000, Math.max(50, Math.floor(lines / 100)));
-  if (!Number.isSafeInteger(users) || users < 1) throw new SluiceError('INVALID_OPTION', `generateLogs: users must be a whole number, at least 1, got ${users}`);
+  if (!Number.isSafeInteger(users) || users < 1)
+    throw new SluiceError('INVALID_OPTION', `generateLogs: users must be a whole number, at least 1, got ${users}`);
   const start = options.start ?? Date.UTC(2024, 4, 1);
-  if (!Number.isSafeInteger(start) || start < 0) throw new SluiceError('INVALID_OPTION', `generateLogs: start must be epoch ms, got ${start}`);
+  if (!Number.isSafeInteger(start) || start < 0)
+    throw new SluiceError('INVALID_OPTION', `generateLogs: start must be epoch ms, got ${start}`);
   const ratePerSecond = options.ratePerSecond ?? 500;
-  if (!(ratePerSecond > 0 && Number.isFinite(ratePerSecond))) throw new SluiceError('INVALID_OPTION', `generateLogs: ratePerSecond must be a positive number, got ${ratePerSecond}`);
+  if (!(ratePerSecond > 0 && Number.isFinite(ratePerSecond)))
+    throw new SluiceError('INVALID_OPTION', `generateLogs: ratePerSecond must be a positive number, got ${ratePerSecond}`);
   return { lines, format, seed, users, start, ratePerSecond };
 }
 
@@ -144,7 +164,12 @@ export function* generateLogLines(options: GenerateLogsOptions): Generator<strin
       ip = ipv4(1_000_000 + k);
     } else if (r < 0.24) {
       const v = sample(visitorCdf, rand());
-      ip = v % 3 === 0 ? `${ipv6Prefix(2_000_000 + v)}${Math.floor(rand() * 256).toString(16).padStart(2, '0')}:${hex(rand() * 65536)}:${hex(rand() * 65536)}:${hex(rand() * 65536)}:${hex(rand() * 65536)}` : ipv4(2_000_000 + v);
+      ip =
+        v % 3 === 0
+          ? `${ipv6Prefix(2_000_000 + v)}${Math.floor(rand() * 256)
+              .toString(16)
+              .padStart(2, '0')}:${hex(rand() * 65536)}:${hex(rand() * 65536)}:${hex(rand() * 65536)}:${hex(rand() * 65536)}`
+          : ipv4(2_000_000 + v);
     } else {
       const u = sample(userCdf, rand());
       user = `u${u + 1}`;
@@ -152,13 +177,17 @@ export function* generateLogLines(options: GenerateLogsOptions): Generator<strin
     }
     let time = Math.floor(t);
     const late = rand();
-    if (late < 0.02) time -= Math.floor(late * 15_000); // up to 300 ms
+    if (late < 0.02)
+      time -= Math.floor(late * 15_000); // up to 300 ms
     else if (late > 0.9999) time -= 5000;
     if (line >= skewFrom && line < skewTo) time -= 1500;
     const status = rand() < 0.03 ? 404 : 200;
     const size = 200 + Math.floor(rand() * 5000);
     const pathIndex = Math.floor(rand() * PATHS.length);
-    const path = PATHS[pathIndex]!.endsWith('/') || PATHS[pathIndex]!.endsWith('=') ? `${PATHS[pathIndex]}${Math.floor(rand() * 10000)}` : PATHS[pathIndex]!;
+    const path =
+      PATHS[pathIndex]!.endsWith('/') || PATHS[pathIndex]!.endsWith('=')
+        ? `${PATHS[pathIndex]}${Math.floor(rand() * 10000)}`
+        : PATHS[pathIndex]!;
     const escaped = rand() < 0.005;
     const agent = AGENTS[Math.floor(rand() * AGENTS.length)]!;
     if (o.format === 'json') {

@@ -29,7 +29,10 @@ export class IdentityTable {
 
   constructor(readonly ipv6Prefix = 56) {
     if (!Number.isInteger(ipv6Prefix) || ipv6Prefix < 48 || ipv6Prefix > 64) {
-      throw new SluiceError('INVALID_OPTION', `ipv6Prefix must be an integer from 48 to 64 (as @sluice/http's clientIp.ipv6Prefix), got ${ipv6Prefix}`);
+      throw new SluiceError(
+        'INVALID_OPTION',
+        `ipv6Prefix must be an integer from 48 to 64 (as @sluice/http's clientIp.ipv6Prefix), got ${ipv6Prefix}`,
+      );
     }
   }
 

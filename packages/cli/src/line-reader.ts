@@ -96,7 +96,7 @@ export class LineReader {
    * is a large object, and those kept the old generation's collector running (`node --trace-gc`).
    */
   private block(bytes: Buffer): void {
-    for (let from = 0; from < bytes.length; ) {
+    for (let from = 0; from < bytes.length;) {
       let to = from + TEXT_BYTES >= bytes.length ? -1 : bytes.indexOf(10, from + TEXT_BYTES);
       if (to === -1) to = bytes.length;
       this.piece(bytes.subarray(from, to));

@@ -16,7 +16,16 @@ export const SKIP_REASONS = {
 export type SkipReason = keyof typeof SKIP_REASONS;
 
 /** Negative parser answers, one per reason, so the hot loop returns a number and allocates nothing. */
-export const SKIP_CODES: readonly SkipReason[] = ['notJson', 'notAccessLog', 'invalidUtf8', 'tooLong', 'noTime', 'badTime', 'badUser', 'noIdentity'];
+export const SKIP_CODES: readonly SkipReason[] = [
+  'notJson',
+  'notAccessLog',
+  'invalidUtf8',
+  'tooLong',
+  'noTime',
+  'badTime',
+  'badUser',
+  'noIdentity',
+];
 
 /** The negative code of `reason`: -1 for the first, -2 for the second, ... */
 export function skipCode(reason: SkipReason): number {

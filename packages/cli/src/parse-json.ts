@@ -184,7 +184,8 @@ export class JsonLineParser implements LineParser {
     if (typeof record !== 'object' || record === null || Array.isArray(record)) return NOT_JSON;
     const rawTime = lookup(record, this.paths[2]);
     if (rawTime === undefined || rawTime === null) return NO_TIME;
-    const time = typeof rawTime === 'string' ? textTime(rawTime, 0, rawTime.length) : typeof rawTime === 'number' ? epochToMs(rawTime) : NaN;
+    const time =
+      typeof rawTime === 'string' ? textTime(rawTime, 0, rawTime.length) : typeof rawTime === 'number' ? epochToMs(rawTime) : NaN;
     if (Number.isNaN(time)) return BAD_TIME;
     const user = lookup(record, this.paths[0]);
     if (typeof user === 'string' && user !== '') {
@@ -204,7 +205,6 @@ export class JsonLineParser implements LineParser {
     return identity;
   }
 }
-
 
 function isNumberChar(c: number): boolean {
   return (c >= 48 && c <= 57) || c === 46 || c === 101 || c === 69 || c === 43 || c === 45;

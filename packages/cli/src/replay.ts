@@ -64,7 +64,13 @@ export class Replay {
     candidates: readonly Candidate[],
     readonly periodMs: number,
   ) {
-    this.candidates = candidates.map((candidate) => ({ candidate, scratch: newStepScratch(), refused: 0, usersAffected: 0, userPeriodsAffected: 0 }));
+    this.candidates = candidates.map((candidate) => ({
+      candidate,
+      scratch: newStepScratch(),
+      refused: 0,
+      usersAffected: 0,
+      userPeriodsAffected: 0,
+    }));
     this.timeline = new Timeline(candidates.length);
     this.expiresAt = new Float64Array(INITIAL_IDENTITIES * candidates.length).fill(-Infinity);
     this.refusedIn = new Float64Array(INITIAL_IDENTITIES * candidates.length).fill(-1);

@@ -11,7 +11,12 @@ const MAX_POINTS = 400;
 export function htmlReport(r: TuneReport): string {
   const period = formatDuration(r.periodMs);
   const marks = r.candidates.map((c, i) => ({ label: `${c.label}`, value: scaledLimit(c.limit, c.windowMs, r.periodMs), color: color(i) }));
-  marks.push({ label: `exact ${r.exactFixedWindow.label}`, value: r.exactFixedWindow.limit, color: '#000', dashed: true } as (typeof marks)[number]);
+  marks.push({
+    label: `exact ${r.exactFixedWindow.label}`,
+    value: r.exactFixedWindow.limit,
+    color: '#000',
+    dashed: true,
+  } as (typeof marks)[number]);
   const buckets = r.timeline.buckets;
   const group = Math.max(1, Math.ceil(buckets.length / MAX_POINTS));
   const starts: number[] = [];
@@ -29,7 +34,8 @@ export function htmlReport(r: TuneReport): string {
 
   const rows = r.candidates
     .map(
-      (c, i) => `<tr class="${c.withinTarget ? 'within' : ''}"><td><span class="swatch" style="background:${color(i)}"></span>${escapeHtml(c.label)}</td>` +
+      (c, i) =>
+        `<tr class="${c.withinTarget ? 'within' : ''}"><td><span class="swatch" style="background:${color(i)}"></span>${escapeHtml(c.label)}</td>` +
         `<td>${count(c.requestsRefused)}</td><td>${percent(c.requestsRefusedShare)}</td><td>${count(c.usersAffected)}</td><td>${percent(c.usersAffectedShare)}</td>` +
         `<td>${count(c.userPeriodsAffected)}</td><td>${percent(c.userPeriodsAffectedShare)}</td><td>${c.withinTarget ? '✓' : ''}</td></tr>`,
     )

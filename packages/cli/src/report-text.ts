@@ -8,9 +8,13 @@ export function textReport(r: TuneReport): string {
   const out: string[] = [];
   const period = formatDuration(r.periodMs);
   const rate = r.elapsedMs > 0 ? (r.lines.read / r.elapsedMs) * 1000 : 0;
-  out.push(`Read ${count(r.lines.read)} lines (${bytes(r.bytes)}, ${r.formats.join(' + ') || 'no'} format) in ${(r.elapsedMs / 1000).toFixed(1)} s: ${count(rate)} lines/s`);
+  out.push(
+    `Read ${count(r.lines.read)} lines (${bytes(r.bytes)}, ${r.formats.join(' + ') || 'no'} format) in ${(r.elapsedMs / 1000).toFixed(1)} s: ${count(rate)} lines/s`,
+  );
   const reasons = (Object.keys(r.lines.skippedByReason) as SkipReason[]).filter((k) => r.lines.skippedByReason[k] > 0);
-  out.push(`Replayed ${count(r.lines.replayed)}; skipped ${count(r.lines.skipped)}${reasons.length ? `: ${reasons.map((k) => `${SKIP_REASONS[k]} ${count(r.lines.skippedByReason[k])}`).join(', ')}` : ''}`);
+  out.push(
+    `Replayed ${count(r.lines.replayed)}; skipped ${count(r.lines.skipped)}${reasons.length ? `: ${reasons.map((k) => `${SKIP_REASONS[k]} ${count(r.lines.skippedByReason[k])}`).join(', ')}` : ''}`,
+  );
   for (const e of r.inputErrors) out.push(`Input ${e.input} ended early: ${e.error} (the lines before were used)`);
   if (r.order.outOfOrder > 0) {
     out.push(
@@ -18,13 +22,27 @@ export function textReport(r: TuneReport): string {
         (r.order.late > 0 ? `; ${count(r.order.late)} later than that, replayed with the clock stepping back` : ''),
     );
   }
-  out.push(`Time ${isoTime(r.time.first)} to ${isoTime(r.time.last)}; ${count(r.identities.total)} identities (${count(r.identities.users)} users, ${count(r.identities.ips)} by IP)`);
+  out.push(
+    `Time ${isoTime(r.time.first)} to ${isoTime(r.time.last)}; ${count(r.identities.total)} identities (${count(r.identities.users)} users, ${count(r.identities.ips)} by IP)`,
+  );
   out.push('');
   out.push(
     table([
       [`Requests per identity per ${period}`, 'p50', 'p99', 'p99.9', 'max'],
-      [`per user-period (${count(r.userPeriods.count)})`, count(r.userPeriods.p50), count(r.userPeriods.p99), count(r.userPeriods.p999), count(r.userPeriods.max)],
-      [`peak per identity (${count(r.identities.total)})`, count(r.peakPerUser.p50), count(r.peakPerUser.p99), count(r.peakPerUser.p999), count(r.peakPerUser.max)],
+      [
+        `per user-period (${count(r.userPeriods.count)})`,
+        count(r.userPeriods.p50),
+        count(r.userPeriods.p99),
+        count(r.userPeriods.p999),
+        count(r.userPeriods.max),
+      ],
+      [
+        `peak per identity (${count(r.identities.total)})`,
+        count(r.peakPerUser.p50),
+        count(r.peakPerUser.p99),
+        count(r.peakPerUser.p999),
+        count(r.peakPerUser.max),
+      ],
     ]),
   );
   out.push('');
@@ -50,10 +68,17 @@ export function textReport(r: TuneReport): string {
     }
   }
   const e = r.exactFixedWindow;
-  out.push(`From the peaks: ${e.label} is the smallest fixed window of ${period} that refuses at most ${percent(r.maxAffected)} of identities (${count(e.usersAffected)} of ${count(r.identities.total)}).`);
+  out.push(
+    `From the peaks: ${e.label} is the smallest fixed window of ${period} that refuses at most ${percent(r.maxAffected)} of identities (${count(e.usersAffected)} of ${count(r.identities.total)}).`,
+  );
   if (r.busiest.length > 0) {
     out.push('');
-    out.push(`Busiest identities (peak per ${period}): ${r.busiest.slice(0, 5).map((b) => `${shorten(b.identity)} ${count(b.peak)}`).join(', ')}`);
+    out.push(
+      `Busiest identities (peak per ${period}): ${r.busiest
+        .slice(0, 5)
+        .map((b) => `${shorten(b.identity)} ${count(b.peak)}`)
+        .join(', ')}`,
+    );
   }
   return out.join('\n');
 }

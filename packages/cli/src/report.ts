@@ -142,7 +142,12 @@ export function buildReport(input: ReportInput): TuneReport {
       scanned: input.scanned,
       jsonParsed: input.jsonParsed,
     },
-    order: { reorderWindowMs: input.reorder.windowMs, outOfOrder: input.reorder.outOfOrder, late: input.reorder.late, forced: input.reorder.forced },
+    order: {
+      reorderWindowMs: input.reorder.windowMs,
+      outOfOrder: input.reorder.outOfOrder,
+      late: input.reorder.late,
+      forced: input.reorder.forced,
+    },
     time: { first: replay.requests > 0 ? replay.firstTime : null, last: replay.requests > 0 ? replay.lastTime : null },
     identities: { total, users, ips: total - users },
     periodMs: replay.periodMs,
@@ -153,7 +158,11 @@ export function buildReport(input: ReportInput): TuneReport {
     maxAffected: input.maxAffected,
     candidates,
     recommendations,
-    exactFixedWindow: { label: `fixed-window:${exactLimit}/${formatDuration(replay.periodMs)}`, limit: exactLimit, usersAffected: peaks.above(exactLimit) },
+    exactFixedWindow: {
+      label: `fixed-window:${exactLimit}/${formatDuration(replay.periodMs)}`,
+      limit: exactLimit,
+      usersAffected: peaks.above(exactLimit),
+    },
     timeline: { bucketMs: replay.timeline.bucketMs, buckets: replay.timeline.list() },
     elapsedMs: input.elapsedMs,
   };

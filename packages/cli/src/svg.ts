@@ -36,7 +36,8 @@ export function peakDistributionChart(histogram: ReadonlyArray<readonly [number,
   const maxValue = Math.max(2, ...histogram.map(([v]) => v), ...marks.map((m) => m.value)) * 1.1;
   // Bins 1.25x wide on the log axis; adjacent integers merge only once they are that close.
   const edges: number[] = [1];
-  while (edges[edges.length - 1]! <= maxValue) edges.push(Math.max(edges[edges.length - 1]! + 1, Math.ceil(edges[edges.length - 1]! * 1.25)));
+  while (edges[edges.length - 1]! <= maxValue)
+    edges.push(Math.max(edges[edges.length - 1]! + 1, Math.ceil(edges[edges.length - 1]! * 1.25)));
   const bins = new Array<number>(edges.length - 1).fill(0);
   for (const [value, n] of histogram) {
     let i = 0;
@@ -54,7 +55,9 @@ export function peakDistributionChart(histogram: ReadonlyArray<readonly [number,
     if (n === 0) return;
     const x0 = x(edges[i]!);
     const x1 = x(edges[i + 1]!);
-    parts.push(`<rect class="bar" x="${x0.toFixed(1)}" y="${y(n).toFixed(1)}" width="${Math.max(1, x1 - x0 - 1).toFixed(1)}" height="${(TOP + plotH - y(n)).toFixed(1)}" fill="#7f8c9a"><title>${count(edges[i]!)}–${count(edges[i + 1]! - 1)}: ${count(n)} identities</title></rect>`);
+    parts.push(
+      `<rect class="bar" x="${x0.toFixed(1)}" y="${y(n).toFixed(1)}" width="${Math.max(1, x1 - x0 - 1).toFixed(1)}" height="${(TOP + plotH - y(n)).toFixed(1)}" fill="#7f8c9a"><title>${count(edges[i]!)}–${count(edges[i + 1]! - 1)}: ${count(n)} identities</title></rect>`,
+    );
   });
   for (const tick of logTicks(edges[edges.length - 1]!)) {
     parts.push(`<text class="tick" x="${x(tick).toFixed(1)}" y="${TOP + plotH + 16}" text-anchor="middle">${count(tick)}</text>`);
@@ -64,10 +67,14 @@ export function peakDistributionChart(histogram: ReadonlyArray<readonly [number,
   }
   marks.forEach((m, i) => {
     const mx = x(m.value).toFixed(1);
-    parts.push(`<line class="limit" x1="${mx}" x2="${mx}" y1="${TOP}" y2="${TOP + plotH}" stroke="${m.color}" stroke-width="2"${m.dashed ? ' stroke-dasharray="6 4"' : ''}><title>${escapeHtml(m.label)}</title></line>`);
+    parts.push(
+      `<line class="limit" x1="${mx}" x2="${mx}" y1="${TOP}" y2="${TOP + plotH}" stroke="${m.color}" stroke-width="2"${m.dashed ? ' stroke-dasharray="6 4"' : ''}><title>${escapeHtml(m.label)}</title></line>`,
+    );
     // Labels right of their line, or left of it in the right half, so none runs off the chart.
     const right = x(m.value) > LEFT + plotW / 2;
-    parts.push(`<text class="limit-label" x="${(x(m.value) + (right ? -4 : 4)).toFixed(1)}" y="${TOP + 12 + (i % 8) * 13}" text-anchor="${right ? 'end' : 'start'}" fill="${m.color}">${escapeHtml(m.label)}</text>`);
+    parts.push(
+      `<text class="limit-label" x="${(x(m.value) + (right ? -4 : 4)).toFixed(1)}" y="${TOP + 12 + (i % 8) * 13}" text-anchor="${right ? 'end' : 'start'}" fill="${m.color}">${escapeHtml(m.label)}</text>`,
+    );
   });
   return svg('peak-distribution', 'Identities by requests in their busiest period, with the candidate limits', parts);
 }
@@ -90,13 +97,27 @@ export function refusedOverTimeChart(starts: readonly number[], requests: readon
   const parts: string[] = [];
   parts.push(axes(plotW, plotH, 'time (UTC)', 'refused requests per bucket'));
   if (n > 0) {
-    const area = [`${x(0).toFixed(1)},${TOP + plotH}`, ...requests.map((v, i) => `${x(i).toFixed(1)},${y(v, maxRequests).toFixed(1)}`), `${x(n - 1).toFixed(1)},${TOP + plotH}`];
-    parts.push(`<polygon class="requests" points="${area.join(' ')}" fill="#dfe4ea"><title>all requests (scaled to the chart's height; peak ${count(maxRequests)} per bucket)</title></polygon>`);
+    const area = [
+      `${x(0).toFixed(1)},${TOP + plotH}`,
+      ...requests.map((v, i) => `${x(i).toFixed(1)},${y(v, maxRequests).toFixed(1)}`),
+      `${x(n - 1).toFixed(1)},${TOP + plotH}`,
+    ];
+    parts.push(
+      `<polygon class="requests" points="${area.join(' ')}" fill="#dfe4ea"><title>all requests (scaled to the chart's height; peak ${count(maxRequests)} per bucket)</title></polygon>`,
+    );
     for (const s of series) {
-      parts.push(`<polyline class="refused" points="${s.values.map((v, i) => `${x(i).toFixed(1)},${y(v, maxRefused).toFixed(1)}`).join(' ')}" fill="none" stroke="${s.color}" stroke-width="1.5"><title>${escapeHtml(s.label)}</title></polyline>`);
+      parts.push(
+        `<polyline class="refused" points="${s.values.map((v, i) => `${x(i).toFixed(1)},${y(v, maxRefused).toFixed(1)}`).join(' ')}" fill="none" stroke="${s.color}" stroke-width="1.5"><title>${escapeHtml(s.label)}</title></polyline>`,
+      );
     }
-    for (const [i, anchor] of [[0, 'start'], [Math.floor((n - 1) / 2), 'middle'], [n - 1, 'end']] as const) {
-      parts.push(`<text class="tick" x="${x(i).toFixed(1)}" y="${TOP + plotH + 16}" text-anchor="${anchor}">${new Date(starts[i]!).toISOString().slice(0, 19).replace('T', ' ')}</text>`);
+    for (const [i, anchor] of [
+      [0, 'start'],
+      [Math.floor((n - 1) / 2), 'middle'],
+      [n - 1, 'end'],
+    ] as const) {
+      parts.push(
+        `<text class="tick" x="${x(i).toFixed(1)}" y="${TOP + plotH + 16}" text-anchor="${anchor}">${new Date(starts[i]!).toISOString().slice(0, 19).replace('T', ' ')}</text>`,
+      );
     }
   }
   for (const v of [0, maxRefused / 2, maxRefused]) {

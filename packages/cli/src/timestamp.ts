@@ -45,7 +45,17 @@ export function parseIsoTime(text: string, start = 0, end = text.length): number
     const hour = digits(text, start + 11, 2);
     const minute = digits(text, start + 14, 2);
     const second = digits(text, start + 17, 2);
-    if ((sep === 84 || sep === 32) && text.charCodeAt(start + 16) === 58 && year >= 0 && month >= 0 && day >= 0 && hour >= 0 && minute >= 0 && second >= 0 && validClock(month, day, hour, minute, second)) {
+    if (
+      (sep === 84 || sep === 32) &&
+      text.charCodeAt(start + 16) === 58 &&
+      year >= 0 &&
+      month >= 0 &&
+      day >= 0 &&
+      hour >= 0 &&
+      minute >= 0 &&
+      second >= 0 &&
+      validClock(month, day, hour, minute, second)
+    ) {
       let at = start + 19;
       let ms = 0;
       if (at < end && (text.charCodeAt(at) === 46 || text.charCodeAt(at) === 44)) {
@@ -85,11 +95,30 @@ export function parseIsoTime(text: string, start = 0, end = text.length): number
   return Number.isFinite(parsed) ? Math.floor(parsed) : NaN;
 }
 
-const MONTHS: Record<string, number> = { Jan: 1, Feb: 2, Mar: 3, Apr: 4, May: 5, Jun: 6, Jul: 7, Aug: 8, Sep: 9, Oct: 10, Nov: 11, Dec: 12 };
+const MONTHS: Record<string, number> = {
+  Jan: 1,
+  Feb: 2,
+  Mar: 3,
+  Apr: 4,
+  May: 5,
+  Jun: 6,
+  Jul: 7,
+  Aug: 8,
+  Sep: 9,
+  Oct: 10,
+  Nov: 11,
+  Dec: 12,
+};
 
 /** The common log format's `10/Oct/2000:13:55:36 -0700` (the text between the brackets). Second resolution. */
 export function parseClfTime(text: string, start = 0, end = text.length): number {
-  if (end - start !== 26 || text.charCodeAt(start + 2) !== 47 || text.charCodeAt(start + 6) !== 47 || text.charCodeAt(start + 11) !== 58 || text.charCodeAt(start + 20) !== 32) {
+  if (
+    end - start !== 26 ||
+    text.charCodeAt(start + 2) !== 47 ||
+    text.charCodeAt(start + 6) !== 47 ||
+    text.charCodeAt(start + 11) !== 58 ||
+    text.charCodeAt(start + 20) !== 32
+  ) {
     return NaN;
   }
   const day = digits(text, start, 2);
@@ -101,7 +130,8 @@ export function parseClfTime(text: string, start = 0, end = text.length): number
   const sign = text.charCodeAt(start + 21);
   const oh = digits(text, start + 22, 2);
   const om = digits(text, start + 24, 2);
-  if (day < 0 || month < 0 || year < 0 || hour < 0 || minute < 0 || second < 0 || oh < 0 || om < 0 || (sign !== 43 && sign !== 45)) return NaN;
+  if (day < 0 || month < 0 || year < 0 || hour < 0 || minute < 0 || second < 0 || oh < 0 || om < 0 || (sign !== 43 && sign !== 45))
+    return NaN;
   if (!validClock(month, day, hour, minute, second) || oh > 23 || om > 59) return NaN;
   const offsetMinutes = (sign === 43 ? 1 : -1) * (oh * 60 + om);
   return (daysFromCivil(year, month, day) * 86400 + hour * 3600 + minute * 60 + second - offsetMinutes * 60) * 1000;

@@ -81,17 +81,22 @@ export async function tune(options: TuneOptions = {}): Promise<TuneReport> {
   const started = performance.now();
   const candidates = options.candidates ?? [];
   const periodMs = options.periodMs ?? candidates[0]?.windowMs ?? 60_000;
-  if (!Number.isSafeInteger(periodMs) || periodMs < 1) throw new SluiceError('INVALID_OPTION', `tune: periodMs must be a whole number of ms, at least 1, got ${periodMs}`);
+  if (!Number.isSafeInteger(periodMs) || periodMs < 1)
+    throw new SluiceError('INVALID_OPTION', `tune: periodMs must be a whole number of ms, at least 1, got ${periodMs}`);
   const maxAffected = options.maxAffected ?? 0.001;
-  if (!(maxAffected >= 0 && maxAffected <= 1)) throw new SluiceError('INVALID_OPTION', `tune: maxAffected must be a share from 0 to 1 (0.001 is 0.1%), got ${maxAffected}`);
+  if (!(maxAffected >= 0 && maxAffected <= 1))
+    throw new SluiceError('INVALID_OPTION', `tune: maxAffected must be a share from 0 to 1 (0.001 is 0.1%), got ${maxAffected}`);
   const reorderMs = options.reorderMs ?? 2000;
-  if (!Number.isSafeInteger(reorderMs) || reorderMs < 0) throw new SluiceError('INVALID_OPTION', `tune: reorderMs must be a whole number of ms, 0 or more, got ${reorderMs}`);
+  if (!Number.isSafeInteger(reorderMs) || reorderMs < 0)
+    throw new SluiceError('INVALID_OPTION', `tune: reorderMs must be a whole number of ms, 0 or more, got ${reorderMs}`);
   const maxLineBytes = options.maxLineBytes ?? 1 << 20;
   const format = options.format ?? 'auto';
-  if (format !== 'auto' && format !== 'json' && format !== 'combined') throw new SluiceError('INVALID_OPTION', `tune: format must be 'auto', 'json' or 'combined', got ${JSON.stringify(format)}`);
+  if (format !== 'auto' && format !== 'json' && format !== 'combined')
+    throw new SluiceError('INVALID_OPTION', `tune: format must be 'auto', 'json' or 'combined', got ${JSON.stringify(format)}`);
   const fields = { ...DEFAULT_FIELDS, ...options.fields };
   for (const [name, value] of Object.entries(fields)) {
-    if (typeof value !== 'string' || value === '') throw new SluiceError('INVALID_OPTION', `tune: fields.${name} must be a non-empty field name, got ${JSON.stringify(value)}`);
+    if (typeof value !== 'string' || value === '')
+      throw new SluiceError('INVALID_OPTION', `tune: fields.${name} must be a non-empty field name, got ${JSON.stringify(value)}`);
   }
 
   const identities = new IdentityTable(options.ipv6Prefix ?? 56);
@@ -105,7 +110,9 @@ export async function tune(options: TuneOptions = {}): Promise<TuneReport> {
     try {
       return inputSource(name, options.stdin);
     } catch (error) {
-      throw new SluiceError('INVALID_OPTION', `tune: cannot read input ${JSON.stringify(name)}: ${(error as Error).message}`, { cause: error });
+      throw new SluiceError('INVALID_OPTION', `tune: cannot read input ${JSON.stringify(name)}: ${(error as Error).message}`, {
+        cause: error,
+      });
     }
   });
   const totalBytes = sources.every((s) => s.size !== undefined) ? sources.reduce((sum, s) => sum + s.size!, 0) : undefined;

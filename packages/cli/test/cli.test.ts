@@ -56,11 +56,44 @@ describe('the sluice binary', () => {
   it('prints --json with the documented shape', () => {
     const report = parse(sluice(['tune', plain, ...ARGS]).stdout);
     expect(Object.keys(report).sort()).toEqual(
-      ['busiest', 'bytes', 'candidates', 'elapsedMs', 'exactFixedWindow', 'formats', 'identities', 'inputErrors', 'inputs', 'lines', 'maxAffected', 'order', 'peakHistogram', 'peakPerUser', 'periodMs', 'recommendations', 'time', 'timeline', 'userPeriods', 'version'].sort(),
+      [
+        'busiest',
+        'bytes',
+        'candidates',
+        'elapsedMs',
+        'exactFixedWindow',
+        'formats',
+        'identities',
+        'inputErrors',
+        'inputs',
+        'lines',
+        'maxAffected',
+        'order',
+        'peakHistogram',
+        'peakPerUser',
+        'periodMs',
+        'recommendations',
+        'time',
+        'timeline',
+        'userPeriods',
+        'version',
+      ].sort(),
     );
     expect(report.candidates.map((c) => c.label)).toEqual(['gcra:20/1m:burst=10', 'fixed-window:20/1m', 'fixed-window:40/1m']);
     expect(Object.keys(report.candidates[0]!).sort()).toEqual(
-      ['algorithm', 'label', 'limit', 'requestsRefused', 'requestsRefusedShare', 'userPeriodsAffected', 'userPeriodsAffectedShare', 'usersAffected', 'usersAffectedShare', 'windowMs', 'withinTarget'].sort(),
+      [
+        'algorithm',
+        'label',
+        'limit',
+        'requestsRefused',
+        'requestsRefusedShare',
+        'userPeriodsAffected',
+        'userPeriodsAffectedShare',
+        'usersAffected',
+        'usersAffectedShare',
+        'windowMs',
+        'withinTarget',
+      ].sort(),
     );
     expect(report.maxAffected).toBe(0.001);
     expect(report.timeline.buckets.reduce((sum, b) => sum + b.requests, 0)).toBe(report.lines.replayed);

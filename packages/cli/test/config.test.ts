@@ -46,7 +46,10 @@ function sluice(args: string[], env: Record<string, string> = {}): Promise<Run> 
     // A clean environment, but NODE_OPTIONS goes through: on Node 22 and 24 it preloads the better-sqlite3 built for
     // that Node (scripts/test-node-versions.mjs).
     const inherited = process.env.NODE_OPTIONS === undefined ? {} : { NODE_OPTIONS: process.env.NODE_OPTIONS };
-    const child = spawn(process.execPath, [CLI, ...args], { env: { PATH: process.env.PATH, ...inherited, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, [CLI, ...args], {
+      env: { PATH: process.env.PATH, ...inherited, ...env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
@@ -61,11 +64,17 @@ describe('sluice config on Redis', () => {
   const stored = async () => JSON.parse((await redis.get('sluice:config:api')) ?? 'null') as Record<string, unknown> | null;
 
   test('get, set, off, shadow, on, quota set and remove, clear: each writes the next revision and prints it', async () => {
-    expect(await sluice(['config', 'get', ...at()])).toMatchObject({ code: 0, stdout: 'null\n', stderr: expect.stringMatching(/no configuration is stored for "api"/) });
+    expect(await sluice(['config', 'get', ...at()])).toMatchObject({
+      code: 0,
+      stdout: 'null\n',
+      stderr: expect.stringMatching(/no configuration is stored for "api"/),
+    });
     const set = await sluice(['config', 'set', ...at(), '--rules', GCRA]);
     expect(set.code).toBe(0);
     expect(JSON.parse(set.stdout)).toMatchObject({ version: 1, revision: 1, rules: JSON.parse(GCRA) });
-    expect(set.stderr).toMatch(/wrote revision 1 of "api" \(the code's mode\) to redis:\/\/127\.0\.0\.1:\d+ \(key sluice:config:api\); watching instances are told at once/);
+    expect(set.stderr).toMatch(
+      /wrote revision 1 of "api" \(the code's mode\) to redis:\/\/127\.0\.0\.1:\d+ \(key sluice:config:api\); watching instances are told at once/,
+    );
     expect((await sluice(['config', 'off', ...at()])).code).toBe(0);
     expect(await stored()).toMatchObject({ revision: 2, mode: 'off', rules: JSON.parse(GCRA) });
     expect((await sluice(['config', 'shadow', ...at()])).code).toBe(0);
@@ -99,7 +108,9 @@ describe('sluice config on Redis', () => {
     const got = await sluice(['config', 'get', '--name', 'broken', '--redis', `redis://127.0.0.1:${server.port}`]);
     expect(got.code).toBe(1);
     expect(got.stdout).toBe('{"version":1,"mode":"of"}\n');
-    expect(got.stderr).toMatch(/the stored configuration of "broken" is not valid, so instances ignore it .*mode must be 'enforce', 'shadow' or 'off', got "of"/);
+    expect(got.stderr).toMatch(
+      /the stored configuration of "broken" is not valid, so instances ignore it .*mode must be 'enforce', 'shadow' or 'off', got "of"/,
+    );
   });
 
   test('usage errors exit 2; an unreachable Redis exits 1 at once, naming the address', async () => {
@@ -113,7 +124,10 @@ describe('sluice config on Redis', () => {
     const started = performance.now();
     const down = await sluice(['config', 'off', '--name', 'api', '--redis', `redis://127.0.0.1:${port}`]);
     expect(performance.now() - started).toBeLessThan(5_000);
-    expect([down.code, down.stderr]).toEqual([1, expect.stringMatching(new RegExp(`could not connect to Redis at redis://127\\.0\\.0\\.1:${port}: .*ECONNREFUSED`))]);
+    expect([down.code, down.stderr]).toEqual([
+      1,
+      expect.stringMatching(new RegExp(`could not connect to Redis at redis://127\\.0\\.0\\.1:${port}: .*ECONNREFUSED`)),
+    ]);
   });
 });
 
@@ -129,7 +143,7 @@ describe('sluice config on a Redis Cluster (three masters)', () => {
     await cluster?.stop();
   });
 
-  test('--cluster with one node\'s URL: the document lands in the slot of its key, read back through the Cluster', async () => {
+  test("--cluster with one node's URL: the document lands in the slot of its key, read back through the Cluster", async () => {
     const node = `redis://127.0.0.1:${cluster.nodes[2]!.port}`;
     const off = await sluice(['config', 'off', '--name', 'api', '--redis', node, '--cluster']);
     expect(off.code, off.stderr).toBe(0);
@@ -147,7 +161,10 @@ describe('sluice config on SQLite and Upstash', () => {
     const off = await sluice(['config', 'off', '--name', 'api', '--sqlite', file]);
     expect(off.code).toBe(0);
     expect(off.stderr).toMatch(/watching instances read it at their next refresh/);
-    expect(JSON.parse((await sluice(['config', 'get', '--name', 'api', '--sqlite', file])).stdout)).toMatchObject({ mode: 'off', revision: 1 });
+    expect(JSON.parse((await sluice(['config', 'get', '--name', 'api', '--sqlite', file])).stdout)).toMatchObject({
+      mode: 'off',
+      revision: 1,
+    });
     const missing = join(folder, 'typo.db');
     const got = await sluice(['config', 'get', '--name', 'api', '--sqlite', missing]);
     expect([got.code, got.stderr]).toEqual([1, expect.stringMatching(/could not open the SQLite file/)]);
@@ -161,7 +178,10 @@ describe('sluice config on SQLite and Upstash', () => {
     const viaFlags = await sluice(['config', 'get', '--name', 'edge', '--upstash-url', fixture.url, '--upstash-token', fixture.token]);
     expect(JSON.parse(viaFlags.stdout)).toMatchObject({ mode: 'shadow' });
     const half = await sluice(['config', 'off', '--name', 'edge'], { UPSTASH_REDIS_REST_URL: fixture.url });
-    expect([half.code, half.stderr]).toEqual([2, expect.stringMatching(/Upstash needs both --upstash-url and --upstash-token .*the token is missing/)]);
+    expect([half.code, half.stderr]).toEqual([
+      2,
+      expect.stringMatching(/Upstash needs both --upstash-url and --upstash-token .*the token is missing/),
+    ]);
     const wrongToken = await sluice(['config', 'off', '--name', 'edge', '--upstash-url', fixture.url, '--upstash-token', 'nope']);
     expect(wrongToken.code).toBe(1);
     expect(wrongToken.stderr).toMatch(/Unauthorized/);

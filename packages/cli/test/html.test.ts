@@ -14,14 +14,25 @@ let browser: BrowserContext;
 
 beforeAll(async () => {
   if (!existsSync(CHROMIUM)) {
-    throw new Error(`${CHROMIUM} is missing; the HTML report test needs it. Install it with: apt-get update && apt-get install -y chromium (or sh scripts/install-chromium.sh)`);
+    throw new Error(
+      `${CHROMIUM} is missing; the HTML report test needs it. Install it with: apt-get update && apt-get install -y chromium (or sh scripts/install-chromium.sh)`,
+    );
   }
   // A fresh profile directory each run (playwright passes it as --user-data-dir).
   browser = await chromium.launchPersistentContext(profile, {
     executablePath: CHROMIUM,
     headless: true,
     viewport: { width: 1000, height: 1400 },
-    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+    args: [
+      '--headless',
+      '--no-sandbox',
+      '--disable-gpu',
+      '--disable-quic',
+      '--no-first-run',
+      '--disable-background-networking',
+      '--disable-component-update',
+      '--disable-sync',
+    ],
   });
 });
 
@@ -42,7 +53,10 @@ describe('the HTML report in a real browser', () => {
     await expect(page.locator('svg#peak-distribution rect.bar').count()).resolves.toBeGreaterThan(5);
     // One line per candidate plus the exact fixed-window limit, each labelled.
     await expect(page.locator('svg#peak-distribution line.limit').count()).resolves.toBe(specs.length + 1);
-    await expect(page.locator('svg#peak-distribution text.limit-label').allTextContents()).resolves.toEqual([...specs, `exact ${report.exactFixedWindow.label}`]);
+    await expect(page.locator('svg#peak-distribution text.limit-label').allTextContents()).resolves.toEqual([
+      ...specs,
+      `exact ${report.exactFixedWindow.label}`,
+    ]);
     await expect(page.locator('svg#refused-over-time polyline.refused').count()).resolves.toBe(specs.length);
     await expect(page.locator('svg#refused-over-time polygon.requests').count()).resolves.toBe(1);
     await expect(page.locator('#candidates tr').count()).resolves.toBe(specs.length + 1);

@@ -8,11 +8,18 @@ const identitiesOf = async (lines: Array<Record<string, unknown>>) => {
 
 describe('identity, as @sluice/http resolves it', () => {
   it('is the user id when there is one, whatever the IP', async () => {
-    expect(await identitiesOf([{ user_id: 'u1', ip: '203.0.113.1' }, { user_id: 'u1', ip: '203.0.113.2' }])).toEqual(['user:u1 2']);
+    expect(
+      await identitiesOf([
+        { user_id: 'u1', ip: '203.0.113.1' },
+        { user_id: 'u1', ip: '203.0.113.2' },
+      ]),
+    ).toEqual(['user:u1 2']);
   });
 
   it('falls back to the IP for a null, empty or missing user id', async () => {
-    expect(await identitiesOf([{ user_id: null, ip: '203.0.113.1' }, { user_id: '', ip: '203.0.113.1' }, { ip: '203.0.113.1' }])).toEqual(['ip:203.0.113.1 3']);
+    expect(await identitiesOf([{ user_id: null, ip: '203.0.113.1' }, { user_id: '', ip: '203.0.113.1' }, { ip: '203.0.113.1' }])).toEqual([
+      'ip:203.0.113.1 3',
+    ]);
   });
 
   it('groups IPv6 clients by their /56 (the HTTP layer default) and reads IPv4-mapped addresses as IPv4', async () => {
@@ -28,7 +35,10 @@ describe('identity, as @sluice/http resolves it', () => {
   });
 
   it('takes the IPv6 prefix length from ipv6Prefix', async () => {
-    const report = await tuneText([{ ip: '2001:db8:aaaa:bb01::1' }, { ip: '2001:db8:aaaa:bc00::1' }].map((l) => JSON.stringify({ time: iso(T0), ...l })).join('\n'), { ipv6Prefix: 48 });
+    const report = await tuneText(
+      [{ ip: '2001:db8:aaaa:bb01::1' }, { ip: '2001:db8:aaaa:bc00::1' }].map((l) => JSON.stringify({ time: iso(T0), ...l })).join('\n'),
+      { ipv6Prefix: 48 },
+    );
     expect(report.busiest).toEqual([{ identity: 'ip:2001:db8:aaaa::/48', peak: 2 }]);
   });
 });

@@ -17,10 +17,20 @@ describe('replay', () => {
   it('refuses exactly what createLimiter on the memory store refuses, candidate by candidate', async () => {
     // Few users and a high rate, so every candidate refuses a good share; reorder 0 replays in file order.
     const text = [...generateLogLines({ lines: 6000, users: 40, ratePerSecond: 50, seed: 11 })].join('');
-    const specs = ['fixed-window:30/1m', 'sliding-window-counter:30/1m', 'sliding-window-log:30/1m', 'token-bucket:30/1m:burst=10', 'leaky-bucket:20/1m', 'gcra:30/1m:burst=5'];
+    const specs = [
+      'fixed-window:30/1m',
+      'sliding-window-counter:30/1m',
+      'sliding-window-log:30/1m',
+      'token-bucket:30/1m:burst=10',
+      'leaky-bucket:20/1m',
+      'gcra:30/1m:burst=5',
+    ];
     const candidates = specs.map(parseRuleFlag);
     const report = await tuneText(text, { candidates, reorderMs: 0 });
-    const records = text.trimEnd().split('\n').map((l) => JSON.parse(l) as { time: string; user_id?: string | null; ip: string });
+    const records = text
+      .trimEnd()
+      .split('\n')
+      .map((l) => JSON.parse(l) as { time: string; user_id?: string | null; ip: string });
     expect(report.lines.replayed).toBe(records.length);
 
     candidates.forEach((candidate, k) => {
@@ -38,7 +48,11 @@ describe('replay', () => {
       }
       const outcome = report.candidates[k]!;
       expect(refused, candidate.label).toBeGreaterThan(0);
-      expect({ label: outcome.label, refused: outcome.requestsRefused, users: outcome.usersAffected }).toEqual({ label: candidate.label, refused, users: affected.size });
+      expect({ label: outcome.label, refused: outcome.requestsRefused, users: outcome.usersAffected }).toEqual({
+        label: candidate.label,
+        refused,
+        users: affected.size,
+      });
     });
   });
 

@@ -86,7 +86,9 @@ export class TestContext<S extends Store = Store> {
     if (inspect === undefined) throw new Error('conformance: keys() needs the inspectKeys option; register the test with itWithKeys');
     const keys = await inspect({ store: this.store, prefix: this.prefix, now: this.now });
     for (const key of keys) {
-      expect(key.startsWith(`${this.prefix}:`), `inspectKeys returned ${JSON.stringify(key)}, outside the prefix ${this.prefix}:`).toBe(true);
+      expect(key.startsWith(`${this.prefix}:`), `inspectKeys returned ${JSON.stringify(key)}, outside the prefix ${this.prefix}:`).toBe(
+        true,
+      );
     }
     return keys;
   }
@@ -125,7 +127,12 @@ export class TestContext<S extends Store = Store> {
 async function makeStore<S extends Store>(options: ResolvedOptions<S>): Promise<S> {
   const store = await options.createStore();
   const candidate = store as Partial<Store> | null | undefined;
-  if (typeof candidate !== 'object' || candidate === null || typeof candidate.limit !== 'function' || typeof candidate.capabilities !== 'object') {
+  if (
+    typeof candidate !== 'object' ||
+    candidate === null ||
+    typeof candidate.limit !== 'function' ||
+    typeof candidate.capabilities !== 'object'
+  ) {
     throw new Error(`conformance (${options.name}): createStore() must return a store (an object with capabilities, limit and reset)`);
   }
   return store;

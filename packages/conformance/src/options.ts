@@ -87,9 +87,12 @@ function fail(message: string): never {
 export function resolveOptions<S extends Store>(options: StoreConformanceOptions<S>): ResolvedOptions<S> {
   if (typeof options !== 'object' || options === null) fail(`options must be an object, got ${describeValue(options)}`);
   rejectUnknownOptions(options, KNOWN, 'describeStoreConformance');
-  if (typeof options.name !== 'string' || options.name.length === 0) fail(`name must be a non-empty string, got ${describeValue(options.name)}`);
-  if (typeof options.createStore !== 'function') fail(`createStore must be a function returning a store (or a promise of one), got ${describeValue(options.createStore)}`);
-  if (options.clock !== 'client' && options.clock !== 'store') fail(`clock must be 'client' or 'store', got ${describeValue(options.clock)}`);
+  if (typeof options.name !== 'string' || options.name.length === 0)
+    fail(`name must be a non-empty string, got ${describeValue(options.name)}`);
+  if (typeof options.createStore !== 'function')
+    fail(`createStore must be a function returning a store (or a promise of one), got ${describeValue(options.createStore)}`);
+  if (options.clock !== 'client' && options.clock !== 'store')
+    fail(`clock must be 'client' or 'store', got ${describeValue(options.clock)}`);
   const synchronous = options.capabilities?.synchronous ?? false;
   if (typeof synchronous !== 'boolean') fail(`capabilities.synchronous must be true or false, got ${describeValue(synchronous)}`);
   const operations = options.capabilities?.operations ?? [];
@@ -98,10 +101,12 @@ export function resolveOptions<S extends Store>(options: StoreConformanceOptions
   }
   const leases = options.capabilities?.leases ?? false;
   if (typeof leases !== 'boolean') fail(`capabilities.leases must be true or false, got ${describeValue(leases)}`);
-  if (options.teardown !== undefined && typeof options.teardown !== 'function') fail(`teardown must be a function, got ${describeValue(options.teardown)}`);
+  if (options.teardown !== undefined && typeof options.teardown !== 'function')
+    fail(`teardown must be a function, got ${describeValue(options.teardown)}`);
   const storeScope = options.storeScope ?? 'test';
   if (storeScope !== 'test' && storeScope !== 'suite') fail(`storeScope must be 'test' or 'suite', got ${describeValue(storeScope)}`);
-  if (options.inspectKeys !== undefined && typeof options.inspectKeys !== 'function') fail(`inspectKeys must be a function, got ${describeValue(options.inspectKeys)}`);
+  if (options.inspectKeys !== undefined && typeof options.inspectKeys !== 'function')
+    fail(`inspectKeys must be a function, got ${describeValue(options.inspectKeys)}`);
   const keyPrefix = options.keyPrefix ?? 'conformance';
   if (typeof keyPrefix !== 'string' || !/^[A-Za-z0-9_.-]{1,40}$/.test(keyPrefix)) {
     fail(`keyPrefix must be 1 to 40 characters of letters, digits, '_', '.' or '-', got ${describeValue(keyPrefix)}`);

@@ -52,7 +52,11 @@ export class TrackedLimiter {
     if (this.api === 'sync') {
       const sync = this.real as SyncLimiter;
       const answer: unknown =
-        operation === 'limit' ? sync.limitSync(identity, options) : operation === 'peek' ? sync.peekSync(identity, options) : sync.refundSync(identity, options);
+        operation === 'limit'
+          ? sync.limitSync(identity, options)
+          : operation === 'peek'
+            ? sync.peekSync(identity, options)
+            : sync.refundSync(identity, options);
       if (isPromiseLike(answer)) {
         throw new Error(`${what}Sync returned a promise: a synchronous store must answer directly`);
       }

@@ -36,7 +36,11 @@ describe('describeStoreConformance options', () => {
     [{ ...valid, storeScope: 'file' }, 'INVALID_OPTION', `storeScope must be 'test' or 'suite'`],
     [{ ...valid, keyPrefix: 'has space' }, 'INVALID_OPTION', 'keyPrefix must be 1 to 40 characters'],
     [{ ...valid, timeout: 0 }, 'INVALID_OPTION', 'timeout must be a duration from 1 to 2147483647 ms'],
-    [{ ...valid, timeout: 'soon' }, 'INVALID_OPTION', "timeout must be a duration from 1 to 2147483647 ms (a whole number of ms or a string like '250ms'"],
+    [
+      { ...valid, timeout: 'soon' },
+      'INVALID_OPTION',
+      "timeout must be a duration from 1 to 2147483647 ms (a whole number of ms or a string like '250ms'",
+    ],
     [{ ...valid, timeoutMs: 5000 }, 'UNKNOWN_OPTION', 'unknown option "timeoutMs"; accepted options are'],
     [{ ...valid, inspectKeys: 'keys' }, 'INVALID_OPTION', 'inspectKeys must be a function'],
     [{ ...valid, clok: 'client' }, 'UNKNOWN_OPTION', 'unknown option "clok"'],

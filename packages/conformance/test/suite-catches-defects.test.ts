@@ -22,7 +22,11 @@ interface Assertion {
 
 /** Defect → titles (substrings) of tests that must fail because of it. */
 const MUST_FAIL: Record<string, string[]> = {
-  'not-all-or-nothing': ['compound: 2 per second and 3 per minute', 'answers a raw request atomically', 'resets every rule of a compound limiter'],
+  'not-all-or-nothing': [
+    'compound: 2 per second and 3 per minute',
+    'answers a raw request atomically',
+    'resets every rule of a compound limiter',
+  ],
   'peek-writes': ['peeks, cost 0 and costs that can never fit create no state'],
   'never-expires': ['state lives exactly until resetAt', 'kept until its longest-lived rule expires'],
   'expires-early': ['state lives exactly until resetAt', 'GCRA: 3 per millisecond'],
@@ -96,7 +100,9 @@ describe('the conformance suite catches broken stores', () => {
     expect(failed(client)).toEqual([]);
     expect(failed(store)).toEqual([]);
     // Without leases, the group's vectors are reported as skipped and the refusal of the store is checked (it passed above).
-    const leaseSkips = results.filter((a) => a.ancestorTitles[0]?.startsWith('store conformance: mutant none (') && a.title.endsWith(LEASES_SKIPPED));
+    const leaseSkips = results.filter(
+      (a) => a.ancestorTitles[0]?.startsWith('store conformance: mutant none (') && a.title.endsWith(LEASES_SKIPPED),
+    );
     expect(leaseSkips.length).toBe(5);
   });
 
@@ -120,11 +126,14 @@ describe('the conformance suite catches broken stores', () => {
       const without = suite('mutant none, without take and reserve');
       const skipped = without.filter((a) => a.status !== 'passed');
       expect(skipped.length).toBeGreaterThanOrEqual(6);
-      for (const a of skipped) expect([path(a), a.status]).toEqual([expect.stringMatching(/\(skipped: the store does not support (take|reserve)\)$/), 'skipped']);
+      for (const a of skipped)
+        expect([path(a), a.status]).toEqual([expect.stringMatching(/\(skipped: the store does not support (take|reserve)\)$/), 'skipped']);
       const refusals = without.filter((a) => a.title.includes('refuses it with UNSUPPORTED_OPERATION'));
       expect(refusals.map((a) => a.status)).toEqual(['passed', 'passed']);
       const ran = suite('mutant none').filter((a) => a.ancestorTitles.some((t) => /^the (take|reserve) operation$/.test(t)));
-      expect(ran.map((a) => `${path(a)} ${NEEDS_OPERATION(a.ancestorTitles.includes('the take operation') ? 'take' : 'reserve')}`).sort()).toEqual(skipped.map(path).sort());
+      expect(
+        ran.map((a) => `${path(a)} ${NEEDS_OPERATION(a.ancestorTitles.includes('the take operation') ? 'take' : 'reserve')}`).sort(),
+      ).toEqual(skipped.map(path).sort());
       expect(ran.every((a) => a.status === 'passed')).toBe(true);
     });
 
@@ -141,7 +150,10 @@ describe('the conformance suite catches broken stores', () => {
       expect(assertions.length, `no results for mutant ${defect}`).toBeGreaterThan(50);
       const failures = failed(assertions);
       for (const title of titles) {
-        expect(failures.some((f) => f.includes(title)), `expected a failure in "${title}"; failures were:\n${failures.join('\n')}`).toBe(true);
+        expect(
+          failures.some((f) => f.includes(title)),
+          `expected a failure in "${title}"; failures were:\n${failures.join('\n')}`,
+        ).toBe(true);
       }
     });
   }

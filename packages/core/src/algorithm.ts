@@ -64,7 +64,14 @@ export interface StepScratch {
 }
 
 /** The same step as `Step<P>`, writing its outcome into `out`: every field equal to what `Step<P>` returns. */
-export type StepInto<P> = (state: State | undefined, now: number, cost: number, operation: StepOperation, params: P, out: StepScratch) => void;
+export type StepInto<P> = (
+  state: State | undefined,
+  now: number,
+  cost: number,
+  operation: StepOperation,
+  params: P,
+  out: StepScratch,
+) => void;
 
 /** Makes `next` the two-element state [a, b], in place. */
 export function setPair(next: number[], a: number, b: number): void {

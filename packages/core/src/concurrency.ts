@@ -139,7 +139,10 @@ class Concurrency implements ConcurrencyLimiter {
     rejectUnknownOptions(options, KNOWN, WHERE);
     const store = checkStore(options.store, `${WHERE}: store`);
     if (!store.capabilities.operations.includes('lease') || typeof store.lease !== 'function') {
-      throw new SluiceError('INVALID_OPTION', `${WHERE}: store must support leases (its capabilities.operations lack 'lease'); sluice's memory, SQLite and Redis stores do, and on Upstash upstashLeaseStore() does`);
+      throw new SluiceError(
+        'INVALID_OPTION',
+        `${WHERE}: store must support leases (its capabilities.operations lack 'lease'); sluice's memory, SQLite and Redis stores do, and on Upstash upstashLeaseStore() does`,
+      );
     }
     this.store = store as Store & { lease: NonNullable<Store['lease']> };
     this.name = checkName(options.name ?? 'default', 'name');
@@ -153,7 +156,13 @@ class Concurrency implements ConcurrencyLimiter {
     if (onStoreError !== 'allow' && onStoreError !== 'deny') {
       throw new SluiceError('INVALID_OPTION', `${WHERE}: onStoreError must be 'allow' or 'deny', got ${describe(onStoreError)}`);
     }
-    this.policy = createFailurePolicy({ timeout: options.timeout, onStoreError, circuitBreaker: options.circuitBreaker, clock: this.clock, caller: WHERE });
+    this.policy = createFailurePolicy({
+      timeout: options.timeout,
+      onStoreError,
+      circuitBreaker: options.circuitBreaker,
+      clock: this.clock,
+      caller: WHERE,
+    });
     this.onDecision = optionalFunction(options.onDecision, `${WHERE}: onDecision`, '(event) => void');
     this.configure({ limit: options.limit, mode: options.mode ?? 'enforce' });
   }
@@ -187,10 +196,21 @@ class Concurrency implements ConcurrencyLimiter {
   }
 
   /** `decide`, timed and reported. A call that throws (a bad signal, a bad clock) decided nothing and is not reported. */
-  private async observed(identity: string, options: AcquireOptions | undefined, observer: (event: LeaseEvent) => void): Promise<LeaseDecision> {
+  private async observed(
+    identity: string,
+    options: AcquireOptions | undefined,
+    observer: (event: LeaseEvent) => void,
+  ): Promise<LeaseDecision> {
     const started = performanceNow();
     const decision = await this.decide(identity, options);
-    notify(observer, { component: 'concurrency', limiter: this.name, operation: 'acquire', identity, decision, durationMs: performanceNow() - started });
+    notify(observer, {
+      component: 'concurrency',
+      limiter: this.name,
+      operation: 'acquire',
+      identity,
+      decision,
+      durationMs: performanceNow() - started,
+    });
     return decision;
   }
 
@@ -207,7 +227,11 @@ class Concurrency implements ConcurrencyLimiter {
     const answer = await this.call({ key, op: 'acquire', id, limit, ttlMs: this.ttlMs, now });
     if (answer instanceof FailureAnswer) {
       const allowed = answer.verdict !== 'deny';
-      return { ...decision(allowed, 'store_unavailable', limit, 0, allowed ? 0 : 1000, now, allowed ? NONE : undefined), degraded: true, error: answer.error };
+      return {
+        ...decision(allowed, 'store_unavailable', limit, 0, allowed ? 0 : 1000, now, allowed ? NONE : undefined),
+        degraded: true,
+        error: answer.error,
+      };
     }
     if (answer.ok) {
       const lease = new HeldLease(this, key, id, answer.expiresAt, signal);
@@ -322,7 +346,10 @@ function leaseId(): string {
 
 function checkName(value: unknown, field: string): string {
   if (typeof value !== 'string' || !NAME_PATTERN.test(value)) {
-    throw new SluiceError('INVALID_OPTION', `${WHERE}: ${field} must be 1 to 64 characters of letters, digits, '_', '.' or '-', got ${describe(value)}`);
+    throw new SluiceError(
+      'INVALID_OPTION',
+      `${WHERE}: ${field} must be 1 to 64 characters of letters, digits, '_', '.' or '-', got ${describe(value)}`,
+    );
   }
   return value;
 }

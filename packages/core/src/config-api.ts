@@ -4,7 +4,15 @@
 export { parseLimiterConfig } from './config-document.js';
 export type { LimiterConfig } from './config-document.js';
 export type { ConfigSource, Unsubscribe } from './config-source.js';
-export { deleteLimiterConfig, readLimiterConfig, removeQuota, setConfigMode, setConfigRules, setQuota, writeLimiterConfig } from './config-writers.js';
+export {
+  deleteLimiterConfig,
+  readLimiterConfig,
+  removeQuota,
+  setConfigMode,
+  setConfigRules,
+  setQuota,
+  writeLimiterConfig,
+} from './config-writers.js';
 export type { LimiterConfigChanges, RulesInput } from './config-writers.js';
 export { watchConfig } from './watch-config.js';
 export type { ConfigWarning, ConfigWatcher, WatchConfigOptions } from './watch-config.js';

@@ -65,16 +65,26 @@ export function compileLimiterConfig(input: unknown, onBadQuota?: (identity: str
     try {
       value = JSON.parse(input);
     } catch (error) {
-      throw new SluiceError('INVALID_OPTION', `the configuration must be a JSON object, got text that is not JSON (${(error as Error).message})`, { cause: error });
+      throw new SluiceError(
+        'INVALID_OPTION',
+        `the configuration must be a JSON object, got text that is not JSON (${(error as Error).message})`,
+        { cause: error },
+      );
     }
   }
   if (typeof value !== 'object' || value === null || Array.isArray(value)) {
-    throw new SluiceError('INVALID_OPTION', `the configuration must be an object such as { "version": 1, "mode": "off" }, got ${describe(value)}`);
+    throw new SluiceError(
+      'INVALID_OPTION',
+      `the configuration must be an object such as { "version": 1, "mode": "off" }, got ${describe(value)}`,
+    );
   }
   const doc = value as Record<string, unknown>;
   rejectUnknownOptions(doc, FIELDS, 'the configuration');
   if (doc.version !== 1) {
-    throw new SluiceError('INVALID_OPTION', `version must be 1 (the version this release of @sluice/core reads), got ${describe(doc.version)}`);
+    throw new SluiceError(
+      'INVALID_OPTION',
+      `version must be 1 (the version this release of @sluice/core reads), got ${describe(doc.version)}`,
+    );
   }
   const revision = doc.revision === undefined ? 0 : wholeNumber(doc.revision, 'revision');
   const updatedAt = doc.updatedAt === undefined ? 0 : wholeNumber(doc.updatedAt, 'updatedAt');
@@ -87,7 +97,10 @@ export function compileLimiterConfig(input: unknown, onBadQuota?: (identity: str
   let quotaSpecs: Record<string, readonly RuleSpec[]> | undefined;
   if (doc.quotas !== undefined) {
     if (typeof doc.quotas !== 'object' || doc.quotas === null || Array.isArray(doc.quotas)) {
-      throw new SluiceError('INVALID_OPTION', `quotas must be an object from identity to rules, such as { "acme": [{ "algorithm": "gcra", "limit": 100, "period": "1s" }] }, got ${describe(doc.quotas)}`);
+      throw new SluiceError(
+        'INVALID_OPTION',
+        `quotas must be an object from identity to rules, such as { "acme": [{ "algorithm": "gcra", "limit": 100, "period": "1s" }] }, got ${describe(doc.quotas)}`,
+      );
     }
     quotaSpecs = {};
     for (const [identity, specs] of Object.entries(doc.quotas as Record<string, unknown>)) {
@@ -115,13 +128,19 @@ export function compileLimiterConfig(input: unknown, onBadQuota?: (identity: str
 
 function buildRules(specs: unknown, field: string): readonly Rule[] {
   if (!Array.isArray(specs) || specs.length === 0) {
-    throw new SluiceError('INVALID_OPTION', `${field} must be a non-empty array of rules such as [{ "algorithm": "gcra", "limit": 10, "period": "1s" }], got ${describe(specs)}`);
+    throw new SluiceError(
+      'INVALID_OPTION',
+      `${field} must be a non-empty array of rules such as [{ "algorithm": "gcra", "limit": 10, "period": "1s" }], got ${describe(specs)}`,
+    );
   }
   const rules = specs.map((spec, i) => ruleFromSpec(spec, `${field}[${i}]`));
   const ids = new Set<string>();
   for (const [i, rule] of rules.entries()) {
     if (ids.has(rule.id)) {
-      throw new SluiceError('INVALID_OPTION', `${field}[${i}]: another rule has the id ${JSON.stringify(rule.id)}; give one of them an explicit "id"`);
+      throw new SluiceError(
+        'INVALID_OPTION',
+        `${field}[${i}]: another rule has the id ${JSON.stringify(rule.id)}; give one of them an explicit "id"`,
+      );
     }
     ids.add(rule.id);
   }

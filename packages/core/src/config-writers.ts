@@ -35,7 +35,11 @@ export async function readLimiterConfig(source: ConfigSource, name: string): Pro
     return parseLimiterConfig(text);
   } catch (error) {
     const message = isSluiceError(error) ? error.detail : String((error as Error)?.message ?? error);
-    throw new SluiceError('INVALID_OPTION', `the stored configuration of ${JSON.stringify(name)} is not valid (instances ignore it and keep their last good one): ${message}`, { cause: error });
+    throw new SluiceError(
+      'INVALID_OPTION',
+      `the stored configuration of ${JSON.stringify(name)} is not valid (instances ignore it and keep their last good one): ${message}`,
+      { cause: error },
+    );
   }
 }
 
@@ -46,11 +50,17 @@ export async function readLimiterConfig(source: ConfigSource, name: string): Pro
  */
 export async function writeLimiterConfig(source: ConfigSource, name: string, changes: LimiterConfigChanges): Promise<LimiterConfig> {
   if (typeof changes !== 'object' || changes === null || Array.isArray(changes)) {
-    throw new SluiceError('INVALID_OPTION', `writeLimiterConfig: changes must be an object such as { mode: 'off' }, got ${describe(changes)}`);
+    throw new SluiceError(
+      'INVALID_OPTION',
+      `writeLimiterConfig: changes must be an object such as { mode: 'off' }, got ${describe(changes)}`,
+    );
   }
   rejectUnknownOptions(changes, ['rules', 'mode', 'quotas'], 'writeLimiterConfig');
   if (changes.quotas !== undefined && (typeof changes.quotas !== 'object' || changes.quotas === null || Array.isArray(changes.quotas))) {
-    throw new SluiceError('INVALID_OPTION', `writeLimiterConfig: quotas must be an object from identity to rules (or null to remove one), got ${describe(changes.quotas)}`);
+    throw new SluiceError(
+      'INVALID_OPTION',
+      `writeLimiterConfig: quotas must be an object from identity to rules (or null to remove one), got ${describe(changes.quotas)}`,
+    );
   }
   for (let attempt = 1; ; attempt++) {
     const current = await readLimiterConfig(source, name);

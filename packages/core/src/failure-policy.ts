@@ -203,7 +203,10 @@ function makeBreaker(value: CircuitBreakerOptions | false | undefined, caller: s
   rejectUnknownOptions(options, ['failureThreshold', 'cooldown'], `${caller}: circuitBreaker`);
   const threshold = options.failureThreshold ?? 5;
   if (typeof threshold !== 'number' || !Number.isSafeInteger(threshold) || threshold < 1) {
-    throw new SluiceError('INVALID_OPTION', `${caller}: circuitBreaker.failureThreshold must be a positive integer, got ${describe(threshold)}`);
+    throw new SluiceError(
+      'INVALID_OPTION',
+      `${caller}: circuitBreaker.failureThreshold must be a positive integer, got ${describe(threshold)}`,
+    );
   }
   return new CircuitBreaker(threshold, durationOption(options.cooldown ?? 2000, `${caller}: circuitBreaker.cooldown`, COOLDOWN_RANGE));
 }
@@ -218,7 +221,9 @@ export function checkStore(value: unknown, field: string): Store {
 }
 
 /** isPromiseLike, typed for a value that is an answer or a promise of one. */
-export const isPromise: <T>(value: T | Promise<T>) => value is Promise<T> = isPromiseLike as <T>(value: T | Promise<T>) => value is Promise<T>;
+export const isPromise: <T>(value: T | Promise<T>) => value is Promise<T> = isPromiseLike as <T>(
+  value: T | Promise<T>,
+) => value is Promise<T>;
 
 /** Every failure becomes a SluiceError with a code that says why; the original stays in `cause`. */
 export function asStoreError(error: unknown): SluiceError {

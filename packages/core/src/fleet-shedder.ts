@@ -7,7 +7,13 @@
  * up, the least important class is shed first, and critical requests still pass until the capacity itself is
  * reached. Refusals are 503s: the fleet is at capacity, the client did nothing wrong.
  */
-import { createConcurrencyLimiter, type AcquireOptions, type ConcurrencyLimiter, type ConcurrencyLimiterOptions, type LeaseDecision } from './concurrency.js';
+import {
+  createConcurrencyLimiter,
+  type AcquireOptions,
+  type ConcurrencyLimiter,
+  type ConcurrencyLimiterOptions,
+  type LeaseDecision,
+} from './concurrency.js';
 import { describe } from './describe.js';
 import { SluiceError } from './errors.js';
 import { notify, performanceNow } from './observe.js';
@@ -61,7 +67,21 @@ export interface FleetShedder {
 }
 
 const WHERE = 'createFleetShedder';
-const KNOWN = ['store', 'capacity', 'reserve', 'classes', 'ttl', 'name', 'prefix', 'clock', 'mode', 'timeout', 'onStoreError', 'circuitBreaker', 'onDecision'];
+const KNOWN = [
+  'store',
+  'capacity',
+  'reserve',
+  'classes',
+  'ttl',
+  'name',
+  'prefix',
+  'clock',
+  'mode',
+  'timeout',
+  'onStoreError',
+  'circuitBreaker',
+  'onDecision',
+];
 const DEFAULT_CLASSES: readonly string[] = ['critical', 'write', 'read', 'test'];
 /** The key every instance counts on: one identity for the whole fleet. */
 const FLEET = 'fleet';
@@ -91,8 +111,16 @@ class Fleet implements FleetShedder {
     // The fleet reports its own decisions (with the class); its per-class limiters are not observed.
     this.onDecision = optionalFunction(onDecision, `${WHERE}: onDecision`, '(event) => void');
     const list = classes ?? DEFAULT_CLASSES;
-    if (!Array.isArray(list) || list.length === 0 || list.some((c) => typeof c !== 'string' || c === '') || new Set(list).size !== list.length) {
-      throw new SluiceError('INVALID_OPTION', `${WHERE}: classes must be distinct non-empty strings, most important first, got ${describe(list)}`);
+    if (
+      !Array.isArray(list) ||
+      list.length === 0 ||
+      list.some((c) => typeof c !== 'string' || c === '') ||
+      new Set(list).size !== list.length
+    ) {
+      throw new SluiceError(
+        'INVALID_OPTION',
+        `${WHERE}: classes must be distinct non-empty strings, most important first, got ${describe(list)}`,
+      );
     }
     this.classes = Object.freeze([...list]);
     this.setShares(capacity, reserve ?? 0.2);
@@ -122,10 +150,21 @@ class Fleet implements FleetShedder {
   }
 
   /** `decide`, timed and reported. A call that throws (an unknown class) decided nothing and is not reported. */
-  private async observed(priority: string, options: AcquireOptions | undefined, observer: (event: FleetEvent) => void): Promise<FleetDecision> {
+  private async observed(
+    priority: string,
+    options: AcquireOptions | undefined,
+    observer: (event: FleetEvent) => void,
+  ): Promise<FleetDecision> {
     const started = performanceNow();
     const decision = await this.decide(priority, options);
-    notify(observer, { component: 'fleet', limiter: this.name, operation: 'acquire', priority, decision, durationMs: performanceNow() - started });
+    notify(observer, {
+      component: 'fleet',
+      limiter: this.name,
+      operation: 'acquire',
+      priority,
+      decision,
+      durationMs: performanceNow() - started,
+    });
     return decision;
   }
 
@@ -140,7 +179,10 @@ class Fleet implements FleetShedder {
   private rankOf(priority: string): number {
     const rank = this.classes.indexOf(priority);
     if (rank < 0) {
-      throw new SluiceError('INVALID_OPTION', `${WHERE}: unknown priority class ${describe(priority)}; the classes are ${this.classes.map((c) => JSON.stringify(c)).join(', ')}`);
+      throw new SluiceError(
+        'INVALID_OPTION',
+        `${WHERE}: unknown priority class ${describe(priority)}; the classes are ${this.classes.map((c) => JSON.stringify(c)).join(', ')}`,
+      );
     }
     return rank;
   }
@@ -157,7 +199,10 @@ class Fleet implements FleetShedder {
       throw new SluiceError('INVALID_OPTION', `${WHERE}: capacity must be a positive integer, got ${describe(capacity)}`);
     }
     if (typeof reserve !== 'number' || !(reserve >= 0 && reserve < 1)) {
-      throw new SluiceError('INVALID_OPTION', `${WHERE}: reserve must be a fraction from 0 (no reserve) up to but not including 1, got ${describe(reserve)}`);
+      throw new SluiceError(
+        'INVALID_OPTION',
+        `${WHERE}: reserve must be a fraction from 0 (no reserve) up to but not including 1, got ${describe(reserve)}`,
+      );
     }
     this.capacity = capacity;
     this.reserve = reserve;

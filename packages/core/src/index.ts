@@ -3,7 +3,18 @@
 // The features beside the limiter have subpaths of their own: `@sluice/core/concurrency` (src/concurrency-api.ts),
 // `@sluice/core/shedding` (src/shedding-api.ts) and `@sluice/core/config` (src/config-api.ts).
 export { createLimiter } from './limiter.js';
-export type { DecisionEvent, Limiter, LimiterChanges, LimiterMode, LimiterOptions, LimitOptions, ReserveOptions, StoreErrorPolicy, SyncLimiter, TakeOptions } from './limiter.js';
+export type {
+  DecisionEvent,
+  Limiter,
+  LimiterChanges,
+  LimiterMode,
+  LimiterOptions,
+  LimitOptions,
+  ReserveOptions,
+  StoreErrorPolicy,
+  SyncLimiter,
+  TakeOptions,
+} from './limiter.js';
 export type { WaitOptions } from './wait.js';
 export type { Decision, DecisionReason, RuleReport } from './decision.js';
 

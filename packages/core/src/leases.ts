@@ -74,7 +74,8 @@ export function evaluateLease(held: LeaseEntries | undefined, request: LeaseRequ
     if (mine >= 0 || live.length < request.limit) {
       ok = true;
       expiresAt = now + request.ttlMs;
-      entries = mine >= 0 ? live.map((e, i) => (i === mine ? ([e[0], expiresAt] as const) : e)) : [...live, [request.id, expiresAt] as const];
+      entries =
+        mine >= 0 ? live.map((e, i) => (i === mine ? ([e[0], expiresAt] as const) : e)) : [...live, [request.id, expiresAt] as const];
     } else {
       expiresAt = Math.min(...live.map(([, e]) => e));
     }

@@ -37,7 +37,15 @@ export function stateTime(rule: ResolvedRule, state: State): number {
 }
 
 function outcome(rule: ResolvedRule, step: StepOutcome, extra: { granted?: number; startAt?: number }): RuleOutcome {
-  return { id: rule.id, allowed: step.allowed, limit: rule.limit, remaining: step.remaining, resetAt: step.resetAt, retryAt: step.retryAt, ...extra };
+  return {
+    id: rule.id,
+    allowed: step.allowed,
+    limit: rule.limit,
+    remaining: step.remaining,
+    resetAt: step.resetAt,
+    retryAt: step.retryAt,
+    ...extra,
+  };
 }
 
 export function takeEvaluation(

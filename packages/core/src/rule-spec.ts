@@ -40,11 +40,17 @@ const FACTORIES: { readonly [A in AlgorithmName]: (options: never) => Rule } = {
  */
 export function ruleFromSpec(spec: unknown, field = 'rule'): Rule {
   if (typeof spec !== 'object' || spec === null || Array.isArray(spec)) {
-    throw new SluiceError('INVALID_OPTION', `${field} must be an object such as { "algorithm": "gcra", "limit": 10, "period": "1s" }, got ${describe(spec)}`);
+    throw new SluiceError(
+      'INVALID_OPTION',
+      `${field} must be an object such as { "algorithm": "gcra", "limit": 10, "period": "1s" }, got ${describe(spec)}`,
+    );
   }
   const { algorithm, ...options } = spec as { algorithm?: unknown };
   if (typeof algorithm !== 'string' || !(ALGORITHM_NAMES as readonly string[]).includes(algorithm)) {
-    throw new SluiceError('INVALID_OPTION', `${field}.algorithm must be one of ${ALGORITHM_NAMES.map((a) => `'${a}'`).join(', ')}, got ${describe(algorithm)}`);
+    throw new SluiceError(
+      'INVALID_OPTION',
+      `${field}.algorithm must be one of ${ALGORITHM_NAMES.map((a) => `'${a}'`).join(', ')}, got ${describe(algorithm)}`,
+    );
   }
   try {
     return FACTORIES[algorithm as AlgorithmName](options as never);
@@ -58,7 +64,13 @@ export function ruleFromSpec(spec: unknown, field = 'rule'): Rule {
 export function ruleSpec(rule: Rule): RuleSpec {
   switch (rule.algorithm) {
     case 'fixed-window':
-      return { algorithm: rule.algorithm, id: rule.id, limit: rule.params.limit, window: rule.params.windowMs, ...(rule.stagger ? { stagger: true } : {}) };
+      return {
+        algorithm: rule.algorithm,
+        id: rule.id,
+        limit: rule.params.limit,
+        window: rule.params.windowMs,
+        ...(rule.stagger ? { stagger: true } : {}),
+      };
     case 'sliding-window-log':
     case 'sliding-window-counter':
       return { algorithm: rule.algorithm, id: rule.id, limit: rule.params.limit, window: rule.params.windowMs };
@@ -72,7 +84,13 @@ export function ruleSpec(rule: Rule): RuleSpec {
         refill: rule.params.refill === 0 ? 'smooth' : 'interval',
       };
     case 'leaky-bucket':
-      return { algorithm: rule.algorithm, id: rule.id, capacity: rule.params.capacity, leakRate: rule.params.leakRate, interval: rule.params.intervalMs };
+      return {
+        algorithm: rule.algorithm,
+        id: rule.id,
+        capacity: rule.params.capacity,
+        leakRate: rule.params.leakRate,
+        interval: rule.params.intervalMs,
+      };
     case 'gcra':
       return { algorithm: rule.algorithm, id: rule.id, limit: rule.params.limit, period: rule.params.periodMs, burst: rule.params.burst };
   }

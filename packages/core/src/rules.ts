@@ -1,8 +1,21 @@
-import { isStepOperation, type Operation, type State, type Step, type StepInto, type StepOperation, type StepOutcome, type StepScratch } from './algorithm.js';
+import {
+  isStepOperation,
+  type Operation,
+  type State,
+  type Step,
+  type StepInto,
+  type StepOperation,
+  type StepOutcome,
+  type StepScratch,
+} from './algorithm.js';
 import { fixedWindowInto, fixedWindowStep, type FixedWindowParams } from './algorithms/fixed-window.js';
 import { gcraInto, gcraStep, type GcraParams } from './algorithms/gcra.js';
 import { leakyBucketStep, type LeakyBucketParams } from './algorithms/leaky-bucket.js';
-import { slidingWindowCounterInto, slidingWindowCounterStep, type SlidingWindowCounterParams } from './algorithms/sliding-window-counter.js';
+import {
+  slidingWindowCounterInto,
+  slidingWindowCounterStep,
+  type SlidingWindowCounterParams,
+} from './algorithms/sliding-window-counter.js';
 import { slidingWindowLogStep, type SlidingWindowLogParams } from './algorithms/sliding-window-log.js';
 import { tokenBucketInto, tokenBucketStep, type TokenBucketParams } from './algorithms/token-bucket.js';
 import { reserveEvaluation, takeEvaluation } from './operations.js';
@@ -64,7 +77,14 @@ const STEPS_INTO: { readonly [A in AlgorithmName]?: StepInto<ParamsByAlgorithm[A
  * must be kept. Kept because `pnpm bench memory` shows it pays: without it (the step allocated, then copied) a
  * memory-store limitSync decision took about 1.8x as long.
  */
-export function stepRuleInto(rule: ResolvedRule, state: State | undefined, now: number, cost: number, operation: StepOperation, out: StepScratch): void {
+export function stepRuleInto(
+  rule: ResolvedRule,
+  state: State | undefined,
+  now: number,
+  cost: number,
+  operation: StepOperation,
+  out: StepScratch,
+): void {
   const into = STEPS_INTO[rule.algorithm] as StepInto<ResolvedRule['params']> | undefined;
   if (into !== undefined) {
     into(state, now, cost, operation, rule.params, out);

@@ -2,6 +2,13 @@
 // (createUtilizationShedder, fed by eventLoopSignal or any other signal) or when the fleet is near its capacity
 // (createFleetShedder), with the types of their options, decisions and events.
 export { createUtilizationShedder, eventLoopSignal } from './utilization-shedder.js';
-export type { EventLoopSignal, EventLoopSignalOptions, ShedDecision, ShedEvent, UtilizationShedder, UtilizationShedderOptions } from './utilization-shedder.js';
+export type {
+  EventLoopSignal,
+  EventLoopSignalOptions,
+  ShedDecision,
+  ShedEvent,
+  UtilizationShedder,
+  UtilizationShedderOptions,
+} from './utilization-shedder.js';
 export { createFleetShedder } from './fleet-shedder.js';
 export type { FleetDecision, FleetEvent, FleetShedder, FleetShedderOptions } from './fleet-shedder.js';

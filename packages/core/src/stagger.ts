@@ -18,4 +18,3 @@ function staggered(rule: Rule, identity: string): ResolvedRule {
   const params = rule.params as { limit: number; windowMs: number; offsetMs: number };
   return { ...rule, params: { ...params, offsetMs: hash32(identity) % params.windowMs } } as ResolvedRule;
 }
-

@@ -104,7 +104,20 @@ export interface UtilizationShedder {
   close(): void;
 }
 
-const KNOWN = ['signal', 'classes', 'goodBelow', 'badAbove', 'rampUp', 'delay', 'sampleEvery', 'mode', 'clock', 'random', 'name', 'onDecision'];
+const KNOWN = [
+  'signal',
+  'classes',
+  'goodBelow',
+  'badAbove',
+  'rampUp',
+  'delay',
+  'sampleEvery',
+  'mode',
+  'clock',
+  'random',
+  'name',
+  'onDecision',
+];
 const WHERE = 'createUtilizationShedder';
 const NAME_PATTERN = /^[A-Za-z0-9_.-]{1,64}$/;
 
@@ -148,14 +161,19 @@ class Shedder implements UtilizationShedder {
     this.goodBelow = fraction(options.goodBelow ?? 0.7, 'goodBelow');
     this.badAbove = fraction(options.badAbove ?? 0.8, 'badAbove');
     if (!(this.goodBelow > 0 && this.goodBelow <= this.badAbove && this.badAbove < 1)) {
-      throw new SluiceError('INVALID_OPTION', `${WHERE}: need 0 < goodBelow <= badAbove < 1, got goodBelow ${this.goodBelow} and badAbove ${this.badAbove}`);
+      throw new SluiceError(
+        'INVALID_OPTION',
+        `${WHERE}: need 0 < goodBelow <= badAbove < 1, got goodBelow ${this.goodBelow} and badAbove ${this.badAbove}`,
+      );
     }
     this.rampUpMs = durationOption(options.rampUp ?? 120_000, `${WHERE}: rampUp`, { min: 1 });
     this.delayMs = durationOption(options.delay ?? 28_000, `${WHERE}: delay`, { min: 0 });
     this.sampleEveryMs = durationOption(options.sampleEvery ?? 1000, `${WHERE}: sampleEvery`, { min: 1 });
     this.clock = callback(options.clock, 'clock', '() => epoch ms') ?? Date.now;
     this.random = callback(options.random, 'random', '() => a number in [0, 1)') ?? Math.random;
-    this.name = optionalString(options.name, `${WHERE}: name`, NAME_PATTERN, "1 to 64 characters of letters, digits, '_', '.' or '-'") ?? 'utilization';
+    this.name =
+      optionalString(options.name, `${WHERE}: name`, NAME_PATTERN, "1 to 64 characters of letters, digits, '_', '.' or '-'") ??
+      'utilization';
     this.onDecision = callback(options.onDecision, 'onDecision', '(event) => void');
     const signal = callback(options.signal, 'signal', '() => utilization from 0 to 1');
     if (signal === undefined) {
@@ -197,14 +215,24 @@ class Shedder implements UtilizationShedder {
     if (this.onDecision === undefined) return this.decide(priority);
     const started = performanceNow();
     const decision = this.decide(priority);
-    notify(this.onDecision, { component: 'utilization', limiter: this.name, operation: 'check', priority, decision, durationMs: performanceNow() - started });
+    notify(this.onDecision, {
+      component: 'utilization',
+      limiter: this.name,
+      operation: 'check',
+      priority,
+      decision,
+      durationMs: performanceNow() - started,
+    });
     return decision;
   }
 
   private decide(priority: string): ShedDecision {
     const rank = this.rank.get(priority);
     if (rank === undefined) {
-      throw new SluiceError('INVALID_OPTION', `${WHERE}: unknown priority class ${describe(priority)}; the classes are ${this.classes.map((c) => JSON.stringify(c)).join(', ')}`);
+      throw new SluiceError(
+        'INVALID_OPTION',
+        `${WHERE}: unknown priority class ${describe(priority)}; the classes are ${this.classes.map((c) => JSON.stringify(c)).join(', ')}`,
+      );
     }
     const now = this.clock();
     if (this.currentMode === 'off') return this.decision(true, 'disabled', priority, 0, now);
@@ -280,8 +308,16 @@ function callback<T>(value: T | undefined, field: string, shape: string): T | un
 }
 
 function checkClasses(value: unknown): readonly string[] {
-  if (!Array.isArray(value) || value.length === 0 || value.some((c) => typeof c !== 'string' || c === '') || new Set(value).size !== value.length) {
-    throw new SluiceError('INVALID_OPTION', `${WHERE}: classes must be distinct non-empty strings, most important first, such as ['critical', 'write', 'read', 'test'], got ${describe(value)}`);
+  if (
+    !Array.isArray(value) ||
+    value.length === 0 ||
+    value.some((c) => typeof c !== 'string' || c === '') ||
+    new Set(value).size !== value.length
+  ) {
+    throw new SluiceError(
+      'INVALID_OPTION',
+      `${WHERE}: classes must be distinct non-empty strings, most important first, such as ['critical', 'write', 'read', 'test'], got ${describe(value)}`,
+    );
   }
   return Object.freeze([...(value as string[])]);
 }

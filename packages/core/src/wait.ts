@@ -50,13 +50,22 @@ export async function waitForSlot(limiter: Limiter, identity: string, options: W
   const decision = await limiter.reserve(identity, cost === undefined ? { maxWait: maxWaitMs } : { cost, maxWait: maxWaitMs });
   if (!decision.allowed) {
     // A store failure refused by the failure policy ('deny'): the store's own error, not a slot too far away.
-    if (decision.degraded) throw decision.error instanceof SluiceError ? decision.error : new SluiceError('STORE_ERROR', 'wait: the store failed', { cause: decision.error });
+    if (decision.degraded)
+      throw decision.error instanceof SluiceError
+        ? decision.error
+        : new SluiceError('STORE_ERROR', 'wait: the store failed', { cause: decision.error });
     if (decision.reason === 'cost_exceeds_limit') {
-      throw new SluiceError('WAIT_TOO_LONG', `wait: a cost of ${cost ?? 1} can never fit rule "${decision.rule}" (its capacity is ${decision.limit})`);
+      throw new SluiceError(
+        'WAIT_TOO_LONG',
+        `wait: a cost of ${cost ?? 1} can never fit rule "${decision.rule}" (its capacity is ${decision.limit})`,
+      );
     }
     const start = decision.startAt ?? NEVER;
     const wait = start === NEVER ? 'never' : `in ${start - decision.now} ms`;
-    throw new SluiceError('WAIT_TOO_LONG', `wait: the next slot for "${identity}" starts ${wait}, beyond maxWait (${maxWaitMs} ms); nothing was booked`);
+    throw new SluiceError(
+      'WAIT_TOO_LONG',
+      `wait: the next slot for "${identity}" starts ${wait}, beyond maxWait (${maxWaitMs} ms); nothing was booked`,
+    );
   }
   // A degraded answer (the store failed, the policy let it through) starts now: there is no booking to wait for.
   // The wait is counted from the decision, in the store's own time (a store clock and the limiter's may differ).

@@ -76,8 +76,16 @@ export function watchConfig(limiter: Limiter, source: ConfigSource, options: Wat
     throw new SluiceError('INVALID_OPTION', `watchConfig: limiter must be a limiter made by createLimiter(), got ${describe(limiter)}`);
   }
   const candidate = source as Partial<ConfigSource> | null;
-  if (typeof candidate !== 'object' || candidate === null || typeof candidate.read !== 'function' || typeof candidate.write !== 'function') {
-    throw new SluiceError('INVALID_OPTION', `watchConfig: source must be a config source such as redisConfigSource(redis) or memoryConfigSource(), got ${describe(source)}`);
+  if (
+    typeof candidate !== 'object' ||
+    candidate === null ||
+    typeof candidate.read !== 'function' ||
+    typeof candidate.write !== 'function'
+  ) {
+    throw new SluiceError(
+      'INVALID_OPTION',
+      `watchConfig: source must be a config source such as redisConfigSource(redis) or memoryConfigSource(), got ${describe(source)}`,
+    );
   }
   if (typeof options !== 'object' || options === null) {
     throw new SluiceError('INVALID_OPTION', `watchConfig: options must be an object, got ${describe(options)}`);
@@ -140,7 +148,11 @@ class Watcher implements ConfigWatcher {
     timers.clearInterval(this.interval);
     const unsubscribe = this.unsubscribe;
     this.unsubscribe = undefined;
-    if (unsubscribe !== undefined) await settle(() => unsubscribe(), (error) => this.warn('subscribe_failed', `could not unsubscribe (${messageOf(error)})`, error));
+    if (unsubscribe !== undefined)
+      await settle(
+        () => unsubscribe(),
+        (error) => this.warn('subscribe_failed', `could not unsubscribe (${messageOf(error)})`, error),
+      );
   }
 
   private async loop(): Promise<void> {
@@ -159,7 +171,12 @@ class Watcher implements ConfigWatcher {
         if (this.stopped) await unsubscribe();
         else this.unsubscribe = unsubscribe;
       },
-      (error) => this.warn('subscribe_failed', `could not subscribe to changes (${messageOf(error)}); changes arrive by the periodic read only`, error),
+      (error) =>
+        this.warn(
+          'subscribe_failed',
+          `could not subscribe to changes (${messageOf(error)}); changes arrive by the periodic read only`,
+          error,
+        ),
     );
   }
 
@@ -199,7 +216,11 @@ class Watcher implements ConfigWatcher {
         this.warn('invalid_quota', `${messageOf(error)}; ignored: ${JSON.stringify(identity)} keeps ${kept}`, error);
       });
     } catch (error) {
-      this.warn('invalid_document', `the stored document is not valid and is ignored, the last configuration stays: ${messageOf(error)}`, error);
+      this.warn(
+        'invalid_document',
+        `the stored document is not valid and is ignored, the last configuration stays: ${messageOf(error)}`,
+        error,
+      );
       return;
     }
     const quotas = new Map(compiled.quotas);

@@ -59,7 +59,14 @@ describe('createConcurrencyLimiter onDecision', () => {
   function concurrency(options: Partial<ConcurrencyLimiterOptions> = {}) {
     const store = new LeaseStore();
     const seen = recorder<LeaseEvent>();
-    const limiter = createConcurrencyLimiter({ store, limit: 1, clock: () => T0, circuitBreaker: false, onDecision: seen.observe, ...options });
+    const limiter = createConcurrencyLimiter({
+      store,
+      limit: 1,
+      clock: () => T0,
+      circuitBreaker: false,
+      onDecision: seen.observe,
+      ...options,
+    });
     return { store, limiter, events: seen.events };
   }
 
@@ -77,7 +84,12 @@ describe('createConcurrencyLimiter onDecision', () => {
     expect(decisions.map((d) => d.reason)).toEqual(['ok', 'concurrency_limited', 'shadow', 'disabled', 'store_unavailable']);
     expect(events).toHaveLength(decisions.length);
     events.forEach((event, i) => {
-      expect(event).toMatchObject({ component: 'concurrency', limiter: 'uploads', operation: 'acquire', identity: i < 4 ? 'alice' : 'bob' });
+      expect(event).toMatchObject({
+        component: 'concurrency',
+        limiter: 'uploads',
+        operation: 'acquire',
+        identity: i < 4 ? 'alice' : 'bob',
+      });
       expect(event.decision).toBe(decisions[i]);
       expect(event.durationMs).toBeGreaterThanOrEqual(0);
     });
@@ -136,14 +148,28 @@ describe('createFleetShedder onDecision', () => {
   function fleet(options: Partial<FleetShedderOptions> = {}) {
     const store = new LeaseStore();
     const seen = recorder<FleetEvent>();
-    const shedder = createFleetShedder({ store, capacity: 2, reserve: 0.5, classes: ['critical', 'normal'], clock: () => T0, circuitBreaker: false, onDecision: seen.observe, ...options });
+    const shedder = createFleetShedder({
+      store,
+      capacity: 2,
+      reserve: 0.5,
+      classes: ['critical', 'normal'],
+      clock: () => T0,
+      circuitBreaker: false,
+      onDecision: seen.observe,
+      ...options,
+    });
     return { store, shedder, events: seen.events };
   }
 
   test('one event per acquire with the class, the fleet name and `shed` refusals; its per-class limiters report nothing of their own', async () => {
     const { store, shedder, events } = fleet();
     expect(shedder.name).toBe('fleet');
-    const decisions = [await shedder.acquire('normal'), await shedder.acquire('normal'), await shedder.acquire('critical'), await shedder.acquire('critical')];
+    const decisions = [
+      await shedder.acquire('normal'),
+      await shedder.acquire('normal'),
+      await shedder.acquire('critical'),
+      await shedder.acquire('critical'),
+    ];
     shedder.configure({ mode: 'shadow' });
     decisions.push(await shedder.acquire('normal'));
     shedder.configure({ mode: 'off' });
@@ -237,7 +263,9 @@ describe('createUtilizationShedder onDecision', () => {
     shedder.check('batch');
     expect(shedder.name).toBe('worker-1');
     expect(events[0]).toMatchObject({ limiter: 'worker-1', durationMs: 41 });
-    expect(() => utilization({ name: 'has space' })).toThrow(/createUtilizationShedder: name must be 1 to 64 characters of letters, digits/);
+    expect(() => utilization({ name: 'has space' })).toThrow(
+      /createUtilizationShedder: name must be 1 to 64 characters of letters, digits/,
+    );
   });
 
   test("an observer's exception is swallowed; a check that throws reports nothing; unset, no clock is read", () => {
@@ -256,6 +284,8 @@ describe('createUtilizationShedder onDecision', () => {
     const plain = utilization({ onDecision: undefined }).shedder;
     plain.check('batch');
     expect(now).not.toHaveBeenCalled();
-    expect(() => utilization({ onDecision: {} as never })).toThrow(/createUtilizationShedder: onDecision must be a function \(event\) => void, got/);
+    expect(() => utilization({ onDecision: {} as never })).toThrow(
+      /createUtilizationShedder: onDecision must be a function \(event\) => void, got/,
+    );
   });
 });

@@ -29,7 +29,11 @@ class LeaseStore implements Store {
     if (this.failing) return Promise.reject(new Error('connection reset'));
     const key = `${request.key}:lease`;
     const record = this.records.get(key);
-    const evaluation = evaluateLease(record !== undefined && record.expiresAt > request.now ? record.entries : undefined, request, request.now);
+    const evaluation = evaluateLease(
+      record !== undefined && record.expiresAt > request.now ? record.entries : undefined,
+      request,
+      request.now,
+    );
     if (evaluation.ttlMs > 0) this.records.set(key, { entries: evaluation.entries, expiresAt: request.now + evaluation.ttlMs });
     else this.records.delete(key);
     return Promise.resolve(evaluation.result);
@@ -48,7 +52,12 @@ describe('evaluateLease: the reference', () => {
     const op = fc.record({
       op: fc.constantFrom('acquire', 'release', 'extend' as const),
       id: fc.constantFrom('a', 'b', 'c', 'd', 'e'),
-      move: fc.oneof(fc.constant(0), fc.integer({ min: 1, max: 3000 }), fc.integer({ min: -3000, max: -1 }), fc.integer({ min: 100_000, max: 10_000_000 })),
+      move: fc.oneof(
+        fc.constant(0),
+        fc.integer({ min: 1, max: 3000 }),
+        fc.integer({ min: -3000, max: -1 }),
+        fc.integer({ min: 100_000, max: 10_000_000 }),
+      ),
       ttlMs: fc.integer({ min: 1, max: 5000 }),
     });
     fc.assert(
@@ -126,7 +135,11 @@ describe('createConcurrencyLimiter', () => {
   });
 
   test('a store without leases is refused at construction; a bad identity or signal is refused per call', async () => {
-    const plain = { capabilities: { synchronous: true, clock: 'client', operations: ['limit', 'reset'] }, limit: () => ({ now: 0, outcomes: [] }), reset: () => undefined } as const;
+    const plain = {
+      capabilities: { synchronous: true, clock: 'client', operations: ['limit', 'reset'] },
+      limit: () => ({ now: 0, outcomes: [] }),
+      reset: () => undefined,
+    } as const;
     expect(() => createConcurrencyLimiter({ store: plain as unknown as Store, limit: 1 })).toThrow(/store must support leases/);
     const { limiter } = setup();
     await expect(limiter.acquire('')).rejects.toMatchObject({ code: 'INVALID_IDENTITY' });

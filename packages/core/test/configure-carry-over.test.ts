@@ -20,15 +20,23 @@ function carried(before: Rule, after: Rule, spent: number, elapsedMs = 0) {
   return h.limiter.peekSync('user');
 }
 
-describe('configure() keeps every algorithm\'s counters, whatever parameter changes', () => {
+describe("configure() keeps every algorithm's counters, whatever parameter changes", () => {
   test('regression: token bucket, interval 1s -> 1m after spending 1 of 10: 9 left, the 10th back in 6 s', () => {
-    const decision = carried(tokenBucket({ capacity: 10, refillRate: 10, interval: '1s' }), tokenBucket({ capacity: 10, refillRate: 10, interval: '1m' }), 1);
+    const decision = carried(
+      tokenBucket({ capacity: 10, refillRate: 10, interval: '1s' }),
+      tokenBucket({ capacity: 10, refillRate: 10, interval: '1m' }),
+      1,
+    );
     expect(decision.remaining).toBe(9);
     expect(decision.resetAt - T0).toBe(6_000);
   });
 
   test('regression: token bucket, interval 1m -> 1s after spending 10 of 10 does not over-admit', () => {
-    const decision = carried(tokenBucket({ capacity: 10, refillRate: 10, interval: '1m' }), tokenBucket({ capacity: 10, refillRate: 10, interval: '1s' }), 10);
+    const decision = carried(
+      tokenBucket({ capacity: 10, refillRate: 10, interval: '1m' }),
+      tokenBucket({ capacity: 10, refillRate: 10, interval: '1s' }),
+      10,
+    );
     expect(decision.remaining).toBe(0);
     expect(decision.resetAt - T0).toBe(1_000); // empty, refilled at the new rate of 10 per second
   });
@@ -42,26 +50,48 @@ describe('configure() keeps every algorithm\'s counters, whatever parameter chan
   });
 
   test('leaky bucket: what is queued stays queued across an interval change', () => {
-    const decision = carried(leakyBucket({ capacity: 4, leakRate: 1, interval: '1s' }), leakyBucket({ capacity: 4, leakRate: 1, interval: '1m' }), 3);
+    const decision = carried(
+      leakyBucket({ capacity: 4, leakRate: 1, interval: '1s' }),
+      leakyBucket({ capacity: 4, leakRate: 1, interval: '1m' }),
+      3,
+    );
     expect(decision.remaining).toBe(1);
     expect(decision.resetAt - T0).toBe(180_000); // 3 queued, draining one a minute
   });
 
   test('GCRA: the theoretical arrival time is kept across a limit change', () => {
-    const decision = carried(gcra({ limit: 1000, period: '1s', burst: 10, id: 'g' }), gcra({ limit: 1, period: '1s', burst: 10, id: 'g' }), 3);
+    const decision = carried(
+      gcra({ limit: 1000, period: '1s', burst: 10, id: 'g' }),
+      gcra({ limit: 1, period: '1s', burst: 10, id: 'g' }),
+      3,
+    );
     // 3 cells of 1 ms under the old rule: the TAT is 3 ms ahead; the new rule needs 1 s per cell, so 9 remain.
     expect(decision.remaining).toBe(9);
     expect(decision.resetAt - T0).toBe(3);
   });
 
   test('windows keep their count (explicit id) and a lowered limit reads as exhausted, not negative', () => {
-    expect(carried(fixedWindow({ limit: 10, window: '1s', id: 'w' }), fixedWindow({ limit: 10, window: '1m', id: 'w' }), 4).remaining).toBe(6);
-    expect(carried(slidingWindowLog({ limit: 10, window: '1s', id: 'w' }), slidingWindowLog({ limit: 3, window: '1m', id: 'w' }), 4).remaining).toBe(0);
-    expect(carried(slidingWindowCounter({ limit: 10, window: '1s', id: 'w' }), slidingWindowCounter({ limit: 5, window: '1s', id: 'w' }), 4).remaining).toBe(1);
+    expect(carried(fixedWindow({ limit: 10, window: '1s', id: 'w' }), fixedWindow({ limit: 10, window: '1m', id: 'w' }), 4).remaining).toBe(
+      6,
+    );
+    expect(
+      carried(slidingWindowLog({ limit: 10, window: '1s', id: 'w' }), slidingWindowLog({ limit: 3, window: '1m', id: 'w' }), 4).remaining,
+    ).toBe(0);
+    expect(
+      carried(slidingWindowCounter({ limit: 10, window: '1s', id: 'w' }), slidingWindowCounter({ limit: 5, window: '1s', id: 'w' }), 4)
+        .remaining,
+    ).toBe(1);
   });
 
   test('property: after any change of parameters, a bucket never holds more than it held (rescaled) nor more than its capacity', () => {
-    const bucket = fc.record({ capacity: fc.integer({ min: 1, max: 20 }), rate: fc.integer({ min: 1, max: 20 }), intervalMs: fc.integer({ min: 1, max: 3_600_000 }) }, PLAIN);
+    const bucket = fc.record(
+      {
+        capacity: fc.integer({ min: 1, max: 20 }),
+        rate: fc.integer({ min: 1, max: 20 }),
+        intervalMs: fc.integer({ min: 1, max: 3_600_000 }),
+      },
+      PLAIN,
+    );
     fc.assert(
       fc.property(bucket, bucket, fc.integer({ min: 0, max: 20 }), (a, b, spend) => {
         for (const make of [tokenBucket, (o: Parameters<typeof tokenBucket>[0]) => tokenBucket({ ...o, refill: 'interval' })]) {

@@ -64,7 +64,10 @@ describe('createLimiter timeout', () => {
     return answeredAt - start;
   }
 
-  test.each<[Duration, Duration]>([['1s', 1000], ['250ms', 250]])('%j and %j are the same deadline', async (text, ms) => {
+  test.each<[Duration, Duration]>([
+    ['1s', 1000],
+    ['250ms', 250],
+  ])('%j and %j are the same deadline', async (text, ms) => {
     const expected = await answeredAfter(ms);
     expect(expected).toBeGreaterThanOrEqual(Number(ms));
     expect(expected).toBeLessThanOrEqual(Number(ms) + 2); // one loop turn of grace (deadline.ts)
@@ -158,8 +161,12 @@ describe('createFailurePolicy timeout', () => {
   });
 
   test('a bad value is refused naming the field; the former name with the current one', () => {
-    expect(thrown(() => createFailurePolicy({ timeout: 'soon' as Duration, caller: 'tier' })).message).toMatch(/^\[sluice\] tier: timeout must be a duration/);
-    expect(thrown(() => createFailurePolicy({ timeoutMs: 100 } as never)).message).toMatch(/unknown option "timeoutMs"; accepted options are/);
+    expect(thrown(() => createFailurePolicy({ timeout: 'soon' as Duration, caller: 'tier' })).message).toMatch(
+      /^\[sluice\] tier: timeout must be a duration/,
+    );
+    expect(thrown(() => createFailurePolicy({ timeoutMs: 100 } as never)).message).toMatch(
+      /unknown option "timeoutMs"; accepted options are/,
+    );
   });
 });
 
@@ -187,7 +194,9 @@ describe('durationOption', () => {
 
   test('a range bounds it, and the message says the range', () => {
     expect(durationOption('2s', 'x', { min: 1, max: 2000 })).toBe(2000);
-    expect(thrown(() => durationOption('3s', 'x', { min: 1, max: 2000 })).message).toMatch(/x must be a duration from 1 to 2000 ms .*got "3s"$/);
+    expect(thrown(() => durationOption('3s', 'x', { min: 1, max: 2000 })).message).toMatch(
+      /x must be a duration from 1 to 2000 ms .*got "3s"$/,
+    );
     expect(thrown(() => durationOption(0, 'x', { min: 1 })).message).toMatch(/x must be a duration of at least 1 ms .*got 0$/);
   });
 });

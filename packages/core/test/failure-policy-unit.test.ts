@@ -30,7 +30,11 @@ describe('createFailurePolicy', () => {
     for (const onStoreError of ['allow', 'deny'] as const) {
       const answer = createFailurePolicy({ onStoreError }).runSync(request, fail);
       expect(answer).toBeInstanceOf(FailureAnswer);
-      expect(answer).toMatchObject({ verdict: onStoreError, result: undefined, error: { code: 'STORE_ERROR', cause: { message: 'ECONNREFUSED' } } });
+      expect(answer).toMatchObject({
+        verdict: onStoreError,
+        result: undefined,
+        error: { code: 'STORE_ERROR', cause: { message: 'ECONNREFUSED' } },
+      });
     }
   });
 
@@ -90,7 +94,9 @@ describe('createFailurePolicy', () => {
 
   test('options are validated with the caller named', () => {
     expect(() => createFailurePolicy({ timeout: -1 })).toThrow(/createFailurePolicy: timeout must be a duration from 1 to 2147483647 ms/);
-    expect(() => createFailurePolicy({ onStoreError: 'maybe' as never, caller: 'tier' })).toThrow(/tier: onStoreError must be 'allow', 'deny' or a store/);
+    expect(() => createFailurePolicy({ onStoreError: 'maybe' as never, caller: 'tier' })).toThrow(
+      /tier: onStoreError must be 'allow', 'deny' or a store/,
+    );
     expect(() => createFailurePolicy({ deadline: 5 } as never)).toThrow(expect.objectContaining({ code: 'UNKNOWN_OPTION' }));
   });
 });
@@ -98,7 +104,11 @@ describe('createFailurePolicy', () => {
 describe('capabilities.operations is checked by the limiter', () => {
   test("createLimiter refuses a store that does not list 'limit' and 'reset'", () => {
     const store = new MapStore();
-    const partial = { capabilities: { ...store.capabilities, operations: ['limit'] }, limit: (r: LimitRequest) => store.limit(r), reset: () => undefined } as unknown as Store;
+    const partial = {
+      capabilities: { ...store.capabilities, operations: ['limit'] },
+      limit: (r: LimitRequest) => store.limit(r),
+      reset: () => undefined,
+    } as unknown as Store;
     expect(() => createLimiter({ store: partial, rules: rule })).toThrow(/store.capabilities.operations must list 'limit' and 'reset'/);
   });
 

@@ -3,21 +3,8 @@
  * with real faults (a redis-server killed, paused, restarted) in test/redis/faults.test.ts.
  */
 import { afterEach, beforeEach, describe, expect, test, vi } from 'vitest';
-import {
-  createLimiter,
-  fixedWindow,
-  isSluiceError,
-  tokenBucket,
-  type Store,
-  type SyncStore,
-} from '../src/index.js';
-import {
-  evaluate,
-  type LimitRequest,
-  type LimitResult,
-  type State,
-  type StoreCapabilities,
-} from '../src/store-api.js';
+import { createLimiter, fixedWindow, isSluiceError, tokenBucket, type Store, type SyncStore } from '../src/index.js';
+import { evaluate, type LimitRequest, type LimitResult, type State, type StoreCapabilities } from '../src/store-api.js';
 
 /** A healthy synchronous store (core's `evaluate` over a Map), self-contained so this file depends on src only. */
 class MapStore implements SyncStore {
@@ -84,7 +71,9 @@ class FaultyStore implements Store {
 const rules = [tokenBucket({ capacity: 3, refillRate: 1 }), fixedWindow({ limit: 10, window: '1m' })];
 let unhandled: unknown[] = [];
 const onUnhandled = (reason: unknown) => unhandled.push(reason);
-const processLike = (globalThis as unknown as { process: { on(e: string, f: (r: unknown) => void): void; off(e: string, f: (r: unknown) => void): void } }).process;
+const processLike = (
+  globalThis as unknown as { process: { on(e: string, f: (r: unknown) => void): void; off(e: string, f: (r: unknown) => void): void } }
+).process;
 
 beforeEach(() => {
   unhandled = [];
@@ -126,7 +115,10 @@ describe('deadline', () => {
     expect(elapsedMs).toBe(101); // the deadline, plus one turn of the event loop for a reply already read from the socket;
     expect(value).toMatchObject({ allowed: true, reason: 'store_unavailable', degraded: true, rule: 'tb' });
     expect(isSluiceError(value.error) && value.error.code).toBe('STORE_TIMEOUT');
-    expect(value.rules.map((r) => [r.id, r.allowed, r.remaining])).toEqual([['tb', true, 3], ['fw:60000', true, 10]]);
+    expect(value.rules.map((r) => [r.id, r.allowed, r.remaining])).toEqual([
+      ['tb', true, 3],
+      ['fw:60000', true, 10],
+    ]);
     expect(vi.getTimerCount()).toBe(0);
   });
 
@@ -210,9 +202,15 @@ describe('deadline', () => {
 
   test('timeout is validated when the limiter is built', () => {
     const store = new FaultyStore();
-    expect(() => createLimiter({ store, rules, timeout: 0 })).toThrow(/createLimiter: timeout must be a duration from 1 to 2147483647 ms \(a whole number of ms or a string like '250ms', '1s', '5m', '1h', '1d'\), got 0$/);
-    expect(() => createLimiter({ store, rules, timeout: 2 ** 31 })).toThrow(/createLimiter: timeout must be a duration from 1 to 2147483647 ms/);
-    expect(() => createLimiter({ store, rules, onStoreError: 'maybe' as never })).toThrow(/onStoreError must be 'allow', 'deny' or a store/);
+    expect(() => createLimiter({ store, rules, timeout: 0 })).toThrow(
+      /createLimiter: timeout must be a duration from 1 to 2147483647 ms \(a whole number of ms or a string like '250ms', '1s', '5m', '1h', '1d'\), got 0$/,
+    );
+    expect(() => createLimiter({ store, rules, timeout: 2 ** 31 })).toThrow(
+      /createLimiter: timeout must be a duration from 1 to 2147483647 ms/,
+    );
+    expect(() => createLimiter({ store, rules, onStoreError: 'maybe' as never })).toThrow(
+      /onStoreError must be 'allow', 'deny' or a store/,
+    );
   });
 });
 

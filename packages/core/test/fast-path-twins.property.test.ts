@@ -40,10 +40,13 @@ function historyArb<P>(c: AlgorithmCase<P>) {
     fc.record(
       {
         params: fc.constant(params),
-        events: fc.array(fc.record({ move: moveArb(c.scaleMs(params)), cost: costArb(c.capacity(params)), operation: operationArb(true) }, PLAIN), {
-          minLength: 1,
-          maxLength: 40,
-        }),
+        events: fc.array(
+          fc.record({ move: moveArb(c.scaleMs(params)), cost: costArb(c.capacity(params)), operation: operationArb(true) }, PLAIN),
+          {
+            minLength: 1,
+            maxLength: 40,
+          },
+        ),
       },
       PLAIN,
     ),
@@ -119,7 +122,8 @@ function twinProperties<P>(c: AlgorithmCase<P>): void {
             const general = stepRule(rule, state, now, event.cost, event.operation);
             stepRuleInto(rule, state, now, event.cost, event.operation, scratch);
             expect({ ...scratch, next: [...scratch.next] }).toEqual({ ...general, next: [...general.next] });
-            if (event.cost > 0 && (event.operation === 'refund' || (event.operation === 'consume' && general.allowed))) state = general.next;
+            if (event.cost > 0 && (event.operation === 'refund' || (event.operation === 'consume' && general.allowed)))
+              state = general.next;
           }
         }),
         RUNS,
@@ -135,7 +139,14 @@ function twinProperties<P>(c: AlgorithmCase<P>): void {
           for (const event of events) {
             now = Math.max(0, now + event.move);
             const step = stepRule(rule, state, now, event.cost, event.operation);
-            const outcome: RuleOutcome = { id: rule.id, allowed: step.allowed, limit: rule.limit, remaining: step.remaining, resetAt: step.resetAt, retryAt: step.retryAt };
+            const outcome: RuleOutcome = {
+              id: rule.id,
+              allowed: step.allowed,
+              limit: rule.limit,
+              remaining: step.remaining,
+              resetAt: step.resetAt,
+              retryAt: step.retryAt,
+            };
             const answer: RuleAnswer = { allowed: step.allowed, remaining: step.remaining, resetAt: step.resetAt, retryAt: step.retryAt };
             expect(combineOneOutcome(rule, answer, now)).toStrictEqual(combineOutcomes([rule], [outcome], now));
             if (event.cost > 0 && (event.operation === 'refund' || (event.operation === 'consume' && step.allowed))) state = step.next;
@@ -227,7 +238,12 @@ describe("the limiter's shortcut for limit/limitSync without options", () => {
       }),
       reset: () => undefined,
     };
-    const denying = createLimiter({ store: failing, rules: tokenBucket({ capacity: 2, refillRate: 1 }), onStoreError: 'deny', clock: () => T0 });
+    const denying = createLimiter({
+      store: failing,
+      rules: tokenBucket({ capacity: 2, refillRate: 1 }),
+      onStoreError: 'deny',
+      clock: () => T0,
+    });
     const decision = denying.limitSync('k');
     expect(decision).toMatchObject({ allowed: false, degraded: true, reason: 'store_unavailable' });
     expect((decision.error as { code: string }).code).toBe('STORE_ERROR');
@@ -244,7 +260,12 @@ describe('the seam is taken', () => {
       limit: (request) => (calls.push(`limit:${request.operation}`), store.limit(request)),
       bindFastPath: (keyPrefix) => {
         calls.push(`bind:${keyPrefix}`);
-        return { limitOne: (request, out) => (calls.push(`limitOne:${request.operation}:${request.identity}`), store.limitOne(keyPrefix, request, out)) };
+        return {
+          limitOne: (request, out) => (
+            calls.push(`limitOne:${request.operation}:${request.identity}`),
+            store.limitOne(keyPrefix, request, out)
+          ),
+        };
       },
       reset: (key, ids) => store.reset(key, ids),
     };
@@ -253,9 +274,19 @@ describe('the seam is taken', () => {
     one.limitSync('a');
     one.peekSync('a');
     one.limitSync('a', { cost: 0 });
-    const two = createLimiter({ store: spy, rules: [tokenBucket({ capacity: 3, refillRate: 1 }), tokenBucket({ capacity: 9, refillRate: 1, id: 'day' })], clock: () => now, name: 'two' });
+    const two = createLimiter({
+      store: spy,
+      rules: [tokenBucket({ capacity: 3, refillRate: 1 }), tokenBucket({ capacity: 9, refillRate: 1, id: 'day' })],
+      clock: () => now,
+      name: 'two',
+    });
     two.limitSync('a');
-    const staggered = createLimiter({ store: spy, rules: fixedWindow({ limit: 3, window: '1s', stagger: true }), clock: () => now, name: 'staggered' });
+    const staggered = createLimiter({
+      store: spy,
+      rules: fixedWindow({ limit: 3, window: '1s', stagger: true }),
+      clock: () => now,
+      name: 'staggered',
+    });
     staggered.limitSync('a');
     expect(calls).toEqual([
       'bind:sluice:default:{',

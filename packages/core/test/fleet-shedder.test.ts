@@ -33,7 +33,7 @@ function fleet(store: Store, options: Partial<FleetShedderOptions> = {}) {
 }
 
 describe('createFleetShedder', () => {
-  test("two classes, critical and non-critical: non-critical work is shed past 80% of the capacity, critical passes up to 100%", async () => {
+  test('two classes, critical and non-critical: non-critical work is shed past 80% of the capacity, critical passes up to 100%', async () => {
     const store = new LeaseStore();
     const shedder = fleet(store, { classes: ['critical', 'normal'] });
     expect([shedder.limitFor('critical'), shedder.limitFor('normal')]).toEqual([10, 8]);

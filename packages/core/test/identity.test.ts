@@ -9,7 +9,22 @@ const limiterOn = (store: MapStore) => createLimiter({ store, rules: fixedWindow
 
 describe('identities', () => {
   test('any Unicode is accepted and each identity has its own counter', () => {
-    const identities = ['😀', 'ユーザー', 'مستخدم', 'é', 'e\u0301', '\u0000', ' ', 'a:b', '{x}', '}', 'user}:fw', '\ud800', '\udc00', '𝔘𝔫𝔦'];
+    const identities = [
+      '😀',
+      'ユーザー',
+      'مستخدم',
+      'é',
+      'e\u0301',
+      '\u0000',
+      ' ',
+      'a:b',
+      '{x}',
+      '}',
+      'user}:fw',
+      '\ud800',
+      '\udc00',
+      '𝔘𝔫𝔦',
+    ];
     const store = new MapStore();
     const limiter = limiterOn(store);
     for (const id of identities) expect(limiter.limitSync(id), id).toMatchObject({ allowed: true });
@@ -56,7 +71,7 @@ describe('identities', () => {
     expect(limiter.limitSync(`${shared}b`).allowed).toBe(true);
   });
 
-  test('a short identity spelled like a long identity\'s key does not share its counter', () => {
+  test("a short identity spelled like a long identity's key does not share its counter", () => {
     const long = 'v'.repeat(1_000);
     const lookalike = identityKey(long);
     expect(lookalike.length).toBeGreaterThan(0);

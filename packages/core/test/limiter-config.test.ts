@@ -20,7 +20,14 @@ const GCRA = { algorithm: 'gcra', limit: 10, period: '1s' } as const;
 
 describe('parseLimiterConfig', () => {
   test('accepts a full document, as text or object, and keeps what it says', () => {
-    const doc = { version: 1, revision: 3, updatedAt: 1_700_000_000_000, rules: [GCRA], mode: 'shadow', quotas: { acme: [{ ...GCRA, limit: 100 }] } };
+    const doc = {
+      version: 1,
+      revision: 3,
+      updatedAt: 1_700_000_000_000,
+      rules: [GCRA],
+      mode: 'shadow',
+      quotas: { acme: [{ ...GCRA, limit: 100 }] },
+    };
     expect(parseLimiterConfig(JSON.stringify(doc))).toEqual(doc);
     expect(parseLimiterConfig(doc)).toEqual(doc);
     expect(parseLimiterConfig({ version: 1, mode: 'off' })).toEqual({ version: 1, revision: 0, updatedAt: 0, mode: 'off' });
@@ -32,7 +39,10 @@ describe('parseLimiterConfig', () => {
     [{ version: 1, rules: [{ algorithm: 'tokenBucket' }] }, /rules\[0\]\.algorithm must be one of 'fixed-window'/],
     [{ version: 1, rules: [] }, /rules must be a non-empty array of rules/],
     [{ version: 1, rules: GCRA }, /rules must be a non-empty array of rules .*got an object/],
-    [{ version: 1, rules: [GCRA, { ...GCRA, limit: 5 }] }, /rules\[1\]: another rule has the id "gcra:1000"; give one of them an explicit "id"/],
+    [
+      { version: 1, rules: [GCRA, { ...GCRA, limit: 5 }] },
+      /rules\[1\]: another rule has the id "gcra:1000"; give one of them an explicit "id"/,
+    ],
     [{ version: 1, mode: 'disabled' }, /mode must be 'enforce', 'shadow' or 'off', got "disabled"/],
     [{ version: 2, mode: 'off' }, /version must be 1 .*got 2/],
     [{ mode: 'off' }, /version must be 1 .*got undefined/],
@@ -79,10 +89,14 @@ describe('writing', () => {
     const source = new MapConfigSource();
     await setConfigMode(source, 'api', 'shadow');
     const before = source.documents.get('api');
-    await expect(setQuota(source, 'api', 'acme', [{ ...GCRA, limit: -1 }])).rejects.toThrow(/quotas\["acme"\]\[0\]: gcra: limit must be a positive integer, got -1/);
+    await expect(setQuota(source, 'api', 'acme', [{ ...GCRA, limit: -1 }])).rejects.toThrow(
+      /quotas\["acme"\]\[0\]: gcra: limit must be a positive integer, got -1/,
+    );
     await expect(setConfigRules(source, 'api', [])).rejects.toThrow(/rules must be a non-empty array/);
     await expect(setConfigMode(source, 'api', 'of' as never)).rejects.toThrow(/mode must be 'enforce', 'shadow' or 'off', got "of"/);
-    await expect(writeLimiterConfig(source, 'api', { modes: 'off' } as never)).rejects.toThrow(/writeLimiterConfig: unknown option "modes"/);
+    await expect(writeLimiterConfig(source, 'api', { modes: 'off' } as never)).rejects.toThrow(
+      /writeLimiterConfig: unknown option "modes"/,
+    );
     await expect(setQuota(source, 'api', '', [GCRA])).rejects.toThrow(/identity must be a non-empty string/);
     await expect(setConfigMode(source, '', 'off')).rejects.toThrow(/name must be the limiter's name/);
     expect(source.documents.get('api')).toBe(before);

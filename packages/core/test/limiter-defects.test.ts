@@ -4,16 +4,7 @@
  * the test MapStore (core's `evaluate` over a Map) and with stores that fail, all in-process.
  */
 import { describe, expect, test } from 'vitest';
-import {
-  createLimiter,
-  gcra,
-  isSluiceError,
-  leakyBucket,
-  slidingWindowLog,
-  tokenBucket,
-  type Rule,
-  type Store,
-} from '../src/index.js';
+import { createLimiter, gcra, isSluiceError, leakyBucket, slidingWindowLog, tokenBucket, type Rule, type Store } from '../src/index.js';
 import type { LimitResult } from '../src/store-api.js';
 import { AsyncMapStore, MapStore } from './support/map-store.js';
 
@@ -58,24 +49,34 @@ describe('the limiter validates its clock', () => {
     expect([...store.records.values()].every((r) => r.state.every(Number.isSafeInteger))).toBe(true);
   });
 
-  test.each([Number.NaN, Number.POSITIVE_INFINITY, -1, 2 ** 53, 2 ** 47 + 1, '1700000000000' as unknown as number, undefined as unknown as number])(
-    'regression: a clock returning %s is refused with INVALID_CLOCK, never read as "allow everything"',
-    async (bad) => {
-      const limiter = createLimiter({ store: new MapStore(), rules: tokenBucket({ capacity: 1, refillRate: 1 }), clock: () => bad });
-      const error = rejection(() => limiter.limitSync('user'));
-      expect(isSluiceError(error) && error.code).toBe('INVALID_CLOCK');
-      expect((error as Error).message).toMatch(/clock must return epoch milliseconds/);
-      await expect(limiter.limit('user')).rejects.toMatchObject({ code: 'INVALID_CLOCK' });
-      const remote = createLimiter({ store: new AsyncMapStore(), rules: tokenBucket({ capacity: 1, refillRate: 1 }), clock: () => bad });
-      await expect(remote.limit('user')).rejects.toMatchObject({ code: 'INVALID_CLOCK' });
-    },
-  );
+  test.each([
+    Number.NaN,
+    Number.POSITIVE_INFINITY,
+    -1,
+    2 ** 53,
+    2 ** 47 + 1,
+    '1700000000000' as unknown as number,
+    undefined as unknown as number,
+  ])('regression: a clock returning %s is refused with INVALID_CLOCK, never read as "allow everything"', async (bad) => {
+    const limiter = createLimiter({ store: new MapStore(), rules: tokenBucket({ capacity: 1, refillRate: 1 }), clock: () => bad });
+    const error = rejection(() => limiter.limitSync('user'));
+    expect(isSluiceError(error) && error.code).toBe('INVALID_CLOCK');
+    expect((error as Error).message).toMatch(/clock must return epoch milliseconds/);
+    await expect(limiter.limit('user')).rejects.toMatchObject({ code: 'INVALID_CLOCK' });
+    const remote = createLimiter({ store: new AsyncMapStore(), rules: tokenBucket({ capacity: 1, refillRate: 1 }), clock: () => bad });
+    await expect(remote.limit('user')).rejects.toMatchObject({ code: 'INVALID_CLOCK' });
+  });
 });
 
 describe('a synchronous store with an asynchronous fallback consumes once', () => {
   test('regression: limitSync refuses before consuming from the async fallback (it consumed, then threw)', async () => {
     const fallback = new AsyncMapStore();
-    const limiter = createLimiter({ store: failingSyncStore, rules: tokenBucket({ capacity: 5, refillRate: 1, interval: '1h' }), onStoreError: fallback, clock: () => HOUR });
+    const limiter = createLimiter({
+      store: failingSyncStore,
+      rules: tokenBucket({ capacity: 5, refillRate: 1, interval: '1h' }),
+      onStoreError: fallback,
+      clock: () => HOUR,
+    });
     const error = rejection(() => limiter.limitSync('user'));
     expect(isSluiceError(error) && error.code).toBe('UNSUPPORTED_OPERATION');
     expect(fallback.inner.calls, 'nothing was consumed by the refused limitSync').toBe(0);
@@ -86,14 +87,25 @@ describe('a synchronous store with an asynchronous fallback consumes once', () =
   });
 
   test('limitSync over a synchronous fallback still answers synchronously', () => {
-    const limiter = createLimiter({ store: failingSyncStore, rules: tokenBucket({ capacity: 5, refillRate: 1 }), onStoreError: new MapStore(), clock: () => HOUR });
+    const limiter = createLimiter({
+      store: failingSyncStore,
+      rules: tokenBucket({ capacity: 5, refillRate: 1 }),
+      onStoreError: new MapStore(),
+      clock: () => HOUR,
+    });
     expect(limiter.limitSync('user')).toMatchObject({ allowed: true, degraded: true, remaining: 4 });
   });
 });
 
 describe('shadow mode never refuses', () => {
   test('regression: shadow mode with onStoreError "deny" allows when the store fails (it answered 503)', async () => {
-    const limiter = createLimiter({ store: failingSyncStore, rules: tokenBucket({ capacity: 1, refillRate: 1 }), onStoreError: 'deny', mode: 'shadow', clock: () => HOUR });
+    const limiter = createLimiter({
+      store: failingSyncStore,
+      rules: tokenBucket({ capacity: 1, refillRate: 1 }),
+      onStoreError: 'deny',
+      mode: 'shadow',
+      clock: () => HOUR,
+    });
     const decision = await limiter.limit('user');
     expect(decision).toMatchObject({ allowed: true, reason: 'shadow', degraded: true });
     expect(decision.error).toMatchObject({ code: 'STORE_ERROR' });
@@ -120,8 +132,9 @@ describe('messages name the method called', () => {
       peekSync(id: string): unknown;
       refundSync(id: string): unknown;
     };
-    expect((rejection(() => limiter.peekSync('u')) as Error).message).toMatch(/^\[sluice\] peekSync needs a synchronous store .* use peek\(\)$/);
+    expect((rejection(() => limiter.peekSync('u')) as Error).message).toMatch(
+      /^\[sluice\] peekSync needs a synchronous store .* use peek\(\)$/,
+    );
     expect((rejection(() => limiter.refundSync('u')) as Error).message).toMatch(/refundSync needs a synchronous store .* use refund\(\)$/);
   });
 });
-

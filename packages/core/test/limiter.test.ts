@@ -32,7 +32,8 @@ const everyAlgorithm: Array<[string, () => Rule]> = [
 
 describe('compound rules ("10 per second and 15 per day") are all-or-nothing', () => {
   const rules = () => [fixedWindow({ limit: 10, window: '1s', id: 'second' }), fixedWindow({ limit: 15, window: '1d', id: 'day' })];
-  const remainingOf = (d: { rules: readonly { id: string; remaining: number }[] }) => Object.fromEntries(d.rules.map((r) => [r.id, r.remaining]));
+  const remainingOf = (d: { rules: readonly { id: string; remaining: number }[] }) =>
+    Object.fromEntries(d.rules.map((r) => [r.id, r.remaining]));
 
   test('a request denied by one rule takes nothing from the other', () => {
     const h = harness(rules());
@@ -120,7 +121,13 @@ describe('peek, refund and cost', () => {
   test.each(everyAlgorithm)('%s: a cost over capacity is refused at once, forever, and takes nothing', async (_name, make) => {
     const h = harness(make());
     const decision = h.limiter.limitSync('u', { cost: 6 });
-    expect(decision).toMatchObject({ allowed: false, reason: 'cost_exceeds_limit', retryAfter: Number.POSITIVE_INFINITY, limit: 5, remaining: 5 });
+    expect(decision).toMatchObject({
+      allowed: false,
+      reason: 'cost_exceeds_limit',
+      retryAfter: Number.POSITIVE_INFINITY,
+      limit: 5,
+      remaining: 5,
+    });
     expect(decision.rules[0]!.retryAt).toBe(-1);
     expect(await h.limiter.limit('u', { cost: 6 })).toMatchObject({ reason: 'cost_exceeds_limit' });
     expect(h.store.writes).toBe(0);
@@ -142,11 +149,33 @@ describe('peek, refund and cost', () => {
     const two = [...one, tokenBucket({ capacity: 2, refillRate: 1 })];
     for (const rules of [one, two]) {
       for (const operation of ['consume', 'peek', 'refund'] as const) {
-        const fresh = evaluate(rules, rules.map(() => undefined), T0, 0, operation);
+        const fresh = evaluate(
+          rules,
+          rules.map(() => undefined),
+          T0,
+          0,
+          operation,
+        );
         expect(fresh, `${rules.length} rule(s), ${operation}`).toMatchObject({ allowed: true, writes: undefined });
       }
-      expect(evaluate(rules, rules.map(() => undefined), T0, 1, 'consume').writes).toHaveLength(rules.length);
-      expect(evaluate(rules, rules.map(() => undefined), T0, 1, 'peek').writes).toBeUndefined();
+      expect(
+        evaluate(
+          rules,
+          rules.map(() => undefined),
+          T0,
+          1,
+          'consume',
+        ).writes,
+      ).toHaveLength(rules.length);
+      expect(
+        evaluate(
+          rules,
+          rules.map(() => undefined),
+          T0,
+          1,
+          'peek',
+        ).writes,
+      ).toBeUndefined();
     }
   });
 
@@ -160,9 +189,13 @@ describe('peek, refund and cost', () => {
     expect(h.store.writes).toBe(2);
   });
 
-  test('in a compound request, a cost over one rule\'s capacity is reported by that rule', () => {
+  test("in a compound request, a cost over one rule's capacity is reported by that rule", () => {
     const h = harness([fixedWindow({ limit: 100, window: '1h', id: 'hour' }), tokenBucket({ capacity: 3, refillRate: 1, id: 'burst' })]);
-    expect(h.limiter.limitSync('u', { cost: 4 })).toMatchObject({ reason: 'cost_exceeds_limit', rule: 'burst', retryAfter: Number.POSITIVE_INFINITY });
+    expect(h.limiter.limitSync('u', { cost: 4 })).toMatchObject({
+      reason: 'cost_exceeds_limit',
+      rule: 'burst',
+      retryAfter: Number.POSITIVE_INFINITY,
+    });
     expect(h.limiter.peekSync('u').rules.map((r) => r.remaining)).toEqual([100, 3]);
   });
 });
@@ -179,12 +212,7 @@ describe('keys', () => {
     expect(make('a', 'other').limitSync('u').allowed).toBe(true);
     expect(a.limitSync('v').allowed).toBe(true);
     expect(make('a').limitSync('u').allowed).toBe(false); // same name and prefix: same state
-    expect([...store.records.keys()].sort()).toEqual([
-      'other:a:{u}:fw',
-      'sluice:a:{u}:fw',
-      'sluice:a:{v}:fw',
-      'sluice:b:{u}:fw',
-    ]);
+    expect([...store.records.keys()].sort()).toEqual(['other:a:{u}:fw', 'sluice:a:{u}:fw', 'sluice:a:{v}:fw', 'sluice:b:{u}:fw']);
   });
 
   test('reset forgets an identity in every rule, and only that identity', async () => {
@@ -258,9 +286,14 @@ describe('quota(identity)', () => {
   const standard = fixedWindow({ limit: 2, window: '1m', id: 'fw' });
   const premium = [fixedWindow({ limit: 5, window: '1m', id: 'fw' })];
 
-  test('gives chosen identities their own rules; undefined means the limiter\'s rules', async () => {
+  test("gives chosen identities their own rules; undefined means the limiter's rules", async () => {
     const store = new MapStore();
-    const limiter = createLimiter({ store, rules: standard, clock: () => T0, quota: (id) => (id.startsWith('vip:') ? premium : undefined) });
+    const limiter = createLimiter({
+      store,
+      rules: standard,
+      clock: () => T0,
+      quota: (id) => (id.startsWith('vip:') ? premium : undefined),
+    });
     const admitted = (id: string) => {
       let n = 0;
       for (let i = 0; i < 10; i++) n += limiter.limitSync(id).allowed ? 1 : 0;
@@ -331,7 +364,10 @@ describe('per-call options are checked', () => {
   test('a number or an unknown option is refused instead of silently costing 1', async () => {
     const limiter = createLimiter({ store: new MapStore(), rules: fixedWindow({ limit: 5, window: '1s' }), clock: () => 0 });
     await expect(limiter.limit('a', 5 as never)).rejects.toMatchObject({ code: 'INVALID_OPTION' });
-    await expect(limiter.limit('a', { weight: 5 } as never)).rejects.toMatchObject({ code: 'UNKNOWN_OPTION', message: expect.stringMatching(/weight/) });
+    await expect(limiter.limit('a', { weight: 5 } as never)).rejects.toMatchObject({
+      code: 'UNKNOWN_OPTION',
+      message: expect.stringMatching(/weight/),
+    });
     expect((await limiter.limit('a', { cost: 2 })).remaining).toBe(3);
   });
 });
@@ -358,6 +394,12 @@ describe('a store that answers without its shared state (result.error)', () => {
 });
 
 function evaluateResult(request: LimitRequest) {
-  const evaluation = evaluate(request.rules, request.rules.map(() => undefined), request.now, request.cost, request.operation);
+  const evaluation = evaluate(
+    request.rules,
+    request.rules.map(() => undefined),
+    request.now,
+    request.cost,
+    request.operation,
+  );
   return { now: request.now, outcomes: evaluation.outcomes };
 }

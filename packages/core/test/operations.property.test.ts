@@ -12,7 +12,15 @@ import fc from 'fast-check';
 import { describe, expect, test } from 'vitest';
 import { NEVER, evaluate, type Evaluation, type Operation, type ResolvedRule, type State } from '../src/store-api.js';
 import { stateTime } from '../src/operations.js';
-import { PLAIN, forEachCase, gcraCase, slidingWindowLogCase, smoothTokenBucketCase, fixedWindowCase, type AlgorithmCase } from './support/cases.js';
+import {
+  PLAIN,
+  forEachCase,
+  gcraCase,
+  slidingWindowLogCase,
+  smoothTokenBucketCase,
+  fixedWindowCase,
+  type AlgorithmCase,
+} from './support/cases.js';
 import { RUNS, T0, costArb } from './support/scenario.js';
 
 const OPERATIONS: readonly Operation[] = ['consume', 'peek', 'refund', 'take', 'reserve'];
@@ -53,7 +61,10 @@ function scenario(cases: ReadonlyArray<AlgorithmCase<unknown>>) {
   return fc.tuple(...cases.map((c) => c.params)).chain((params) => {
     const scale = Math.max(...cases.map((c, i) => c.scaleMs(params[i])));
     const capacity = Math.max(...cases.map((c, i) => c.capacity(params[i])));
-    const event = fc.record({ move: moveArb(scale), cost: costArb(capacity), operation: fc.constantFrom(...OPERATIONS), maxWaitMs: waitArb }, PLAIN);
+    const event = fc.record(
+      { move: moveArb(scale), cost: costArb(capacity), operation: fc.constantFrom(...OPERATIONS), maxWaitMs: waitArb },
+      PLAIN,
+    );
     return fc.record(
       {
         params: fc.constant(params),
@@ -97,7 +108,8 @@ function checkTake(rules: readonly ResolvedRule[], states: Array<State | undefin
   }
   expect(granted, 'take grants what repeated consumes of 1 admit').toBe(admitted);
   // Never more than a consume allows, and the same writes as a consume of what was granted.
-  if (granted < cost) expect(evaluate(rules, states, now, granted + 1, 'consume').allowed, 'a consume of one more unit is denied').toBe(false);
+  if (granted < cost)
+    expect(evaluate(rules, states, now, granted + 1, 'consume').allowed, 'a consume of one more unit is denied').toBe(false);
   if (granted > 0) {
     const consume = evaluate(rules, states, now, granted, 'consume');
     expect(consume.allowed).toBe(true);
@@ -109,12 +121,21 @@ function checkTake(rules: readonly ResolvedRule[], states: Array<State | undefin
   }
 }
 
-function checkReserve(rules: readonly ResolvedRule[], states: Array<State | undefined>, now: number, cost: number, maxWaitMs: number): void {
+function checkReserve(
+  rules: readonly ResolvedRule[],
+  states: Array<State | undefined>,
+  now: number,
+  cost: number,
+  maxWaitMs: number,
+): void {
   const reserve = evaluate(rules, states, now, cost, 'reserve', maxWaitMs);
   const startAt = reserve.outcomes[0]!.startAt!;
   for (const outcome of reserve.outcomes) expect(outcome.startAt, 'the same start on every rule').toBe(startAt);
   if (startAt === NEVER) {
-    expect(rules.some((r) => cost > r.limit), 'NEVER only for a cost above a rule capacity').toBe(true);
+    expect(
+      rules.some((r) => cost > r.limit),
+      'NEVER only for a cost above a rule capacity',
+    ).toBe(true);
     expect(reserve.allowed).toBe(false);
     expect(reserve.writes).toBeUndefined();
     return;
@@ -171,7 +192,11 @@ describe('take and reserve, defined on the steps', () => {
       // No refunds here: a refund gives units back, booked ones included (it may cancel a booking).
       const forward = scenario(cases).map((s) => ({
         ...s,
-        history: s.history.map((e) => ({ ...e, move: Math.abs(e.move), operation: e.operation === 'refund' ? ('peek' as const) : e.operation })),
+        history: s.history.map((e) => ({
+          ...e,
+          move: Math.abs(e.move),
+          operation: e.operation === 'refund' ? ('peek' as const) : e.operation,
+        })),
       }));
       fc.assert(
         fc.property(forward, ({ params, history }) => {
@@ -202,7 +227,10 @@ describe('take and reserve, defined on the steps', () => {
     test(`compound ${a.name} + ${b.name}: one grant on every rule, the latest start over the rules, all-or-nothing`, () => {
       fc.assert(
         fc.property(scenario([a, b]), ({ params, history, probe }) => {
-          const rules = [{ ...a.rule(params[0]), id: 'a' }, { ...b.rule(params[1]), id: 'b' }] as ResolvedRule[];
+          const rules = [
+            { ...a.rule(params[0]), id: 'a' },
+            { ...b.rule(params[1]), id: 'b' },
+          ] as ResolvedRule[];
           const { states, now } = play(rules, history, probe.move);
           checkTake(rules, states, now, probe.cost);
           checkReserve(rules, states, now, probe.cost, probe.maxWaitMs);

@@ -39,14 +39,23 @@ describe('limiter.take and limiter.reserve', () => {
     expect(await limiter.reserve('a', { maxWait: 2_000 })).toMatchObject({ allowed: true, startAt: T0 + 1_000 });
     expect(limiter.reserveSync('a', { cost: 2, maxWait: 2_000 })).toMatchObject({ allowed: false, startAt: T0 + 3_000, retryAfter: 3_000 });
     expect(limiter.limitSync('a')).toMatchObject({ allowed: false, retryAfter: 2_000 });
-    expect(limiter.reserveSync('a', { cost: 4, maxWait: 1e9 })).toMatchObject({ allowed: false, reason: 'cost_exceeds_limit', startAt: -1 });
+    expect(limiter.reserveSync('a', { cost: 4, maxWait: 1e9 })).toMatchObject({
+      allowed: false,
+      reason: 'cost_exceeds_limit',
+      startAt: -1,
+    });
   });
 
   test('a store that does not announce an operation is refused with UNSUPPORTED_OPERATION naming the operation, and nothing is counted', async () => {
     const store = new MapStore();
     const limiter = limiterOn(store, { t: T0 });
-    await expect(limiter.take('a', { cost: 1 })).rejects.toMatchObject({ code: 'UNSUPPORTED_OPERATION', message: expect.stringContaining('take') });
-    expect(() => limiter.reserveSync('a', { maxWait: 10 })).toThrow(expect.objectContaining({ code: 'UNSUPPORTED_OPERATION', message: expect.stringContaining('reserve') }));
+    await expect(limiter.take('a', { cost: 1 })).rejects.toMatchObject({
+      code: 'UNSUPPORTED_OPERATION',
+      message: expect.stringContaining('take'),
+    });
+    expect(() => limiter.reserveSync('a', { maxWait: 10 })).toThrow(
+      expect.objectContaining({ code: 'UNSUPPORTED_OPERATION', message: expect.stringContaining('reserve') }),
+    );
     expect(store.calls).toBe(0);
     const remote = createLimiter({ store: new AsyncMapStore(), rules: fixedWindow({ limit: 1, window: '1s' }) });
     await expect(remote.reserve('a', { maxWait: 10 })).rejects.toMatchObject({ code: 'UNSUPPORTED_OPERATION' });
@@ -54,20 +63,37 @@ describe('limiter.take and limiter.reserve', () => {
 
   test('options are validated with errors naming the field', async () => {
     const limiter = limiterOn(new TakeReserveStore(), { t: T0 });
-    await expect(limiter.reserve('a', undefined as never)).rejects.toMatchObject({ code: 'INVALID_OPTION', message: expect.stringContaining('maxWait') });
-    await expect(limiter.reserve('a', {} as never)).rejects.toMatchObject({ code: 'INVALID_OPTION', message: expect.stringContaining('maxWait') });
+    await expect(limiter.reserve('a', undefined as never)).rejects.toMatchObject({
+      code: 'INVALID_OPTION',
+      message: expect.stringContaining('maxWait'),
+    });
+    await expect(limiter.reserve('a', {} as never)).rejects.toMatchObject({
+      code: 'INVALID_OPTION',
+      message: expect.stringContaining('maxWait'),
+    });
     for (const bad of [-1, 1.5, Number.NaN, Number.POSITIVE_INFINITY, '1 sec', '-1s', 2 ** 48]) {
-      expect(() => limiter.reserveSync('a', { maxWait: bad as number })).toThrow(/reserve options: maxWait must be a duration from 0 to 140737488355328 ms/);
+      expect(() => limiter.reserveSync('a', { maxWait: bad as number })).toThrow(
+        /reserve options: maxWait must be a duration from 0 to 140737488355328 ms/,
+      );
     }
     expect(() => limiter.takeSync('a', { cost: -1 })).toThrow(expect.objectContaining({ code: 'INVALID_COST' }));
-    expect(() => limiter.takeSync('a', { cost: 1, maxWait: 5 } as never)).toThrow(/take options: unknown option "maxWait"; accepted options are cost$/);
-    expect(() => limiter.reserveSync('a', { maxWait: 5, wait: 1 } as never)).toThrow(/reserve options: unknown option "wait"; accepted options are cost, maxWait$/);
+    expect(() => limiter.takeSync('a', { cost: 1, maxWait: 5 } as never)).toThrow(
+      /take options: unknown option "maxWait"; accepted options are cost$/,
+    );
+    expect(() => limiter.reserveSync('a', { maxWait: 5, wait: 1 } as never)).toThrow(
+      /reserve options: unknown option "wait"; accepted options are cost, maxWait$/,
+    );
     // maxWait belongs to reserve only: limit() still refuses it rather than ignore it.
     expect(() => limiter.limitSync('a', { maxWait: 5 } as never)).toThrow(/limit options: unknown option "maxWait"/);
   });
 
   test('answers given without the store (limiter off, failure policy) still say granted and startAt', async () => {
-    const off = createLimiter({ store: new TakeReserveStore(), rules: tokenBucket({ capacity: 2, refillRate: 1 }), mode: 'off', clock: () => T0 });
+    const off = createLimiter({
+      store: new TakeReserveStore(),
+      rules: tokenBucket({ capacity: 2, refillRate: 1 }),
+      mode: 'off',
+      clock: () => T0,
+    });
     expect(off.takeSync('a', { cost: 5 })).toMatchObject({ allowed: true, reason: 'disabled', granted: 5 });
     expect(off.reserveSync('a', { maxWait: 0 })).toMatchObject({ allowed: true, startAt: T0 });
     class Broken extends TakeReserveStore {
@@ -75,7 +101,12 @@ describe('limiter.take and limiter.reserve', () => {
         throw new Error('down');
       }
     }
-    const denying = createLimiter({ store: new Broken(), rules: tokenBucket({ capacity: 2, refillRate: 1 }), onStoreError: 'deny', clock: () => T0 });
+    const denying = createLimiter({
+      store: new Broken(),
+      rules: tokenBucket({ capacity: 2, refillRate: 1 }),
+      onStoreError: 'deny',
+      clock: () => T0,
+    });
     expect(denying.takeSync('a', { cost: 2 })).toMatchObject({ allowed: false, degraded: true, granted: 0 });
     const refused = denying.reserveSync('a', { maxWait: 0 });
     expect(refused).toMatchObject({ allowed: false, degraded: true });

@@ -27,7 +27,9 @@ describe('rejectUnknownOptions', () => {
   });
 
   test('a key named like an Object.prototype member is still an unknown option', () => {
-    expect(() => rejectUnknownOptions({ toString: 1 }, ['clock'], 'x')).toThrow(/^\[sluice\] x: unknown option "toString"; accepted options are clock$/);
+    expect(() => rejectUnknownOptions({ toString: 1 }, ['clock'], 'x')).toThrow(
+      /^\[sluice\] x: unknown option "toString"; accepted options are clock$/,
+    );
   });
 
   test('inherited keys are not options; own symbol keys are not read', () => {

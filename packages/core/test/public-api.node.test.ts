@@ -5,7 +5,10 @@ import { createRequire } from 'node:module';
 import { describe, expect, test } from 'vitest';
 
 const require = createRequire(import.meta.url);
-const names = (module: object) => Object.keys(module).filter((name) => name !== 'default' && name !== '__esModule').sort();
+const names = (module: object) =>
+  Object.keys(module)
+    .filter((name) => name !== 'default' && name !== '__esModule')
+    .sort();
 
 const ENTRIES = ['index', 'store', 'concurrency', 'shedding', 'config'];
 

@@ -77,7 +77,10 @@ const ENTRIES = [
 
 const INTERNAL = ['ceilDiv', 'STEPS', 'hash32', 'CircuitBreaker'];
 
-const names = (module: object) => Object.keys(module).filter((name) => name !== 'default').sort();
+const names = (module: object) =>
+  Object.keys(module)
+    .filter((name) => name !== 'default')
+    .sort();
 
 describe('public API', () => {
   test('the root export (src/index.ts) is exactly the application API', () => {

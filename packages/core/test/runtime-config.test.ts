@@ -27,7 +27,9 @@ const anyRule: fc.Arbitrary<Rule> = fc.oneof(
   fc.record({ id, limit: small, window: duration, stagger: fc.boolean() }).map((o) => fixedWindow(o)),
   fc.record({ id, limit: small, window: duration }).map((o) => slidingWindowLog(o)),
   fc.record({ id, limit: small, window: duration }).map((o) => slidingWindowCounter(o)),
-  fc.record({ id, capacity: small, refillRate: small, interval: duration, refill: fc.constantFrom('smooth' as const, 'interval' as const) }).map((o) => tokenBucket(o)),
+  fc
+    .record({ id, capacity: small, refillRate: small, interval: duration, refill: fc.constantFrom('smooth' as const, 'interval' as const) })
+    .map((o) => tokenBucket(o)),
   fc.record({ id, capacity: small, leakRate: small, interval: duration }).map((o) => leakyBucket(o)),
   fc.record({ id, limit: small, period: duration, burst: small }).map((o) => gcra(o)),
 );
@@ -43,9 +45,13 @@ describe('rule specs', () => {
 
   test('a spec is validated by the factory, and the error names the field', () => {
     expect(ruleFromSpec({ algorithm: 'gcra', limit: 10, period: '1s' })).toEqual(gcra({ limit: 10, period: '1s' }));
-    expect(() => ruleFromSpec({ algorithm: 'gcra', limit: -1, period: '1s' }, 'rules[0]')).toThrow(/rules\[0\]: gcra: limit must be a positive integer, got -1/);
+    expect(() => ruleFromSpec({ algorithm: 'gcra', limit: -1, period: '1s' }, 'rules[0]')).toThrow(
+      /rules\[0\]: gcra: limit must be a positive integer, got -1/,
+    );
     expect(() => ruleFromSpec({ algorithm: 'gcra', limit: 1, period: 'soon' }, 'rules[0]')).toThrow(/rules\[0\]: gcra: period/);
-    expect(() => ruleFromSpec({ algorithm: 'tokenBucket', capacity: 1, refillRate: 1 }, 'q')).toThrow(/q\.algorithm must be one of 'fixed-window', .*got "tokenBucket"/);
+    expect(() => ruleFromSpec({ algorithm: 'tokenBucket', capacity: 1, refillRate: 1 }, 'q')).toThrow(
+      /q\.algorithm must be one of 'fixed-window', .*got "tokenBucket"/,
+    );
     expect(() => ruleFromSpec({ algorithm: 'gcra', limit: 1, period: '1s', extra: 1 }, 'r')).toThrow(/r: .*extra/);
     expect(() => ruleFromSpec('gcra:10/1s', 'r')).toThrow(/r must be an object/);
     expect(() => ruleFromSpec(null, 'r')).toThrow(/r must be an object/);
@@ -76,7 +82,9 @@ describe('configure({ quotas })', () => {
     limiter.configure({ rules: gcra({ limit: 2, period: '1s' }) });
     expect(limiter.quotas.get('a')?.[0]?.limit).toBe(9);
     expect(() => limiter.configure({ quotas: new Map([['b', []]]) })).toThrow(/quotas\["b"\] must hold at least one rule/);
-    expect(() => limiter.configure({ quotas: new Map([['', [gcra({ limit: 1, period: '1s' })]]]) })).toThrow(/quotas keys must be non-empty identity strings/);
+    expect(() => limiter.configure({ quotas: new Map([['', [gcra({ limit: 1, period: '1s' })]]]) })).toThrow(
+      /quotas keys must be non-empty identity strings/,
+    );
     expect(() => limiter.configure({ quotas: { a: [] } as never })).toThrow(/quotas must be a Map/);
     expect(limiter.quotas.get('a')?.[0]?.limit).toBe(9);
   });
@@ -102,7 +110,12 @@ describe('onDecision', () => {
 
   test('reports every decision of every operation, sync and async, with its duration', async () => {
     const events: DecisionEvent[] = [];
-    const sync = createLimiter({ store: new MapStore(), rules: fixedWindow({ limit: 1, window: '1m' }), name: 'api', onDecision: (e) => events.push(e) });
+    const sync = createLimiter({
+      store: new MapStore(),
+      rules: fixedWindow({ limit: 1, window: '1m' }),
+      name: 'api',
+      onDecision: (e) => events.push(e),
+    });
     expect(sync.limitSync('a').allowed).toBe(true);
     expect(sync.limitSync('a').allowed).toBe(false);
     await sync.peek('a');
@@ -115,7 +128,12 @@ describe('onDecision', () => {
     ]);
     events.length = 0;
     const store = new SlowStore();
-    const remote = createLimiter({ store, rules: gcra({ limit: 10, period: '1s', burst: 1 }), onDecision: (e) => events.push(e), circuitBreaker: false });
+    const remote = createLimiter({
+      store,
+      rules: gcra({ limit: 10, period: '1s', burst: 1 }),
+      onDecision: (e) => events.push(e),
+      circuitBreaker: false,
+    });
     const decision = await remote.limit('b');
     await remote.take('b', { cost: 3 });
     await remote.reserve('b', { maxWait: '1s' });
@@ -148,19 +166,24 @@ describe('onDecision', () => {
 
   test('decisions with and without an observer are the same (the observer only reads)', () => {
     fc.assert(
-      fc.property(fc.array(fc.tuple(fc.constantFrom('a', 'b'), fc.integer({ min: 0, max: 3 }), fc.integer({ min: -5_000, max: 30_000 })), { maxLength: 60 }), (steps) => {
-        let now = 1_000_000;
-        const clock = () => now;
-        const rules = [tokenBucket({ capacity: 3, refillRate: 1 }), fixedWindow({ limit: 5, window: '10s' })];
-        const plain = createLimiter({ store: new MapStore(), rules, clock });
-        let seen = 0;
-        const observed = createLimiter({ store: new MapStore(), rules, clock, onDecision: () => seen++ });
-        for (const [identity, cost, step] of steps) {
-          now = Math.max(0, now + step);
-          expect(observed.limitSync(identity, { cost })).toEqual(plain.limitSync(identity, { cost }));
-        }
-        expect(seen).toBe(steps.length);
-      }),
+      fc.property(
+        fc.array(fc.tuple(fc.constantFrom('a', 'b'), fc.integer({ min: 0, max: 3 }), fc.integer({ min: -5_000, max: 30_000 })), {
+          maxLength: 60,
+        }),
+        (steps) => {
+          let now = 1_000_000;
+          const clock = () => now;
+          const rules = [tokenBucket({ capacity: 3, refillRate: 1 }), fixedWindow({ limit: 5, window: '10s' })];
+          const plain = createLimiter({ store: new MapStore(), rules, clock });
+          let seen = 0;
+          const observed = createLimiter({ store: new MapStore(), rules, clock, onDecision: () => seen++ });
+          for (const [identity, cost, step] of steps) {
+            now = Math.max(0, now + step);
+            expect(observed.limitSync(identity, { cost })).toEqual(plain.limitSync(identity, { cost }));
+          }
+          expect(seen).toBe(steps.length);
+        },
+      ),
     );
   });
 
@@ -172,11 +195,18 @@ describe('onDecision', () => {
     await plain.peek('a');
     await createLimiter({ store: new SlowStore(), rules: gcra({ limit: 5, period: '1s' }), clock: () => 1_000 }).limit('a');
     expect(spy).not.toHaveBeenCalled();
-    createLimiter({ store: new MapStore(), rules: gcra({ limit: 5, period: '1s' }), clock: () => 1_000, onDecision: () => undefined }).limitSync('a');
+    createLimiter({
+      store: new MapStore(),
+      rules: gcra({ limit: 5, period: '1s' }),
+      clock: () => 1_000,
+      onDecision: () => undefined,
+    }).limitSync('a');
     expect(spy).toHaveBeenCalledTimes(2);
   });
 
   test('onDecision must be a function', () => {
-    expect(() => createLimiter({ store: new MapStore(), rules: gcra({ limit: 1, period: '1s' }), onDecision: 'log' as never })).toThrow(/onDecision must be a function/);
+    expect(() => createLimiter({ store: new MapStore(), rules: gcra({ limit: 1, period: '1s' }), onDecision: 'log' as never })).toThrow(
+      /onDecision must be a function/,
+    );
   });
 });

@@ -40,7 +40,7 @@ afterEach(() => {
   vi.unstubAllGlobals();
 });
 
-describe('the ramp (the article\'s numbers, the defaults: delay 28 s, ramp-up 120 s, good below 0.7, bad from 0.8)', () => {
+describe("the ramp (the article's numbers, the defaults: delay 28 s, ramp-up 120 s, good below 0.7, bad from 0.8)", () => {
   test('full overload: nothing for 28 s, then test traffic, then reads, then writes; critical never', () => {
     const { shedder, run } = scripted();
     const chances = (): Record<string, number> => Object.fromEntries(shedder.classes.map((c) => [c, round(shedder.check(c).dropChance)]));
@@ -157,7 +157,13 @@ describe('modes, draws and errors', () => {
 
   test('custom classes: the first is never shed, the last goes first', () => {
     const state = { now: T0 };
-    const shedder = createUtilizationShedder({ classes: ['payments', 'everything else'], signal: () => 1, clock: () => state.now, delay: 0, random: () => 0 });
+    const shedder = createUtilizationShedder({
+      classes: ['payments', 'everything else'],
+      signal: () => 1,
+      clock: () => state.now,
+      delay: 0,
+      random: () => 0,
+    });
     shedder.check('payments');
     for (let s = 0; s < 60; s++) {
       state.now += 1000;
@@ -189,7 +195,9 @@ describe('modes, draws and errors', () => {
 
   test('without a signal, a runtime with no event-loop utilization is refused clearly (UNSUPPORTED_OPERATION)', () => {
     vi.stubGlobal('performance', { now: () => 0 });
-    expect(() => eventLoopSignal()).toThrow(expect.objectContaining({ code: 'UNSUPPORTED_OPERATION', message: expect.stringMatching(/pass createUtilizationShedder a signal/) }));
+    expect(() => eventLoopSignal()).toThrow(
+      expect.objectContaining({ code: 'UNSUPPORTED_OPERATION', message: expect.stringMatching(/pass createUtilizationShedder a signal/) }),
+    );
     expect(() => createUtilizationShedder()).toThrow(expect.objectContaining({ code: 'UNSUPPORTED_OPERATION' }));
   });
 });

@@ -101,13 +101,22 @@ describe('wait', () => {
       limit: () => Promise.reject(new Error('connection reset')),
       reset: () => undefined,
     };
-    const limiter = createLimiter({ store: failing, rules: gcra({ limit: 10, period: '1s' }), onStoreError: 'deny', circuitBreaker: false, clock: () => T0 });
+    const limiter = createLimiter({
+      store: failing,
+      rules: gcra({ limit: 10, period: '1s' }),
+      onStoreError: 'deny',
+      circuitBreaker: false,
+      clock: () => T0,
+    });
     await expect(limiter.wait('api', { maxWait: '30s' })).rejects.toMatchObject({ code: 'STORE_ERROR' });
   });
 
   test('schedule runs the function once its slot starts, and bad options are refused clearly', async () => {
     const { clock, limiter } = setup(gcra({ limit: 2, period: '1s', burst: 1 }));
-    const results = [limiter.schedule('api', () => 'first', { maxWait: '5s' }), limiter.schedule('api', async () => 'second', { maxWait: '5s' })];
+    const results = [
+      limiter.schedule('api', () => 'first', { maxWait: '5s' }),
+      limiter.schedule('api', async () => 'second', { maxWait: '5s' }),
+    ];
     await vi.advanceTimersByTimeAsync(0);
     clock.now += 500;
     await vi.advanceTimersByTimeAsync(500);

@@ -40,7 +40,7 @@ async function allowed(l: Limiter, identity: string, n = 10): Promise<{ allowed:
 const onWarning = (w: ConfigWarning) => void warnings.push(w);
 
 describe('watchConfig', () => {
-  test('applies the stored rules, mode and quotas at start; a document without rules keeps the code\'s', async () => {
+  test("applies the stored rules, mode and quotas at start; a document without rules keeps the code's", async () => {
     const source = new MapConfigSource();
     await setQuota(source, 'api', 'acme', spec(5));
     const l = limiter();
@@ -92,7 +92,7 @@ describe('watchConfig', () => {
     expect([l.mode, source.reads]).toEqual(['shadow', reads]);
   });
 
-  test('a deleted document returns the limiter to the code\'s rules, mode and quotas', async () => {
+  test("a deleted document returns the limiter to the code's rules, mode and quotas", async () => {
     const source = new MapConfigSource();
     const l = limiter();
     const own = new Map([['partner', [fixedWindow({ id: 'w', limit: 7, window: '1h' })]]]);
@@ -123,7 +123,9 @@ describe('watchConfig', () => {
     expect(l.mode).toBe('off');
     expect(warnings).toHaveLength(1);
     expect(warnings[0]).toMatchObject({ code: 'read_failed' });
-    expect(warnings[0]!.message).toMatch(/watchConfig\("api"\): the store could not be read \(connect ECONNREFUSED 127\.0\.0\.1:6380\); keeping the last known configuration/);
+    expect(warnings[0]!.message).toMatch(
+      /watchConfig\("api"\): the store could not be read \(connect ECONNREFUSED 127\.0\.0\.1:6380\); keeping the last known configuration/,
+    );
     source.failing = undefined;
     await setConfigMode(source, 'api', 'enforce');
     await vi.advanceTimersByTimeAsync(1_000);
@@ -157,7 +159,9 @@ describe('watchConfig', () => {
     source.write('api', JSON.stringify({ version: 1, rules: [{ ...spec(0) }], mode: 'of' }));
     await vi.advanceTimersByTimeAsync(0);
     expect(warnings.map((w) => w.code)).toEqual(['invalid_document']);
-    expect(warnings[0]!.message).toMatch(/the stored document is not valid and is ignored, the last configuration stays: rules\[0\]: fixedWindow: limit must be a positive integer, got 0/);
+    expect(warnings[0]!.message).toMatch(
+      /the stored document is not valid and is ignored, the last configuration stays: rules\[0\]: fixedWindow: limit must be a positive integer, got 0/,
+    );
     expect([l.rules[0]!.limit, l.mode]).toEqual([4, 'enforce']);
     expect(await allowed(l, 'x')).toEqual({ allowed: 4, reason: 'rate_limited' });
     source.write('api', 'not json');
@@ -181,7 +185,9 @@ describe('watchConfig', () => {
     expect(l.quotas.get('globex')?.[0]?.limit).toBe(6);
     expect(l.quotas.has('initech')).toBe(false);
     expect(warnings.map((w) => w.code)).toEqual(['invalid_quota', 'invalid_quota']);
-    expect(warnings[0]!.message).toMatch(/quotas\["acme"\]\[0\]: fixedWindow: limit must be a positive integer, got -1; ignored: "acme" keeps its last good quota/);
+    expect(warnings[0]!.message).toMatch(
+      /quotas\["acme"\]\[0\]: fixedWindow: limit must be a positive integer, got -1; ignored: "acme" keeps its last good quota/,
+    );
     expect(warnings[1]!.message).toMatch(/quotas\["initech"\]\[0\]: gcra: .*; ignored: "initech" keeps the limiter's rules/);
     await watcher.stop();
   });
@@ -229,7 +235,9 @@ describe('watchConfig', () => {
 
   test('options are checked with errors that name them', () => {
     const source = new MapConfigSource();
-    expect(() => watchConfig(limiter(), source, { refresh: '5ms' })).toThrow(/watchConfig: refresh must be a duration from 10 to 2147483647 ms/);
+    expect(() => watchConfig(limiter(), source, { refresh: '5ms' })).toThrow(
+      /watchConfig: refresh must be a duration from 10 to 2147483647 ms/,
+    );
     expect(() => watchConfig(limiter(), source, { refesh: '1s' } as never)).toThrow(/watchConfig: unknown option "refesh"/);
     expect(() => watchConfig(limiter(), source, { onWarning: 'log' as never })).toThrow(/watchConfig: onWarning must be a function/);
     expect(() => watchConfig(limiter(), {} as never)).toThrow(/watchConfig: source must be a config source/);

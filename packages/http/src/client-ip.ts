@@ -76,7 +76,10 @@ export function clientIpResolver(options: ClientIpOptions = {}): (request: HttpR
   }
   const platform = options.platform;
   if (platform !== undefined && !(platform in PLATFORM_HEADERS)) {
-    throw new SluiceError('INVALID_OPTION', `clientIp.platform must be one of ${Object.keys(PLATFORM_HEADERS).join(', ')}, got ${describe(platform)}`);
+    throw new SluiceError(
+      'INVALID_OPTION',
+      `clientIp.platform must be one of ${Object.keys(PLATFORM_HEADERS).join(', ')}, got ${describe(platform)}`,
+    );
   }
   const trust = compileTrust(options.trustProxy ?? false);
 
@@ -107,7 +110,10 @@ export function clientIpResolver(options: ClientIpOptions = {}): (request: HttpR
       return socket === undefined ? { ok: false, problem: 'the runtime exposes no client address' } : found(socket, 'socket');
     }
     if (socket === undefined && !trust.byHops) {
-      return { ok: false, problem: 'trustProxy lists proxy addresses but the runtime exposes no socket address to check; use a hop count or a platform' };
+      return {
+        ok: false,
+        problem: 'trustProxy lists proxy addresses but the runtime exposes no socket address to check; use a hop count or a platform',
+      };
     }
     // The socket is a trusted proxy (or absent and implied, hop counting only): walk the chain from the right.
     const value = readHeader(request.headers, header);

@@ -32,7 +32,7 @@ export interface CompiledOptions<R> {
   readonly skip: ((request: R) => MaybePromise<boolean>) | undefined;
   readonly cost: number | ((request: R) => MaybePromise<number>);
   readonly shadow: boolean;
-  readonly shadowBan: Required<Omit<ShadowBanOptions<R>, 'when'>> & Pick<ShadowBanOptions<R>, 'when'> | undefined;
+  readonly shadowBan: (Required<Omit<ShadowBanOptions<R>, 'when'>> & Pick<ShadowBanOptions<R>, 'when'>) | undefined;
   readonly styles: readonly HeaderStyle[];
   readonly legacyReset: LegacyReset;
   readonly denyResponse: HttpLimitOptions<R>['denyResponse'];
@@ -194,10 +194,12 @@ function compileStyles(value: unknown): readonly HeaderStyle[] {
 function compileShadowBan<R>(value: unknown): CompiledOptions<R>['shadowBan'] {
   if (value === undefined || value === false) return undefined;
   const options = (value === true ? {} : value) as ShadowBanOptions<R>;
-  if (typeof options !== 'object' || options === null) fail(`shadowBan must be true, false or { when?, status?, body?, contentType? }, got ${describe(value)}`);
+  if (typeof options !== 'object' || options === null)
+    fail(`shadowBan must be true, false or { when?, status?, body?, contentType? }, got ${describe(value)}`);
   rejectUnknownOptions(options, SHADOW_BAN_OPTION_NAMES, 'shadowBan');
   const status = options.status ?? 200;
-  if (!Number.isInteger(status) || status < 200 || status > 599) fail(`shadowBan.status must be an HTTP status from 200 to 599, got ${describe(status)}`);
+  if (!Number.isInteger(status) || status < 200 || status > 599)
+    fail(`shadowBan.status must be an HTTP status from 200 to 599, got ${describe(status)}`);
   const body = options.body ?? '{}';
   if (typeof body !== 'string') fail(`shadowBan.body must be a string, got ${describe(body)}`);
   const contentType = options.contentType ?? 'application/json; charset=utf-8';

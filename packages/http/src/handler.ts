@@ -151,7 +151,14 @@ function fast<R>(o: CompiledOptions<R>, entry: CompiledEntry<R>, request: HttpRe
 }
 
 /** The answer for one limiter's decision, on the shared identity. */
-function concludeOne<R>(o: CompiledOptions<R>, entry: CompiledEntry<R>, raw: R, identity: string, cost: number, decision: Decision): HandleResult {
+function concludeOne<R>(
+  o: CompiledOptions<R>,
+  entry: CompiledEntry<R>,
+  raw: R,
+  identity: string,
+  cost: number,
+  decision: Decision,
+): HandleResult {
   const results: LimiterResult[] = [{ policy: entry.policy, kind: entry.kind, identity, cost, decision }];
   const verdict = note(o, raw, entry, identity, decision);
   const tally = { results, identity, degraded: (verdict & DEGRADED) !== 0, shadowed: (verdict & SHADOWED) !== 0 };

@@ -86,7 +86,12 @@ function policyItem(cache: PolicyItemCache | undefined, policy: string, rule: Ru
   let item = byRule.get(ruleKey);
   if (item === undefined || item.limit !== rule.limit || item.windowMs !== rule.windowMs) {
     const name = sfString(single ? policy : `${policy}/${rule.id}`);
-    item = { limit: rule.limit, windowMs: rule.windowMs, name, policy: `${name};q=${rule.limit};w=${Math.max(1, ceilSeconds(rule.windowMs))}` };
+    item = {
+      limit: rule.limit,
+      windowMs: rule.windowMs,
+      name,
+      policy: `${name};q=${rule.limit};w=${Math.max(1, ceilSeconds(rule.windowMs))}`,
+    };
     byRule.set(ruleKey, item);
   }
   return item;
@@ -149,7 +154,13 @@ export function rateLimitFields(reports: readonly PolicyReport[], decider: numbe
     const policy = decision.rules.map((r) => `${r.limit};w=${Math.max(1, ceilSeconds(r.windowMs))}`).join(', ');
     const rank = rule.remaining;
     if (style === 'draft-7') {
-      fields.push({ name: 'RateLimit', value: `limit=${rule.limit}, remaining=${rule.remaining}, reset=${seconds(waitMs, maxWindowSeconds)}`, merge: 'stricter', group: 'RateLimit', rank });
+      fields.push({
+        name: 'RateLimit',
+        value: `limit=${rule.limit}, remaining=${rule.remaining}, reset=${seconds(waitMs, maxWindowSeconds)}`,
+        merge: 'stricter',
+        group: 'RateLimit',
+        rank,
+      });
       fields.push({ name: 'RateLimit-Policy', value: policy, merge: 'stricter', group: 'RateLimit', rank });
     } else if (style === 'draft-6') {
       const group = 'RateLimit-Remaining';
@@ -159,7 +170,8 @@ export function rateLimitFields(reports: readonly PolicyReport[], decider: numbe
       fields.push({ name: 'RateLimit-Policy', value: policy, merge: 'stricter', group, rank });
     } else {
       const group = 'X-RateLimit-Remaining';
-      const reset = legacyReset === 'delta-seconds' ? seconds(waitMs, maxWindowSeconds) : Math.ceil((decision.now + Math.max(0, waitMs)) / 1000);
+      const reset =
+        legacyReset === 'delta-seconds' ? seconds(waitMs, maxWindowSeconds) : Math.ceil((decision.now + Math.max(0, waitMs)) / 1000);
       fields.push({ name: 'X-RateLimit-Limit', value: String(rule.limit), merge: 'stricter', group, rank });
       fields.push({ name: 'X-RateLimit-Remaining', value: String(rule.remaining), merge: 'stricter', group, rank });
       fields.push({ name: 'X-RateLimit-Used', value: String(rule.limit - rule.remaining), merge: 'stricter', group, rank });

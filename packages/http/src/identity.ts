@@ -25,7 +25,12 @@ export function resolveShared<R>(o: CompiledOptions<R>, request: HttpRequest, ra
 }
 
 /** The shared identity once `identify` answered `value`: synchronous unless clientIp is a hook returning a promise. */
-export function afterIdentify<R>(o: CompiledOptions<R>, request: HttpRequest, raw: R, value: IdentityValue): SharedIdentity | PromiseLike<SharedIdentity> {
+export function afterIdentify<R>(
+  o: CompiledOptions<R>,
+  request: HttpRequest,
+  raw: R,
+  value: IdentityValue,
+): SharedIdentity | PromiseLike<SharedIdentity> {
   const id = identityText(value, 'identify');
   if (id !== undefined) return `user:${id}`;
   if (o.clientIp === undefined) return fromAddress(o, undefined);
@@ -39,7 +44,10 @@ function fromAddress<R>(o: CompiledOptions<R>, ip: ClientIpResult | undefined): 
   if (ip !== undefined && ip.ok) return ip.identity;
   if (o.missing !== 'deny' && o.missing !== 'skip') return o.missing;
   return {
-    problem: ip === undefined ? 'there is no authenticated id and IP fallback is off (clientIp: false)' : `there is no authenticated id and ${ip.problem}`,
+    problem:
+      ip === undefined
+        ? 'there is no authenticated id and IP fallback is off (clientIp: false)'
+        : `there is no authenticated id and ${ip.problem}`,
   };
 }
 

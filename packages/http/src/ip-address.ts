@@ -153,7 +153,7 @@ export function formatIp(address: IpAddress): string {
   // Longest run of two or more zero groups; the first one wins a tie (RFC 5952 section 4.2.3).
   let bestStart = -1;
   let bestLength = 1;
-  for (let g = 0; g < 8; ) {
+  for (let g = 0; g < 8;) {
     if (groups[g] !== 0) {
       g++;
       continue;
@@ -167,8 +167,14 @@ export function formatIp(address: IpAddress): string {
     g = end;
   }
   if (bestStart < 0) return groups.map((g) => g.toString(16)).join(':');
-  const head = groups.slice(0, bestStart).map((g) => g.toString(16)).join(':');
-  const tail = groups.slice(bestStart + bestLength).map((g) => g.toString(16)).join(':');
+  const head = groups
+    .slice(0, bestStart)
+    .map((g) => g.toString(16))
+    .join(':');
+  const tail = groups
+    .slice(bestStart + bestLength)
+    .map((g) => g.toString(16))
+    .join(':');
   return `${head}::${tail}`;
 }
 

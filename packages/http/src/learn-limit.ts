@@ -65,7 +65,8 @@ function policyItems(value: string): StatedLimit[] {
     const window = params.get('w');
     const limit = quota !== undefined && /^\d+$/.test(quota) ? Number(quota) : /^\d+$/.test(head) ? Number(head) : undefined;
     const windowMs = window !== undefined && /^\d+$/.test(window) ? Number(window) * 1000 : undefined;
-    if (limit !== undefined && limit > 0 && Number.isSafeInteger(limit)) items.push(windowMs !== undefined && windowMs > 0 ? { limit, windowMs } : { limit });
+    if (limit !== undefined && limit > 0 && Number.isSafeInteger(limit))
+      items.push(windowMs !== undefined && windowMs > 0 ? { limit, windowMs } : { limit });
   }
   return items;
 }
@@ -139,7 +140,9 @@ export function cutLimits(written: readonly Rule[], current: readonly number[], 
 
 /** Each limit up by a tenth of its written limit (at least 1), never above the written limit. */
 export function raiseLimits(written: readonly Rule[], current: readonly number[]): number[] {
-  return current.map((limit, i) => Math.min(writtenLimit(written[i]!), limit + Math.max(1, Math.floor(writtenLimit(written[i]!) * RAISE_SHARE))));
+  return current.map((limit, i) =>
+    Math.min(writtenLimit(written[i]!), limit + Math.max(1, Math.floor(writtenLimit(written[i]!) * RAISE_SHARE))),
+  );
 }
 
 /**
@@ -176,7 +179,11 @@ export class LimitLearner {
     } else if (refused && sentAt >= this.lastCut && now - this.lastCut >= shortestWindow(this.written)) {
       next = cutLimits(this.written, next, CUT_FACTOR);
       this.lastCut = now;
-    } else if (!refused && now - this.lastRefusal >= QUIET_WINDOWS * shortestWindow(this.written) && now - this.lastRaise >= shortestWindow(this.written)) {
+    } else if (
+      !refused &&
+      now - this.lastRefusal >= QUIET_WINDOWS * shortestWindow(this.written) &&
+      now - this.lastRaise >= shortestWindow(this.written)
+    ) {
       next = raiseLimits(this.written, next);
       this.lastRaise = now;
     }

@@ -5,9 +5,7 @@
  */
 
 /** Web `Headers`, or Node's `IncomingHttpHeaders` (lower-case names, repeated headers as arrays). */
-export type HeaderBag =
-  | { get(name: string): string | null }
-  | { readonly [name: string]: string | readonly string[] | undefined };
+export type HeaderBag = { get(name: string): string | null } | { readonly [name: string]: string | readonly string[] | undefined };
 
 export interface HttpRequest {
   readonly headers: HeaderBag;

@@ -67,7 +67,17 @@ const NONE: readonly never[] = Object.freeze([]);
 
 /** Let through without a decision: `skip` said so, or no identity under `onMissingIdentity: 'skip'`. */
 export function skipped(identity: string | undefined): HandleResult {
-  return { allowed: true, outcome: 'skipped', status: 200, headers: NONE, body: undefined, decision: undefined, results: NONE, identity, degraded: false };
+  return {
+    allowed: true,
+    outcome: 'skipped',
+    status: 200,
+    headers: NONE,
+    body: undefined,
+    decision: undefined,
+    results: NONE,
+    identity,
+    degraded: false,
+  };
 }
 
 /** Every consulted limiter let the request through (or only shadow mode did): 200 with their RateLimit fields. */

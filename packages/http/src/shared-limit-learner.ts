@@ -29,7 +29,16 @@
  */
 import { createLimiter, ruleFromSpec, ruleSpec, slidingWindowLog, type Limiter, type Rule } from '@sluice/core';
 import { parseLimiterConfig, type ConfigSource, type LimiterConfig } from '@sluice/core/config';
-import { cutLimits, followStated, learnableWindow, raiseLimits, rulesWithLimits, shortestWindow, statedLimits, writtenLimit } from './learn-limit.js';
+import {
+  cutLimits,
+  followStated,
+  learnableWindow,
+  raiseLimits,
+  rulesWithLimits,
+  shortestWindow,
+  statedLimits,
+  writtenLimit,
+} from './learn-limit.js';
 import type { ResponseLike } from './throttled-fetch.js';
 
 /** A bare 429 shared by the fleet halves the learned limits. */
@@ -86,10 +95,19 @@ export class SharedLimitLearner {
     this.written = limiter.rules;
     this.writtenLimits = this.written.map(writtenLimit);
     this.windowMs = shortestWindow(this.written);
-    const allowed = Math.min(...this.written.map((rule, i) => (learnableWindow(rule) === this.windowMs ? this.writtenLimits[i]! : Infinity)));
-    this.refusalsToCut = Number.isFinite(allowed) ? Math.max(MIN_REFUSALS_TO_CUT, Math.ceil(REFUSAL_SHARE * 2 * allowed)) : MIN_REFUSALS_TO_CUT;
+    const allowed = Math.min(
+      ...this.written.map((rule, i) => (learnableWindow(rule) === this.windowMs ? this.writtenLimits[i]! : Infinity)),
+    );
+    this.refusalsToCut = Number.isFinite(allowed)
+      ? Math.max(MIN_REFUSALS_TO_CUT, Math.ceil(REFUSAL_SHARE * 2 * allowed))
+      : MIN_REFUSALS_TO_CUT;
     this.refusals = Number.isFinite(this.windowMs)
-      ? createLimiter({ store: limiter.store, name: limiter.name, rules: slidingWindowLog({ id: 'refusals', limit: this.refusalsToCut - 1, window: 2 * this.windowMs }), clock })
+      ? createLimiter({
+          store: limiter.store,
+          name: limiter.name,
+          rules: slidingWindowLog({ id: 'refusals', limit: this.refusalsToCut - 1, window: 2 * this.windowMs }),
+          clock,
+        })
       : undefined;
   }
 
@@ -155,7 +173,11 @@ export class SharedLimitLearner {
   private read(identity: string, known: Known): void {
     if (known.readQueued) return;
     known.readQueued = true;
-    void this.update(identity, () => undefined, () => (known.readQueued = false));
+    void this.update(
+      identity,
+      () => undefined,
+      () => (known.readQueued = false),
+    );
   }
 
   /**
@@ -181,7 +203,18 @@ export class SharedLimitLearner {
   private state(identity: string): Known {
     let known = this.known.get(identity);
     if (known === undefined) {
-      known = { limits: [...this.writtenLimits], version: 0, loweredAt: 0, since: -Infinity, beforeRise: undefined, lastRefusal: -Infinity, doublings: 0, lastRead: -Infinity, busy: undefined, readQueued: false };
+      known = {
+        limits: [...this.writtenLimits],
+        version: 0,
+        loweredAt: 0,
+        since: -Infinity,
+        beforeRise: undefined,
+        lastRefusal: -Infinity,
+        doublings: 0,
+        lastRead: -Infinity,
+        busy: undefined,
+        readQueued: false,
+      };
       this.known.set(identity, known);
     }
     return known;
@@ -191,7 +224,11 @@ export class SharedLimitLearner {
    * Reads the stored limits, adopts them, and writes `next(stored)` over them by compare and set when it gives
    * one (undefined: nothing to write). Runs after the update in flight for the identity; never rejects.
    */
-  private update(identity: string, next: (stored: readonly number[]) => readonly number[] | undefined, onStart?: () => void): Promise<void> {
+  private update(
+    identity: string,
+    next: (stored: readonly number[]) => readonly number[] | undefined,
+    onStart?: () => void,
+  ): Promise<void> {
     const known = this.state(identity);
     const run = (known.busy ?? Promise.resolve())
       .then(() => {
@@ -206,7 +243,11 @@ export class SharedLimitLearner {
     return tracked;
   }
 
-  private async compareAndSet(identity: string, known: Known, next: (stored: readonly number[]) => readonly number[] | undefined): Promise<void> {
+  private async compareAndSet(
+    identity: string,
+    known: Known,
+    next: (stored: readonly number[]) => readonly number[] | undefined,
+  ): Promise<void> {
     for (let attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
       known.lastRead = this.clock();
       const text = await this.source.read(this.limiter.name);
@@ -215,7 +256,11 @@ export class SharedLimitLearner {
       this.adopt(identity, known, stored);
       const wanted = next(stored);
       if (wanted === undefined || same(wanted, stored)) return;
-      const written = await this.source.replace!(this.limiter.name, document?.revision ?? 0, JSON.stringify(this.withQuota(document, identity, wanted)));
+      const written = await this.source.replace!(
+        this.limiter.name,
+        document?.revision ?? 0,
+        JSON.stringify(this.withQuota(document, identity, wanted)),
+      );
       if (written) {
         this.adopt(identity, known, wanted);
         return;
@@ -227,13 +272,17 @@ export class SharedLimitLearner {
   private storedLimits(document: LimiterConfig | undefined, identity: string): number[] {
     const specs = document?.quotas?.[identity];
     if (specs === undefined) return [...this.writtenLimits];
-    const byId = new Map(specs.map((spec, i) => {
-      const rule = ruleFromSpec(spec, `quotas[${JSON.stringify(identity)}][${i}]`);
-      return [rule.id, rule] as const;
-    }));
+    const byId = new Map(
+      specs.map((spec, i) => {
+        const rule = ruleFromSpec(spec, `quotas[${JSON.stringify(identity)}][${i}]`);
+        return [rule.id, rule] as const;
+      }),
+    );
     return this.written.map((rule, i) => {
       const learned = byId.get(rule.id);
-      return learned === undefined || learned.algorithm !== rule.algorithm ? this.writtenLimits[i]! : Math.min(this.writtenLimits[i]!, writtenLimit(learned));
+      return learned === undefined || learned.algorithm !== rule.algorithm
+        ? this.writtenLimits[i]!
+        : Math.min(this.writtenLimits[i]!, writtenLimit(learned));
     });
   }
 
@@ -242,7 +291,13 @@ export class SharedLimitLearner {
     const quotas: Record<string, unknown> = { ...document?.quotas };
     if (same(limits, this.writtenLimits)) delete quotas[identity];
     else quotas[identity] = rulesWithLimits(this.written, limits).map(ruleSpec);
-    const next: Record<string, unknown> = { ...document, version: 1, revision: (document?.revision ?? 0) + 1, updatedAt: this.clock(), quotas };
+    const next: Record<string, unknown> = {
+      ...document,
+      version: 1,
+      revision: (document?.revision ?? 0) + 1,
+      updatedAt: this.clock(),
+      quotas,
+    };
     if (Object.keys(quotas).length === 0) delete next.quotas;
     return parseLimiterConfig(next);
   }

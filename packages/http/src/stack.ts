@@ -73,7 +73,10 @@ export function checkStackLayers<R, Rate = never>(
     throw new SluiceError('INVALID_OPTION', `${where}: priority must be a function (request) => class when fleet or worker is given`);
   }
   if (concurrency !== undefined && concurrency.identify === undefined && rateOption && rate === undefined) {
-    throw new SluiceError('INVALID_OPTION', `${where}: concurrency needs identify (request) => client, or a rate layer whose identity it can use`);
+    throw new SluiceError(
+      'INVALID_OPTION',
+      `${where}: concurrency needs identify (request) => client, or a rate layer whose identity it can use`,
+    );
   }
   return { rate, layers };
 }

@@ -181,27 +181,44 @@ function parseSeconds(value: string | null): number | undefined {
  */
 export function createThrottledFetch<F extends FetchLike = FetchLike>(options: ThrottledFetchOptions<F>): F {
   if (typeof options !== 'object' || options === null) {
-    throw new SluiceError('INVALID_OPTION', `createThrottledFetch: options must be an object such as { limiter, maxWait: '30s' }, got ${describe(options)}`);
+    throw new SluiceError(
+      'INVALID_OPTION',
+      `createThrottledFetch: options must be an object such as { limiter, maxWait: '30s' }, got ${describe(options)}`,
+    );
   }
   rejectUnknownOptions(options, KNOWN, 'createThrottledFetch');
   const { limiter } = options;
   if (typeof limiter !== 'object' || limiter === null || typeof limiter.wait !== 'function' || typeof limiter.reserve !== 'function') {
-    throw new SluiceError('INVALID_OPTION', `createThrottledFetch: limiter must be a limiter from createLimiter(), got ${describe(limiter)}`);
+    throw new SluiceError(
+      'INVALID_OPTION',
+      `createThrottledFetch: limiter must be a limiter from createLimiter(), got ${describe(limiter)}`,
+    );
   }
   const maxWaitMs = durationOption(options.maxWait, 'createThrottledFetch: maxWait', MAX_WAIT_RANGE);
   const key = optionalFunction(options.key, 'createThrottledFetch: key', '(url) => string') ?? ((url: UrlLike) => url.host);
-  const send = optionalFunction(options.fetch as unknown as ((input: unknown, init?: unknown) => Promise<ResponseLike>) | undefined, 'createThrottledFetch: fetch', '(input, init) => Promise<Response>');
+  const send = optionalFunction(
+    options.fetch as unknown as ((input: unknown, init?: unknown) => Promise<ResponseLike>) | undefined,
+    'createThrottledFetch: fetch',
+    '(input, init) => Promise<Response>',
+  );
   const retries = options.retries ?? 0;
   if (typeof retries !== 'number' || !Number.isSafeInteger(retries) || retries < 0) {
     throw new SluiceError('INVALID_OPTION', `createThrottledFetch: retries must be a whole number from 0, got ${describe(retries)}`);
   }
   const shared = sharedLearner(limiter, options.learn);
-  const learner = options.learn === false || shared !== undefined ? undefined : new LimitLearner(limiter.rules, (rules) => limiter.configure({ rules }));
+  const learner =
+    options.learn === false || shared !== undefined ? undefined : new LimitLearner(limiter.rules, (rules) => limiter.configure({ rules }));
 
   const throttled = async (input: unknown, init?: unknown): Promise<ResponseLike> => {
     const fetchImpl = send ?? global.fetch;
-    if (typeof fetchImpl !== 'function') throw new SluiceError('INVALID_OPTION', 'createThrottledFetch: no global fetch in this runtime; pass the fetch option');
-    const href = typeof input === 'string' ? input : typeof input === 'object' && input !== null && 'url' in input ? String((input as { url: unknown }).url) : String(input);
+    if (typeof fetchImpl !== 'function')
+      throw new SluiceError('INVALID_OPTION', 'createThrottledFetch: no global fetch in this runtime; pass the fetch option');
+    const href =
+      typeof input === 'string'
+        ? input
+        : typeof input === 'object' && input !== null && 'url' in input
+          ? String((input as { url: unknown }).url)
+          : String(input);
     const identity = key(new global.URL(href));
     const signal = readSignal(init) ?? readSignal(input);
     // A request sent more than once needs its body again: clone a Request built once from input and init.
@@ -232,12 +249,20 @@ export function createThrottledFetch<F extends FetchLike = FetchLike>(options: T
 function sharedLearner(limiter: Limiter, learn: unknown): SharedLimitLearner | undefined {
   if (learn === undefined || typeof learn === 'boolean') return undefined;
   if (typeof learn !== 'object' || learn === null) {
-    throw new SluiceError('INVALID_OPTION', `createThrottledFetch: learn must be true, false or { source } (a config source shared by the fleet), got ${describe(learn)}`);
+    throw new SluiceError(
+      'INVALID_OPTION',
+      `createThrottledFetch: learn must be true, false or { source } (a config source shared by the fleet), got ${describe(learn)}`,
+    );
   }
   rejectUnknownOptions(learn, ['source', 'refresh'], 'createThrottledFetch: learn');
   const { source, refresh } = learn as Partial<SharedLearnOptions>;
   const candidate = source as Partial<ConfigSource> | null | undefined;
-  if (typeof candidate !== 'object' || candidate === null || typeof candidate.read !== 'function' || typeof candidate.replace !== 'function') {
+  if (
+    typeof candidate !== 'object' ||
+    candidate === null ||
+    typeof candidate.read !== 'function' ||
+    typeof candidate.replace !== 'function'
+  ) {
     throw new SluiceError(
       'INVALID_OPTION',
       `createThrottledFetch: learn.source must be a config source with read and replace (compare and set), such as redisConfigSource(redis), got ${describe(source)}`,

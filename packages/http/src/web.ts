@@ -10,7 +10,10 @@ export function headersTarget(headers: { get(name: string): string | null; set(n
 }
 
 /** Adds the result's header fields to a web `Headers` (an outgoing response's), merging with what is there. */
-export function applyHeaders(fields: readonly HeaderField[], headers: { get(name: string): string | null; set(name: string, value: string): void }): void {
+export function applyHeaders(
+  fields: readonly HeaderField[],
+  headers: { get(name: string): string | null; set(name: string, value: string): void },
+): void {
   writeHeaders(fields, headersTarget(headers));
 }
 

@@ -24,7 +24,9 @@ describe('BackgroundHooks', () => {
     await expect(handed[0]).resolves.toBeUndefined();
     // No onError: one throttled warning naming the adapter and the hook.
     expect(warn).toHaveBeenCalledTimes(1);
-    expect(String(warn.mock.calls[0]![0])).toMatch(/^\[sluice\] @sluice\/test: onLimited failed; pass onError to handle it: shipping failed/);
+    expect(String(warn.mock.calls[0]![0])).toMatch(
+      /^\[sluice\] @sluice\/test: onLimited failed; pass onError to handle it: shipping failed/,
+    );
   });
 
   it('sends a throw or a rejection to onError with the request, and its own work to the same waitUntil', async () => {
@@ -51,11 +53,17 @@ describe('BackgroundHooks', () => {
     const refusing: WaitUntil = () => {
       throw new Error('outside a request scope');
     };
-    const hooks = new BackgroundHooks<Req>({ adapter: '@sluice/test', waitUntilOf: () => refusing, onError: () => Promise.reject(new Error('onError broke')) });
+    const hooks = new BackgroundHooks<Req>({
+      adapter: '@sluice/test',
+      waitUntilOf: () => refusing,
+      onError: () => Promise.reject(new Error('onError broke')),
+    });
     hooks.run({ id: 'a' }, 'onLimited', () => Promise.reject(new Error('first')));
     await settle();
     // The refusal came first (the hook's own promise), the onError failure later: the one-a-minute throttle shows the first.
     expect(warn).toHaveBeenCalledTimes(1);
-    expect(String(warn.mock.calls[0]![0])).toMatch(/waitUntil refused the background work of onLimited \(it still runs, unprotected\): outside a request scope/);
+    expect(String(warn.mock.calls[0]![0])).toMatch(
+      /waitUntil refused the background work of onLimited \(it still runs, unprotected\): outside a request scope/,
+    );
   });
 });

@@ -102,14 +102,20 @@ describe('client IP', () => {
         expect(keyOf(proxy, '10.0.0.1', { forwarded: `${garbage}, for=203.0.113.7` })).toBe('203.0.113.7');
         expect(keyOf(proxy, '10.0.0.1', { forwarded: `${garbage},for="203.0.113.7:5555";proto=https` })).toBe('203.0.113.7');
         // Two trusted hops (10.0.0.2 then the socket 10.0.0.1): still only the elements right of the garbage are read.
-        expect(keyOf({ trustProxy: ['10.0.0.0/8'], header: 'forwarded' }, '10.0.0.1', { forwarded: `${garbage}, for=203.0.113.7, for=10.0.0.2` })).toBe(
+        expect(
+          keyOf({ trustProxy: ['10.0.0.0/8'], header: 'forwarded' }, '10.0.0.1', {
+            forwarded: `${garbage}, for=203.0.113.7, for=10.0.0.2`,
+          }),
+        ).toBe('203.0.113.7');
+        expect(keyOf({ trustProxy: 2, header: 'forwarded' }, '10.0.0.1', { forwarded: `${garbage}, for=203.0.113.7, for=10.0.0.2` })).toBe(
           '203.0.113.7',
         );
-        expect(keyOf({ trustProxy: 2, header: 'forwarded' }, '10.0.0.1', { forwarded: `${garbage}, for=203.0.113.7, for=10.0.0.2` })).toBe('203.0.113.7');
       });
 
       it(`in the read position it is still rejected: ${garbage}`, () => {
-        expect(keyOf(proxy, '10.0.0.1', { forwarded: garbage })).toMatch(/^problem: the Forwarded header's element .* \(hop 1\) is malformed$/);
+        expect(keyOf(proxy, '10.0.0.1', { forwarded: garbage })).toMatch(
+          /^problem: the Forwarded header's element .* \(hop 1\) is malformed$/,
+        );
         // Every hop right of it trusted: the walk reaches it and gives no identity rather than a guess.
         expect(keyOf({ trustProxy: ['10.0.0.0/8'], header: 'forwarded' }, '10.0.0.1', { forwarded: `${garbage}, for=10.0.0.2` })).toMatch(
           /^problem: the Forwarded header's element .* \(hop 2\) is malformed$/,
@@ -121,7 +127,9 @@ describe('client IP', () => {
   it('refuses to guess when the entry it needs is malformed or hidden', () => {
     expect(keyOf({ trustProxy: 1 }, '10.0.0.1', { 'x-forwarded-for': '1.2.3.4, not-an-ip' })).toMatch(/^problem: hop 1 .*not-an-ip/);
     expect(keyOf({ trustProxy: 1, header: 'forwarded' }, '10.0.0.1', { forwarded: 'for=unknown' })).toMatch(/^problem: hop 1/);
-    expect(keyOf({ trustProxy: 1, header: 'forwarded' }, '10.0.0.1', { forwarded: 'for="1.2.3.4' })).toMatch(/^problem: the Forwarded header/);
+    expect(keyOf({ trustProxy: 1, header: 'forwarded' }, '10.0.0.1', { forwarded: 'for="1.2.3.4' })).toMatch(
+      /^problem: the Forwarded header/,
+    );
     expect(keyOf({ trustProxy: 1 }, '10.0.0.1', { 'x-forwarded-for': 'fe80::1%eth0' })).toMatch(/^problem/);
     expect(keyOf({}, 'not-an-ip')).toMatch(/^problem: the socket address/);
     expect(keyOf({}, undefined)).toMatch(/^problem: the runtime exposes no client address/);
@@ -133,7 +141,9 @@ describe('client IP', () => {
 
   describe('platform presets', () => {
     it('vercel: x-vercel-forwarded-for, then x-real-ip', () => {
-      expect(resolve({ platform: 'vercel' }, undefined, { 'x-vercel-forwarded-for': '203.0.113.7', 'x-real-ip': '1.1.1.1' })).toMatchObject({ key: '203.0.113.7', source: 'vercel' });
+      expect(resolve({ platform: 'vercel' }, undefined, { 'x-vercel-forwarded-for': '203.0.113.7', 'x-real-ip': '1.1.1.1' })).toMatchObject(
+        { key: '203.0.113.7', source: 'vercel' },
+      );
       expect(keyOf({ platform: 'vercel' }, undefined, { 'x-real-ip': '203.0.113.8' })).toBe('203.0.113.8');
     });
 
@@ -148,7 +158,9 @@ describe('client IP', () => {
     });
 
     it('a platform header that is not exactly one address is rejected, and its absence falls back to the socket', () => {
-      expect(keyOf({ platform: 'fly' }, '172.16.0.2', { 'fly-client-ip': '1.1.1.1, 2.2.2.2' })).toMatch(/^problem: the fly-client-ip header/);
+      expect(keyOf({ platform: 'fly' }, '172.16.0.2', { 'fly-client-ip': '1.1.1.1, 2.2.2.2' })).toMatch(
+        /^problem: the fly-client-ip header/,
+      );
       expect(keyOf({ platform: 'fly' }, '172.16.0.2')).toBe('172.16.0.2');
     });
   });
@@ -165,7 +177,9 @@ describe('client IP', () => {
   });
 
   it('CIDR trust without a socket address cannot be checked and says so', () => {
-    expect(keyOf({ trustProxy: ['10.0.0.0/8'] }, undefined, { 'x-forwarded-for': '203.0.113.7' })).toMatch(/exposes no socket address to check/);
+    expect(keyOf({ trustProxy: ['10.0.0.0/8'] }, undefined, { 'x-forwarded-for': '203.0.113.7' })).toMatch(
+      /exposes no socket address to check/,
+    );
     // Hop counting works without one: the platform's proxy is the implied hop 0.
     expect(keyOf({ trustProxy: 1 }, undefined, { 'x-forwarded-for': '6.6.6.6, 203.0.113.7' })).toBe('203.0.113.7');
   });
@@ -196,7 +210,7 @@ describe('attack: rotating the header a client controls', () => {
     );
   });
 
-  it('behind one declared proxy, whatever Forwarded text the client prepends, the proxy\'s element decides', () => {
+  it("behind one declared proxy, whatever Forwarded text the client prepends, the proxy's element decides", () => {
     fc.assert(
       fc.property(fc.string({ maxLength: 40 }), spoofed, (text, header) => {
         const forwarded = `${text}${header}, for=203.0.113.7`;

@@ -31,7 +31,8 @@ describe('createHandler: N allowed, then 429', () => {
       type: 'https://iana.org/assignments/http-problem-types#quota-exceeded',
       title: 'Too Many Requests',
       status: 429,
-      detail: 'You have used up the rate limit of policy "api" (3 units per 10 seconds). Retry after 6 seconds. The RateLimit response header shows what is left.',
+      detail:
+        'You have used up the rate limit of policy "api" (3 units per 10 seconds). Retry after 6 seconds. The RateLimit response header shows what is left.',
       'violated-policies': ['api'],
       retryAfterSeconds: 6,
     });
@@ -70,7 +71,7 @@ describe('createHandler: N allowed, then 429', () => {
     expect(JSON.parse(refused.body!)['violated-policies']).toEqual(['demo/minute']);
   });
 
-  it('on a 429 from a compound limiter no t exceeds Retry-After (the day rule\'s t is capped at it)', () => {
+  it("on a 429 from a compound limiter no t exceeds Retry-After (the day rule's t is capped at it)", () => {
     const clock = fakeClock();
     const burst = fixedWindow({ limit: 4, window: '1m', id: 'burst' });
     const day = fixedWindow({ limit: 1000, window: '1d', id: 'day' });
@@ -86,7 +87,8 @@ describe('createHandler: N allowed, then 429', () => {
     expect(headers.ratelimit).toBe(`"api/burst";r=0;t=${secondsToMinute}, "api/day";r=996;t=${secondsToMinute}`);
     expect(headers['x-ratelimit-reset']).toBe(String(secondsToMinute));
     // What the README claims, item by item: on a 429 every t is at most Retry-After.
-    for (const item of headers.ratelimit!.split(', ')) expect(Number(/;t=(\d+)/.exec(item)![1])).toBeLessThanOrEqual(Number(headers['retry-after']));
+    for (const item of headers.ratelimit!.split(', '))
+      expect(Number(/;t=(\d+)/.exec(item)![1])).toBeLessThanOrEqual(Number(headers['retry-after']));
     // An allowed response still reports each rule's own effective window.
     expect(written(sync(handler.run(request('198.51.100.1'))).headers).ratelimit).toBe(
       `"api/burst";r=3;t=${secondsToMinute}, "api/day";r=999;t=${secondsToMidnight}`,
@@ -167,7 +169,12 @@ describe('refusals other than 429', () => {
 
   it('a store failure under a fail-closed policy is 503 with Retry-After, reported to onError', async () => {
     const onError = vi.fn<(error: unknown, event: ErrorEvent<unknown>) => void>();
-    const limiter = createLimiter({ store: brokenStore(), name: 'api', rules: fixedWindow({ limit: 5, window: '1s' }), onStoreError: 'deny' });
+    const limiter = createLimiter({
+      store: brokenStore(),
+      name: 'api',
+      rules: fixedWindow({ limit: 5, window: '1s' }),
+      onStoreError: 'deny',
+    });
     const result = await createHandler({ limiter, onError }).handle(request());
     expect(result).toMatchObject({ allowed: false, outcome: 'store_unavailable', status: 503, degraded: true });
     // No counts stand behind a policy answer, so no RateLimit fields invent any; Retry-After still says when to retry.
@@ -191,12 +198,19 @@ describe('refusals other than 429', () => {
   it('without onError, a failing store warns on the console, at most once a minute', async () => {
     const warn = vi.spyOn(console, 'warn').mockImplementation(() => undefined);
     try {
-      const limiter = createLimiter({ store: brokenStore(), name: 'api', rules: fixedWindow({ limit: 5, window: '1s' }), circuitBreaker: false });
+      const limiter = createLimiter({
+        store: brokenStore(),
+        name: 'api',
+        rules: fixedWindow({ limit: 5, window: '1s' }),
+        circuitBreaker: false,
+      });
       const handler = createHandler({ limiter });
       await handler.handle(request());
       await handler.handle(request());
       expect(warn).toHaveBeenCalledOnce();
-      expect(warn.mock.calls[0]![0]).toBe('[sluice] store failure in policy "api": the store failed: connection refused. Pass onError to handle it.');
+      expect(warn.mock.calls[0]![0]).toBe(
+        '[sluice] store failure in policy "api": the store failed: connection refused. Pass onError to handle it.',
+      );
     } finally {
       warn.mockRestore();
     }
@@ -218,7 +232,9 @@ describe('identity', () => {
     const limiter = memoryLimiter({ name: 'api', rules: fixedWindow({ limit: 1, window: '1m' }), clock: fakeClock().read });
     const result = sync(createHandler({ limiter }).run(request(null)));
     expect(result).toMatchObject({ allowed: false, outcome: 'unidentified', status: 400, results: [] });
-    expect(JSON.parse(result.body!).detail).toMatch(/could not tell who sent this request: there is no authenticated id and the runtime exposes no client address/);
+    expect(JSON.parse(result.body!).detail).toMatch(
+      /could not tell who sent this request: there is no authenticated id and the runtime exposes no client address/,
+    );
     expect(written(result.headers)).toEqual({ 'content-type': 'application/problem+json' });
   });
 
@@ -258,7 +274,12 @@ describe('shadow mode, shadow-ban, skip, cost', () => {
   });
 
   it("a limiter in core's shadow mode is reported the same way", () => {
-    const limiter = memoryLimiter({ name: 'api', rules: fixedWindow({ limit: 1, window: '10s' }), clock: fakeClock().read, mode: 'shadow' });
+    const limiter = memoryLimiter({
+      name: 'api',
+      rules: fixedWindow({ limit: 1, window: '10s' }),
+      clock: fakeClock().read,
+      mode: 'shadow',
+    });
     const handler = createHandler({ limiter });
     sync(handler.run(request()));
     expect(sync(handler.run(request()))).toMatchObject({ allowed: true, outcome: 'shadow' });
@@ -286,13 +307,20 @@ describe('shadow mode, shadow-ban, skip, cost', () => {
 
   it('a shadow-banned response carries the same header names as an allowed one, in every header style', () => {
     for (const headers of [undefined, 'draft-7', 'draft-6', 'legacy', ['draft-11', 'legacy']] as const) {
-      const limiter = memoryLimiter({ name: 'api', rules: [fixedWindow({ limit: 1, window: '10s', id: 's' }), fixedWindow({ limit: 50, window: '1d', id: 'd' })], clock: fakeClock().read });
+      const limiter = memoryLimiter({
+        name: 'api',
+        rules: [fixedWindow({ limit: 1, window: '10s', id: 's' }), fixedWindow({ limit: 50, window: '1d', id: 'd' })],
+        clock: fakeClock().read,
+      });
       const handler = createHandler({ limiter, shadowBan: true, ...(headers === undefined ? {} : { headers }) });
       const allowed = sync(handler.run(request()));
       const banned = sync(handler.run(request()));
       expect(banned.outcome).toBe('shadow_banned');
       // The route's response brings its own Content-Type; sluice adds the rest, the same names either way.
-      const names = (result: HandleResult) => Object.keys(written(result.headers)).filter((name) => name !== 'content-type').sort();
+      const names = (result: HandleResult) =>
+        Object.keys(written(result.headers))
+          .filter((name) => name !== 'content-type')
+          .sort();
       expect(names(banned), String(headers)).toEqual(names(allowed));
       expect(names(banned).length).toBeGreaterThan(0);
     }
@@ -301,7 +329,8 @@ describe('shadow mode, shadow-ban, skip, cost', () => {
   it('skipped requests are not counted and get no headers', () => {
     const limiter = memoryLimiter({ name: 'api', rules: fixedWindow({ limit: 1, window: '10s' }), clock: fakeClock().read });
     const handler = createHandler<{ path: string }>({ limiter, skip: (req) => req.path === '/health' });
-    for (let i = 0; i < 3; i++) expect(sync(handler.run(request(), { path: '/health' }))).toMatchObject({ outcome: 'skipped', headers: [] });
+    for (let i = 0; i < 3; i++)
+      expect(sync(handler.run(request(), { path: '/health' }))).toMatchObject({ outcome: 'skipped', headers: [] });
     expect(sync(handler.run(request(), { path: '/' })).allowed).toBe(true);
   });
 
@@ -317,7 +346,11 @@ describe('shadow mode, shadow-ban, skip, cost', () => {
     const limiter = memoryLimiter({ name: 'api', rules: fixedWindow({ limit: 1, window: '10s' }), clock: fakeClock().read });
     const handler = createHandler({
       limiter,
-      denyResponse: (ctx) => ({ body: `slow down, ${ctx.retryAfterSeconds}s`, contentType: 'text/plain', headers: { 'X-Reason': ctx.kind } }),
+      denyResponse: (ctx) => ({
+        body: `slow down, ${ctx.retryAfterSeconds}s`,
+        contentType: 'text/plain',
+        headers: { 'X-Reason': ctx.kind },
+      }),
     });
     sync(handler.run(request()));
     const refused = sync(handler.run(request()));
@@ -328,7 +361,12 @@ describe('shadow mode, shadow-ban, skip, cost', () => {
 
 describe('asynchronous stores and hooks', () => {
   it('answers through a promise only when something needed one', async () => {
-    const limiter = createLimiter({ store: asyncMemoryStore(), name: 'api', rules: fixedWindow({ limit: 1, window: '10s' }), clock: fakeClock().read });
+    const limiter = createLimiter({
+      store: asyncMemoryStore(),
+      name: 'api',
+      rules: fixedWindow({ limit: 1, window: '10s' }),
+      clock: fakeClock().read,
+    });
     const handler = createHandler({ limiter });
     const first = handler.run(request(), undefined);
     expect(first).toBeInstanceOf(Promise);
@@ -386,7 +424,10 @@ describe('a request whose connection was reset before its address could be read'
   it('is decided as usual when identify names the client, or when IP fallback is off', () => {
     const limiter = memoryLimiter({ name: 'api', rules: fixedWindow({ limit: 1, window: '10s' }), clock: fakeClock().read });
     expect(sync(createHandler({ limiter, identify: () => 'alice' }).run(lost))).toMatchObject({ allowed: true, identity: 'user:alice' });
-    expect(sync(createHandler({ limiter, clientIp: false, onMissingIdentity: { bucket: 'anonymous' } }).run(lost))).toMatchObject({ allowed: true, identity: 'bucket:anonymous' });
+    expect(sync(createHandler({ limiter, clientIp: false, onMissingIdentity: { bucket: 'anonymous' } }).run(lost))).toMatchObject({
+      allowed: true,
+      identity: 'bucket:anonymous',
+    });
   });
 });
 
@@ -395,7 +436,10 @@ describe('options are validated once, with messages that say what to change', ()
   it.each([
     [{}, /limiter\[0\] must be a limiter from createLimiter\(\)/],
     [{ limiter, cost: -1 }, /cost must be a non-negative integer or a function \(request\) => number, got -1/],
-    [{ limiter, headers: 'draft-9' }, /headers must be 'draft-11', 'draft-7', 'draft-6', 'legacy', a list of them, or false, got "draft-9"/],
+    [
+      { limiter, headers: 'draft-9' },
+      /headers must be 'draft-11', 'draft-7', 'draft-6', 'legacy', a list of them, or false, got "draft-9"/,
+    ],
     [{ limiter, headers: ['draft-11', 'draft-7'] }, /'draft-11' and 'draft-7' both define the RateLimit field differently/],
     [{ limiter, onMissingIdentity: 'allow' }, /onMissingIdentity must be 'deny', 'skip' or \{ bucket: 'name' \}/],
     [{ limiter, onMissingIdentity: { bucket: '' } }, /onMissingIdentity must be/],

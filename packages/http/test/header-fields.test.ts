@@ -1,6 +1,14 @@
 import { fixedWindow } from '@sluice/core';
 import { describe, expect, it } from 'vitest';
-import { createHandler, nodeHeaderTarget, toResponse, writeHeaders, type HandleResult, type HeaderStyle, type LegacyReset } from '../src/index.js';
+import {
+  createHandler,
+  nodeHeaderTarget,
+  toResponse,
+  writeHeaders,
+  type HandleResult,
+  type HeaderStyle,
+  type LegacyReset,
+} from '../src/index.js';
 import { fieldMembers, sfString } from '../src/header-fields.js';
 import { fakeClock, memoryLimiter, request, written } from './support.js';
 
@@ -96,8 +104,12 @@ describe('two sluice middlewares on one request', () => {
 describe('policy items', () => {
   it('two handlers whose limiters share a policy name each report their own quota, request after request', () => {
     const clock = fakeClock();
-    const small = createHandler({ limiter: memoryLimiter({ name: 'api', rules: fixedWindow({ limit: 5, window: '10s' }), clock: clock.read }) });
-    const large = createHandler({ limiter: memoryLimiter({ name: 'api', rules: fixedWindow({ limit: 7, window: '1m' }), clock: clock.read }) });
+    const small = createHandler({
+      limiter: memoryLimiter({ name: 'api', rules: fixedWindow({ limit: 5, window: '10s' }), clock: clock.read }),
+    });
+    const large = createHandler({
+      limiter: memoryLimiter({ name: 'api', rules: fixedWindow({ limit: 7, window: '1m' }), clock: clock.read }),
+    });
     for (let i = 0; i < 3; i++) {
       expect(written(now(small.run(request())).headers)['ratelimit-policy']).toBe('"api";q=5;w=10');
       expect(written(now(large.run(request())).headers)['ratelimit-policy']).toBe('"api";q=7;w=60');
@@ -146,7 +158,13 @@ describe('web helpers', () => {
 describe('fieldMembers: the fields read back, as a third party sends them', () => {
   it('List items with their parameters, Dictionary members with their key, names lowercased', () => {
     expect(fieldMembers('"api";r=0;t=5, 10;W=1')).toEqual([
-      { value: '"api"', params: new Map([['r', '0'], ['t', '5']]) },
+      {
+        value: '"api"',
+        params: new Map([
+          ['r', '0'],
+          ['t', '5'],
+        ]),
+      },
       { value: '10', params: new Map([['w', '1']]) },
     ]);
     expect(fieldMembers('Limit=10, remaining=0')).toEqual([
@@ -156,6 +174,14 @@ describe('fieldMembers: the fields read back, as a third party sends them', () =
   });
 
   it('what this package writes reads back as it was meant', () => {
-    expect(fieldMembers(`${sfString('a=b')};q=5;w=60`)).toEqual([{ value: '"a=b"', params: new Map([['q', '5'], ['w', '60']]) }]);
+    expect(fieldMembers(`${sfString('a=b')};q=5;w=60`)).toEqual([
+      {
+        value: '"a=b"',
+        params: new Map([
+          ['q', '5'],
+          ['w', '60'],
+        ]),
+      },
+    ]);
   });
 });

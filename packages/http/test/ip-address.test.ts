@@ -2,7 +2,8 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { formatIp, maskIp, parseAddressText, parseIp, parseIpv4, parseIpv6 } from '../src/ip-api.js';
 
-const hex = (bytes: Uint8Array | undefined) => (bytes === undefined ? undefined : Array.from(bytes, (b) => b.toString(16).padStart(2, '0')).join(''));
+const hex = (bytes: Uint8Array | undefined) =>
+  bytes === undefined ? undefined : Array.from(bytes, (b) => b.toString(16).padStart(2, '0')).join('');
 
 describe('parseIpv6: every RFC 4291 text form', () => {
   it.each([
@@ -24,10 +25,35 @@ describe('parseIpv6: every RFC 4291 text form', () => {
   });
 
   it.each([
-    '', ':', ':::', '1:::2', '1::2::3', ':1:2:3:4:5:6:7', '1:2:3:4:5:6:7:', '1:2:3:4:5:6:7:8:9', '1:2:3:4:5:6:7',
-    '1:2:3:4:5:6:7:8::', '::1:2:3:4:5:6:7:8', '12345::', 'g::1', '1::1.2.3', '1::1.2.3.4.5', '1::256.1.1.1',
-    '1::01.2.3.4', '1.2.3.4::', '1:2:3:4:5:6:7:1.2.3.4', '::1.2.3.4:5', 'fe80::1%eth0', '[::1]', ' ::1', '::1 ',
-    '1:2:3:4:5:6:7:8:1.2.3.4', '::ffff:1.2.3.4.', '0x1::', '-1::', '1::+1',
+    '',
+    ':',
+    ':::',
+    '1:::2',
+    '1::2::3',
+    ':1:2:3:4:5:6:7',
+    '1:2:3:4:5:6:7:',
+    '1:2:3:4:5:6:7:8:9',
+    '1:2:3:4:5:6:7',
+    '1:2:3:4:5:6:7:8::',
+    '::1:2:3:4:5:6:7:8',
+    '12345::',
+    'g::1',
+    '1::1.2.3',
+    '1::1.2.3.4.5',
+    '1::256.1.1.1',
+    '1::01.2.3.4',
+    '1.2.3.4::',
+    '1:2:3:4:5:6:7:1.2.3.4',
+    '::1.2.3.4:5',
+    'fe80::1%eth0',
+    '[::1]',
+    ' ::1',
+    '::1 ',
+    '1:2:3:4:5:6:7:8:1.2.3.4',
+    '::ffff:1.2.3.4.',
+    '0x1::',
+    '-1::',
+    '1::+1',
   ])('rejects %j', (text) => {
     expect(parseIpv6(text)).toBeUndefined();
   });
@@ -39,7 +65,11 @@ describe('parseIpv6: every RFC 4291 text form', () => {
         let text = g.map((x) => x.toString(16)).join(':');
         if (form === 1) text = g.map((x) => x.toString(16).padStart(4, '0')).join(':');
         if (form === 2) text = formatIp({ version: 6, bytes: bytesOf(g) });
-        if (form === 3) text = `${g.slice(0, 6).map((x) => x.toString(16)).join(':')}:${g[6]! >> 8}.${g[6]! & 255}.${g[7]! >> 8}.${g[7]! & 255}`;
+        if (form === 3)
+          text = `${g
+            .slice(0, 6)
+            .map((x) => x.toString(16))
+            .join(':')}:${g[6]! >> 8}.${g[6]! & 255}.${g[7]! >> 8}.${g[7]! & 255}`;
         if (upper) text = text.toUpperCase();
         const ours = parseIpv6(text);
         expect(hex(ours)).toBe(hex(bytesOf(g)));
@@ -81,13 +111,24 @@ describe('parseIp', () => {
     expect(formatIp(parseIp(text)!)).toBe(text);
   });
 
-  it.each(['1.2.3', '1.2.3.4.5', '256.1.1.1', '01.2.3.4', '1.2.3.04', '1..2.3', '1.2.3.', '.1.2.3', '127.1', '1.2.3.4a', '١.٢.٣.٤', '0x7f.0.0.1', ' 1.2.3.4'])(
-    'rejects IPv4 %j',
-    (text) => {
-      expect(parseIpv4(text)).toBeUndefined();
-      expect(parseIp(text)).toBeUndefined();
-    },
-  );
+  it.each([
+    '1.2.3',
+    '1.2.3.4.5',
+    '256.1.1.1',
+    '01.2.3.4',
+    '1.2.3.04',
+    '1..2.3',
+    '1.2.3.',
+    '.1.2.3',
+    '127.1',
+    '1.2.3.4a',
+    '١.٢.٣.٤',
+    '0x7f.0.0.1',
+    ' 1.2.3.4',
+  ])('rejects IPv4 %j', (text) => {
+    expect(parseIpv4(text)).toBeUndefined();
+    expect(parseIp(text)).toBeUndefined();
+  });
 });
 
 describe('parseAddressText', () => {
@@ -101,7 +142,16 @@ describe('parseAddressText', () => {
   });
 
   it('rejects bad ports, unbalanced brackets and bracketed IPv4', () => {
-    for (const text of ['1.2.3.4:', '1.2.3.4:65536', '1.2.3.4:x', '[2001:db8::1', '[2001:db8::1]x', '[1.2.3.4]', '[::1]:', '2001:db8::1:99999']) {
+    for (const text of [
+      '1.2.3.4:',
+      '1.2.3.4:65536',
+      '1.2.3.4:x',
+      '[2001:db8::1',
+      '[2001:db8::1]x',
+      '[1.2.3.4]',
+      '[::1]:',
+      '2001:db8::1:99999',
+    ]) {
       expect(parseAddressText(text, hop), text).toBeUndefined();
     }
   });

@@ -12,12 +12,33 @@ const answer = (status: number, headers: Record<string, string> = {}) => ({ stat
 
 describe('statedLimits', () => {
   test.each([
-    ['ratelimit-policy draft 7', { 'RateLimit-Policy': '10;w=1, 1000;w=86400' }, [{ limit: 10, windowMs: 1000 }, { limit: 1000, windowMs: 86_400_000 }]],
-    ['ratelimit-policy structured', { 'RateLimit-Policy': '"burst";q=10;w=1, "daily";q=500;w=86400' }, [{ limit: 10, windowMs: 1000 }, { limit: 500, windowMs: 86_400_000 }]],
+    [
+      'ratelimit-policy draft 7',
+      { 'RateLimit-Policy': '10;w=1, 1000;w=86400' },
+      [
+        { limit: 10, windowMs: 1000 },
+        { limit: 1000, windowMs: 86_400_000 },
+      ],
+    ],
+    [
+      'ratelimit-policy structured',
+      { 'RateLimit-Policy': '"burst";q=10;w=1, "daily";q=500;w=86400' },
+      [
+        { limit: 10, windowMs: 1000 },
+        { limit: 500, windowMs: 86_400_000 },
+      ],
+    ],
     ['ratelimit dictionary', { RateLimit: 'limit=10, remaining=3, reset=5' }, [{ limit: 10 }]],
     ['ratelimit-limit', { 'RateLimit-Limit': '12' }, [{ limit: 12 }]],
     ['x-ratelimit-limit', { 'X-RateLimit-Limit': '60' }, [{ limit: 60 }]],
-    ['x-ratelimit-limit with a policy', { 'X-RateLimit-Limit': '10, 10;w=1, 100;w=60' }, [{ limit: 10, windowMs: 1000 }, { limit: 100, windowMs: 60_000 }]],
+    [
+      'x-ratelimit-limit with a policy',
+      { 'X-RateLimit-Limit': '10, 10;w=1, 100;w=60' },
+      [
+        { limit: 10, windowMs: 1000 },
+        { limit: 100, windowMs: 60_000 },
+      ],
+    ],
   ])('%s', (_name, headers, expected) => {
     expect(statedLimits(answer(200, headers))).toEqual(expected);
   });
@@ -89,7 +110,7 @@ describe('LimitLearner', () => {
     expect(learn.limits).toEqual([1, 5]);
   });
 
-  test('withLimit keeps a fixed window\'s stagger offset', () => {
+  test("withLimit keeps a fixed window's stagger offset", () => {
     const staggered = fixedWindow({ id: 'fw', limit: 10, window: '1m', stagger: true });
     const shifted: Rule = { ...staggered, algorithm: 'fixed-window', params: { limit: 10, windowMs: 60_000, offsetMs: 1234 } };
     expect(withLimit(shifted, 5)).toMatchObject({ id: 'fw', limit: 5, stagger: true, params: { offsetMs: 1234, limit: 5 } });
@@ -106,7 +127,11 @@ describe('createThrottledFetch follows the stated limit', () => {
 
   test('after an answer saying 5 per second, requests go out 200 ms apart instead of 100 after the booked one; learn: false keeps 100', async () => {
     for (const learn of [true, false]) {
-      const limiter = createLimiter({ store: reserveStore(), rules: gcra({ id: 'api', limit: 10, period: '1s', burst: 1 }), clock: () => Date.now() });
+      const limiter = createLimiter({
+        store: reserveStore(),
+        rules: gcra({ id: 'api', limit: 10, period: '1s', burst: 1 }),
+        clock: () => Date.now(),
+      });
       const sent: number[] = [];
       const fetch = (_input: string, _init?: RequestInit) => {
         sent.push(Date.now() - T0);
@@ -126,6 +151,8 @@ describe('createThrottledFetch follows the stated limit', () => {
 
   test('learn must be a boolean or { source }', () => {
     const limiter = createLimiter({ store: reserveStore(), rules: gcra({ limit: 10, period: '1s' }) });
-    expect(() => createThrottledFetch({ limiter, maxWait: '1s', learn: 'yes' as never })).toThrow(/learn must be true, false or \{ source \}/);
+    expect(() => createThrottledFetch({ limiter, maxWait: '1s', learn: 'yes' as never })).toThrow(
+      /learn must be true, false or \{ source \}/,
+    );
   });
 });

@@ -42,7 +42,10 @@ const IP = [
 
 const FETCH = ['createThrottledFetch', 'pushBack'];
 
-const names = (module: object) => Object.keys(module).filter((name) => name !== 'default').sort();
+const names = (module: object) =>
+  Object.keys(module)
+    .filter((name) => name !== 'default')
+    .sort();
 
 describe('public API', () => {
   test('the root export (src/index.ts) is exactly the handler, client identity, header and response API', () => {

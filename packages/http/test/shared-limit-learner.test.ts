@@ -73,10 +73,12 @@ describe('SharedLimitLearner', () => {
     const tickets = learners.map((l) => l.ticket(ID));
     await flush();
     // Each is refused twice: 16 refusals, over the 10 (a tenth of 48 per second, over two seconds) a cut needs.
-    await Promise.all(learners.map(async (l, i) => {
-      await l.observe(ID, refused, tickets[i]!);
-      await l.observe(ID, refused, tickets[i]!);
-    }));
+    await Promise.all(
+      learners.map(async (l, i) => {
+        await l.observe(ID, refused, tickets[i]!);
+        await l.observe(ID, refused, tickets[i]!);
+      }),
+    );
     expect(source.writes).toBe(1);
     // A worker whose refusal did not cut read the store at once (maybe before the cut landed) and reads it again
     // within `refresh` (1 s here) while its requests flow.
@@ -149,7 +151,7 @@ describe('SharedLimitLearner', () => {
     expect(stored()?.[0]).toMatchObject({ limit: 28 });
   });
 
-  test('a refusal confirmed while a read adopts another worker\'s cut does not cut again from the adopted limit', async () => {
+  test("a refusal confirmed while a read adopts another worker's cut does not cut again from the adopted limit", async () => {
     const { learners, stored, source } = fleet(2);
     const [a, b] = learners as [SharedLimitLearner, SharedLimitLearner];
     await refuse(a);
@@ -220,7 +222,8 @@ describe('SharedLimitLearner', () => {
   test('a source that fails changes nothing and rejects nothing', async () => {
     const { learners, source } = fleet(1);
     source.failing = new Error('connection refused');
-    for (let i = 0; i < learners[0]!.refusalsToCut; i++) await expect(learners[0]!.observe(ID, refused, learners[0]!.ticket(ID))).resolves.toBeUndefined();
+    for (let i = 0; i < learners[0]!.refusalsToCut; i++)
+      await expect(learners[0]!.observe(ID, refused, learners[0]!.ticket(ID))).resolves.toBeUndefined();
     await flush();
     expect(learners[0]!.limits(ID)).toEqual([48]);
   });
@@ -229,9 +232,19 @@ describe('SharedLimitLearner', () => {
 describe('createThrottledFetch learn: { source }', () => {
   test('a bad learn option names the field and what is accepted', () => {
     const limiter = createLimiter({ store: memoryStore(), rules: gcra({ limit: 10, period: '1s' }) });
-    expect(() => createThrottledFetch({ limiter, maxWait: '1s', learn: 'yes' as never })).toThrow(/learn must be true, false or \{ source \}/);
-    expect(() => createThrottledFetch({ limiter, maxWait: '1s', learn: { source: { read: () => undefined, write: () => undefined, remove: () => undefined } } })).toThrow(/learn\.source must be a config source with read and replace/);
-    expect(() => createThrottledFetch({ limiter, maxWait: '1s', learn: { source: new CasSource(), refresh: -1 } })).toThrow(/learn\.refresh/);
+    expect(() => createThrottledFetch({ limiter, maxWait: '1s', learn: 'yes' as never })).toThrow(
+      /learn must be true, false or \{ source \}/,
+    );
+    expect(() =>
+      createThrottledFetch({
+        limiter,
+        maxWait: '1s',
+        learn: { source: { read: () => undefined, write: () => undefined, remove: () => undefined } },
+      }),
+    ).toThrow(/learn\.source must be a config source with read and replace/);
+    expect(() => createThrottledFetch({ limiter, maxWait: '1s', learn: { source: new CasSource(), refresh: -1 } })).toThrow(
+      /learn\.refresh/,
+    );
     expect(() => createThrottledFetch({ limiter, maxWait: '1s', learn: { source: new CasSource(), every: 1 } as never })).toThrow(/every/);
   });
 
@@ -239,7 +252,12 @@ describe('createThrottledFetch learn: { source }', () => {
     const source = new CasSource();
     const limiter = createLimiter({ store: reserveStore(), name: 'third-party', rules: gcra({ id: 'api', limit: 48, period: '1s' }) });
     let status = 200;
-    const fetchApi = createThrottledFetch({ limiter, maxWait: '5s', learn: { source }, fetch: async (_input: string) => ({ status, headers: new Headers() }) });
+    const fetchApi = createThrottledFetch({
+      limiter,
+      maxWait: '5s',
+      learn: { source },
+      fetch: async (_input: string) => ({ status, headers: new Headers() }),
+    });
     await fetchApi('https://api.example.com/v1');
     status = 429;
     for (let i = 0; i < 10; i++) await fetchApi('https://api.example.com/v1'); // a tenth of 48 per second, over two seconds
@@ -263,7 +281,12 @@ describe('createThrottledFetch: a slot booked before a cut', () => {
       if (waits === 1) await held;
       return wait(identity, options);
     });
-    const fetchApi = createThrottledFetch({ limiter, maxWait: '5s', learn: { source, refresh: '10ms' }, fetch: async (_input: string) => ok });
+    const fetchApi = createThrottledFetch({
+      limiter,
+      maxWait: '5s',
+      learn: { source, refresh: '10ms' },
+      fetch: async (_input: string) => ok,
+    });
     const other = createLimiter({ store, name: 'third-party', rules: gcra({ id: 'api', limit: 48, period: '1s' }) });
     const b = new SharedLimitLearner(other, source, 1000);
     return { fetchApi, b, release, waits: () => waits };

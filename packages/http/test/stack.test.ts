@@ -28,7 +28,9 @@ describe('checkStackLayers', () => {
   });
 
   it('names the adapter and shows options when the argument is not an object', () => {
-    expect(() => checkStackLayers(null as never, WITH_RATE)).toThrow('trafficStack: options must be an object such as { rate, concurrency: { limiter } }');
+    expect(() => checkStackLayers(null as never, WITH_RATE)).toThrow(
+      'trafficStack: options must be an object such as { rate, concurrency: { limiter } }',
+    );
   });
 
   it('refuses rate where the rate layer is registered on its own, and unknown names', () => {
@@ -48,7 +50,11 @@ describe('a refusal', () => {
   it('carries the status, Retry-After in whole seconds, the problem content type and a body naming the layer', async () => {
     const layers = { concurrency: { limiter: concurrency({ allowed: false, retryAfter: 1500 }) } };
     const { refusal } = await runStackLayers(layers, {}, 'client', () => {});
-    expect(refusal).toMatchObject({ layer: 'concurrency', status: 429, headers: { 'Retry-After': '2', 'Content-Type': 'application/problem+json' } });
+    expect(refusal).toMatchObject({
+      layer: 'concurrency',
+      status: 429,
+      headers: { 'Retry-After': '2', 'Content-Type': 'application/problem+json' },
+    });
     expect(JSON.parse(refusal!.body)).toMatchObject({ status: 429, refusedBy: 'concurrency', retryAfterSeconds: 2 });
   });
 });

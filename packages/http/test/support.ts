@@ -13,7 +13,10 @@ export function request(remoteAddress: string | null = '203.0.113.7', headers: R
 /** The fields as a response would carry them (merged like an adapter does), names lower-cased. */
 export function written(fields: readonly HeaderField[], start: Record<string, string> = {}): Record<string, string> {
   const headers = new Map(Object.entries(start).map(([k, v]) => [k.toLowerCase(), v]));
-  writeHeaders(fields, { get: (name) => headers.get(name.toLowerCase()), set: (name, value) => void headers.set(name.toLowerCase(), value) });
+  writeHeaders(fields, {
+    get: (name) => headers.get(name.toLowerCase()),
+    set: (name, value) => void headers.set(name.toLowerCase(), value),
+  });
   return Object.fromEntries(headers);
 }
 

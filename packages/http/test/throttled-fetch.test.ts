@@ -52,7 +52,9 @@ describe('createThrottledFetch', () => {
 
   test('a 429 with Retry-After pushes the next caller back by at least that, and is not sent again', async () => {
     const limiter = setup(gcra({ limit: 10, period: '1s', burst: 1 }));
-    const api = fakeApi((n) => (n === 0 ? new Response('slow down', { status: 429, headers: { 'Retry-After': '2' } }) : new Response('ok')));
+    const api = fakeApi((n) =>
+      n === 0 ? new Response('slow down', { status: 429, headers: { 'Retry-After': '2' } }) : new Response('ok'),
+    );
     const fetchApi = createThrottledFetch({ limiter, maxWait: '10s', fetch: api.fetch });
     const first = await fetchApi('https://api.example.com/a');
     expect(first.status).toBe(429);
@@ -108,7 +110,10 @@ describe('createThrottledFetch', () => {
 
 describe('pushBack', () => {
   test('books the smallest capacity until the next slot is past the delay; a second push back by the same delay books nothing', async () => {
-    const limiter = setup([tokenBucket({ capacity: 5, refillRate: 10, interval: '1s', id: 'second' }), tokenBucket({ capacity: 1000, refillRate: 1000, interval: '1h', id: 'hour' })]);
+    const limiter = setup([
+      tokenBucket({ capacity: 5, refillRate: 10, interval: '1s', id: 'second' }),
+      tokenBucket({ capacity: 1000, refillRate: 1000, interval: '1h', id: 'hour' }),
+    ]);
     expect(await pushBack(limiter, 'api', 1000)).toBe(3); // 5 now, 5 at 500 ms, 5 at 1000 ms
     expect(await pushBack(limiter, 'api', '1s')).toBe(0); // a duration string says the same
     const next = await limiter.reserve('api', { maxWait: '10s' });

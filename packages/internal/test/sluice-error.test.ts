@@ -5,7 +5,7 @@ import { SluiceError } from '@sluice/core';
 import { describe, expect, test } from 'vitest';
 import { durationOption, optionalFunction, rejectUnknownOptions } from '../dist/index.js';
 
-describe('the built helpers throw @sluice/core\'s SluiceError', () => {
+describe("the built helpers throw @sluice/core's SluiceError", () => {
   test('an unknown option, a callback that is not a function and a bad duration are all instanceof SluiceError', () => {
     expect(() => rejectUnknownOptions({ maxkey: 1 }, ['maxKeys'], 'memoryStore')).toThrow(SluiceError);
     expect(() => optionalFunction(1, 'onDeny', '(request) => void')).toThrow(SluiceError);

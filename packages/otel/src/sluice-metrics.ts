@@ -110,7 +110,10 @@ export function sluiceMetrics(options: SluiceMetricsOptions): SluiceMetrics {
     onDecision,
     compose<E extends ObservedEvent>(observer: (event: E) => void): (event: E) => void {
       if (typeof observer !== 'function') {
-        throw new SluiceError('INVALID_OPTION', `${WHERE}: compose takes your observer, a function (event) => void, got ${describeValue(observer)}`);
+        throw new SluiceError(
+          'INVALID_OPTION',
+          `${WHERE}: compose takes your observer, a function (event) => void, got ${describeValue(observer)}`,
+        );
       }
       return (event: E) => {
         try {
@@ -152,7 +155,11 @@ function newTally(event: ObservedEvent, component: string, scope: string | undef
     'sluice.operation': event.operation,
     'sluice.outcome': outcome,
   };
-  const attributes: Attributes = { ...durationAttributes, 'sluice.reason': event.decision.reason, 'sluice.allowed': event.decision.allowed };
+  const attributes: Attributes = {
+    ...durationAttributes,
+    'sluice.reason': event.decision.reason,
+    'sluice.allowed': event.decision.allowed,
+  };
   if (scope !== undefined) attributes['component' in event ? 'sluice.priority' : 'sluice.rule'] = scope;
   return { count: 0, attributes, durationAttributes };
 }
@@ -168,16 +175,25 @@ function checkOptions(options: SluiceMetricsOptions): { meter: Meter; duration: 
 
 function meterOf(options: SluiceMetricsOptions): Meter {
   if (typeof options !== 'object' || options === null) {
-    throw new SluiceError('INVALID_OPTION', `${WHERE}: options must be an object with a meter or a meterProvider, got ${describeValue(options)}`);
+    throw new SluiceError(
+      'INVALID_OPTION',
+      `${WHERE}: options must be an object with a meter or a meterProvider, got ${describeValue(options)}`,
+    );
   }
   rejectUnknownOptions(options, KNOWN, WHERE);
   const { meter, meterProvider } = options;
   if ((meter === undefined) === (meterProvider === undefined)) {
-    throw new SluiceError('INVALID_OPTION', `${WHERE}: give exactly one of meter (an OpenTelemetry Meter) and meterProvider (a MeterProvider), got ${meter === undefined ? 'neither' : 'both'}`);
+    throw new SluiceError(
+      'INVALID_OPTION',
+      `${WHERE}: give exactly one of meter (an OpenTelemetry Meter) and meterProvider (a MeterProvider), got ${meter === undefined ? 'neither' : 'both'}`,
+    );
   }
   if (meterProvider !== undefined) {
     if (typeof meterProvider !== 'object' || meterProvider === null || typeof meterProvider.getMeter !== 'function') {
-      throw new SluiceError('INVALID_OPTION', `${WHERE}: meterProvider must be an OpenTelemetry MeterProvider (with getMeter), got ${describeValue(meterProvider)}`);
+      throw new SluiceError(
+        'INVALID_OPTION',
+        `${WHERE}: meterProvider must be an OpenTelemetry MeterProvider (with getMeter), got ${describeValue(meterProvider)}`,
+      );
     }
     return checkMeter(meterProvider.getMeter(SCOPE), 'meterProvider.getMeter() must return');
   }
@@ -186,8 +202,16 @@ function meterOf(options: SluiceMetricsOptions): Meter {
 
 function checkMeter(meter: unknown, field: string): Meter {
   const candidate = meter as Partial<Meter> | null;
-  if (typeof candidate !== 'object' || candidate === null || typeof candidate.createObservableCounter !== 'function' || typeof candidate.createHistogram !== 'function') {
-    throw new SluiceError('INVALID_OPTION', `${WHERE}: ${field} an OpenTelemetry Meter (with createObservableCounter and createHistogram), got ${describeValue(meter)}`);
+  if (
+    typeof candidate !== 'object' ||
+    candidate === null ||
+    typeof candidate.createObservableCounter !== 'function' ||
+    typeof candidate.createHistogram !== 'function'
+  ) {
+    throw new SluiceError(
+      'INVALID_OPTION',
+      `${WHERE}: ${field} an OpenTelemetry Meter (with createObservableCounter and createHistogram), got ${describeValue(meter)}`,
+    );
   }
   return meter as Meter;
 }

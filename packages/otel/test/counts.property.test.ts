@@ -27,7 +27,8 @@ function outageStore() {
   const state = { down: false };
   const store: Store = {
     capabilities: { ...inner.capabilities, synchronous: false },
-    limit: (request: LimitRequest): Promise<LimitResult> => (state.down ? Promise.reject(new Error('ECONNREFUSED')) : Promise.resolve(inner.limit(request))),
+    limit: (request: LimitRequest): Promise<LimitResult> =>
+      state.down ? Promise.reject(new Error('ECONNREFUSED')) : Promise.resolve(inner.limit(request)),
     reset: (key, ruleIds) => inner.reset(key, ruleIds),
   };
   return { store, state };
@@ -35,14 +36,28 @@ function outageStore() {
 
 const limited = fc.constantFrom('api', 'search');
 const command = fc.oneof(
-  fc.record({ kind: fc.constant('limit' as const), limiter: limited, identity: fc.constantFrom(...IDENTITIES), cost: fc.integer({ min: 0, max: 3 }), sync: fc.boolean() }),
-  fc.record({ kind: fc.constant('mode' as const), target: fc.constantFrom('api', 'search', 'fleet', 'worker'), mode: fc.constantFrom<LimiterMode>('enforce', 'shadow', 'off') }),
+  fc.record({
+    kind: fc.constant('limit' as const),
+    limiter: limited,
+    identity: fc.constantFrom(...IDENTITIES),
+    cost: fc.integer({ min: 0, max: 3 }),
+    sync: fc.boolean(),
+  }),
+  fc.record({
+    kind: fc.constant('mode' as const),
+    target: fc.constantFrom('api', 'search', 'fleet', 'worker'),
+    mode: fc.constantFrom<LimiterMode>('enforce', 'shadow', 'off'),
+  }),
   fc.record({ kind: fc.constant('flaky' as const), identity: fc.constantFrom(...IDENTITIES) }),
   fc.record({ kind: fc.constant('outage' as const), down: fc.boolean() }),
   fc.record({ kind: fc.constant('acquire' as const), identity: fc.constantFrom(...IDENTITIES) }),
   fc.record({ kind: fc.constant('fleet' as const), priority: fc.constantFrom(...CLASSES) }),
   fc.record({ kind: fc.constant('release' as const) }),
-  fc.record({ kind: fc.constant('worker' as const), priority: fc.constantFrom(...CLASSES), utilization: fc.oneof(fc.constant(1), fc.double({ min: 0, max: 1, noNaN: true })) }),
+  fc.record({
+    kind: fc.constant('worker' as const),
+    priority: fc.constantFrom(...CLASSES),
+    utilization: fc.oneof(fc.constant(1), fc.double({ min: 0, max: 1, noNaN: true })),
+  }),
   fc.record({ kind: fc.constant('tick' as const), ms: fc.integer({ min: 1, max: 3000 }) }),
 );
 
@@ -67,150 +82,204 @@ describe('sluiceMetrics with the OpenTelemetry SDK', () => {
     // Every outcome must come up in the generated mixes, or the comparison below proves less than it says.
     const covered = new Set<string>();
     await fc.assert(
-      fc.asyncProperty(fc.array(command, { minLength: 10, maxLength: 120, size: 'max' }), fc.constantFrom('allow' as const, 'deny' as const, 'fallback' as const), async (commands, policy) => {
-        const otel = sdkPipeline();
-        try {
-          const metrics = sluiceMetrics({ meter: otel.meter });
-          const clock = { now: T0 };
-          const store = memoryStore();
-          const modes: Record<string, LimiterMode> = { api: 'enforce', search: 'shadow', fleet: 'enforce', worker: 'enforce' };
-          const limiters = {
-            // Two rules, so that the deciding rule (sluice.rule) varies from one decision to the next.
-            api: createLimiter({
+      fc.asyncProperty(
+        fc.array(command, { minLength: 10, maxLength: 120, size: 'max' }),
+        fc.constantFrom('allow' as const, 'deny' as const, 'fallback' as const),
+        async (commands, policy) => {
+          const otel = sdkPipeline();
+          try {
+            const metrics = sluiceMetrics({ meter: otel.meter });
+            const clock = { now: T0 };
+            const store = memoryStore();
+            const modes: Record<string, LimiterMode> = { api: 'enforce', search: 'shadow', fleet: 'enforce', worker: 'enforce' };
+            const limiters = {
+              // Two rules, so that the deciding rule (sluice.rule) varies from one decision to the next.
+              api: createLimiter({
+                store,
+                name: 'api',
+                rules: [
+                  tokenBucket({ id: 'burst', capacity: 3, refillRate: 1, interval: '1s' }),
+                  fixedWindow({ id: 'minute', limit: 6, window: '1m' }),
+                ],
+                clock: () => clock.now,
+                onDecision: metrics.onDecision,
+              }),
+              search: createLimiter({
+                store,
+                name: 'search',
+                mode: 'shadow',
+                rules: fixedWindow({ id: 'per-2s', limit: 2, window: '2s' }),
+                clock: () => clock.now,
+                onDecision: metrics.onDecision,
+              }),
+            };
+            const outage = outageStore();
+            const flaky = createLimiter({
+              store: outage.store,
+              name: 'flaky',
+              rules: fixedWindow({ id: 'per-second', limit: 2, window: '1s' }),
+              clock: () => clock.now,
+              // A fallback store keeps limiting locally: degraded decisions then say ok or rate_limited, as healthy ones do.
+              onStoreError: policy === 'fallback' ? memoryStore() : policy,
+              // Without the breaker, a decision is degraded exactly when the store is down, which the test knows.
+              circuitBreaker: false,
+              onDecision: metrics.onDecision,
+            });
+            const inFlight = createConcurrencyLimiter({
               store,
-              name: 'api',
-              rules: [tokenBucket({ id: 'burst', capacity: 3, refillRate: 1, interval: '1s' }), fixedWindow({ id: 'minute', limit: 6, window: '1m' })],
+              name: 'uploads',
+              limit: 1,
               clock: () => clock.now,
               onDecision: metrics.onDecision,
-            }),
-            search: createLimiter({ store, name: 'search', mode: 'shadow', rules: fixedWindow({ id: 'per-2s', limit: 2, window: '2s' }), clock: () => clock.now, onDecision: metrics.onDecision }),
-          };
-          const outage = outageStore();
-          const flaky = createLimiter({
-            store: outage.store,
-            name: 'flaky',
-            rules: fixedWindow({ id: 'per-second', limit: 2, window: '1s' }),
-            clock: () => clock.now,
-            // A fallback store keeps limiting locally: degraded decisions then say ok or rate_limited, as healthy ones do.
-            onStoreError: policy === 'fallback' ? memoryStore() : policy,
-            // Without the breaker, a decision is degraded exactly when the store is down, which the test knows.
-            circuitBreaker: false,
-            onDecision: metrics.onDecision,
-          });
-          const inFlight = createConcurrencyLimiter({ store, name: 'uploads', limit: 1, clock: () => clock.now, onDecision: metrics.onDecision });
-          const fleet = createFleetShedder({ store, capacity: 3, reserve: 0.5, clock: () => clock.now, onDecision: metrics.onDecision });
-          let utilization = 0;
-          const worker = createUtilizationShedder({
-            name: 'worker',
-            signal: () => utilization,
-            delay: 0,
-            // From rest to shedding every sheddable class in one sample of full overload: the mixes are short.
-            rampUp: '1s',
-            sampleEvery: '1s',
-            clock: () => clock.now,
-            random: () => 0.5,
-            onDecision: metrics.onDecision,
-          });
-
-          const tally = new Map<string, number>();
-          const reasons = new Map<string, number>();
-          const held: { release(): Promise<boolean> }[] = [];
-          let made = 0;
-          const decided = (parts: Parameters<typeof keyOf>[0], reason: string) => {
-            made++;
-            covered.add(`${parts.component}:${parts.outcome}`);
-            add(tally, keyOf(parts));
-            add(reasons, `${parts.limiter}|${reason}`);
-          };
-
-          for (const c of commands) {
-            switch (c.kind) {
-              case 'limit': {
-                const limiter = limiters[c.limiter];
-                const d: Decision = c.sync ? limiter.limitSync(c.identity, { cost: c.cost }) : await limiter.limit(c.identity, { cost: c.cost });
-                decided({ component: 'limiter', limiter: c.limiter, rule: d.rule, outcome: expected(modes[c.limiter]!, d.allowed, d.reason, 'limited') }, d.reason);
-                break;
-              }
-              case 'mode':
-                modes[c.target] = c.mode;
-                if (c.target === 'api' || c.target === 'search') limiters[c.target].configure({ mode: c.mode });
-                else if (c.target === 'fleet') fleet.configure({ mode: c.mode });
-                else worker.configure({ mode: c.mode });
-                break;
-              case 'outage':
-                outage.state.down = c.down;
-                break;
-              case 'flaky': {
-                const d = await flaky.limit(c.identity);
-                expect(d.degraded).toBe(outage.state.down);
-                decided({ component: 'limiter', limiter: 'flaky', rule: d.rule, outcome: outage.state.down ? 'degraded' : d.allowed ? 'allowed' : 'limited' }, d.reason);
-                break;
-              }
-              case 'acquire': {
-                const d = await inFlight.acquire(c.identity);
-                if (d.lease !== undefined) held.push(d.lease);
-                decided({ component: 'concurrency', limiter: 'uploads', outcome: d.allowed ? 'allowed' : 'limited' }, d.reason);
-                break;
-              }
-              case 'fleet': {
-                const d = await fleet.acquire(c.priority);
-                if (d.lease !== undefined) held.push(d.lease);
-                decided({ component: 'fleet', limiter: 'fleet', priority: c.priority, outcome: expected(modes.fleet!, d.allowed, d.reason, 'shed') }, d.reason);
-                break;
-              }
-              case 'release':
-                await held.shift()?.release();
-                break;
-              case 'worker': {
-                utilization = c.utilization;
-                const d = worker.check(c.priority);
-                decided({ component: 'utilization', limiter: 'worker', priority: c.priority, outcome: expected(modes.worker!, d.allowed, d.reason, 'shed') }, d.reason);
-                break;
-              }
-              case 'tick':
-                clock.now += c.ms;
-                break;
-            }
-          }
-
-          const exported = await otel.collect();
-          const decisions = exported.get('sluice.decisions');
-          const duration = exported.get('sluice.decision.duration');
-          if (made === 0) {
-            // Nothing decided, nothing recorded: the SDK exports no point for an instrument never used.
-            expect(decisions?.points ?? []).toEqual([]);
-            return;
-          }
-          expect(decisions?.unit).toBe('{decision}');
-          expect(duration?.unit).toBe('s');
-
-          const seen = new Map<string, number>();
-          const seenReasons = new Map<string, number>();
-          for (const point of decisions!.points) {
-            const a = point.attributes;
-            // Never the identity: no attribute names it and no value is one.
-            expect(Object.keys(a).some((k) => k.includes('identity'))).toBe(false);
-            expect(Object.values(a).some((v) => IDENTITIES.includes(v as string))).toBe(false);
-            const key = keyOf({
-              component: a['sluice.component'] as string,
-              limiter: a['sluice.limiter'] as string,
-              rule: a['sluice.rule'] as string | undefined,
-              priority: a['sluice.priority'] as string | undefined,
-              outcome: a['sluice.outcome'] as DecisionOutcome,
             });
-            seen.set(key, (seen.get(key) ?? 0) + counterValue(point));
-            const reasonKey = `${a['sluice.limiter'] as string}|${a['sluice.reason'] as string}`;
-            seenReasons.set(reasonKey, (seenReasons.get(reasonKey) ?? 0) + counterValue(point));
-          }
-          expect(Object.fromEntries([...seen].sort())).toEqual(Object.fromEntries([...tally].sort()));
-          expect(Object.fromEntries([...seenReasons].sort())).toEqual(Object.fromEntries([...reasons].sort()));
+            const fleet = createFleetShedder({ store, capacity: 3, reserve: 0.5, clock: () => clock.now, onDecision: metrics.onDecision });
+            let utilization = 0;
+            const worker = createUtilizationShedder({
+              name: 'worker',
+              signal: () => utilization,
+              delay: 0,
+              // From rest to shedding every sheddable class in one sample of full overload: the mixes are short.
+              rampUp: '1s',
+              sampleEvery: '1s',
+              clock: () => clock.now,
+              random: () => 0.5,
+              onDecision: metrics.onDecision,
+            });
 
-          const histogramTotal = duration!.points.reduce((sum, point) => sum + histogramCount(point), 0);
-          expect(histogramTotal).toBe(made);
-        } finally {
-          await otel.shutdown();
-        }
-      }),
+            const tally = new Map<string, number>();
+            const reasons = new Map<string, number>();
+            const held: { release(): Promise<boolean> }[] = [];
+            let made = 0;
+            const decided = (parts: Parameters<typeof keyOf>[0], reason: string) => {
+              made++;
+              covered.add(`${parts.component}:${parts.outcome}`);
+              add(tally, keyOf(parts));
+              add(reasons, `${parts.limiter}|${reason}`);
+            };
+
+            for (const c of commands) {
+              switch (c.kind) {
+                case 'limit': {
+                  const limiter = limiters[c.limiter];
+                  const d: Decision = c.sync
+                    ? limiter.limitSync(c.identity, { cost: c.cost })
+                    : await limiter.limit(c.identity, { cost: c.cost });
+                  decided(
+                    {
+                      component: 'limiter',
+                      limiter: c.limiter,
+                      rule: d.rule,
+                      outcome: expected(modes[c.limiter]!, d.allowed, d.reason, 'limited'),
+                    },
+                    d.reason,
+                  );
+                  break;
+                }
+                case 'mode':
+                  modes[c.target] = c.mode;
+                  if (c.target === 'api' || c.target === 'search') limiters[c.target].configure({ mode: c.mode });
+                  else if (c.target === 'fleet') fleet.configure({ mode: c.mode });
+                  else worker.configure({ mode: c.mode });
+                  break;
+                case 'outage':
+                  outage.state.down = c.down;
+                  break;
+                case 'flaky': {
+                  const d = await flaky.limit(c.identity);
+                  expect(d.degraded).toBe(outage.state.down);
+                  decided(
+                    {
+                      component: 'limiter',
+                      limiter: 'flaky',
+                      rule: d.rule,
+                      outcome: outage.state.down ? 'degraded' : d.allowed ? 'allowed' : 'limited',
+                    },
+                    d.reason,
+                  );
+                  break;
+                }
+                case 'acquire': {
+                  const d = await inFlight.acquire(c.identity);
+                  if (d.lease !== undefined) held.push(d.lease);
+                  decided({ component: 'concurrency', limiter: 'uploads', outcome: d.allowed ? 'allowed' : 'limited' }, d.reason);
+                  break;
+                }
+                case 'fleet': {
+                  const d = await fleet.acquire(c.priority);
+                  if (d.lease !== undefined) held.push(d.lease);
+                  decided(
+                    {
+                      component: 'fleet',
+                      limiter: 'fleet',
+                      priority: c.priority,
+                      outcome: expected(modes.fleet!, d.allowed, d.reason, 'shed'),
+                    },
+                    d.reason,
+                  );
+                  break;
+                }
+                case 'release':
+                  await held.shift()?.release();
+                  break;
+                case 'worker': {
+                  utilization = c.utilization;
+                  const d = worker.check(c.priority);
+                  decided(
+                    {
+                      component: 'utilization',
+                      limiter: 'worker',
+                      priority: c.priority,
+                      outcome: expected(modes.worker!, d.allowed, d.reason, 'shed'),
+                    },
+                    d.reason,
+                  );
+                  break;
+                }
+                case 'tick':
+                  clock.now += c.ms;
+                  break;
+              }
+            }
+
+            const exported = await otel.collect();
+            const decisions = exported.get('sluice.decisions');
+            const duration = exported.get('sluice.decision.duration');
+            if (made === 0) {
+              // Nothing decided, nothing recorded: the SDK exports no point for an instrument never used.
+              expect(decisions?.points ?? []).toEqual([]);
+              return;
+            }
+            expect(decisions?.unit).toBe('{decision}');
+            expect(duration?.unit).toBe('s');
+
+            const seen = new Map<string, number>();
+            const seenReasons = new Map<string, number>();
+            for (const point of decisions!.points) {
+              const a = point.attributes;
+              // Never the identity: no attribute names it and no value is one.
+              expect(Object.keys(a).some((k) => k.includes('identity'))).toBe(false);
+              expect(Object.values(a).some((v) => IDENTITIES.includes(v as string))).toBe(false);
+              const key = keyOf({
+                component: a['sluice.component'] as string,
+                limiter: a['sluice.limiter'] as string,
+                rule: a['sluice.rule'] as string | undefined,
+                priority: a['sluice.priority'] as string | undefined,
+                outcome: a['sluice.outcome'] as DecisionOutcome,
+              });
+              seen.set(key, (seen.get(key) ?? 0) + counterValue(point));
+              const reasonKey = `${a['sluice.limiter'] as string}|${a['sluice.reason'] as string}`;
+              seenReasons.set(reasonKey, (seenReasons.get(reasonKey) ?? 0) + counterValue(point));
+            }
+            expect(Object.fromEntries([...seen].sort())).toEqual(Object.fromEntries([...tally].sort()));
+            expect(Object.fromEntries([...seenReasons].sort())).toEqual(Object.fromEntries([...reasons].sort()));
+
+            const histogramTotal = duration!.points.reduce((sum, point) => sum + histogramCount(point), 0);
+            expect(histogramTotal).toBe(made);
+          } finally {
+            await otel.shutdown();
+          }
+        },
+      ),
       { numRuns: 60 },
     );
     expect([...covered].sort()).toEqual(

@@ -6,7 +6,10 @@ import * as rootSource from '../src/index.js';
 
 const ROOT = ['DURATION_BUCKETS', 'METRICS', 'decisionOutcome', 'sluiceMetrics'];
 
-const names = (module: object) => Object.keys(module).filter((name) => name !== 'default').sort();
+const names = (module: object) =>
+  Object.keys(module)
+    .filter((name) => name !== 'default')
+    .sort();
 
 describe('public API', () => {
   test('the root export (src/index.ts) is exactly the metrics API', () => {
@@ -28,7 +31,10 @@ describe('public API', () => {
   });
 
   test('@opentelemetry/api is an optional peer dependency, not a dependency', () => {
-    const manifest = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as Record<string, Record<string, unknown> | undefined>;
+    const manifest = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as Record<
+      string,
+      Record<string, unknown> | undefined
+    >;
     expect(manifest.dependencies?.['@opentelemetry/api']).toBeUndefined();
     expect(manifest.peerDependencies?.['@opentelemetry/api']).toMatch(/^\^1\./);
     expect(manifest.peerDependenciesMeta?.['@opentelemetry/api']).toEqual({ optional: true });

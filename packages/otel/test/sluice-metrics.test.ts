@@ -55,7 +55,12 @@ describe('sluiceMetrics', () => {
     expect(value.count).toBe(1);
     expect(value.sum).toBeCloseTo(0.0025, 12);
     // Durations carry the attributes that say whose and what kind: fewer than the counter's, which the SDK hashes per record.
-    expect(histogram.points[0]!.attributes).toEqual({ 'sluice.component': 'limiter', 'sluice.limiter': 'api', 'sluice.operation': 'limit', 'sluice.outcome': 'limited' });
+    expect(histogram.points[0]!.attributes).toEqual({
+      'sluice.component': 'limiter',
+      'sluice.limiter': 'api',
+      'sluice.operation': 'limit',
+      'sluice.outcome': 'limited',
+    });
     // The advised boundaries reach the SDK: microseconds to a second, not its millisecond-sized defaults.
     expect(value.buckets.boundaries).toEqual(DURATION_BUCKETS);
   });
@@ -63,8 +68,21 @@ describe('sluiceMetrics', () => {
   test("a shedder's event carries its class (sluice.priority) and no rule; a concurrency limiter's neither", async () => {
     const otel = pipeline();
     const metrics = sluiceMetrics({ meter: otel.meter });
-    const shed: ComponentEvent = { component: 'fleet', limiter: 'fleet', operation: 'acquire', priority: 'read', durationMs: 3, decision: { allowed: false, reason: 'shed', degraded: false } };
-    const lease: ComponentEvent = { component: 'concurrency', limiter: 'uploads', operation: 'acquire', durationMs: 1, decision: { allowed: true, reason: 'store_unavailable', degraded: true } };
+    const shed: ComponentEvent = {
+      component: 'fleet',
+      limiter: 'fleet',
+      operation: 'acquire',
+      priority: 'read',
+      durationMs: 3,
+      decision: { allowed: false, reason: 'shed', degraded: false },
+    };
+    const lease: ComponentEvent = {
+      component: 'concurrency',
+      limiter: 'uploads',
+      operation: 'acquire',
+      durationMs: 1,
+      decision: { allowed: true, reason: 'store_unavailable', degraded: true },
+    };
     metrics.onDecision(shed);
     metrics.onDecision(lease);
     const points = (await otel.collect()).get('sluice.decisions')!.points.map((p) => p.attributes);
@@ -108,7 +126,7 @@ describe('sluiceMetrics', () => {
     expect(otel.scopes()).toContain('@sluice/otel');
   });
 
-  test("compose: the event is recorded, then yours is called; yours still runs when recording throws, and what yours throws is not swallowed here", async () => {
+  test('compose: the event is recorded, then yours is called; yours still runs when recording throws, and what yours throws is not swallowed here', async () => {
     const otel = pipeline();
     const metrics = sluiceMetrics({ meter: otel.meter });
     const mine: ObservedEvent[] = [];
@@ -132,10 +150,18 @@ describe('sluiceMetrics', () => {
     const { meter, provider } = pipeline();
     expect(() => sluiceMetrics({} as never)).toThrow(/sluiceMetrics: give exactly one of meter .* and meterProvider .*, got neither/);
     expect(() => sluiceMetrics({ meter, meterProvider: provider })).toThrow(/got both/);
-    expect(() => sluiceMetrics({ meter: {} as never })).toThrow(/sluiceMetrics: meter must be an OpenTelemetry Meter \(with createObservableCounter and createHistogram\), got/);
-    expect(() => sluiceMetrics({ meterProvider: { getMeter: () => null } as never })).toThrow(/sluiceMetrics: meterProvider.getMeter\(\) must return an OpenTelemetry Meter/);
-    expect(() => sluiceMetrics({ meterProvider: 'x' as never })).toThrow(/sluiceMetrics: meterProvider must be an OpenTelemetry MeterProvider/);
-    expect(() => sluiceMetrics({ meter, histogram: false } as never)).toThrow(/sluiceMetrics: unknown option "histogram"; accepted options are meter, meterProvider, duration/);
+    expect(() => sluiceMetrics({ meter: {} as never })).toThrow(
+      /sluiceMetrics: meter must be an OpenTelemetry Meter \(with createObservableCounter and createHistogram\), got/,
+    );
+    expect(() => sluiceMetrics({ meterProvider: { getMeter: () => null } as never })).toThrow(
+      /sluiceMetrics: meterProvider.getMeter\(\) must return an OpenTelemetry Meter/,
+    );
+    expect(() => sluiceMetrics({ meterProvider: 'x' as never })).toThrow(
+      /sluiceMetrics: meterProvider must be an OpenTelemetry MeterProvider/,
+    );
+    expect(() => sluiceMetrics({ meter, histogram: false } as never)).toThrow(
+      /sluiceMetrics: unknown option "histogram"; accepted options are meter, meterProvider, duration/,
+    );
     expect(() => sluiceMetrics({ meter, duration: 'no' as never })).toThrow(/sluiceMetrics: duration must be true or false, got/);
     expect(() => sluiceMetrics(undefined as never)).toThrow(/sluiceMetrics: options must be an object/);
   });

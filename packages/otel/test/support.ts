@@ -1,4 +1,11 @@
-import { AggregationTemporality, InMemoryMetricExporter, MeterProvider, PeriodicExportingMetricReader, type DataPoint, type Histogram } from '@opentelemetry/sdk-metrics';
+import {
+  AggregationTemporality,
+  InMemoryMetricExporter,
+  MeterProvider,
+  PeriodicExportingMetricReader,
+  type DataPoint,
+  type Histogram,
+} from '@opentelemetry/sdk-metrics';
 
 /**
  * A real OpenTelemetry SDK pipeline whose export happens when the test asks: a MeterProvider whose periodic reader
@@ -14,7 +21,8 @@ export function sdkPipeline() {
     const latest = exporter.getMetrics().at(-1);
     const points = new Map<string, { unit: string; points: DataPoint<unknown>[] }>();
     for (const scope of latest?.scopeMetrics ?? []) {
-      for (const metric of scope.metrics) points.set(metric.descriptor.name, { unit: metric.descriptor.unit, points: metric.dataPoints as DataPoint<unknown>[] });
+      for (const metric of scope.metrics)
+        points.set(metric.descriptor.name, { unit: metric.descriptor.unit, points: metric.dataPoints as DataPoint<unknown>[] });
     }
     return points;
   };

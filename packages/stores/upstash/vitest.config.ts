@@ -13,7 +13,10 @@ export default defineConfig({
     maxWorkers: 1,
     projects: [
       { extends: true, test: { name: 'node', environment: 'node', include: ['test/**/*.test.ts'] } },
-      { extends: true, test: { name: 'edge-runtime', environment: 'edge-runtime', include: ['test/**/*.test.ts'], exclude: ['test/**/*.node.test.ts'] } },
+      {
+        extends: true,
+        test: { name: 'edge-runtime', environment: 'edge-runtime', include: ['test/**/*.test.ts'], exclude: ['test/**/*.node.test.ts'] },
+      },
     ],
   },
 });

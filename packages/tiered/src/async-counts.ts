@@ -20,7 +20,16 @@ export class AsyncCounts {
 
   /** Decides a consume: here, against what the remote store last reported, or there, near the limit or with too much uncounted. */
   decide(entry: Entry, request: LimitRequest): LimitResult | Promise<LimitResult> {
-    const counts = (entry.counts ??= { unflushed: 0, inflight: 0, deciding: 0, known: undefined, knownAt: 0, resetAt: [], lastFlushAt: request.now, flushing: undefined });
+    const counts = (entry.counts ??= {
+      unflushed: 0,
+      inflight: 0,
+      deciding: 0,
+      known: undefined,
+      knownAt: 0,
+      resetAt: [],
+      lastFlushAt: request.now,
+      flushing: undefined,
+    });
     const cost = request.cost;
     const known = counts.known;
     const unsynced = counts.unflushed + counts.inflight + counts.deciding;
@@ -28,7 +37,10 @@ export class AsyncCounts {
       counts.unflushed += cost;
       this.counters.local++;
       const now = Math.max(request.now + this.remote.offset, counts.knownAt);
-      if (counts.flushing === undefined && (counts.unflushed >= this.options.flushEvery || request.now - counts.lastFlushAt >= this.options.syncIntervalMs)) {
+      if (
+        counts.flushing === undefined &&
+        (counts.unflushed >= this.options.flushEvery || request.now - counts.lastFlushAt >= this.options.syncIntervalMs)
+      ) {
         this.host.background(this.flush(entry));
       }
       const left = unsynced + cost;

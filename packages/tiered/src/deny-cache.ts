@@ -41,5 +41,12 @@ export function denied(entry: Entry, request: LimitRequest, offset: number, coun
 /** A take's outcome as a consume's: `granted` belongs to the take the tier made, not to the caller's request. */
 export function withoutModeFields(outcome: RuleOutcome): RuleOutcome {
   if (outcome.granted === undefined && outcome.startAt === undefined) return outcome;
-  return { id: outcome.id, allowed: outcome.allowed, limit: outcome.limit, remaining: outcome.remaining, resetAt: outcome.resetAt, retryAt: outcome.retryAt };
+  return {
+    id: outcome.id,
+    allowed: outcome.allowed,
+    limit: outcome.limit,
+    remaining: outcome.remaining,
+    resetAt: outcome.resetAt,
+    retryAt: outcome.retryAt,
+  };
 }

@@ -44,7 +44,9 @@ export class Leases {
     // If that fetch failed, the remote store is down: the share answers at once rather than a second remote call
     // (two calls in a row could outlast the limiter's own deadline).
     if (entry.fetching !== undefined) {
-      return entry.fetching.then((result) => (result.error !== undefined ? this.outage.answer(request, result.error) : this.afterSharedFetch(entry, request)));
+      return entry.fetching.then((result) =>
+        result.error !== undefined ? this.outage.answer(request, result.error) : this.afterSharedFetch(entry, request),
+      );
     }
     // A cost above one is decided remotely, exactly; batches serve the usual cost of 1.
     if (request.cost !== 1) return this.host.decideRemotely(request, entry);
@@ -66,7 +68,13 @@ export class Leases {
    */
   private async fetch(entry: Entry, request: LimitRequest): Promise<LimitResult> {
     const sentAt = this.options.clock();
-    const take: LimitRequest = { key: request.key, rules: request.rules, cost: this.batchSize(request.rules), operation: 'take', now: request.now };
+    const take: LimitRequest = {
+      key: request.key,
+      rules: request.rules,
+      cost: this.batchSize(request.rules),
+      operation: 'take',
+      now: request.now,
+    };
     const answer = await this.remote.run(take);
     if (answer instanceof FailureAnswer) return this.outage.answer(request, answer.error);
     this.remote.observe(request, answer);

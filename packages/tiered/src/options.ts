@@ -100,12 +100,18 @@ const WHERE = 'tieredStore';
 
 export function resolveOptions(raw: TieredStoreOptions): ResolvedOptions {
   if (typeof raw !== 'object' || raw === null) {
-    throw new SluiceError('INVALID_OPTION', `${WHERE}: options must be an object such as { remote: redisStore(client), instances: 4 }, got ${describe(raw)}`);
+    throw new SluiceError(
+      'INVALID_OPTION',
+      `${WHERE}: options must be an object such as { remote: redisStore(client), instances: 4 }, got ${describe(raw)}`,
+    );
   }
   rejectUnknownOptions(raw, KNOWN, WHERE);
   const remote = raw.remote as Store | undefined;
   if (typeof remote !== 'object' || remote === null || typeof remote.limit !== 'function' || typeof remote.capabilities !== 'object') {
-    throw new SluiceError('INVALID_OPTION', `${WHERE}: remote must be a store such as redisStore(client) or upstashStore(redis), got ${describe(remote)}`);
+    throw new SluiceError(
+      'INVALID_OPTION',
+      `${WHERE}: remote must be a store such as redisStore(client) or upstashStore(redis), got ${describe(remote)}`,
+    );
   }
   const strategy = raw.strategy ?? 'deny-cache';
   if (!STRATEGIES.includes(strategy)) {
@@ -122,10 +128,14 @@ export function resolveOptions(raw: TieredStoreOptions): ResolvedOptions {
   const flushEvery = integer(counting.flushEvery ?? 10, 'async.flushEvery', 1, 1_000_000);
   const maxUnsynced = integer(counting.maxUnsynced ?? 2 * flushEvery, 'async.maxUnsynced', 1, 1_000_000);
   if (maxUnsynced < flushEvery) {
-    throw new SluiceError('INVALID_OPTION', `${WHERE}: async.maxUnsynced (${maxUnsynced}) must be at least async.flushEvery (${flushEvery})`);
+    throw new SluiceError(
+      'INVALID_OPTION',
+      `${WHERE}: async.maxUnsynced (${maxUnsynced}) must be at least async.flushEvery (${flushEvery})`,
+    );
   }
   const timers = raw.timers ?? true;
-  if (typeof timers !== 'boolean') throw new SluiceError('INVALID_OPTION', `${WHERE}: timers must be true or false, got ${describe(timers)}`);
+  if (typeof timers !== 'boolean')
+    throw new SluiceError('INVALID_OPTION', `${WHERE}: timers must be true or false, got ${describe(timers)}`);
   return {
     remote,
     instances: integer(raw.instances, 'instances', 1, 100_000),

@@ -13,7 +13,10 @@ import { windowStart } from './rule-windows.js';
 const RECOVERY_SPREAD_MS = 1000;
 
 /** A degraded answer's reason while the share finishes the window an outage ended in. */
-const RECOVERING = new SluiceError('STORE_ERROR', 'tieredStore: the remote store answers again; this fixed window, begun during the outage, is finished on the local share');
+const RECOVERING = new SluiceError(
+  'STORE_ERROR',
+  'tieredStore: the remote store answers again; this fixed window, begun during the outage, is finished on the local share',
+);
 
 export class Outage {
   /** Tier clock: the first and the latest connection error of the remote store's current outage; undefined while it answers. */

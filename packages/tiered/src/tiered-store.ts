@@ -86,7 +86,8 @@ export class TieredStore implements Store {
     this.strategy = this.options.strategy;
     const remote = this.options.remote;
     const operations = remote.capabilities.operations.filter(
-      (op): op is StoreOperation => op === 'limit' || op === 'reset' || op === 'take' || op === 'reserve' || (op === 'lease' && typeof remote.lease === 'function'),
+      (op): op is StoreOperation =>
+        op === 'limit' || op === 'reset' || op === 'take' || op === 'reserve' || (op === 'lease' && typeof remote.lease === 'function'),
     );
     this.capabilities = { synchronous: false, clock: 'client', operations, memoryFirst: true };
     this.outage = new Outage(new LocalShare(this.options.instances, this.options.maxKeys), this.options.clock, this.counters);
@@ -100,10 +101,16 @@ export class TieredStore implements Store {
       caller: 'tieredStore',
     });
     this.remote = new Remote(remote, policy, this.outage, this.counters);
-    const host: TierHost = { decideRemotely: (request, entry) => this.decideRemotely(request, entry), background: (work) => this.background(work) };
+    const host: TierHost = {
+      decideRemotely: (request, entry) => this.decideRemotely(request, entry),
+      background: (work) => this.background(work),
+    };
     this.leases = new Leases(this.remote, this.outage, this.options, this.counters, host);
     this.counts = new AsyncCounts(this.remote, this.options, this.counters, host);
-    this.entries = new LRUCache<string, Entry>({ max: this.options.maxKeys, dispose: (entry, _key, reason) => this.evicted(entry, reason) });
+    this.entries = new LRUCache<string, Entry>({
+      max: this.options.maxKeys,
+      dispose: (entry, _key, reason) => this.evicted(entry, reason),
+    });
   }
 
   /** A copy of the counters. */
@@ -211,7 +218,6 @@ export class TieredStore implements Store {
     return answer;
   }
 
-
   // ---------------------------------------------------------------------------------------------------------------
   // Entries and housekeeping
 
@@ -285,7 +291,8 @@ export class TieredStore implements Store {
       if (force || quiet || now >= lease.spendBefore) returned = this.leases.release(entry);
     }
     const counts = entry.counts;
-    if (counts === undefined || counts.unflushed === 0 || (!force && now - counts.lastFlushAt < this.options.syncIntervalMs)) return returned;
+    if (counts === undefined || counts.unflushed === 0 || (!force && now - counts.lastFlushAt < this.options.syncIntervalMs))
+      return returned;
     const flushed = this.counts.flush(entry);
     return returned === undefined ? flushed : Promise.allSettled([returned, flushed]);
   }

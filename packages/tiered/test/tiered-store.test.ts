@@ -36,7 +36,12 @@ const RULES: ReadonlyArray<readonly [string, () => Rule]> = [
 ];
 
 /** Clock moves with the nasty cases: backward steps, zero, small, and gaps far longer than any window. */
-const moveArb = fc.oneof(fc.integer({ min: -1500, max: -1 }), fc.constant(0), fc.integer({ min: 1, max: 400 }), fc.integer({ min: 5_000, max: 10_000_000 }));
+const moveArb = fc.oneof(
+  fc.integer({ min: -1500, max: -1 }),
+  fc.constant(0),
+  fc.integer({ min: 1, max: 400 }),
+  fc.integer({ min: 5_000, max: 10_000_000 }),
+);
 /** Costs with zero and oversize ones (every rule above holds at most 5). */
 const costArb = fc.oneof(fc.constant(1), fc.constant(1), fc.constant(0), fc.integer({ min: 2, max: 4 }), fc.integer({ min: 6, max: 50 }));
 const eventArb = fc.record({ move: moveArb, cost: costArb, peek: fc.boolean() });
@@ -55,7 +60,10 @@ describe('options', () => {
     [{ remote, instances: 2, lease: { maxBatch: 0 } }, /lease.maxBatch must be an integer from 1/],
     [{ remote, instances: 2, lease: { ttl: 'soon' } }, /lease.ttl/],
     [{ remote, instances: 2, lease: { size: 3 } }, /unknown option "size"/],
-    [{ remote, instances: 2, async: { flushEvery: 10, maxUnsynced: 5 } }, /async.maxUnsynced \(5\) must be at least async.flushEvery \(10\)/],
+    [
+      { remote, instances: 2, async: { flushEvery: 10, maxUnsynced: 5 } },
+      /async.maxUnsynced \(5\) must be at least async.flushEvery \(10\)/,
+    ],
     [{ remote, instances: 2, timers: 'yes' }, /timers must be true or false/],
     [{ remote, instances: 2, waitUntil: 3 }, /waitUntil must be a function/],
     [{ remote, instances: 2, ttl: '1s' }, /unknown option "ttl"/],
@@ -64,7 +72,11 @@ describe('options', () => {
   });
 
   test('lease and async need a remote store that announces take', () => {
-    const noTake = { capabilities: { synchronous: false, clock: 'client', operations: ['limit', 'reset'] }, limit: remote.limit.bind(remote), reset: remote.reset.bind(remote) } as const;
+    const noTake = {
+      capabilities: { synchronous: false, clock: 'client', operations: ['limit', 'reset'] },
+      limit: remote.limit.bind(remote),
+      reset: remote.reset.bind(remote),
+    } as const;
     expect(() => tieredStore({ remote: noTake, instances: 2, strategy: 'lease' })).toThrow(/needs a remote store that supports take/);
     expect(tieredStore({ remote: noTake, instances: 2 }).strategy).toBe('deny-cache');
   });
@@ -83,7 +95,8 @@ describe('deny cache: one instance decides exactly as the shared store alone', (
         for (const event of events) {
           now = Math.max(0, now + event.move);
           if (event.move < 0) steppedBack = true;
-          const call = (limiter: Limiter): Promise<Decision> => (event.peek ? limiter.peek('id', { cost: event.cost }) : limiter.limit('id', { cost: event.cost }));
+          const call = (limiter: Limiter): Promise<Decision> =>
+            event.peek ? limiter.peek('id', { cost: event.cost }) : limiter.limit('id', { cost: event.cost });
           const [got, want] = [await call(viaTier), await call(alone)];
           expect({ allowed: got.allowed, reason: got.reason }).toEqual({ allowed: want.allowed, reason: want.reason });
           // A replayed refusal carries the shared store's retry time. Once the clock has stepped back, GCRA's own
@@ -207,7 +220,11 @@ describe('leases', () => {
     const now = T0;
     const clock = () => now;
     const shared = new SharedStore();
-    const limiter = createLimiter({ store: tier(shared, 'lease', clock), rules: tokenBucket({ capacity: 1000, refillRate: 1000, interval: '1s' }), clock });
+    const limiter = createLimiter({
+      store: tier(shared, 'lease', clock),
+      rules: tokenBucket({ capacity: 1000, refillRate: 1000, interval: '1s' }),
+      clock,
+    });
     const first = await Promise.all(Array.from({ length: 64 }, () => limiter.limit('hot')));
     expect(first.every((d) => d.allowed)).toBe(true);
     const takes = shared.operations.filter((m) => m.startsWith('take:'));
@@ -382,7 +399,11 @@ describe('failures', () => {
     const now = T0;
     const clock = () => now;
     const shared = new SharedStore();
-    const limiter = createLimiter({ store: tier(shared, 'deny-cache', clock), rules: tokenBucket({ capacity: 8, refillRate: 1, interval: '1h' }), clock });
+    const limiter = createLimiter({
+      store: tier(shared, 'deny-cache', clock),
+      rules: tokenBucket({ capacity: 8, refillRate: 1, interval: '1h' }),
+      clock,
+    });
     shared.failing = true;
     const during: Decision[] = [];
     for (let i = 0; i < 4; i++) during.push(await limiter.limit('b'));

@@ -35,7 +35,8 @@
 export function judgeFixedWindow(admissions, rule) {
   const { limit, windowMs } = rule;
   const offset = rule.offsetMs ?? 0;
-  if (!(Number.isSafeInteger(limit) && limit > 0 && windowMs > 0)) throw new Error(`judgeFixedWindow: limit and windowMs must be positive, got ${limit} per ${windowMs} ms`);
+  if (!(Number.isSafeInteger(limit) && limit > 0 && windowMs > 0))
+    throw new Error(`judgeFixedWindow: limit and windowMs must be positive, got ${limit} per ${windowMs} ms`);
   const n = admissions.length;
   // Admissions of one identity together, by their first possible window.
   const lo = new Float64Array(n);

@@ -61,7 +61,11 @@ export async function runRateFleet(options) {
   const worker = new URL('./rate-worker.mjs', import.meta.url);
   const children = Array.from({ length: o.processes }, (_, index) => {
     const config = { ...o, during: undefined, name, seed: o.seed + index, instances: o.processes };
-    return fork(worker, [JSON.stringify(config)], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'], serialization: 'advanced', execArgv: process.env.FLEET_PROFILE ? ['--cpu-prof', `--cpu-prof-dir=${process.env.FLEET_PROFILE}`] : [] });
+    return fork(worker, [JSON.stringify(config)], {
+      stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+      serialization: 'advanced',
+      execArgv: process.env.FLEET_PROFILE ? ['--cpu-prof', `--cpu-prof-dir=${process.env.FLEET_PROFILE}`] : [],
+    });
   });
   const reports = children.map(
     (child) =>
@@ -71,7 +75,11 @@ export async function runRateFleet(options) {
           if (m.type === 'report') report = m;
           if (m.type === 'crash') reject(new Error(`fleet worker ${child.pid} crashed: ${m.error}`));
         });
-        child.once('exit', (code, signal) => (report !== undefined ? resolve(report) : reject(new Error(`fleet worker ${child.pid} exited with ${code ?? signal} before reporting`))));
+        child.once('exit', (code, signal) =>
+          report !== undefined
+            ? resolve(report)
+            : reject(new Error(`fleet worker ${child.pid} exited with ${code ?? signal} before reporting`)),
+        );
       }),
   );
   reports.forEach((p) => p.catch(() => undefined));
@@ -94,7 +102,10 @@ export async function runRateFleet(options) {
     const done = await Promise.race([
       Promise.all(reports),
       new Promise((_, reject) => {
-        timer = setTimeout(() => reject(new Error('a fleet worker did not report within 15 s of the end of the run')), stopAt + 15_000 - Date.now());
+        timer = setTimeout(
+          () => reject(new Error('a fleet worker did not report within 15 s of the end of the run')),
+          stopAt + 15_000 - Date.now(),
+        );
       }),
     ]).finally(() => clearTimeout(timer));
     await during;

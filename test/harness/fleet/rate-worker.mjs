@@ -64,7 +64,13 @@ if (contestant === 'lua-incr') {
   const remote = redisStore(client, contestant === 'plain' ? {} : { offlineWait: 0 });
   const store = contestant === 'plain' ? remote : (tier = tieredStore({ remote, instances, strategy: contestant, ...(config.tier ?? {}) }));
   // The tier has its own breaker; the limiter's is off, and a limiter deadline that passes fails closed (counted as degraded).
-  const limiter = createLimiter({ store, rules: fixedWindow({ limit, window: windowMs }), name, onStoreError: 'deny', circuitBreaker: false });
+  const limiter = createLimiter({
+    store,
+    rules: fixedWindow({ limit, window: windowMs }),
+    name,
+    onStoreError: 'deny',
+    circuitBreaker: false,
+  });
   decide = (id) => limiter.limit(id);
 }
 

@@ -49,28 +49,36 @@ export function registerConfig(program: Command): void {
     .exitOverride((error) => process.exit(error.exitCode === 0 ? 0 : 2));
 
   withConnection(config.command('get').description('Print the stored configuration as JSON (null when none is stored)')).action(
-    (flags: ConnectionFlags) => run(flags, false, async ({ source }) => {
-      const text = await source.read(flags.name);
-      if (text === undefined || text === null) {
-        process.stdout.write('null\n');
-        process.stderr.write(`no configuration is stored for ${JSON.stringify(flags.name)}: instances use the rules and mode in their code\n`);
-        return;
-      }
-      let document: LimiterConfig;
-      try {
-        document = parseLimiterConfig(text);
-      } catch (error) {
-        process.stdout.write(`${text}\n`);
-        throw new SluiceError('STORE_ERROR', `the stored configuration of ${JSON.stringify(flags.name)} is not valid, so instances ignore it and keep their last good one: ${messageOf(error)}; write a good one (sluice config set ...) or delete it (sluice config clear)`);
-      }
-      process.stdout.write(`${JSON.stringify(document, null, 2)}\n`);
-    }),
+    (flags: ConnectionFlags) =>
+      run(flags, false, async ({ source }) => {
+        const text = await source.read(flags.name);
+        if (text === undefined || text === null) {
+          process.stdout.write('null\n');
+          process.stderr.write(
+            `no configuration is stored for ${JSON.stringify(flags.name)}: instances use the rules and mode in their code\n`,
+          );
+          return;
+        }
+        let document: LimiterConfig;
+        try {
+          document = parseLimiterConfig(text);
+        } catch (error) {
+          process.stdout.write(`${text}\n`);
+          throw new SluiceError(
+            'STORE_ERROR',
+            `the stored configuration of ${JSON.stringify(flags.name)} is not valid, so instances ignore it and keep their last good one: ${messageOf(error)}; write a good one (sluice config set ...) or delete it (sluice config clear)`,
+          );
+        }
+        process.stdout.write(`${JSON.stringify(document, null, 2)}\n`);
+      }),
   );
 
   withConnection(config.command('set').description('Set the rules every instance uses (JSON rule specs)'))
     .requiredOption('--rules <json>', `the rules, e.g. ${RULES_EXAMPLE}`)
     .action((flags: ConnectionFlags & { rules: string }) =>
-      run(flags, true, (connection) => report(connection, flags.name, setConfigRules(connection.source, flags.name, parseRules(flags.rules, '--rules')))),
+      run(flags, true, (connection) =>
+        report(connection, flags.name, setConfigRules(connection.source, flags.name, parseRules(flags.rules, '--rules'))),
+      ),
     );
 
   const modes: Array<[string, 'enforce' | 'shadow' | 'off', string]> = [
@@ -84,20 +92,36 @@ export function registerConfig(program: Command): void {
     );
   }
 
-  withConnection(config.command('clear').description("Delete the stored configuration: every instance goes back to its code's configuration")).action(
-    (flags: ConnectionFlags) => run(flags, true, async (connection) => {
+  withConnection(
+    config.command('clear').description("Delete the stored configuration: every instance goes back to its code's configuration"),
+  ).action((flags: ConnectionFlags) =>
+    run(flags, true, async (connection) => {
       await deleteLimiterConfig(connection.source, flags.name);
       process.stderr.write(`deleted the configuration of ${JSON.stringify(flags.name)} (${connection.where}); ${pickUp(connection)}\n`);
     }),
   );
 
-  const quota = config.command('quota').description("Set or remove one identity's rules (over the limiter's rules, for that identity alone)");
-  withConnection(quota.command('set').description("Set one identity's rules").argument('<identity>', 'the identity, as the limiter sees it').argument('<rules>', `the rules as JSON, e.g. ${RULES_EXAMPLE}`)).action(
-    (identity: string, rules: string, flags: ConnectionFlags) =>
-      run(flags, true, (connection) => report(connection, flags.name, setQuota(connection.source, flags.name, identity, parseRules(rules, '<rules>')))),
+  const quota = config
+    .command('quota')
+    .description("Set or remove one identity's rules (over the limiter's rules, for that identity alone)");
+  withConnection(
+    quota
+      .command('set')
+      .description("Set one identity's rules")
+      .argument('<identity>', 'the identity, as the limiter sees it')
+      .argument('<rules>', `the rules as JSON, e.g. ${RULES_EXAMPLE}`),
+  ).action((identity: string, rules: string, flags: ConnectionFlags) =>
+    run(flags, true, (connection) =>
+      report(connection, flags.name, setQuota(connection.source, flags.name, identity, parseRules(rules, '<rules>'))),
+    ),
   );
-  withConnection(quota.command('remove').description("Remove one identity's rules: it goes back to the limiter's").argument('<identity>', 'the identity')).action(
-    (identity: string, flags: ConnectionFlags) => run(flags, true, (connection) => report(connection, flags.name, removeQuota(connection.source, flags.name, identity))),
+  withConnection(
+    quota
+      .command('remove')
+      .description("Remove one identity's rules: it goes back to the limiter's")
+      .argument('<identity>', 'the identity'),
+  ).action((identity: string, flags: ConnectionFlags) =>
+    run(flags, true, (connection) => report(connection, flags.name, removeQuota(connection.source, flags.name, identity))),
   );
 }
 
@@ -131,7 +155,9 @@ async function report(connection: Connection, name: string, written: Promise<Lim
   const document = await written;
   process.stdout.write(`${JSON.stringify(document, null, 2)}\n`);
   const mode = document.mode === undefined ? "the code's mode" : `mode ${document.mode}`;
-  process.stderr.write(`wrote revision ${document.revision} of ${JSON.stringify(name)} (${mode}) to ${connection.where}; ${pickUp(connection)}\n`);
+  process.stderr.write(
+    `wrote revision ${document.revision} of ${JSON.stringify(name)} (${mode}) to ${connection.where}; ${pickUp(connection)}\n`,
+  );
 }
 
 function pickUp(connection: Connection): string {
@@ -144,33 +170,49 @@ function parseRules(text: string, field: string): RulesInput {
   try {
     return JSON.parse(text) as RulesInput;
   } catch (error) {
-    throw new SluiceError('INVALID_OPTION', `${field} must be JSON rule specs such as ${RULES_EXAMPLE}, got text that is not JSON (${messageOf(error)})`);
+    throw new SluiceError(
+      'INVALID_OPTION',
+      `${field} must be JSON rule specs such as ${RULES_EXAMPLE}, got text that is not JSON (${messageOf(error)})`,
+    );
   }
 }
 
 async function connect(flags: ConnectionFlags, writes: boolean): Promise<Connection> {
   const upstashUrl = flags.upstashUrl ?? process.env.UPSTASH_REDIS_REST_URL;
   const upstashToken = flags.upstashToken ?? process.env.UPSTASH_REDIS_REST_TOKEN;
-  const given = [flags.redis !== undefined && '--redis', flags.sqlite !== undefined && '--sqlite', (flags.upstashUrl !== undefined || flags.upstashToken !== undefined) && '--upstash-url'].filter(Boolean);
+  const given = [
+    flags.redis !== undefined && '--redis',
+    flags.sqlite !== undefined && '--sqlite',
+    (flags.upstashUrl !== undefined || flags.upstashToken !== undefined) && '--upstash-url',
+  ].filter(Boolean);
   if (given.length > 1) throw new SluiceError('INVALID_OPTION', `give one store, got ${given.join(' and ')}`);
   const prefix = flags.prefix === undefined ? {} : { prefix: flags.prefix };
-  if (flags.cluster === true && flags.redis === undefined) throw new SluiceError('INVALID_OPTION', '--cluster needs --redis <url> of one of the Cluster\'s nodes');
+  if (flags.cluster === true && flags.redis === undefined)
+    throw new SluiceError('INVALID_OPTION', "--cluster needs --redis <url> of one of the Cluster's nodes");
   if (flags.redis !== undefined) return connectRedis(flags.redis, flags.name, prefix, flags.cluster === true);
   if (flags.sqlite !== undefined) {
-    if (flags.prefix !== undefined) throw new SluiceError('INVALID_OPTION', '--prefix applies to Redis and Upstash; SQLite keeps the configuration in its own table');
+    if (flags.prefix !== undefined)
+      throw new SluiceError('INVALID_OPTION', '--prefix applies to Redis and Upstash; SQLite keeps the configuration in its own table');
     return connectSqlite(flags.sqlite, writes);
   }
   if (upstashUrl !== undefined || upstashToken !== undefined) {
     if (upstashUrl === undefined || upstashToken === undefined) {
-      throw new SluiceError('INVALID_OPTION', `Upstash needs both --upstash-url and --upstash-token (or $UPSTASH_REDIS_REST_URL and $UPSTASH_REDIS_REST_TOKEN); ${upstashUrl === undefined ? 'the URL' : 'the token'} is missing`);
+      throw new SluiceError(
+        'INVALID_OPTION',
+        `Upstash needs both --upstash-url and --upstash-token (or $UPSTASH_REDIS_REST_URL and $UPSTASH_REDIS_REST_TOKEN); ${upstashUrl === undefined ? 'the URL' : 'the token'} is missing`,
+      );
     }
     return connectUpstash(upstashUrl, upstashToken, prefix);
   }
-  throw new SluiceError('INVALID_OPTION', 'say where the configuration is kept: --redis <url>, --upstash-url <url> with --upstash-token <token> (or their environment variables), or --sqlite <file>');
+  throw new SluiceError(
+    'INVALID_OPTION',
+    'say where the configuration is kept: --redis <url>, --upstash-url <url> with --upstash-token <token> (or their environment variables), or --sqlite <file>',
+  );
 }
 
 async function connectRedis(url: string, name: string, options: { prefix?: string }, cluster: boolean): Promise<Connection> {
-  if (!/^rediss?:\/\//.test(url)) throw new SluiceError('INVALID_OPTION', `--redis must be a URL such as redis://127.0.0.1:6379, got ${JSON.stringify(url)}`);
+  if (!/^rediss?:\/\//.test(url))
+    throw new SluiceError('INVALID_OPTION', `--redis must be a URL such as redis://127.0.0.1:6379, got ${JSON.stringify(url)}`);
   const [{ Redis, Cluster }, { redisConfigSource }] = await Promise.all([import('ioredis'), import('@sluice/redis')]);
   // One attempt, no offline queue, no reconnection: a CLI reports an unreachable store at once, it does not wait.
   const once = { enableOfflineQueue: false, maxRetriesPerRequest: 0, connectTimeout: 5_000 };
@@ -195,7 +237,11 @@ async function connectRedis(url: string, name: string, options: { prefix?: strin
     await client.connect();
   } catch (error) {
     client.disconnect();
-    throw new SluiceError('STORE_ERROR', `could not connect to Redis${cluster ? ' Cluster' : ''} at ${redact(url)}: ${messageOf(socketError ?? error)}`, { cause: socketError ?? error });
+    throw new SluiceError(
+      'STORE_ERROR',
+      `could not connect to Redis${cluster ? ' Cluster' : ''} at ${redact(url)}: ${messageOf(socketError ?? error)}`,
+      { cause: socketError ?? error },
+    );
   }
   const source = redisConfigSource(client, options);
   return { source, where: `${redact(url)} (key ${source.key(name)})`, pushes: true, close: async () => void (await client.quit()) };

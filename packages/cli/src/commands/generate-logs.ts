@@ -23,18 +23,33 @@ export function registerGenerateLogs(program: Command): void {
     .option('--rate <n>', 'average requests per second', '500')
     .option('--gzip', 'gzip the output')
     .option('-o, --output <file>', 'write to a file instead of standard output')
-    .action(async (flags: { lines: string; format: string; seed: string; users?: string; start: string; rate: string; gzip?: boolean; output?: string }) => {
-      const start = Date.parse(flags.start);
-      if (!Number.isFinite(start)) throw new SluiceError('INVALID_OPTION', `--start must be an ISO 8601 time such as 2024-05-01T00:00:00Z, got ${JSON.stringify(flags.start)}`);
-      await generateLogs({
-        lines: integer(flags.lines, '--lines', 0),
-        format: flags.format as 'json' | 'combined',
-        seed: integer(flags.seed, '--seed', Number.MIN_SAFE_INTEGER),
-        users: flags.users === undefined ? undefined : integer(flags.users, '--users', 1),
-        start,
-        ratePerSecond: integer(flags.rate, '--rate', 1),
-        gzip: flags.gzip === true,
-        output: flags.output ?? process.stdout,
-      });
-    });
+    .action(
+      async (flags: {
+        lines: string;
+        format: string;
+        seed: string;
+        users?: string;
+        start: string;
+        rate: string;
+        gzip?: boolean;
+        output?: string;
+      }) => {
+        const start = Date.parse(flags.start);
+        if (!Number.isFinite(start))
+          throw new SluiceError(
+            'INVALID_OPTION',
+            `--start must be an ISO 8601 time such as 2024-05-01T00:00:00Z, got ${JSON.stringify(flags.start)}`,
+          );
+        await generateLogs({
+          lines: integer(flags.lines, '--lines', 0),
+          format: flags.format as 'json' | 'combined',
+          seed: integer(flags.seed, '--seed', Number.MIN_SAFE_INTEGER),
+          users: flags.users === undefined ? undefined : integer(flags.users, '--users', 1),
+          start,
+          ratePerSecond: integer(flags.rate, '--rate', 1),
+          gzip: flags.gzip === true,
+          output: flags.output ?? process.stdout,
+        });
+      },
+    );
 }

@@ -34,7 +34,10 @@ export function parseShare(text: string, field: string): number {
   const trimmed = text.trim();
   const value = trimmed.endsWith('%') ? Number(trimmed.slice(0, -1)) / 100 : Number(trimmed);
   if (trimmed === '' || !Number.isFinite(value) || value < 0 || value > 1) {
-    throw new SluiceError('INVALID_OPTION', `${field} must be a share from 0 to 1 or a percentage (0.001 or 0.1%), got ${JSON.stringify(text)}`);
+    throw new SluiceError(
+      'INVALID_OPTION',
+      `${field} must be a share from 0 to 1 or a percentage (0.001 or 0.1%), got ${JSON.stringify(text)}`,
+    );
   }
   return value;
 }
@@ -57,7 +60,9 @@ const collect = (value: string, previous: string[]) => [...previous, value];
 export function registerTune(program: Command): void {
   program
     .command('tune')
-    .description('Replay access logs through candidate rules and recommend a limit (JSON lines or common/combined log format; files or stdin; gzip detected)')
+    .description(
+      'Replay access logs through candidate rules and recommend a limit (JSON lines or common/combined log format; files or stdin; gzip detected)',
+    )
     .argument('[inputs...]', 'log files; - or none for standard input')
     .option('--format <format>', 'auto, json or combined', 'auto')
     .option('--user-field <name>', 'JSON field of the user id (a dotted path reaches into objects)', 'user_id')
@@ -67,7 +72,7 @@ export function registerTune(program: Command): void {
     .option('--limits <list>', 'candidate limits, comma-separated, with --window and --algorithm (e.g. 50,100,200)')
     .option('--window <duration>', 'window of the --limits candidates', '1m')
     .option('--algorithm <name>', 'algorithm of the --limits candidates', 'fixed-window')
-    .option('--period <duration>', 'period of user-periods and peaks (default: the first candidate\'s window, else 1m)')
+    .option('--period <duration>', "period of user-periods and peaks (default: the first candidate's window, else 1m)")
     .option('--max-affected <share>', 'largest share of identities a recommended limit may refuse', '0.1%')
     .option('--reorder <duration>', 'replay lines up to this much out of order in time order; 0 keeps file order', '2s')
     .option('--ipv6-prefix <bits>', 'group IPv6 clients by this prefix length, as @sluice/http does (48-64)', '56')
@@ -117,7 +122,9 @@ function progressBar(): { update: (p: TuneProgress) => void; stop: () => void } 
         const known = p.totalBytes !== undefined && p.totalBytes > 0;
         bar = new SingleBar({
           stream: process.stderr,
-          format: known ? '{bar} {percentage}% | {read} of {size} | {lines} lines | {rate} lines/s | ETA {eta_formatted}' : '{read} | {lines} lines | {rate} lines/s',
+          format: known
+            ? '{bar} {percentage}% | {read} of {size} | {lines} lines | {rate} lines/s | ETA {eta_formatted}'
+            : '{read} | {lines} lines | {rate} lines/s',
           hideCursor: true,
           clearOnComplete: true,
           etaBuffer: 50,

@@ -13,7 +13,9 @@ export function concurrencyTests(get: () => TestContext<Store>): void {
       it(`${algorithm.title}: ${IDENTITIES} identities × ${IN_FLIGHT} requests in flight admit exactly ${CAPACITY} each`, async () => {
         const limiter = get().rawLimiter({ rules: algorithm.rule(CAPACITY, HOUR) });
         const identities = Array.from({ length: IDENTITIES }, (_, i) => `user-${i}`);
-        const calls = identities.flatMap((identity) => Array.from({ length: IN_FLIGHT }, () => limiter.limit(identity).then((d) => ({ identity, d }))));
+        const calls = identities.flatMap((identity) =>
+          Array.from({ length: IN_FLIGHT }, () => limiter.limit(identity).then((d) => ({ identity, d }))),
+        );
         const results = await Promise.all(calls);
         for (const identity of identities) {
           const mine = results.filter((r) => r.identity === identity).map((r) => r.d);

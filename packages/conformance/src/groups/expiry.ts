@@ -47,18 +47,24 @@ export function expiryTests(get: () => TestContext<Store>, clientClock: boolean,
           expect([later.allowed, later.remaining]).toEqual([true, 0]);
         });
 
-        itWithKeys(inspect, `${algorithm.title}: state lives exactly until resetAt, then it is gone (a peek does not extend it)`, async () => {
-          const context = get();
-          const limiter = context.limiter({ rules: algorithm.rule(3, 60_000) });
-          context.at('0:10');
-          const { resetAt } = await limiter.limit('alice', 3);
-          expect((await context.keysOf('alice')).length, 'consumed state must be stored').toBeGreaterThan(0);
-          context.setNow(resetAt - 1);
-          await limiter.peek('alice');
-          expect((await context.keysOf('alice')).length, 'state must not expire before resetAt').toBeGreaterThan(0);
-          context.setNow(resetAt);
-          expect(await context.keysOf('alice'), 'state must be gone at resetAt (its ttl), and peeks must not have extended it').toEqual([]);
-        });
+        itWithKeys(
+          inspect,
+          `${algorithm.title}: state lives exactly until resetAt, then it is gone (a peek does not extend it)`,
+          async () => {
+            const context = get();
+            const limiter = context.limiter({ rules: algorithm.rule(3, 60_000) });
+            context.at('0:10');
+            const { resetAt } = await limiter.limit('alice', 3);
+            expect((await context.keysOf('alice')).length, 'consumed state must be stored').toBeGreaterThan(0);
+            context.setNow(resetAt - 1);
+            await limiter.peek('alice');
+            expect((await context.keysOf('alice')).length, 'state must not expire before resetAt').toBeGreaterThan(0);
+            context.setNow(resetAt);
+            expect(await context.keysOf('alice'), 'state must be gone at resetAt (its ttl), and peeks must not have extended it').toEqual(
+              [],
+            );
+          },
+        );
       }
 
       it('compound rules: the longest-lived rule still counts after a shorter one is full again', async () => {

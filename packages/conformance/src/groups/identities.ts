@@ -38,7 +38,9 @@ export function identityTests(get: () => TestContext<Store>, inspect: boolean): 
     it('any Unicode identity gets its own state, byte-for-byte', async () => {
       const limiter = get().limiter({ rules: fixedWindow({ limit: 1, window: '1h' }) });
       for (const identity of UNICODE) {
-        expect((await limiter.limit(identity)).allowed, `first request of ${JSON.stringify(identity)} must find its own empty state`).toBe(true);
+        expect((await limiter.limit(identity)).allowed, `first request of ${JSON.stringify(identity)} must find its own empty state`).toBe(
+          true,
+        );
       }
       for (const identity of UNICODE) expect((await limiter.limit(identity)).allowed).toBe(false);
       await limiter.reset('👩‍💻');

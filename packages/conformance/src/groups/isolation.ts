@@ -26,7 +26,10 @@ export function isolationTests(get: () => TestContext<Store>, inspect: boolean):
       expect(keysB.length).toBeGreaterThan(0);
       expect(keysA.filter((key) => keysB.includes(key))).toEqual([]);
       const keys = await context.keys();
-      expect(keys.some((key) => key.startsWith(`${context.prefix}x:`)), 'the other prefix must not be listed under this one').toBe(false);
+      expect(
+        keys.some((key) => key.startsWith(`${context.prefix}x:`)),
+        'the other prefix must not be listed under this one',
+      ).toBe(false);
     });
 
     it('the same limiter name under different prefixes keeps separate state', async () => {
@@ -58,7 +61,10 @@ export function isolationTests(get: () => TestContext<Store>, inspect: boolean):
 
     it('rules with the same algorithm and window but different ids do not share state', async () => {
       const limiter = get().limiter({
-        rules: [tokenBucket({ id: 'reads', capacity: 2, refillRate: 1, interval: '1h' }), tokenBucket({ id: 'writes', capacity: 3, refillRate: 1, interval: '1h' })],
+        rules: [
+          tokenBucket({ id: 'reads', capacity: 2, refillRate: 1, interval: '1h' }),
+          tokenBucket({ id: 'writes', capacity: 3, refillRate: 1, interval: '1h' }),
+        ],
       });
       const decision = await limiter.limit('alice', 2);
       expect(decision.rules.map((r) => [r.id, r.remaining])).toEqual([
@@ -83,7 +89,9 @@ export function isolationTests(get: () => TestContext<Store>, inspect: boolean):
       const identities = ['a', 'a:b', 'a}', '{a}', 'a}:x', 'a:', ':a', '*', 'a*', '?', '[a]', 'a\\b', '%', 'a b', 'A'];
       const limiter = context.limiter({ rules: slidingWindowLog({ limit: 1, window: '1h' }) });
       for (const identity of identities) {
-        expect(await limiter.limit(identity), `first request of ${JSON.stringify(identity)} must find its own empty state`).toMatchObject({ allowed: true });
+        expect(await limiter.limit(identity), `first request of ${JSON.stringify(identity)} must find its own empty state`).toMatchObject({
+          allowed: true,
+        });
       }
       for (const identity of identities) expect((await limiter.limit(identity)).allowed).toBe(false);
       await limiter.reset('*');

@@ -34,7 +34,10 @@ export function leaseTests(get: () => TestContext<Store>, leases: boolean, clien
   describe('concurrency leases', () => {
     it('the store announces lease exactly when the suite option capabilities.leases says so', () => {
       const { store } = get();
-      expect(store.capabilities.operations.includes('lease'), "store.capabilities.operations must list 'lease' exactly when capabilities.leases is true").toBe(leases);
+      expect(
+        store.capabilities.operations.includes('lease'),
+        "store.capabilities.operations must list 'lease' exactly when capabilities.leases is true",
+      ).toBe(leases);
       if (leases) expect(typeof store.lease).toBe('function');
       else expect(() => limiter(get(), 1)).toThrow(/store must support leases/);
     });
@@ -73,9 +76,23 @@ export function leaseTests(get: () => TestContext<Store>, leases: boolean, clien
       context.at(4_000);
       await inFlight.acquire('alice');
       context.at(6_000);
-      expect(held(await inFlight.acquire('alice'))).toEqual({ allowed: false, reason: 'concurrency_limited', held: 2, remaining: 0, retryAfter: 4_000, degraded: false });
+      expect(held(await inFlight.acquire('alice'))).toEqual({
+        allowed: false,
+        reason: 'concurrency_limited',
+        held: 2,
+        remaining: 0,
+        retryAfter: 4_000,
+        degraded: false,
+      });
       context.at(10_000); // the first lease's ttl is over
-      expect(held(await inFlight.acquire('alice'))).toEqual({ allowed: true, reason: 'ok', held: 2, remaining: 0, retryAfter: 0, degraded: false });
+      expect(held(await inFlight.acquire('alice'))).toEqual({
+        allowed: true,
+        reason: 'ok',
+        held: 2,
+        remaining: 0,
+        retryAfter: 0,
+        degraded: false,
+      });
     });
 
     timed(timedTitle("a release after the lease expired frees nothing, never someone else's slot"), async () => {
@@ -111,7 +128,9 @@ export function leaseTests(get: () => TestContext<Store>, leases: boolean, clien
     run(title('4 identities × 12 acquires in flight hold exactly 3 each'), async () => {
       const inFlight = limiter(get(), 3);
       const identities = ['u0', 'u1', 'u2', 'u3'];
-      const results = await Promise.all(identities.flatMap((identity) => Array.from({ length: 12 }, () => inFlight.acquire(identity).then((d) => ({ identity, d })))));
+      const results = await Promise.all(
+        identities.flatMap((identity) => Array.from({ length: 12 }, () => inFlight.acquire(identity).then((d) => ({ identity, d })))),
+      );
       for (const identity of identities) {
         const mine = results.filter((r) => r.identity === identity).map((r) => r.d);
         expect(mine.every((d) => !d.degraded)).toBe(true);

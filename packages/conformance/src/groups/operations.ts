@@ -1,13 +1,4 @@
-import {
-  createLimiter,
-  fixedWindow,
-  isSluiceError,
-  tokenBucket,
-  type Decision,
-  type Limiter,
-  type Rule,
-  type Store,
-} from '@sluice/core';
+import { createLimiter, fixedWindow, isSluiceError, tokenBucket, type Decision, type Limiter, type Rule, type Store } from '@sluice/core';
 import { describe, expect, it } from 'vitest';
 import type { TestContext } from '../context.js';
 
@@ -93,7 +84,10 @@ export const OPERATION_VECTORS: OperationVector[] = [
   {
     title: 'reserve: compound rules book the latest start over the rules, all-or-nothing',
     operation: 'reserve',
-    rules: () => [tokenBucket({ id: 'tb', capacity: 1, refillRate: 1, interval: '1s' }), fixedWindow({ id: 'fw', limit: 2, window: '10s' })],
+    rules: () => [
+      tokenBucket({ id: 'tb', capacity: 1, refillRate: 1, interval: '1s' }),
+      fixedWindow({ id: 'fw', limit: 2, window: '10s' }),
+    ],
     steps: [
       { at: 0, op: 'reserve', maxWait: 60_000, expect: { allowed: true, wait: 0 } },
       { at: 0, op: 'reserve', maxWait: 60_000, expect: { allowed: true, wait: 1_000 } },
@@ -105,7 +99,13 @@ export const OPERATION_VECTORS: OperationVector[] = [
     operation: 'reserve',
     rules: () => tokenBucket({ id: 'tb', capacity: 2, refillRate: 1, interval: '1s' }),
     steps: [
-      { at: 0, op: 'reserve', cost: 5, maxWait: 60_000, expect: { allowed: false, reason: 'cost_exceeds_limit', retryAfter: Number.POSITIVE_INFINITY } },
+      {
+        at: 0,
+        op: 'reserve',
+        cost: 5,
+        maxWait: 60_000,
+        expect: { allowed: false, reason: 'cost_exceeds_limit', retryAfter: Number.POSITIVE_INFINITY },
+      },
       { at: 0, op: 'reserve', cost: 0, maxWait: 0, expect: { allowed: true, wait: 0, remaining: 2 } },
     ],
   },
@@ -138,7 +138,13 @@ export function operationTests(get: () => TestContext<Store>, operations: Readon
           const start = now;
           context.setNow(start);
           const limiter = context.rawLimiter({ rules: vector.rules() });
-          const model = createLimiter({ store: context.model, rules: vector.rules(), prefix: context.prefix, clock: () => now, circuitBreaker: false });
+          const model = createLimiter({
+            store: context.model,
+            rules: vector.rules(),
+            prefix: context.prefix,
+            clock: () => now,
+            circuitBreaker: false,
+          });
           for (const [index, step] of vector.steps.entries()) {
             now = start + step.at;
             context.setNow(now);
@@ -161,7 +167,14 @@ export function operationTests(get: () => TestContext<Store>, operations: Readon
         // The store itself refuses too, when called directly.
         let caught: unknown;
         try {
-          await context.store.limit({ key: `${context.prefix}:raw:{alice}`, rules: [rules], cost: 1, operation, now: context.now, maxWaitMs: 1000 });
+          await context.store.limit({
+            key: `${context.prefix}:raw:{alice}`,
+            rules: [rules],
+            cost: 1,
+            operation,
+            now: context.now,
+            maxWaitMs: 1000,
+          });
         } catch (error) {
           caught = error;
         }

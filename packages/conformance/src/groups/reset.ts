@@ -15,7 +15,10 @@ export function resetTests(get: () => TestContext<Store>, inspect: boolean): voi
 
     it('resets every rule of a compound limiter', async () => {
       const limiter = get().limiter({
-        rules: [fixedWindow({ id: 'hourly', limit: 3, window: '1h' }), leakyBucket({ id: 'burst', capacity: 2, leakRate: 1, interval: '1h' })],
+        rules: [
+          fixedWindow({ id: 'hourly', limit: 3, window: '1h' }),
+          leakyBucket({ id: 'burst', capacity: 2, leakRate: 1, interval: '1h' }),
+        ],
       });
       await limiter.limit('alice', 2);
       expect((await limiter.limit('alice')).allowed).toBe(false);

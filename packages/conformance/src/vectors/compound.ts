@@ -16,7 +16,11 @@ export const COMPOUND_VECTORS: Vector[] = [
       {
         at: '0:00.300',
         expect: {
-          allowed: false, remaining: 0, resetAt: '0:01', retryAfter: 700, rule: 'per-second',
+          allowed: false,
+          remaining: 0,
+          resetAt: '0:01',
+          retryAfter: 700,
+          rule: 'per-second',
           rules: { 'per-second': { allowed: false, remaining: 0 }, 'per-minute': { allowed: true, remaining: 1 } },
         },
       },
@@ -24,7 +28,11 @@ export const COMPOUND_VECTORS: Vector[] = [
       {
         at: '0:01.600',
         expect: {
-          allowed: false, remaining: 0, resetAt: '1:00', retryAfter: 58_400, rule: 'per-minute',
+          allowed: false,
+          remaining: 0,
+          resetAt: '1:00',
+          retryAfter: 58_400,
+          rule: 'per-minute',
           rules: { 'per-second': { allowed: true, remaining: 1 }, 'per-minute': { allowed: false, remaining: 0 } },
         },
       },
@@ -32,7 +40,11 @@ export const COMPOUND_VECTORS: Vector[] = [
       {
         at: '0:01.700',
         expect: {
-          allowed: false, remaining: 0, resetAt: '1:00', retryAfter: 58_300, rule: 'per-minute',
+          allowed: false,
+          remaining: 0,
+          resetAt: '1:00',
+          retryAfter: 58_300,
+          rule: 'per-minute',
           rules: { 'per-second': { allowed: true, remaining: 1 }, 'per-minute': { allowed: false, remaining: 0 } },
         },
       },
@@ -41,7 +53,10 @@ export const COMPOUND_VECTORS: Vector[] = [
   },
   {
     title: 'compound: token bucket burst of 5 (1 per second) and 6 per day (fixed window)',
-    rules: () => [tokenBucket({ id: 'burst', capacity: 5, refillRate: 1, interval: '1s' }), fixedWindow({ id: 'daily', limit: 6, window: '1d' })],
+    rules: () => [
+      tokenBucket({ id: 'burst', capacity: 5, refillRate: 1, interval: '1s' }),
+      fixedWindow({ id: 'daily', limit: 6, window: '1d' }),
+    ],
     steps: [
       { at: '0:00', cost: 5, expect: { allowed: true, remaining: 0, resetAt: '0:05', limit: 5, rule: 'burst' } },
       { at: '0:00', expect: { allowed: false, remaining: 0, resetAt: '0:05', retryAfter: 1_000, rule: 'burst' } },
@@ -50,14 +65,22 @@ export const COMPOUND_VECTORS: Vector[] = [
         at: '0:02',
         cost: 2,
         expect: {
-          allowed: false, remaining: 1, resetAt: '1440:00', retryAfter: 86_398_000, limit: 6, rule: 'daily',
+          allowed: false,
+          remaining: 1,
+          resetAt: '1440:00',
+          retryAfter: 86_398_000,
+          limit: 6,
+          rule: 'daily',
           rules: { burst: { allowed: true, remaining: 2 }, daily: { allowed: false, remaining: 1 } },
         },
       },
       {
         at: '0:02',
         expect: {
-          allowed: true, remaining: 0, resetAt: '1440:00', rule: 'daily',
+          allowed: true,
+          remaining: 0,
+          resetAt: '1440:00',
+          rule: 'daily',
           rules: { burst: { allowed: true, remaining: 1 }, daily: { allowed: true, remaining: 0 } },
         },
       },
@@ -67,13 +90,21 @@ export const COMPOUND_VECTORS: Vector[] = [
   {
     // One instant: also runs on store-clock stores.
     title: 'compound: 10 per hour (fixed window) and a leaky bucket of 3, with an impossible cost and a refund',
-    rules: () => [fixedWindow({ id: 'hourly', limit: 10, window: '1h' }), leakyBucket({ id: 'burst', capacity: 3, leakRate: 1, interval: '1h' })],
+    rules: () => [
+      fixedWindow({ id: 'hourly', limit: 10, window: '1h' }),
+      leakyBucket({ id: 'burst', capacity: 3, leakRate: 1, interval: '1h' }),
+    ],
     steps: [
       {
         at: '30:00',
         cost: 4,
         expect: {
-          allowed: false, reason: 'cost_exceeds_limit', remaining: 3, resetAt: '30:00', limit: 3, rule: 'burst',
+          allowed: false,
+          reason: 'cost_exceeds_limit',
+          remaining: 3,
+          resetAt: '30:00',
+          limit: 3,
+          rule: 'burst',
           rules: { hourly: { allowed: true, remaining: 10 }, burst: { allowed: false, remaining: 3 } },
         },
       },
@@ -81,14 +112,21 @@ export const COMPOUND_VECTORS: Vector[] = [
         at: '30:00',
         cost: 3,
         expect: {
-          allowed: true, remaining: 0, resetAt: '210:00', rule: 'burst',
+          allowed: true,
+          remaining: 0,
+          resetAt: '210:00',
+          rule: 'burst',
           rules: { hourly: { allowed: true, remaining: 7 }, burst: { allowed: true, remaining: 0 } },
         },
       },
       {
         at: '30:00',
         expect: {
-          allowed: false, remaining: 0, resetAt: '210:00', retryAfter: 3_600_000, rule: 'burst',
+          allowed: false,
+          remaining: 0,
+          resetAt: '210:00',
+          retryAfter: 3_600_000,
+          rule: 'burst',
           rules: { hourly: { allowed: true, remaining: 7 }, burst: { allowed: false, remaining: 0 } },
         },
       },
@@ -97,7 +135,10 @@ export const COMPOUND_VECTORS: Vector[] = [
         op: 'refund',
         cost: 2,
         expect: {
-          allowed: true, remaining: 2, resetAt: '90:00', rule: 'burst',
+          allowed: true,
+          remaining: 2,
+          resetAt: '90:00',
+          rule: 'burst',
           rules: { hourly: { allowed: true, remaining: 9 }, burst: { allowed: true, remaining: 2 } },
         },
       },
@@ -105,7 +146,10 @@ export const COMPOUND_VECTORS: Vector[] = [
         at: '30:00',
         cost: 2,
         expect: {
-          allowed: true, remaining: 0, resetAt: '210:00', rule: 'burst',
+          allowed: true,
+          remaining: 0,
+          resetAt: '210:00',
+          rule: 'burst',
           rules: { hourly: { allowed: true, remaining: 7 }, burst: { allowed: true, remaining: 0 } },
         },
       },
@@ -123,7 +167,11 @@ export const COMPOUND_VECTORS: Vector[] = [
         at: '30:00',
         cost: 3,
         expect: {
-          allowed: true, remaining: 1, resetAt: '90:00', limit: 4, rule: 'log',
+          allowed: true,
+          remaining: 1,
+          resetAt: '90:00',
+          limit: 4,
+          rule: 'log',
           rules: { log: { allowed: true, remaining: 1 }, gcra: { allowed: true, remaining: 3 }, counter: { allowed: true, remaining: 2 } },
         },
       },
@@ -131,21 +179,32 @@ export const COMPOUND_VECTORS: Vector[] = [
         at: '30:00',
         cost: 2,
         expect: {
-          allowed: false, remaining: 1, resetAt: '90:00', retryAfter: 3_600_000, rule: 'log',
+          allowed: false,
+          remaining: 1,
+          resetAt: '90:00',
+          retryAfter: 3_600_000,
+          rule: 'log',
           rules: { log: { allowed: false, remaining: 1 }, gcra: { allowed: true, remaining: 3 }, counter: { allowed: true, remaining: 2 } },
         },
       },
       {
         at: '30:00',
         expect: {
-          allowed: true, remaining: 0, resetAt: '90:00', rule: 'log',
+          allowed: true,
+          remaining: 0,
+          resetAt: '90:00',
+          rule: 'log',
           rules: { log: { allowed: true, remaining: 0 }, gcra: { allowed: true, remaining: 2 }, counter: { allowed: true, remaining: 1 } },
         },
       },
       {
         at: '30:00',
         expect: {
-          allowed: false, remaining: 0, resetAt: '90:00', retryAfter: 3_600_000, rule: 'log',
+          allowed: false,
+          remaining: 0,
+          resetAt: '90:00',
+          retryAfter: 3_600_000,
+          rule: 'log',
           rules: { log: { allowed: false, remaining: 0 }, gcra: { allowed: true, remaining: 2 }, counter: { allowed: true, remaining: 1 } },
         },
       },

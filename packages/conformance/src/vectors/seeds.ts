@@ -48,7 +48,8 @@ export const SEED_VECTORS: Vector[] = [
   },
   {
     // "A bucket size and refill rate of three": three tokens back at the top of every minute.
-    title: 'worked example: token bucket, capacity 3 refilled 3 per minute at the top of the minute (0:01, 0:15 ×2 ok, 0:58 denied, 1:00 ok)',
+    title:
+      'worked example: token bucket, capacity 3 refilled 3 per minute at the top of the minute (0:01, 0:15 ×2 ok, 0:58 denied, 1:00 ok)',
     rules: () => tokenBucket({ capacity: 3, refillRate: 3, interval: '1m', refill: 'interval' }),
     steps: [
       { at: '0:01', expect: { allowed: true, remaining: 2, resetAt: '1:00', limit: 3 } },

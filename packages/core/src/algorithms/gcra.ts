@@ -9,7 +9,17 @@
  * one per millisecond lose nothing. Memory: three integers per identity. State: [tatMs, tatRemainder, limit]; a
  * rule changed at run time (same id) keeps its TAT, the remainder rescaled to the new limit (rounded up).
  */
-import { NEVER, ceilDiv, newStepScratch, rescale, setTriple, type StepOperation, type State, type StepOutcome, type StepScratch } from '../algorithm.js';
+import {
+  NEVER,
+  ceilDiv,
+  newStepScratch,
+  rescale,
+  setTriple,
+  type StepOperation,
+  type State,
+  type StepOutcome,
+  type StepScratch,
+} from '../algorithm.js';
 import type { Duration } from '../duration.js';
 import { readRuleOptions, type RuleBaseOptions } from '../rule-options.js';
 import type { Rule } from '../rules.js';
@@ -28,7 +38,14 @@ export function gcraStep(state: State | undefined, now: number, cost: number, op
 }
 
 /** GCRA's one implementation, writing into a caller's scratch (`stepRuleInto`); `gcraStep` is it with a fresh scratch. */
-export function gcraInto(state: State | undefined, now: number, cost: number, operation: StepOperation, params: GcraParams, out: StepScratch): void {
+export function gcraInto(
+  state: State | undefined,
+  now: number,
+  cost: number,
+  operation: StepOperation,
+  params: GcraParams,
+  out: StepScratch,
+): void {
   const { limit, periodMs, burst } = params;
   // Everything below is in units of 1/limit ms, where one unit of cost is exactly periodMs long.
   const tolerance = burst * periodMs;

@@ -12,7 +12,19 @@
  * interval, rounded down; clamped to a new capacity); the interval refill counts the new interval's refill
  * instants after the last decision.
  */
-import { NEVER, approach, ceilDiv, newStepScratch, rescale, setPair, setTriple, type StepOperation, type State, type StepOutcome, type StepScratch } from '../algorithm.js';
+import {
+  NEVER,
+  approach,
+  ceilDiv,
+  newStepScratch,
+  rescale,
+  setPair,
+  setTriple,
+  type StepOperation,
+  type State,
+  type StepOutcome,
+  type StepScratch,
+} from '../algorithm.js';
 import type { Duration } from '../duration.js';
 import { describe } from '../describe.js';
 import { SluiceError } from '../errors.js';
@@ -53,7 +65,14 @@ export function tokenBucketInto(
   else smoothStep(state, now, cost, operation, params, out);
 }
 
-function smoothStep(state: State | undefined, now: number, cost: number, operation: StepOperation, p: TokenBucketParams, out: StepScratch): void {
+function smoothStep(
+  state: State | undefined,
+  now: number,
+  cost: number,
+  operation: StepOperation,
+  p: TokenBucketParams,
+  out: StepScratch,
+): void {
   // Levels are kept in scaled units (tokens × intervalMs) so that refill per millisecond is the integer refillRate.
   const interval = p.intervalMs;
   const rate = p.refillRate;
@@ -87,7 +106,14 @@ function smoothStep(state: State | undefined, now: number, cost: number, operati
   out.ttlMs = resetAt - now;
 }
 
-function intervalStep(state: State | undefined, now: number, cost: number, operation: StepOperation, p: TokenBucketParams, out: StepScratch): void {
+function intervalStep(
+  state: State | undefined,
+  now: number,
+  cost: number,
+  operation: StepOperation,
+  p: TokenBucketParams,
+  out: StepScratch,
+): void {
   let tick = Math.floor(now / p.intervalMs);
   let tokens = p.capacity;
   let last = now;
@@ -107,7 +133,8 @@ function intervalStep(state: State | undefined, now: number, cost: number, opera
     if (allowed && operation === 'consume') tokens -= cost;
     if (!allowed) retryAt = cost > p.capacity ? NEVER : (tick + ceilDiv(cost - tokens, p.refillRate)) * p.intervalMs;
   }
-  const resetAt = tokens >= p.capacity ? Math.max(now, tick * p.intervalMs) : (tick + ceilDiv(p.capacity - tokens, p.refillRate)) * p.intervalMs;
+  const resetAt =
+    tokens >= p.capacity ? Math.max(now, tick * p.intervalMs) : (tick + ceilDiv(p.capacity - tokens, p.refillRate)) * p.intervalMs;
   out.allowed = allowed;
   setPair(out.next, tokens, last);
   out.remaining = tokens;
@@ -141,8 +168,7 @@ export function tokenBucket(options: TokenBucketOptions): Rule {
     throw new SluiceError('INVALID_OPTION', `tokenBucket: refill must be 'smooth' or 'interval', got ${describe(refill)}`);
   }
   boundedProduct(capacity, intervalMs, 'tokenBucket: capacity × interval');
-  const windowMs =
-    refill === 'smooth' ? ceilDiv(capacity * intervalMs, refillRate) : ceilDiv(capacity, refillRate) * intervalMs;
+  const windowMs = refill === 'smooth' ? ceilDiv(capacity * intervalMs, refillRate) : ceilDiv(capacity, refillRate) * intervalMs;
   return {
     id: read.id(refill === 'smooth' ? 'tb' : 'tbi'),
     algorithm: 'token-bucket',

@@ -128,7 +128,8 @@ export function smoothTokenBucketModel(capacity: number, refillRate: number, int
   const full = rat(capacity);
   let tokens = full;
   let last: number | undefined;
-  const at = (x: number): Rational => (last === undefined ? full : min(full, add(tokens, rat(BigInt(refillRate) * BigInt(x - last), intervalMs))));
+  const at = (x: number): Rational =>
+    last === undefined ? full : min(full, add(tokens, rat(BigInt(refillRate) * BigInt(x - last), intervalMs)));
   return {
     capacity,
     recoveryMs: capacity * intervalMs + 1,
@@ -174,7 +175,8 @@ export function leakyBucketModel(capacity: number, leakRate: number, intervalMs:
   const zero = rat(0);
   let level = zero;
   let last: number | undefined;
-  const at = (x: number): Rational => (last === undefined ? zero : max(zero, sub(level, rat(BigInt(leakRate) * BigInt(x - last), intervalMs))));
+  const at = (x: number): Rational =>
+    last === undefined ? zero : max(zero, sub(level, rat(BigInt(leakRate) * BigInt(x - last), intervalMs)));
   return {
     capacity,
     recoveryMs: capacity * intervalMs + 1,

@@ -58,7 +58,10 @@ export function operationArb(withRefund: boolean): fc.Arbitrary<StepOperation> {
 }
 
 export function eventsArb(scaleMs: number, capacity: number, options: { refunds: boolean; maxLength: number }): fc.Arbitrary<Event[]> {
-  const event = fc.record({ advanceMs: advanceArb(scaleMs, capacity), cost: costArb(capacity), operation: operationArb(options.refunds) }, { noNullPrototype: true });
+  const event = fc.record(
+    { advanceMs: advanceArb(scaleMs, capacity), cost: costArb(capacity), operation: operationArb(options.refunds) },
+    { noNullPrototype: true },
+  );
   return fc.array(event, { minLength: 1, maxLength: options.maxLength, size: 'max' });
 }
 
@@ -88,12 +91,19 @@ export function harness(rules: Rule | Rule[], options: { expire?: boolean; name?
 }
 
 /** Plays the events through a limiter over a MapStore with a fake clock, calling `check` after each. */
-export function play(rule: Rule, identity: string, events: readonly Event[], options: { expire?: boolean } = {}, check?: (step: Step, store: MapStore) => void): Step[] {
+export function play(
+  rule: Rule,
+  identity: string,
+  events: readonly Event[],
+  options: { expire?: boolean } = {},
+  check?: (step: Step, store: MapStore) => void,
+): Step[] {
   const h = harness(rule, options);
   const steps: Step[] = [];
   events.forEach((event, index) => {
     h.now += event.advanceMs;
-    const call = event.operation === 'consume' ? h.limiter.limitSync : event.operation === 'peek' ? h.limiter.peekSync : h.limiter.refundSync;
+    const call =
+      event.operation === 'consume' ? h.limiter.limitSync : event.operation === 'peek' ? h.limiter.peekSync : h.limiter.refundSync;
     const decision = call.call(h.limiter, identity, { cost: event.cost });
     const step = { index, now: h.now, event, decision };
     steps.push(step);

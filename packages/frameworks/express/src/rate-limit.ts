@@ -65,7 +65,13 @@ function respond(req: IncomingMessage, res: ServerResponse, next: (error?: unkno
     // Nothing to merge with: every field is set as it comes (what writeHeaders does on an empty response).
     for (const field of result.headers) res.setHeader(field.name, field.value);
   } else {
-    writeHeaders(result.headers, nodeHeaderTarget((name) => res.getHeader(name), (name, value) => res.setHeader(name, value)));
+    writeHeaders(
+      result.headers,
+      nodeHeaderTarget(
+        (name) => res.getHeader(name),
+        (name, value) => res.setHeader(name, value),
+      ),
+    );
   }
   if (result.allowed) {
     next();

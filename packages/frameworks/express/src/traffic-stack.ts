@@ -51,9 +51,14 @@ function rateOnly(rateLayer: RateLimitMiddleware): RateLimitMiddleware {
  * @example app.use(trafficStack({ rate: { limiter }, concurrency: { limiter: inFlight }, fleet, worker, priority: (req) => (req.method === 'GET' ? 'read' : 'write') }))
  */
 export function trafficStack<Req extends IncomingMessage = ExpressRequest>(options: TrafficStackOptions<Req>): RateLimitMiddleware {
-  const { rate, layers } = checkStackLayers(options, { where: 'trafficStack', example: '{ rate: { limiter }, concurrency: { limiter } }', rateOption: true });
+  const { rate, layers } = checkStackLayers(options, {
+    where: 'trafficStack',
+    example: '{ rate: { limiter }, concurrency: { limiter } }',
+    rateOption: true,
+  });
   const rateLayer = rate === undefined ? undefined : rateLimit<Req>(rate);
-  if (rateLayer !== undefined && layers.concurrency === undefined && layers.fleet === undefined && layers.worker === undefined) return rateOnly(rateLayer);
+  if (rateLayer !== undefined && layers.concurrency === undefined && layers.fleet === undefined && layers.worker === undefined)
+    return rateOnly(rateLayer);
 
   return function sluiceTrafficStack(req, res, next) {
     const request = req as Req & { trafficStack?: TrafficStackInfo; rateLimit?: { identity?: string } };

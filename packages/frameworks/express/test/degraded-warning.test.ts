@@ -61,7 +61,13 @@ describe('the degraded-store warning has one prefix and names the store and the 
   });
 
   async function status(store: Store, timeout?: number): Promise<number> {
-    const limiter = createLimiter({ store, name: 'api', rules: fixedWindow({ limit: 5, window: '1s' }), circuitBreaker: false, ...(timeout === undefined ? {} : { timeout }) });
+    const limiter = createLimiter({
+      store,
+      name: 'api',
+      rules: fixedWindow({ limit: 5, window: '1s' }),
+      circuitBreaker: false,
+      ...(timeout === undefined ? {} : { timeout }),
+    });
     const app = express();
     app.use(rateLimit({ limiter }));
     app.get('/', (_req, res) => void res.send('ok'));
@@ -76,13 +82,17 @@ describe('the degraded-store warning has one prefix and names the store and the 
     expect(await status(new RefusedStore(port))).toBe(200); // fails open, the default
     expect(warn).toHaveBeenCalledOnce();
     const text = String(warn.mock.calls[0]![0]);
-    expect(text).toContain(`[sluice] store failure in policy "api" (RefusedStore): the store failed: connect ECONNREFUSED 127.0.0.1:${port}`);
+    expect(text).toContain(
+      `[sluice] store failure in policy "api" (RefusedStore): the store failed: connect ECONNREFUSED 127.0.0.1:${port}`,
+    );
     expect(text.split('[sluice]').length - 1).toBe(1);
   });
 
   it('a store that does not answer in time: one prefix and the store class', async () => {
     expect(await status(new SilentStore(), 20)).toBe(200);
     expect(warn).toHaveBeenCalledOnce();
-    expect(String(warn.mock.calls[0]![0])).toBe('[sluice] store failure in policy "api" (SilentStore): the store did not answer within 20 ms. Pass onError to handle it.');
+    expect(String(warn.mock.calls[0]![0])).toBe(
+      '[sluice] store failure in policy "api" (SilentStore): the store did not answer within 20 ms. Pass onError to handle it.',
+    );
   });
 });

@@ -25,7 +25,10 @@ function limiter(name: string, limit: number, store: Store = memoryStore()) {
   return createLimiter({ name, store, rules: fixedWindow({ limit, window: '1m' }) });
 }
 
-for (const [version, express] of [['Express 5', express5], ['Express 4', express4]] as const) {
+for (const [version, express] of [
+  ['Express 5', express5],
+  ['Express 4', express4],
+] as const) {
   describe(version, () => {
     it('limits app-wide, sets req.rateLimit, and answers the refusal itself', async () => {
       const app = express();
@@ -121,7 +124,7 @@ for (const [version, express] of [['Express 5', express5], ['Express 4', express
 }
 
 describe('rateLimit(limiter): a limiter where the options go', () => {
-  it('says to pass { limiter } rather than calling the limiter\'s name an unknown option', () => {
+  it("says to pass { limiter } rather than calling the limiter's name an unknown option", () => {
     expect(() => rateLimit(limiter('api', 1) as never)).toThrow(
       '[sluice] rate limit options: got a limiter where the options object goes; pass { limiter } instead, e.g. rateLimit({ limiter })',
     );

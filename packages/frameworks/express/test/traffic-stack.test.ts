@@ -39,7 +39,10 @@ async function app(options: TrafficStackOptions): Promise<{ base: string; open: 
   application.get('/throw', () => {
     throw new Error('handler failed');
   });
-  application.use((error: Error, _req: express.Request, res: express.Response, _next: express.NextFunction) => void res.status(500).json({ error: error.message }));
+  application.use(
+    (error: Error, _req: express.Request, res: express.Response, _next: express.NextFunction) =>
+      void res.status(500).json({ error: error.message }),
+  );
   await new Promise<void>((resolve) => {
     server = application.listen(0, '127.0.0.1', () => resolve());
   });
@@ -74,7 +77,9 @@ describe('trafficStack', () => {
   it('concurrency: a third request in flight gets 429 naming the layer; finished, aborted and failed requests all release', async () => {
     const store = memoryStore();
     const limiter = createConcurrencyLimiter({ store, limit: 2, name: 'in-flight' });
-    const { base, open, port } = await app({ concurrency: { limiter, identify: (req) => (req.headers['x-client'] as string | undefined) ?? 'anonymous' } });
+    const { base, open, port } = await app({
+      concurrency: { limiter, identify: (req) => (req.headers['x-client'] as string | undefined) ?? 'anonymous' },
+    });
     const headers = { 'x-client': 'alice' };
     const slow = [get(`${base}/slow`, headers), get(`${base}/slow`, headers)];
     await settle();
@@ -100,7 +105,10 @@ describe('trafficStack', () => {
   it('rate first: a request refused by the rate layer takes no lease', async () => {
     const store = memoryStore();
     const inFlight = createConcurrencyLimiter({ store, limit: 1, name: 'in-flight' });
-    const { base } = await app({ rate: { limiter: createLimiter({ store, rules: fixedWindow({ limit: 1, window: '1m' }), name: 'rate' }) }, concurrency: { limiter: inFlight } });
+    const { base } = await app({
+      rate: { limiter: createLimiter({ store, rules: fixedWindow({ limit: 1, window: '1m' }), name: 'rate' }) },
+      concurrency: { limiter: inFlight },
+    });
     expect((await get(`${base}/fast`)).status).toBe(200);
     const refused = await get(`${base}/fast`);
     expect(refused.status).toBe(429);
@@ -140,7 +148,9 @@ describe('trafficStack', () => {
   it('refuses bad options clearly', () => {
     const fleet = createFleetShedder({ store: memoryStore(), capacity: 2 });
     expect(() => trafficStack({ fleet })).toThrow(/priority must be a function/);
-    expect(() => trafficStack({ concurrency: { limiter: createConcurrencyLimiter({ store: memoryStore(), limit: 1 }) } })).toThrow(/concurrency needs identify/);
+    expect(() => trafficStack({ concurrency: { limiter: createConcurrencyLimiter({ store: memoryStore(), limit: 1 }) } })).toThrow(
+      /concurrency needs identify/,
+    );
     expect(() => trafficStack({ ratelimit: {} } as unknown as TrafficStackOptions)).toThrow(/unknown option "ratelimit"/);
   });
 });

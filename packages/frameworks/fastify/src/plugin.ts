@@ -1,9 +1,26 @@
 import { SluiceError, type Store } from '@sluice/core';
 import { rejectUnknownOptions } from '@sluice/internal';
-import { addressLost, checkOptionsObject, HTTP_OPTION_NAMES, nodeHeaderTarget, writeHeaders, type HandleResult, type HttpLimitOptions, type ProblemDetails } from '@sluice/http';
+import {
+  addressLost,
+  checkOptionsObject,
+  HTTP_OPTION_NAMES,
+  nodeHeaderTarget,
+  writeHeaders,
+  type HandleResult,
+  type HttpLimitOptions,
+  type ProblemDetails,
+} from '@sluice/http';
 import type { FastifyInstance, FastifyReply, FastifyRequest, HookHandlerDoneFunction } from 'fastify';
 import fp from 'fastify-plugin';
-import { checkHook, PlanBuilder, RoutePlans, type HookStage, type Plan, type RouteConfig, type RouteRateLimitOptions } from './route-plans.js';
+import {
+  checkHook,
+  PlanBuilder,
+  RoutePlans,
+  type HookStage,
+  type Plan,
+  type RouteConfig,
+  type RouteRateLimitOptions,
+} from './route-plans.js';
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -86,7 +103,8 @@ function register(fastify: FastifyInstance, options: FastifyRateLimitOptions): v
   // pays for one hook per request.
   const globalPreHandler = hook === 'preHandler' || [...groupPlans.values()].some((p) => p.hook === 'preHandler');
   const hooked = new WeakSet<object>();
-  const decide = (plan: Plan, request: FastifyRequest, reply: FastifyReply, next: HookHandlerDoneFunction): void => runPlan(plan, request, reply, next, errorResponse);
+  const decide = (plan: Plan, request: FastifyRequest, reply: FastifyReply, next: HookHandlerDoneFunction): void =>
+    runPlan(plan, request, reply, next, errorResponse);
   fastify.decorateRequest('rateLimit', null);
   fastify.addHook('onRoute', (route) => {
     const plan = plans.forRoute(route.config as RouteConfig, route.method, route.url);
@@ -110,7 +128,12 @@ function register(fastify: FastifyInstance, options: FastifyRateLimitOptions): v
     if (plan.hook === 'preHandler') {
       if (globalPreHandler || hasOwnHook(request)) return next();
       // Only a route declared before the plugin can get here: onRoute never saw it to give it its hook.
-      next(new SluiceError('INVALID_OPTION', `route ${request.routeOptions.url}: hook 'preHandler' on a route declared before @sluice/fastify was registered; declare it after, or set the plugin's hook to 'preHandler'`));
+      next(
+        new SluiceError(
+          'INVALID_OPTION',
+          `route ${request.routeOptions.url}: hook 'preHandler' on a route declared before @sluice/fastify was registered; declare it after, or set the plugin's hook to 'preHandler'`,
+        ),
+      );
       return;
     }
     decide(plan, request, reply, next);
@@ -136,7 +159,13 @@ function planOrError(plans: RoutePlans, request: FastifyRequest, next: HookHandl
 }
 
 /** Runs a plan's handler for one request and hands its answer to Fastify (`finish`). */
-function runPlan(plan: Plan, request: FastifyRequest, reply: FastifyReply, next: HookHandlerDoneFunction, errorResponse: 'reply' | 'throw'): void {
+function runPlan(
+  plan: Plan,
+  request: FastifyRequest,
+  reply: FastifyReply,
+  next: HookHandlerDoneFunction,
+  errorResponse: 'reply' | 'throw',
+): void {
   let pending: HandleResult | Promise<HandleResult>;
   try {
     const raw = request.raw;
@@ -149,13 +178,22 @@ function runPlan(plan: Plan, request: FastifyRequest, reply: FastifyReply, next:
     return;
   }
   if (pending instanceof Promise) {
-    pending.then((result) => finish(request, reply, next, result, errorResponse), (error: Error) => next(error));
+    pending.then(
+      (result) => finish(request, reply, next, result, errorResponse),
+      (error: Error) => next(error),
+    );
   } else {
     finish(request, reply, next, pending, errorResponse);
   }
 }
 
-function finish(request: FastifyRequest, reply: FastifyReply, next: HookHandlerDoneFunction, result: HandleResult, errorResponse: 'reply' | 'throw'): void {
+function finish(
+  request: FastifyRequest,
+  reply: FastifyReply,
+  next: HookHandlerDoneFunction,
+  result: HandleResult,
+  errorResponse: 'reply' | 'throw',
+): void {
   // The first sluice decision on a request has nothing to merge with: it only sets.
   const first = request.rateLimit === null;
   request.rateLimit = result;
@@ -163,7 +201,13 @@ function finish(request: FastifyRequest, reply: FastifyReply, next: HookHandlerD
     // Nothing to merge with: every field is set as it comes (what writeHeaders does on an empty reply).
     for (const field of result.headers) reply.header(field.name, field.value);
   } else {
-    writeHeaders(result.headers, nodeHeaderTarget((name) => reply.getHeader(name), (name, value) => void reply.header(name, value)));
+    writeHeaders(
+      result.headers,
+      nodeHeaderTarget(
+        (name) => reply.getHeader(name),
+        (name, value) => void reply.header(name, value),
+      ),
+    );
   }
   if (result.allowed) {
     next();
@@ -193,4 +237,3 @@ function parseProblem(body: string | undefined): ProblemDetails | undefined {
  * app.post('/login', { config: { rateLimit: { limiter: loginLimiter } } }, handler);
  */
 export const rateLimitPlugin = fp(sluiceFastify, { fastify: '5.x', name: '@sluice/fastify' });
-

@@ -77,15 +77,25 @@ export class PlanBuilder {
   private uniqueName(explicit: string | undefined, derived: string, where: string): string {
     if (explicit !== undefined) {
       if (typeof explicit !== 'string' || !NAME_PATTERN.test(explicit)) {
-        throw new SluiceError('INVALID_OPTION', `${where}: name must be 1 to 64 characters of letters, digits, '_', '.' or '-', got ${JSON.stringify(explicit)}`);
+        throw new SluiceError(
+          'INVALID_OPTION',
+          `${where}: name must be 1 to 64 characters of letters, digits, '_', '.' or '-', got ${JSON.stringify(explicit)}`,
+        );
       }
       if (this.names.has(explicit)) {
-        throw new SluiceError('INVALID_OPTION', `${where}: the limiter name ${JSON.stringify(explicit)} is already used by another route or group`);
+        throw new SluiceError(
+          'INVALID_OPTION',
+          `${where}: the limiter name ${JSON.stringify(explicit)} is already used by another route or group`,
+        );
       }
       this.names.add(explicit);
       return explicit;
     }
-    const base = derived.replace(/[^A-Za-z0-9_.-]+/g, '_').replace(/^_+|_+$/g, '').slice(0, 56) || 'route';
+    const base =
+      derived
+        .replace(/[^A-Za-z0-9_.-]+/g, '_')
+        .replace(/^_+|_+$/g, '')
+        .slice(0, 56) || 'route';
     let candidate = base;
     for (let n = 2; this.names.has(candidate); n++) candidate = `${base}-${n}`;
     this.names.add(candidate);
@@ -130,14 +140,20 @@ export class RoutePlans {
     if (typeof setting === 'string') {
       const plan = this.groups.get(setting);
       if (plan === undefined) {
-        throw new SluiceError('INVALID_OPTION', `route ${url}: rateLimit names the group ${JSON.stringify(setting)}, but the plugin's groups are ${[...this.groups.keys()].join(', ') || 'none'}`);
+        throw new SluiceError(
+          'INVALID_OPTION',
+          `route ${url}: rateLimit names the group ${JSON.stringify(setting)}, but the plugin's groups are ${[...this.groups.keys()].join(', ') || 'none'}`,
+        );
       }
       return plan;
     }
     if (setting.group !== undefined) {
       const { group, ...rest } = setting;
       if (Object.keys(rest).length > 0) {
-        throw new SluiceError('INVALID_OPTION', `route ${url}: a route in group ${JSON.stringify(group)} takes all its settings from the group; move ${Object.keys(rest).join(', ')} there`);
+        throw new SluiceError(
+          'INVALID_OPTION',
+          `route ${url}: a route in group ${JSON.stringify(group)} takes all its settings from the group; move ${Object.keys(rest).join(', ')} there`,
+        );
       }
       return this.forRoute({ ...config, rateLimit: group } as RouteConfig, method, url);
     }
@@ -146,7 +162,14 @@ export class RoutePlans {
     if (byUrl === undefined) this.plans.set(setting, (byUrl = new Map()));
     let plan = byUrl.get(key);
     if (plan === undefined) {
-      plan = this.builder.build(setting, `route ${key}`, `${[method].flat().filter((m) => m !== 'HEAD').join('_')}${key}`);
+      plan = this.builder.build(
+        setting,
+        `route ${key}`,
+        `${[method]
+          .flat()
+          .filter((m) => m !== 'HEAD')
+          .join('_')}${key}`,
+      );
       byUrl.set(key, plan);
     }
     return plan;

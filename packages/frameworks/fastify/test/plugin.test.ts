@@ -94,11 +94,18 @@ describe('@sluice/fastify', () => {
   it("a route can ask for 'preHandler' alone; declared before the plugin, it is told to move", async () => {
     const app = Fastify();
     app.get('/early', { config: { rateLimit: { limiter: limiter('early', 1), hook: 'preHandler' } } }, async () => 'early');
-    await app.register(rateLimitPlugin, { limiter: limiter('global', 100), identify: (request) => (request as unknown as { user?: string }).user });
+    await app.register(rateLimitPlugin, {
+      limiter: limiter('global', 100),
+      identify: (request) => (request as unknown as { user?: string }).user,
+    });
     app.addHook('onRequest', async (request) => {
       (request as unknown as { user?: string }).user = 'ann';
     });
-    app.get('/late', { config: { rateLimit: { limiter: limiter('late', 1), hook: 'preHandler' } } }, async (request) => request.rateLimit?.identity);
+    app.get(
+      '/late',
+      { config: { rateLimit: { limiter: limiter('late', 1), hook: 'preHandler' } } },
+      async (request) => request.rateLimit?.identity,
+    );
     app.get('/plain', async (request) => request.rateLimit?.identity);
     const base = await start(app);
     // The app-wide onRequest limiter runs before the auth hook, so it sees no user; the preHandler one sees ann.
@@ -148,14 +155,30 @@ describe('@sluice/fastify', () => {
     expect(() => app.get('/x', { config: { rateLimit: { rules: fixedWindow({ limit: 1, window: '1m' }) } } }, async () => 'x')).toThrow(
       /route \/x: rules need a store; pass store/,
     );
-    expect(() => app.get('/y', { config: { rateLimit: 'nope' } }, async () => 'y')).toThrow(/names the group "nope", but the plugin's groups are g/);
-    expect(() => app.get('/z', { config: { rateLimit: { group: 'g', cost: 2 } } }, async () => 'z')).toThrow(/takes all its settings from the group; move cost there/);
-    await expect(Fastify().register(rateLimitPlugin, { limiter: limiter('x', 1), hook: 'onSend' as 'onRequest' }).ready()).rejects.toThrow(/hook must be 'onRequest' or 'preHandler'/);
-    await expect(Fastify().register(rateLimitPlugin, { limiter: limiter('x', 1), max: 5 } as never).ready()).rejects.toThrow(/unknown option "max"/);
+    expect(() => app.get('/y', { config: { rateLimit: 'nope' } }, async () => 'y')).toThrow(
+      /names the group "nope", but the plugin's groups are g/,
+    );
+    expect(() => app.get('/z', { config: { rateLimit: { group: 'g', cost: 2 } } }, async () => 'z')).toThrow(
+      /takes all its settings from the group; move cost there/,
+    );
+    await expect(
+      Fastify()
+        .register(rateLimitPlugin, { limiter: limiter('x', 1), hook: 'onSend' as 'onRequest' })
+        .ready(),
+    ).rejects.toThrow(/hook must be 'onRequest' or 'preHandler'/);
+    await expect(
+      Fastify()
+        .register(rateLimitPlugin, { limiter: limiter('x', 1), max: 5 } as never)
+        .ready(),
+    ).rejects.toThrow(/unknown option "max"/);
   });
 
   it('a limiter passed where the options go says to pass { limiter }', async () => {
-    await expect(Fastify().register(rateLimitPlugin, limiter('x', 1) as never).ready()).rejects.toThrow(
+    await expect(
+      Fastify()
+        .register(rateLimitPlugin, limiter('x', 1) as never)
+        .ready(),
+    ).rejects.toThrow(
       '[sluice] @sluice/fastify options: got a limiter where the options object goes; pass { limiter } instead, e.g. app.register(rateLimitPlugin, { limiter })',
     );
     const app = Fastify();

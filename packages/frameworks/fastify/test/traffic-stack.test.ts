@@ -25,7 +25,10 @@ async function start(options: FastifyTrafficStackOptions, withRate = false) {
   let opener = (): void => undefined;
   let gate = new Promise<void>((resolve) => (opener = resolve));
   const store = memoryStore();
-  if (withRate) await instance.register(rateLimitPlugin, { limiter: createLimiter({ store, rules: fixedWindow({ limit: 100, window: '1m' }), name: 'rate' }) });
+  if (withRate)
+    await instance.register(rateLimitPlugin, {
+      limiter: createLimiter({ store, rules: fixedWindow({ limit: 100, window: '1m' }), name: 'rate' }),
+    });
   await instance.register(trafficStackPlugin, options);
   instance.get('/fast', async (request) => ({ ok: true, priority: request.trafficStack?.priority }));
   instance.get('/slow', async () => {
@@ -65,7 +68,9 @@ function abandoned(port: number, path: string, headers: Record<string, string>):
 describe('trafficStackPlugin', () => {
   it('concurrency: 429 naming the layer past the limit; finished, aborted and failed requests all release', async () => {
     const limiter = createConcurrencyLimiter({ store: memoryStore(), limit: 2, name: 'in-flight' });
-    const { base, open, port } = await start({ concurrency: { limiter, identify: (request) => (request.headers['x-client'] as string | undefined) ?? 'anonymous' } });
+    const { base, open, port } = await start({
+      concurrency: { limiter, identify: (request) => (request.headers['x-client'] as string | undefined) ?? 'anonymous' },
+    });
     const headers = { 'x-client': 'alice' };
     const slow = [get(`${base}/slow`, headers), get(`${base}/slow`, headers)];
     await settle();

@@ -34,7 +34,11 @@ export interface HonoTrafficStackOptions<E extends Env = Env> extends StackLayer
  * app.use('/api/*', trafficStack({ rate: { limiter }, concurrency: { limiter: inFlight } }));
  */
 export function trafficStack<E extends Env = Env>(options: HonoTrafficStackOptions<E>): MiddlewareHandler<E> {
-  const { rate, layers } = checkStackLayers(options, { where: 'trafficStack', example: '{ rate, concurrency: { limiter } }', rateOption: true });
+  const { rate, layers } = checkStackLayers(options, {
+    where: 'trafficStack',
+    example: '{ rate, concurrency: { limiter } }',
+    rateOption: true,
+  });
   const decide = rate === undefined ? undefined : decider(rate);
 
   return async function sluiceTrafficStack(c, next) {

@@ -34,7 +34,12 @@ describe('rateLimit', () => {
     expect(refused.headers.get('retry-after')).toBe('7');
     expect(refused.headers.get('ratelimit')).toBe('"api";r=0;t=7');
     expect(refused.headers.get('content-type')).toBe('application/problem+json');
-    expect(await refused.json()).toMatchObject({ status: 429, title: 'Too Many Requests', 'violated-policies': ['api'], retryAfterSeconds: 7 });
+    expect(await refused.json()).toMatchObject({
+      status: 429,
+      title: 'Too Many Requests',
+      'violated-policies': ['api'],
+      retryAfterSeconds: 7,
+    });
     // Another client behind Cloudflare has its own bucket.
     expect((await app.request('/', { headers: { 'cf-connecting-ip': '198.51.100.1' } })).status).toBe(200);
   });
@@ -67,7 +72,9 @@ describe('rateLimit', () => {
   it('shadow mode counts and sends headers, never refuses, and reports would-be refusals', async () => {
     const would: boolean[] = [];
     const app = new Hono();
-    app.use(rateLimit({ limiter: window10s('dark', 1), clientIp: CLOUDFLARE, shadow: true, onLimited: (event) => void would.push(event.shadow) }));
+    app.use(
+      rateLimit({ limiter: window10s('dark', 1), clientIp: CLOUDFLARE, shadow: true, onLimited: (event) => void would.push(event.shadow) }),
+    );
     app.get('/', (c) => c.text(c.get('rateLimit').outcome));
     const replies = [];
     for (let i = 0; i < 3; i++) replies.push(await app.request('/', { headers: FROM }));
@@ -138,8 +145,18 @@ describe('rateLimit', () => {
   it('errors thrown by a hook go to app.onError, and the route does not run', async () => {
     const ran = vi.fn();
     const app = new Hono();
-    app.use(rateLimit({ limiter: window10s(), identify: () => { throw new Error('auth backend down'); } }));
-    app.get('/', (c) => { ran(); return c.text('ok'); });
+    app.use(
+      rateLimit({
+        limiter: window10s(),
+        identify: () => {
+          throw new Error('auth backend down');
+        },
+      }),
+    );
+    app.get('/', (c) => {
+      ran();
+      return c.text('ok');
+    });
     app.onError((error, c) => c.text(`handled: ${(error as Error).message}`, 500));
     const reply = await app.request('/', { headers: FROM });
     expect([reply.status, await reply.text()]).toEqual([500, 'handled: auth backend down']);
@@ -196,7 +213,13 @@ describe('hooks and background work', () => {
     const errors: string[] = [];
     const limiter = createLimiter({ name: 'api', store: brokenStore(), rules: fixedWindow({ limit: 1, window: '10s' }) });
     const app = new Hono();
-    app.use(rateLimit({ limiter, clientIp: CLOUDFLARE, onError: (error, event) => void errors.push(`${event.source}: ${(error as Error).message}`) }));
+    app.use(
+      rateLimit({
+        limiter,
+        clientIp: CLOUDFLARE,
+        onError: (error, event) => void errors.push(`${event.source}: ${(error as Error).message}`),
+      }),
+    );
     app.get('/', (c) => c.json({ degraded: c.get('rateLimit').degraded }));
     const reply = await app.request('/', { headers: FROM });
     expect([reply.status, await reply.json()]).toEqual([200, { degraded: true }]);
@@ -206,7 +229,16 @@ describe('hooks and background work', () => {
   it('without an ExecutionContext (Node), hook promises still run and nothing throws', async () => {
     const shipped = deferred();
     const app = new Hono();
-    app.use(rateLimit({ limiter: window10s('api', 1), clientIp: CLOUDFLARE, onDecision: () => { shipped.resolve(); return shipped.promise; } }));
+    app.use(
+      rateLimit({
+        limiter: window10s('api', 1),
+        clientIp: CLOUDFLARE,
+        onDecision: () => {
+          shipped.resolve();
+          return shipped.promise;
+        },
+      }),
+    );
     app.get('/', (c) => c.text('ok'));
     expect((await app.request('/', { headers: FROM })).status).toBe(200);
     await shipped.promise;

@@ -12,7 +12,11 @@ export class Background {
   readonly hooks: BackgroundHooks<NextRequest>;
 
   constructor(fallback: WaitUntil | undefined, onError: ((error: unknown, event: ErrorEvent<NextRequest>) => unknown) | undefined) {
-    this.hooks = new BackgroundHooks<NextRequest>({ adapter: '@sluice/next', waitUntilOf: (request) => this.sinks.get(request) ?? fallback, onError });
+    this.hooks = new BackgroundHooks<NextRequest>({
+      adapter: '@sluice/next',
+      waitUntilOf: (request) => this.sinks.get(request) ?? fallback,
+      onError,
+    });
   }
 
   /** Routes this request's background work to its event (`NextFetchEvent.waitUntil`). */

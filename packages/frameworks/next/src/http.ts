@@ -1,2 +1,21 @@
 // Everything this package takes from @sluice/http comes in through this one file.
-export { applyHeaders, BackgroundHooks, checkOptionsObject, createHandler, checkStackLayers, heldUntilEnd, releasingBody, runStackLayers, type StackLayer, type StackLayers, type WaitUntil, type ErrorEvent, type HandleResult, type HttpLimitOptions, type HttpRequest, type LimitedEvent, type LimiterEntry, type Outcome } from '@sluice/http';
+export {
+  applyHeaders,
+  BackgroundHooks,
+  checkOptionsObject,
+  createHandler,
+  checkStackLayers,
+  heldUntilEnd,
+  releasingBody,
+  runStackLayers,
+  type StackLayer,
+  type StackLayers,
+  type WaitUntil,
+  type ErrorEvent,
+  type HandleResult,
+  type HttpLimitOptions,
+  type HttpRequest,
+  type LimitedEvent,
+  type LimiterEntry,
+  type Outcome,
+} from '@sluice/http';

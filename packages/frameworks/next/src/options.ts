@@ -69,7 +69,8 @@ export function checkNextIdentity(options: NextRateLimitOptions): void {
     }
   }
   const ipCanResolve =
-    typeof ip === 'function' || (typeof ip === 'object' && ip !== null && ((ip.trustProxy !== undefined && ip.trustProxy !== false) || ip.platform !== undefined));
+    typeof ip === 'function' ||
+    (typeof ip === 'object' && ip !== null && ((ip.trustProxy !== undefined && ip.trustProxy !== false) || ip.platform !== undefined));
   if (ip === false || ipCanResolve || options.identify !== undefined) return;
   if (options.onMissingIdentity !== undefined && options.onMissingIdentity !== 'deny') return;
   const entries: unknown[] = Array.isArray(options.limiter) ? [...(options.limiter as readonly unknown[])] : [options.limiter as Limiter];

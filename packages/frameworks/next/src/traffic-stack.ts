@@ -23,14 +23,28 @@ type RouteHandler<C> = (request: NextRequest, context: C) => Response | Promise<
  * @example
  * export const GET = withTrafficStack(async (request) => Response.json(await report()), { rate, concurrency: { limiter: inFlight } });
  */
-export function withTrafficStack<C = unknown>(handler: RouteHandler<C>, options: NextTrafficStackOptions): (request: NextRequest, context: C & Partial<WaitUntilEvent>) => Promise<Response> {
-  if (typeof handler !== 'function') throw new SluiceError('INVALID_OPTION', `withTrafficStack: the first argument must be a route handler (request) => Response, got ${typeof handler}`);
-  const { rate, layers } = checkStackLayers(options, { where: 'withTrafficStack', example: '{ rate, concurrency: { limiter } }', rateOption: true });
+export function withTrafficStack<C = unknown>(
+  handler: RouteHandler<C>,
+  options: NextTrafficStackOptions,
+): (request: NextRequest, context: C & Partial<WaitUntilEvent>) => Promise<Response> {
+  if (typeof handler !== 'function')
+    throw new SluiceError(
+      'INVALID_OPTION',
+      `withTrafficStack: the first argument must be a route handler (request) => Response, got ${typeof handler}`,
+    );
+  const { rate, layers } = checkStackLayers(options, {
+    where: 'withTrafficStack',
+    example: '{ rate, concurrency: { limiter } }',
+    rateOption: true,
+  });
 
   return async function sluiceTrafficStack(request, context) {
     const leases = heldUntilEnd();
     try {
-      const rated = rate === undefined ? undefined : await rate.check(request, typeof context?.waitUntil === 'function' ? (context as WaitUntilEvent) : undefined);
+      const rated =
+        rate === undefined
+          ? undefined
+          : await rate.check(request, typeof context?.waitUntil === 'function' ? (context as WaitUntilEvent) : undefined);
       if (rated !== undefined && !rated.allowed) return toNextResponse(rated);
       // The request's own signal releases a lease if the client goes away while the later layers decide.
       const { refusal } = await runStackLayers(layers, request, rated?.identity, leases.hold, { signal: request.signal });

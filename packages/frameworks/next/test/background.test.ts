@@ -49,7 +49,12 @@ describe('background work goes to waitUntil and never delays the response', () =
 
   it('without an event, the promise goes to the waitUntil option (e.g. after from next/server)', async () => {
     const handed: Promise<unknown>[] = [];
-    const limit = rateLimit({ limiter: limiterOf(), clientIp: VERCEL, onDecision: () => Promise.resolve('logged'), waitUntil: (p) => void handed.push(p) });
+    const limit = rateLimit({
+      limiter: limiterOf(),
+      clientIp: VERCEL,
+      onDecision: () => Promise.resolve('logged'),
+      waitUntil: (p) => void handed.push(p),
+    });
     await limit.check(client());
     expect(handed).toHaveLength(1);
     // What is handed over never rejects: it is the settled work, not the hook's own promise.

@@ -9,7 +9,11 @@ it('dist/index.js decides, answers and hands background work over', async () => 
   expect(Object.keys(built).sort()).toEqual(['rateLimit', 'toNextResponse', 'withRateLimitHeaders', 'withTrafficStack']);
   const limiter = memoryLimiter({ name: 'built', clock: fakeClock().read, rules: fixedWindow({ limit: 1, window: '10s' }) });
   const limited: string[] = [];
-  const limit = built.rateLimit({ limiter, clientIp: { platform: 'vercel' }, onLimited: async ({ identity }) => void limited.push(identity) });
+  const limit = built.rateLimit({
+    limiter,
+    clientIp: { platform: 'vercel' },
+    onLimited: async ({ identity }) => void limited.push(identity),
+  });
   const event = fetchEvent();
   const statuses: number[] = [];
   for (let i = 0; i < 2; i++) statuses.push((await limit(nextRequest({ 'x-vercel-forwarded-for': '203.0.113.9' }), event)).status);

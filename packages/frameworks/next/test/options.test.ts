@@ -17,7 +17,12 @@ function failure(options: unknown): { code: string; message: string } {
 
 describe('options are checked when the limiter is built', () => {
   it('refuses a configuration that could identify nobody: Next.js has no socket address', () => {
-    for (const options of [{ limiter }, { limiter, clientIp: {} }, { limiter, clientIp: { ipv6Prefix: 48 } }, { limiter, onMissingIdentity: 'deny' }]) {
+    for (const options of [
+      { limiter },
+      { limiter, clientIp: {} },
+      { limiter, clientIp: { ipv6Prefix: 48 } },
+      { limiter, onMissingIdentity: 'deny' },
+    ]) {
       const { code, message } = failure(options);
       expect(code).toBe('INVALID_OPTION');
       expect(message).toContain('request.ip was removed in Next 15');
@@ -32,7 +37,9 @@ describe('options are checked when the limiter is built', () => {
       expect(message).toContain('clientIp.trustProxy lists proxy addresses');
       expect(message).toContain('use a hop count');
     }
-    expect(failure({ limiter, identify: () => 'u', clientIp: { platform: 'cloudflare', trustProxy: ['173.245.48.0/20'] } }).code).toBe('INVALID_OPTION');
+    expect(failure({ limiter, identify: () => 'u', clientIp: { platform: 'cloudflare', trustProxy: ['173.245.48.0/20'] } }).code).toBe(
+      'INVALID_OPTION',
+    );
   });
 
   it('accepts every configuration that can identify a request', () => {
@@ -68,12 +75,15 @@ describe('options are checked when the limiter is built', () => {
   it('a limiter passed where the options go says to pass { limiter }', () => {
     expect(failure(limiter)).toEqual({
       code: 'INVALID_OPTION',
-      message: '[sluice] rateLimit options: got a limiter where the options object goes; pass { limiter } instead, e.g. rateLimit({ limiter })',
+      message:
+        '[sluice] rateLimit options: got a limiter where the options object goes; pass { limiter } instead, e.g. rateLimit({ limiter })',
     });
   });
 
   it('the second argument must be the NextFetchEvent', async () => {
     const limit = rateLimit({ limiter, clientIp: { platform: 'vercel' } });
-    await expect(limit(nextRequest(), {} as ReturnType<typeof fetchEvent>)).rejects.toThrow('the second argument must be the NextFetchEvent');
+    await expect(limit(nextRequest(), {} as ReturnType<typeof fetchEvent>)).rejects.toThrow(
+      'the second argument must be the NextFetchEvent',
+    );
   });
 });

@@ -64,7 +64,12 @@ describe('rateLimit() as middleware / proxy', () => {
     const limiter = memoryLimiter({ name: 'api', clock: fakeClock().read, rules: fixedWindow({ limit: 1, window: '10s' }) });
     const limit = rateLimit({ limiter, identify: (request) => request.headers.get('x-user'), clientIp: VERCEL });
     const seen: (string | undefined)[] = [];
-    const variants: Record<string, string>[] = [{ 'x-user': 'alice' }, { 'x-user': 'bob' }, {}, { 'x-vercel-forwarded-for': '2001:db8:1:2::99' }];
+    const variants: Record<string, string>[] = [
+      { 'x-user': 'alice' },
+      { 'x-user': 'bob' },
+      {},
+      { 'x-vercel-forwarded-for': '2001:db8:1:2::99' },
+    ];
     for (const headers of variants) {
       const result = await limit.check(nextRequest({ 'x-vercel-forwarded-for': '2001:db8:1:2::1', ...headers }));
       seen.push(`${result.identity} ${result.status}`);
@@ -90,9 +95,18 @@ describe('rateLimit() as middleware / proxy', () => {
   });
 
   it('answers 503 with Retry-After and reports the store failure when the limiter fails closed', async () => {
-    const limiter = createLimiter({ name: 'api', store: brokenStore(), onStoreError: 'deny', rules: fixedWindow({ limit: 5, window: '10s' }) });
+    const limiter = createLimiter({
+      name: 'api',
+      store: brokenStore(),
+      onStoreError: 'deny',
+      rules: fixedWindow({ limit: 5, window: '10s' }),
+    });
     const errors: string[] = [];
-    const limit = rateLimit({ limiter, clientIp: VERCEL, onError: (error, event) => void errors.push(`${event.source}: ${(error as Error).message}`) });
+    const limit = rateLimit({
+      limiter,
+      clientIp: VERCEL,
+      onError: (error, event) => void errors.push(`${event.source}: ${(error as Error).message}`),
+    });
     const response = await limit(nextRequest({ 'x-real-ip': '203.0.113.7' }), fetchEvent());
     expect(response.status).toBe(503);
     expect(response.headers.get('retry-after')).toBe('1');

@@ -10,4 +10,3 @@ export function fetchEvent() {
   const handed: Promise<unknown>[] = [];
   return { handed, waitUntil: (promise: Promise<unknown>) => void handed.push(promise) };
 }
-

@@ -52,7 +52,10 @@ describe('withTrafficStack', () => {
   it('rate first: a refused request takes no lease, and an allowed one carries the RateLimit headers', async () => {
     const store = memoryStore();
     const inFlight = createConcurrencyLimiter({ store, limit: 5 });
-    const rate = rateLimit({ limiter: memoryLimiter({ rules: fixedWindow({ limit: 1, window: '1m' }), name: 'rate' }), identify: (request) => client(request) });
+    const rate = rateLimit({
+      limiter: memoryLimiter({ rules: fixedWindow({ limit: 1, window: '1m' }), name: 'rate' }),
+      identify: (request) => client(request),
+    });
     const handler = withTrafficStack(async () => new Response(null, { status: 204 }), { rate, concurrency: { limiter: inFlight } });
     const allowed = await handler(nextRequest({ 'x-client': 'alice' }), {});
     expect(allowed.status).toBe(204);
@@ -65,7 +68,10 @@ describe('withTrafficStack', () => {
 
   it('fleet: non-critical work gets 503 past its share, critical passes', async () => {
     const fleet = createFleetShedder({ store: memoryStore(), capacity: 2, reserve: 0.5, classes: ['critical', 'normal'] });
-    const handler = withTrafficStack(async () => new Response('ok'), { fleet, priority: (request) => (request.headers.get('x-critical') === '1' ? 'critical' : 'normal') });
+    const handler = withTrafficStack(async () => new Response('ok'), {
+      fleet,
+      priority: (request) => (request.headers.get('x-critical') === '1' ? 'critical' : 'normal'),
+    });
     const held = await handler(nextRequest(), {});
     expect(held.status).toBe(200);
     const shed = await handler(nextRequest(), {});
@@ -78,6 +84,10 @@ describe('withTrafficStack', () => {
   it('refuses bad options clearly', () => {
     const fleet = createFleetShedder({ store: memoryStore(), capacity: 2 });
     expect(() => withTrafficStack(async () => new Response(), { fleet })).toThrow(/priority must be a function/);
-    expect(() => withTrafficStack(async () => new Response(), { concurrency: { limiter: createConcurrencyLimiter({ store: memoryStore(), limit: 1 }) } })).toThrow(/concurrency needs identify/);
+    expect(() =>
+      withTrafficStack(async () => new Response(), {
+        concurrency: { limiter: createConcurrencyLimiter({ store: memoryStore(), limit: 1 }) },
+      }),
+    ).toThrow(/concurrency needs identify/);
   });
 });

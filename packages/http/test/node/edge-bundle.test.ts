@@ -37,7 +37,12 @@ describe('edge runtime', () => {
     });
     const vm = new EdgeVM();
     // Checked outside the bundle: esbuild rewrites `typeof require` inside it to its own shim.
-    expect(vm.evaluate('[typeof Buffer, typeof process, typeof require, typeof EdgeRuntime]')).toEqual(['undefined', 'undefined', 'undefined', 'string']);
+    expect(vm.evaluate('[typeof Buffer, typeof process, typeof require, typeof EdgeRuntime]')).toEqual([
+      'undefined',
+      'undefined',
+      'undefined',
+      'string',
+    ]);
     vm.evaluate(bundle.outputFiles[0]!.text);
     const outcome = (await vm.evaluate('scenario()')) as Record<string, unknown>;
     expect(outcome.statuses).toEqual([200, 200, 429]);

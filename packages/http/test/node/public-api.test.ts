@@ -5,7 +5,10 @@ import { createRequire } from 'node:module';
 import { describe, expect, test } from 'vitest';
 
 const require = createRequire(import.meta.url);
-const names = (module: object) => Object.keys(module).filter((name) => name !== 'default' && name !== '__esModule').sort();
+const names = (module: object) =>
+  Object.keys(module)
+    .filter((name) => name !== 'default' && name !== '__esModule')
+    .sort();
 
 describe('public API (CommonJS build)', () => {
   test.each(['index', 'ip', 'fetch'])('dist/%s.cjs exports what its ESM build exports', async (entry) => {
@@ -15,7 +18,10 @@ describe('public API (CommonJS build)', () => {
   test.each(['cjs', 'js'])('an address from the root resolver is read by the /ip helpers (dist/*.%s)', async (extension) => {
     const root = extension === 'cjs' ? require('../../dist/index.cjs') : await import('../../dist/index.js');
     const ip = extension === 'cjs' ? require('../../dist/ip.cjs') : await import('../../dist/ip.js');
-    const resolved = root.clientIpResolver({ trustProxy: 1 })({ headers: { 'x-forwarded-for': '2001:db8:1:2::99' }, remoteAddress: '10.0.0.1' });
+    const resolved = root.clientIpResolver({ trustProxy: 1 })({
+      headers: { 'x-forwarded-for': '2001:db8:1:2::99' },
+      remoteAddress: '10.0.0.1',
+    });
     expect(resolved.ok).toBe(true);
     expect(ip.formatIp(ip.maskIp(resolved.address, 56))).toBe('2001:db8:1::');
   });

@@ -34,7 +34,8 @@ export function memoryConfigSource(): MemoryConfigSource {
     }
   };
   const write = (name: string, text: string) => {
-    if (typeof text !== 'string') throw new SluiceError('INVALID_OPTION', `memoryConfigSource: write takes the document's text, got ${describeValue(text)}`);
+    if (typeof text !== 'string')
+      throw new SluiceError('INVALID_OPTION', `memoryConfigSource: write takes the document's text, got ${describeValue(text)}`);
     documents.set(name, text);
     notify(name);
   };

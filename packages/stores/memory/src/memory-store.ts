@@ -217,7 +217,15 @@ export class MemoryStore implements FastPathStore {
    * refund, never for cost 0), with the step written into a reused scratch and the state copied into the slot's
    * own array: no allocation once an identity is tracked. Returns the identity's first slot afterwards.
    */
-  private stepOne(first: Slot | undefined, key: string, rule: ResolvedRule, cost: number, operation: StepOperation, now: number, out: RuleAnswer): Slot | undefined {
+  private stepOne(
+    first: Slot | undefined,
+    key: string,
+    rule: ResolvedRule,
+    cost: number,
+    operation: StepOperation,
+    now: number,
+    out: RuleAnswer,
+  ): Slot | undefined {
     let slot = first;
     while (slot !== undefined && slot.id !== rule.id) slot = slot.next;
     const step = this.scratch;
@@ -256,7 +264,10 @@ export class MemoryStore implements FastPathStore {
   /** Concurrency leases for one base key, as core's `evaluateLease()` defines them (acquire, release, extend). */
   lease(request: LeaseRequest): LeaseResult {
     if (typeof request.id !== 'string' || !LEASE_ID_PATTERN.test(request.id)) {
-      throw new SluiceError('INVALID_OPTION', `memoryStore: a lease id must be 1 to 64 characters of letters, digits, '_' or '-', got ${describe(request.id)}`);
+      throw new SluiceError(
+        'INVALID_OPTION',
+        `memoryStore: a lease id must be 1 to 64 characters of letters, digits, '_' or '-', got ${describe(request.id)}`,
+      );
     }
     const key = `${request.key}:lease`;
     const record = this.leases.get(key);

@@ -63,7 +63,11 @@ describe('memoryStore: the single-rule fast path (limitOne) answers exactly like
       const cost = Math.floor(random() * 7);
       const pick = random();
       const call = (limiter: typeof fast): Decision =>
-        pick < 0.7 ? limiter.limitSync(identity, { cost }) : pick < 0.85 ? limiter.peekSync(identity, { cost }) : limiter.refundSync(identity, { cost });
+        pick < 0.7
+          ? limiter.limitSync(identity, { cost })
+          : pick < 0.85
+            ? limiter.peekSync(identity, { cost })
+            : limiter.refundSync(identity, { cost });
       const a = call(fast);
       const b = call(general);
       expect(a, `call ${i}`).toStrictEqual(b);
@@ -77,7 +81,11 @@ describe('memoryStore: the single-rule fast path (limitOne) answers exactly like
   it('limit() takes the same path and gives the same decision as limitSync()', async () => {
     const clock = { now: T0 };
     const a = createLimiter({ store: memoryStore(), rules: tokenBucket({ capacity: 3, refillRate: 1 }), clock: () => clock.now });
-    const b = createLimiter({ store: generalOnly(referenceStore()), rules: tokenBucket({ capacity: 3, refillRate: 1 }), clock: () => clock.now });
+    const b = createLimiter({
+      store: generalOnly(referenceStore()),
+      rules: tokenBucket({ capacity: 3, refillRate: 1 }),
+      clock: () => clock.now,
+    });
     for (let i = 0; i < 6; i++) {
       clock.now += 100;
       expect(await a.limit('x')).toStrictEqual(b.limitSync('x'));
@@ -87,7 +95,10 @@ describe('memoryStore: the single-rule fast path (limitOne) answers exactly like
 
 describe('memoryStore: the fast path finds identities through an index that follows the cache', () => {
   const rule = (): Rule => tokenBucket({ capacity: 5, refillRate: 2, interval: '1s' });
-  const both = (): Rule[] => [tokenBucket({ capacity: 5, refillRate: 2, interval: '1s' }), fixedWindow({ limit: 7, window: '3s', id: 'w' })];
+  const both = (): Rule[] => [
+    tokenBucket({ capacity: 5, refillRate: 2, interval: '1s' }),
+    fixedWindow({ limit: 7, window: '3s', id: 'w' }),
+  ];
   const identities = ['a', 'b', '}lead', 'x'.repeat(128), 'y'.repeat(129), 'z'.repeat(15_000), '\uD800lone', 'ü'];
 
   it.each([

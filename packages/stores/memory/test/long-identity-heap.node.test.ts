@@ -34,7 +34,7 @@ function bytesPerIdentity(length: number, count: number): number {
   return (after - before) / count;
 }
 
-describe('memory per identity does not grow with the identity\'s length', () => {
+describe("memory per identity does not grow with the identity's length", () => {
   test('regression: a 15,000-character identity costs no more than a 200-character one', () => {
     const count = 2_000;
     const short = bytesPerIdentity(200, count);

@@ -38,7 +38,7 @@ describe('Lru: bounded, nearly least recently used', () => {
     for (const max of [8, 64, 200]) {
       const slack = Math.floor(max / 8);
       let seed = max;
-      const random = (): number => ((seed = (Math.imul(seed, 1103515245) + 12345) >>> 0) / 2 ** 32);
+      const random = (): number => (seed = (Math.imul(seed, 1103515245) + 12345) >>> 0) / 2 ** 32;
       /** key -> time of last use; the time is the step number. */
       const lastUse = new Map<string, number>();
       const evicted: string[] = [];

@@ -13,7 +13,9 @@ describe('memoryConfigSource', () => {
   test('a write is applied by every watching limiter on the next turn, not at the next refresh', async () => {
     const source = memoryConfigSource();
     const warnings: ConfigWarning[] = [];
-    const limiters = [1, 2].map(() => createLimiter({ store: memoryStore(), rules: fixedWindow({ id: 'w', limit: 2, window: '1h' }), name: 'api' }));
+    const limiters = [1, 2].map(() =>
+      createLimiter({ store: memoryStore(), rules: fixedWindow({ id: 'w', limit: 2, window: '1h' }), name: 'api' }),
+    );
     const watchers = limiters.map((l) => watchConfig(l, source, { refresh: '1h', onWarning: (w) => void warnings.push(w) }));
     await Promise.all(watchers.map((w) => w.ready));
     await setConfigMode(source, 'api', 'off');
@@ -52,19 +54,29 @@ describe('memoryConfigSource', () => {
     source.remove('api');
     expect(calls).toEqual(['a', 'b', 'b']);
     expect(source.read('api')).toBeUndefined();
-    expect(() => source.write('api', { version: 1 } as never)).toThrow(/memoryConfigSource: write takes the document's text, got an object/);
+    expect(() => source.write('api', { version: 1 } as never)).toThrow(
+      /memoryConfigSource: write takes the document's text, got an object/,
+    );
   });
 
   test('writers at once all land (replace: compare and set on the revision); a source without replace loses some', async () => {
     const source = memoryConfigSource();
-    await Promise.all(Array.from({ length: 20 }, (_, i) => setQuota(source, 'race', `user${i}`, { algorithm: 'fixed-window', id: 'w', limit: 5, window: '1h' })));
+    await Promise.all(
+      Array.from({ length: 20 }, (_, i) =>
+        setQuota(source, 'race', `user${i}`, { algorithm: 'fixed-window', id: 'w', limit: 5, window: '1h' }),
+      ),
+    );
     const stored = await readLimiterConfig(source, 'race');
     expect(Object.keys(stored?.quotas ?? {})).toHaveLength(20);
     expect(stored?.revision).toBe(20);
 
     // The same writers over a source that only has write: each read-modify-write can overwrite another's.
     const { replace: _replace, ...lastWriteWins } = memoryConfigSource();
-    await Promise.all(Array.from({ length: 20 }, (_, i) => setQuota(lastWriteWins, 'race', `user${i}`, { algorithm: 'fixed-window', id: 'w', limit: 5, window: '1h' })));
+    await Promise.all(
+      Array.from({ length: 20 }, (_, i) =>
+        setQuota(lastWriteWins, 'race', `user${i}`, { algorithm: 'fixed-window', id: 'w', limit: 5, window: '1h' }),
+      ),
+    );
     expect(Object.keys((await readLimiterConfig(lastWriteWins, 'race'))?.quotas ?? {}).length).toBeLessThan(20);
   });
 

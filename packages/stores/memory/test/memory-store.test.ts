@@ -53,7 +53,11 @@ describe('memoryStore: the maxKeys bound', () => {
     const store = memoryStore({ maxKeys: 100 });
     const limiter = createLimiter({
       store,
-      rules: [fixedWindow({ limit: 5, window: '1s' }), tokenBucket({ capacity: 5, refillRate: 1 }), fixedWindow({ limit: 50, window: '1h' })],
+      rules: [
+        fixedWindow({ limit: 5, window: '1s' }),
+        tokenBucket({ capacity: 5, refillRate: 1 }),
+        fixedWindow({ limit: 50, window: '1h' }),
+      ],
       clock: () => T0,
     });
     for (let i = 0; i < 100; i++) limiter.limitSync(`user-${i}`);
@@ -90,7 +94,8 @@ describe('memoryStore: expired state is dropped', () => {
     const limiter = createLimiter({
       store,
       rules: fixedWindow({ limit: 5, window: '1s' }),
-      quota: (identity) => (identity.startsWith('long') ? [fixedWindow({ limit: 5, window: '1s' }), fixedWindow({ limit: 5, window: '1m' })] : undefined),
+      quota: (identity) =>
+        identity.startsWith('long') ? [fixedWindow({ limit: 5, window: '1s' }), fixedWindow({ limit: 5, window: '1m' })] : undefined,
       clock: () => T0,
     });
     for (let i = 0; i < 100; i++) limiter.limitSync(`short-${i}`);
@@ -171,11 +176,14 @@ describe('memoryStore: synchronous limiter', () => {
 });
 
 describe('memoryStore: option validation', () => {
-  it.each([0, -1, 1.5, Number.NaN, Number.POSITIVE_INFINITY, 2 ** 53, '100', true])('rejects maxKeys %s with INVALID_OPTION naming the field', (maxKeys) => {
-    const error = errorOf(() => memoryStore({ maxKeys: maxKeys as number }));
-    expect(error.code).toBe('INVALID_OPTION');
-    expect(error.message).toMatch(/^\[sluice\] memoryStore: maxKeys must be an integer from 1 to 10000000 .*, got /);
-  });
+  it.each([0, -1, 1.5, Number.NaN, Number.POSITIVE_INFINITY, 2 ** 53, '100', true])(
+    'rejects maxKeys %s with INVALID_OPTION naming the field',
+    (maxKeys) => {
+      const error = errorOf(() => memoryStore({ maxKeys: maxKeys as number }));
+      expect(error.code).toBe('INVALID_OPTION');
+      expect(error.message).toMatch(/^\[sluice\] memoryStore: maxKeys must be an integer from 1 to 10000000 .*, got /);
+    },
+  );
 
   it('rejects an unknown option with UNKNOWN_OPTION, naming it and the accepted ones', () => {
     const error = errorOf(() => memoryStore({ maxkeys: 5 } as never));
@@ -189,7 +197,11 @@ describe('memoryStore: option validation', () => {
   });
 
   it('accepts no options, and the smallest bound', () => {
-    expect(memoryStore().capabilities).toEqual({ synchronous: true, clock: 'client', operations: ['limit', 'reset', 'take', 'reserve', 'lease'] });
+    expect(memoryStore().capabilities).toEqual({
+      synchronous: true,
+      clock: 'client',
+      operations: ['limit', 'reset', 'take', 'reserve', 'lease'],
+    });
     const tiny = memoryStore({ maxKeys: 1 });
     const limiter = createLimiter({ store: tiny, rules: fixedWindow({ limit: 1, window: '1h' }), clock: () => T0 });
     limiter.limitSync('a');

@@ -56,7 +56,9 @@ function expand(dir, name, seen = []) {
 }
 
 function stepChain(dir, at) {
-  const files = readdirSync(join(dir, 'steps')).filter((f) => f.endsWith('.lua')).sort();
+  const files = readdirSync(join(dir, 'steps'))
+    .filter((f) => f.endsWith('.lua'))
+    .sort();
   const known = STEPS.map(([, file]) => `${file}.lua`).sort();
   if (JSON.stringify(files) !== JSON.stringify(known)) {
     throw new Error(`src/lua/steps holds ${files.join(', ')} but build/lua.mjs STEPS names ${known.join(', ')}: list each step once`);
@@ -81,7 +83,9 @@ const text = (lines) => lines.map((l) => `${l.text}\n`).join('');
 export function compact(lines) {
   return lines.flatMap((line) => {
     if (/\[=*\[/.test(line.text) || line.text.endsWith('\\')) {
-      throw new Error(`${line.file}:${line.line}: a long string or comment ([[, [=[) or a continued string cannot be compacted; write it on one line`);
+      throw new Error(
+        `${line.file}:${line.line}: a long string or comment ([[, [=[) or a continued string cannot be compacted; write it on one line`,
+      );
     }
     const trimmed = line.text.trim();
     return trimmed === '' || trimmed.startsWith('--') ? [] : [{ ...line, text: squeeze(trimmed, line) }];
@@ -145,7 +149,11 @@ function lex(text, at) {
     } else if (WORD.test(c)) {
       const number = /[0-9]/.test(c);
       let j = i + 1;
-      while (j < text.length && (WORD.test(text[j]) || (number && (text[j] === '.' || ('+-'.includes(text[j]) && /[eE]/.test(text[j - 1])))))) j++;
+      while (
+        j < text.length &&
+        (WORD.test(text[j]) || (number && (text[j] === '.' || ('+-'.includes(text[j]) && /[eE]/.test(text[j - 1])))))
+      )
+        j++;
       tokens.push(text.slice(i, j));
       i = j;
     } else if (operator !== undefined) {
@@ -179,7 +187,9 @@ export function assemble(dir = LUA_DIR) {
   const locals = /^local (.+?) = (.+)$/.exec(fullScriptLines[0].text);
   const fullLibrary = text(fullLibraryLines);
   if (locals === null || !fullLibrary.includes(`\nlocal ${locals[1]}\n`) || !fullLibrary.includes(`\n  ${locals[1]} = ${locals[2]}\n`)) {
-    throw new Error('script.lua\'s first line (local names = standard functions) and library.lua\'s declaration and bind() must list the same names and functions');
+    throw new Error(
+      "script.lua's first line (local names = standard functions) and library.lua's declaration and bind() must list the same names and functions",
+    );
   }
   const libraryLines = compact(fullLibraryLines);
   const library = text(libraryLines);
@@ -215,7 +225,9 @@ export const configScript = ${JSON.stringify(config)};
 
 /** Every .lua file the texts are built from (for watch mode and cache keys). */
 function luaFiles(dir = LUA_DIR) {
-  return [...readdirSync(dir).filter((f) => f.endsWith('.lua')), ...readdirSync(join(dir, 'steps')).map((f) => `steps/${f}`)].map((f) => join(dir, f));
+  return [...readdirSync(dir).filter((f) => f.endsWith('.lua')), ...readdirSync(join(dir, 'steps')).map((f) => `steps/${f}`)].map((f) =>
+    join(dir, f),
+  );
 }
 
 /** esbuild (tsup) plugin serving `virtual:sluice-lua`. */

@@ -48,7 +48,10 @@ function encode(rule: ResolvedRule, code: string, params: Record<string, unknown
     const name = names[i];
     const value = name === undefined ? 0 : params[name];
     if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < 0) {
-      throw new SluiceError('INVALID_OPTION', `rule ${JSON.stringify(rule.id)}: ${name} must be a non-negative safe integer, got ${String(value)}`);
+      throw new SluiceError(
+        'INVALID_OPTION',
+        `rule ${JSON.stringify(rule.id)}: ${name} must be a non-negative safe integer, got ${String(value)}`,
+      );
     }
     spec += ` ${value}`;
   }
@@ -87,14 +90,16 @@ export function newCall(clock: 'store' | 'client'): ScriptCallArguments {
 export function appendDecision(call: ScriptCallArguments, request: LimitRequest): void {
   const { key, rules, cost } = request;
   const spec = specEntry(rules);
-  if (!Number.isSafeInteger(cost) || cost < 0) throw new SluiceError('INVALID_COST', `cost must be a non-negative integer, got ${String(cost)}`);
+  if (!Number.isSafeInteger(cost) || cost < 0)
+    throw new SluiceError('INVALID_COST', `cost must be a non-negative integer, got ${String(cost)}`);
   const maxWaitMs = request.maxWaitMs ?? 0;
   if (request.operation === 'reserve' && (!Number.isSafeInteger(maxWaitMs) || maxWaitMs < 0)) {
     throw new SluiceError('INVALID_OPTION', `maxWaitMs must be a non-negative integer number of ms, got ${String(request.maxWaitMs)}`);
   }
   if (call.clock === 'client') {
     const now = request.now;
-    if (!Number.isSafeInteger(now)) throw new SluiceError('INVALID_OPTION', `the client clock must give integer epoch milliseconds, got ${String(now)}`);
+    if (!Number.isSafeInteger(now))
+      throw new SluiceError('INVALID_OPTION', `the client clock must give integer epoch milliseconds, got ${String(now)}`);
     if (now !== call.now) {
       call.args.push(`@${now}`);
       call.now = now;

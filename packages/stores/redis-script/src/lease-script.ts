@@ -83,7 +83,12 @@ export function parseLeaseReplies(reply: unknown, count: number): LeaseResult[] 
   }
   const results: LeaseResult[] = [];
   for (let i = 0; i < reply.length; i += 4) {
-    results.push({ now: integer(reply[i]), ok: integer(reply[i + 1]) === 1, held: integer(reply[i + 2]), expiresAt: integer(reply[i + 3]) });
+    results.push({
+      now: integer(reply[i]),
+      ok: integer(reply[i + 1]) === 1,
+      held: integer(reply[i + 2]),
+      expiresAt: integer(reply[i + 3]),
+    });
   }
   return results;
 }
@@ -103,7 +108,12 @@ function invalid(where: string, what: string, value: unknown): SluiceError {
 }
 
 /** One lease operation: EVALSHA of LEASE_SCRIPT (EVAL once on NOSCRIPT), its reply parsed. Rejects on a malformed request. */
-export async function runLease(commands: ScriptCommands, request: LeaseRequest, clock: 'store' | 'client', where: string): Promise<LeaseResult> {
+export async function runLease(
+  commands: ScriptCommands,
+  request: LeaseRequest,
+  clock: 'store' | 'client',
+  where: string,
+): Promise<LeaseResult> {
   const { keys, args } = leaseCall(request, clock, where);
   return parseLeaseReply(await runScript(commands, keys, args));
 }

@@ -24,7 +24,8 @@ export function scriptStoreOptions(options: unknown, known: readonly string[], w
     throw new SluiceError('INVALID_OPTION', `${where}: clock must be 'store' or 'client', got ${describeValue(clock)}`);
   }
   const batch = given.batch ?? true;
-  if (typeof batch !== 'boolean') throw new SluiceError('INVALID_OPTION', `${where}: batch must be true or false, got ${describeValue(batch)}`);
+  if (typeof batch !== 'boolean')
+    throw new SluiceError('INVALID_OPTION', `${where}: batch must be true or false, got ${describeValue(batch)}`);
   const maxBatch = given.maxBatch ?? 64;
   if (typeof maxBatch !== 'number' || !Number.isSafeInteger(maxBatch) || maxBatch < 1 || maxBatch > 1000) {
     throw new SluiceError('INVALID_OPTION', `${where}: maxBatch must be an integer from 1 to 1000, got ${describeValue(maxBatch)}`);

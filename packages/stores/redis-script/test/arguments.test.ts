@@ -13,7 +13,14 @@ import { startRedis, type RedisServer } from '../../../../test/harness/redis.js'
 const now = 1_700_000_000_000;
 const fw = fixedWindow({ id: 'fw', limit: 5, window: 60_000 });
 const tb = tokenBucket({ id: 'tb', capacity: 2, refillRate: 1, interval: 1_000 });
-const request = (operation: LimitRequest['operation'], cost: number, extra: Partial<LimitRequest> = {}): LimitRequest => ({ key: 'k:{a}', rules: [fw, tb], cost, operation, now, ...extra });
+const request = (operation: LimitRequest['operation'], cost: number, extra: Partial<LimitRequest> = {}): LimitRequest => ({
+  key: 'k:{a}',
+  rules: [fw, tb],
+  cost,
+  operation,
+  now,
+  ...extra,
+});
 
 describe('take and reserve in the call codec', () => {
   test('a take is `t` + cost and a reserve `v` + cost,maxWaitMs (0 when absent); each takes one KEY per rule', () => {
@@ -22,9 +29,14 @@ describe('take and reserve in the call codec', () => {
     expect(keys).toEqual(['k:{a}:fw', 'k:{a}:tb', 'k:{a}:fw', 'k:{a}:tb', 'k:{a}:fw', 'k:{a}:tb']);
   });
 
-  test.each([-1, 1.5, Number.NaN, 2 ** 53])('a reserve with maxWaitMs %s is refused with INVALID_OPTION, appending nothing', (maxWaitMs) => {
-    expect(() => encodeCall([request('reserve', 1, { maxWaitMs })], 'client')).toThrow(expect.objectContaining({ code: 'INVALID_OPTION', message: expect.stringContaining('maxWaitMs') }));
-  });
+  test.each([-1, 1.5, Number.NaN, 2 ** 53])(
+    'a reserve with maxWaitMs %s is refused with INVALID_OPTION, appending nothing',
+    (maxWaitMs) => {
+      expect(() => encodeCall([request('reserve', 1, { maxWaitMs })], 'client')).toThrow(
+        expect.objectContaining({ code: 'INVALID_OPTION', message: expect.stringContaining('maxWaitMs') }),
+      );
+    },
+  );
 
   test('the reply carries one more integer after a take or reserve decision: granted or startAt, set on every rule', () => {
     const requests = [request('take', 3), request('consume', 1), request('reserve', 2, { maxWaitMs: 10 })];
@@ -42,11 +54,21 @@ describe('take and reserve in the call codec', () => {
       [undefined, undefined],
     ]);
     expect(reserve!.outcomes.map((o) => o.startAt)).toEqual([now + 1_000, now + 1_000]);
-    expect(reserve!.outcomes[1]).toEqual({ id: 'tb', allowed: false, limit: 2, remaining: 0, resetAt: now + 2_000, retryAt: now + 1_000, startAt: now + 1_000 });
+    expect(reserve!.outcomes[1]).toEqual({
+      id: 'tb',
+      allowed: false,
+      limit: 2,
+      remaining: 0,
+      resetAt: now + 2_000,
+      retryAt: now + 1_000,
+      startAt: now + 1_000,
+    });
   });
 
   test('a reply without the extra integer is a STORE_ERROR for the whole call', () => {
-    expect(() => parseCallReply([0, 1, 2, now, now, 1, 1, now, now], [request('take', 1)], 'client')).toThrow(expect.objectContaining({ code: 'STORE_ERROR' }));
+    expect(() => parseCallReply([0, 1, 2, now, now, 1, 1, now, now], [request('take', 1)], 'client')).toThrow(
+      expect.objectContaining({ code: 'STORE_ERROR' }),
+    );
   });
 });
 
@@ -66,13 +88,26 @@ describe('the script refuses a malformed take or reserve entry, writing nothing'
 
   test.each(['v3', 'v3,', 'v,5', 'v-1,5', 'v1,2,3', 't', 'tx', 'w1'])('%s', async (entry) => {
     const spec = '#fw 5 60000 0';
-    await expect(client.evalsha(LIMIT_SCRIPT_SHA1, 1, 'bad:{a}:fw', `@${now}`, spec, '1', entry)).rejects.toThrow(/sluice: malformed decision/);
+    await expect(client.evalsha(LIMIT_SCRIPT_SHA1, 1, 'bad:{a}:fw', `@${now}`, spec, '1', entry)).rejects.toThrow(
+      /sluice: malformed decision/,
+    );
     expect(await client.exists('bad:{a}:fw')).toBe(0);
   });
 
   test('a well-formed take and reserve run in one call, each seeing the previous one write', async () => {
     const spec = '#fw 5 60000 0';
-    const reply = (await client.evalsha(LIMIT_SCRIPT_SHA1, 3, 'ok:{a}:fw', 'ok:{a}:fw', 'ok:{a}:fw', `@${now}`, spec, 't3', 't9', 'v1,0')) as number[];
+    const reply = (await client.evalsha(
+      LIMIT_SCRIPT_SHA1,
+      3,
+      'ok:{a}:fw',
+      'ok:{a}:fw',
+      'ok:{a}:fw',
+      `@${now}`,
+      spec,
+      't3',
+      't9',
+      'v1,0',
+    )) as number[];
     // window start floor(now / 60000) * 60000; take 3 of 5, then 2 (what is left), then a reserve of 1 that would
     // start in the next window, beyond maxWaitMs 0.
     const windowEnd = Math.floor(now / 60_000) * 60_000 + 60_000;

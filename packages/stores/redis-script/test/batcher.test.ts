@@ -36,7 +36,13 @@ function recorder(): { call: ScriptCall; calls: Array<{ keys: number; decisions:
 }
 
 const rule = fixedWindow({ limit: 1_000, window: '1h' });
-const request = (identity: string, rules = [rule]): LimitRequest => ({ key: `batcher:{${identity}}`, rules, cost: 1, operation: 'consume', now: 1_700_000_000_000 });
+const request = (identity: string, rules = [rule]): LimitRequest => ({
+  key: `batcher:{${identity}}`,
+  rules,
+  cost: 1,
+  operation: 'consume',
+  now: 1_700_000_000_000,
+});
 
 describe('LimitBatcher', () => {
   test('decisions issued on consecutive microtask turns share one call (default wait: until a turn brings none)', async () => {
@@ -59,7 +65,12 @@ describe('LimitBatcher', () => {
   test('a tick holding a reserve is sent at deferReserve, not at the end of the turn: the decisions before it in the tick go with it, in order', async () => {
     const { call, calls } = recorder();
     const turnEnds: Array<() => void> = [];
-    const batcher = new LimitBatcher({ clock: 'client', call, defer: (flush) => turnEnds.push(flush), deferReserve: (flush) => queueMicrotask(flush) });
+    const batcher = new LimitBatcher({
+      clock: 'client',
+      call,
+      defer: (flush) => turnEnds.push(flush),
+      deferReserve: (flush) => queueMicrotask(flush),
+    });
     const id = `r${++sequence}`;
     const consumed = batcher.limit(request(id));
     const reserved = batcher.limit({ ...request(id), operation: 'reserve', maxWaitMs: 1000 });
@@ -137,7 +148,12 @@ describe('LimitBatcher', () => {
     const failed = await Promise.allSettled([failing.limit(request('f1')), failing.limit(request('f2'))]);
     expect(failed.map((r) => r.status === 'rejected' && (r.reason as Error).message)).toEqual(['ECONNRESET', 'ECONNRESET']);
 
-    const throwing = new LimitBatcher({ clock: 'client', call: () => { throw new Error('thrown, not rejected'); } });
+    const throwing = new LimitBatcher({
+      clock: 'client',
+      call: () => {
+        throw new Error('thrown, not rejected');
+      },
+    });
     await expect(throwing.limit(request('t1'))).rejects.toThrow('thrown, not rejected');
 
     const garbled = new LimitBatcher({ clock: 'client', call: () => Promise.resolve([1, 2, 3]) });

@@ -11,7 +11,15 @@ import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { Redis } from 'ioredis';
 import { assemble, compactText, LUA_DIR, STEPS } from '../build/lua.mjs';
-import { CLIENT_CLOCK_EXPIRY_SLACK_MS, LEASE_SCRIPT, LEASE_SCRIPT_SHA1, LIMIT_FUNCTION, LIMIT_LIBRARY, LIMIT_SCRIPT, LIMIT_SCRIPT_SHA1 } from '../src/index.js';
+import {
+  CLIENT_CLOCK_EXPIRY_SLACK_MS,
+  LEASE_SCRIPT,
+  LEASE_SCRIPT_SHA1,
+  LIMIT_FUNCTION,
+  LIMIT_LIBRARY,
+  LIMIT_SCRIPT,
+  LIMIT_SCRIPT_SHA1,
+} from '../src/index.js';
 import { startRedis, type RedisServer } from '../../../../test/harness/redis.js';
 
 const stepFiles = readdirSync(join(LUA_DIR, 'steps')).filter((f) => f.endsWith('.lua'));
@@ -39,7 +47,10 @@ describe('the script is src/lua assembled', () => {
 
   test('each shipped line is its source line, squeezed: the line maps name where it came from (luacheck reports by them)', () => {
     const { script, lease, maps } = assemble();
-    for (const [text, map] of [[script, maps.script], [lease, maps.lease]] as const) {
+    for (const [text, map] of [
+      [script, maps.script],
+      [lease, maps.lease],
+    ] as const) {
       const lines = text.split('\n').slice(0, -1);
       expect(lines.length).toBe(map.length);
       lines.forEach((line, i) => {
@@ -54,7 +65,7 @@ describe('the script is src/lua assembled', () => {
     expect(compactText('  local a = 1 -- dropped\n\n  -- dropped\n')).toBe('local a=1\n');
     expect(compactText("if x ~= - -y and s .. 'a  b' == 1 .. t then\n")).toBe("if x~=- -y and s..'a  b'==1 ..t then\n");
     expect(compactText('return t [ i ] , f ( a , { 1 , 2 } ) >= 0.5\n')).toBe('return t[i],f(a,{1,2})>=0.5\n');
-    expect(compactText("local s = \"it's -- no comment\" -- a comment\n")).toBe("local s=\"it's -- no comment\"\n");
+    expect(compactText('local s = "it\'s -- no comment" -- a comment\n')).toBe('local s="it\'s -- no comment"\n');
   });
 
   test('compaction refuses what it would change: a long string or comment, a continued string', () => {
@@ -71,7 +82,9 @@ describe('the script is src/lua assembled', () => {
 
   test('the client-clock slack in the driver and the lease script is CLIENT_CLOCK_EXPIRY_SLACK_MS', () => {
     // The source names the constant in a comment on the line, which does not ship.
-    expect(readFileSync(join(LUA_DIR, 'driver.lua'), 'utf8')).toContain(`slack = ${CLIENT_CLOCK_EXPIRY_SLACK_MS} -- CLIENT_CLOCK_EXPIRY_SLACK_MS`);
+    expect(readFileSync(join(LUA_DIR, 'driver.lua'), 'utf8')).toContain(
+      `slack = ${CLIENT_CLOCK_EXPIRY_SLACK_MS} -- CLIENT_CLOCK_EXPIRY_SLACK_MS`,
+    );
     expect(readFileSync(join(LUA_DIR, 'lease.lua'), 'utf8')).toContain(`, ${CLIENT_CLOCK_EXPIRY_SLACK_MS} -- CLIENT_CLOCK_EXPIRY_SLACK_MS`);
     expect(LIMIT_SCRIPT).toContain(`slack=${CLIENT_CLOCK_EXPIRY_SLACK_MS}\n`);
     expect(LEASE_SCRIPT).toContain(`,${CLIENT_CLOCK_EXPIRY_SLACK_MS}`);

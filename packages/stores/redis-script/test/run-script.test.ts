@@ -23,7 +23,10 @@ describe('isNoScript', () => {
   });
 
   test.each([
-    ['a script error that mentions NOSCRIPT', new ReplyError('ERR user_script:1: NOSCRIPT x script: 1b22735bda54d5ab4bb9b02a17e7ab308efa7f57, on @user_script:1.')],
+    [
+      'a script error that mentions NOSCRIPT',
+      new ReplyError('ERR user_script:1: NOSCRIPT x script: 1b22735bda54d5ab4bb9b02a17e7ab308efa7f57, on @user_script:1.'),
+    ],
     ['another code', new ReplyError('BUSY Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE.')],
     ['another code through @upstash/redis', new Error(`ERR wrong number of arguments for 'evalsha' command, command was: ${COMMAND}`)],
     ['a connection error', new Error('Connection is closed.')],
@@ -61,7 +64,10 @@ describe('runScript', () => {
     const { script, calls, sent } = commands(() => Promise.reject(miss));
     expect(await runScript(script, ['k1', 'k2'], ['@5', '1'])).toBe('by text');
     expect(calls).toEqual(['evalsha', 'eval']);
-    expect(sent[1]).toEqual([['k1', 'k2'], ['@5', '1']]);
+    expect(sent[1]).toEqual([
+      ['k1', 'k2'],
+      ['@5', '1'],
+    ]);
   });
 
   test('any other EVALSHA failure is passed on as it is, with no EVAL', async () => {

@@ -37,10 +37,20 @@ export class RedisConfigSource implements ConfigSource {
 
   constructor(client: Redis | Cluster, options: RedisConfigSourceOptions = {}) {
     const candidate = client as Partial<ConfigClient> | null;
-    if (typeof candidate !== 'object' || candidate === null || typeof candidate.get !== 'function' || typeof candidate.publish !== 'function' || typeof candidate.duplicate !== 'function') {
-      throw new SluiceError('INVALID_OPTION', `redisConfigSource: client must be an ioredis Redis or Cluster instance, e.g. redisConfigSource(new Redis()), got ${describeValue(client)}`);
+    if (
+      typeof candidate !== 'object' ||
+      candidate === null ||
+      typeof candidate.get !== 'function' ||
+      typeof candidate.publish !== 'function' ||
+      typeof candidate.duplicate !== 'function'
+    ) {
+      throw new SluiceError(
+        'INVALID_OPTION',
+        `redisConfigSource: client must be an ioredis Redis or Cluster instance, e.g. redisConfigSource(new Redis()), got ${describeValue(client)}`,
+      );
     }
-    if (typeof options !== 'object' || options === null) throw new SluiceError('INVALID_OPTION', `redisConfigSource: options must be an object, got ${describeValue(options)}`);
+    if (typeof options !== 'object' || options === null)
+      throw new SluiceError('INVALID_OPTION', `redisConfigSource: options must be an object, got ${describeValue(options)}`);
     rejectUnknownOptions(options, ['prefix'], 'redisConfigSource');
     const prefix = options.prefix ?? 'sluice';
     if (typeof prefix !== 'string' || prefix.length === 0) {

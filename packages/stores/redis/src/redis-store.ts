@@ -109,11 +109,15 @@ export class RedisStore implements Store {
       typeof candidate.del !== 'function' ||
       typeof candidate.sendCommand !== 'function'
     ) {
-      throw new SluiceError('INVALID_OPTION', 'redisStore: client must be an ioredis Redis or Cluster instance, e.g. redisStore(new Redis())');
+      throw new SluiceError(
+        'INVALID_OPTION',
+        'redisStore: client must be an ioredis Redis or Cluster instance, e.g. redisStore(new Redis())',
+      );
     }
     const { clock, batch, maxBatch } = scriptStoreOptions(options, KNOWN, 'redisStore');
     const functions = options.functions ?? true;
-    if (typeof functions !== 'boolean') throw new SluiceError('INVALID_OPTION', `redisStore: functions must be true or false, got ${describeValue(functions)}`);
+    if (typeof functions !== 'boolean')
+      throw new SluiceError('INVALID_OPTION', `redisStore: functions must be true or false, got ${describeValue(functions)}`);
     const offlineWaitMs = durationOption(options.offlineWait ?? 200, 'redisStore: offlineWait', OFFLINE_WAIT_RANGE);
     this.client = client as ScriptClient;
     this.clock = clock;
@@ -261,5 +265,8 @@ function isFunctionMissing(error: unknown): boolean {
 
 /** No Functions here: Redis before 7 (unknown command) or an ACL without FCALL or FUNCTION. */
 function isUnsupported(error: unknown): boolean {
-  return error instanceof Error && (/^ERR unknown (command|subcommand)/i.test(error.message) || /^NOPERM .*'(fcall|function)/i.test(error.message));
+  return (
+    error instanceof Error &&
+    (/^ERR unknown (command|subcommand)/i.test(error.message) || /^NOPERM .*'(fcall|function)/i.test(error.message))
+  );
 }

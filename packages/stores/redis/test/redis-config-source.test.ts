@@ -58,7 +58,9 @@ describe('redisConfigSource (standalone)', () => {
     const writer = redisConfigSource(connect());
     const limiters = [limiter('push'), limiter('push')];
     const warnings: ConfigWarning[] = [];
-    const watchers = limiters.map((l) => watchConfig(l, redisConfigSource(connect()), { refresh: '1h', onWarning: (w) => void warnings.push(w) }));
+    const watchers = limiters.map((l) =>
+      watchConfig(l, redisConfigSource(connect()), { refresh: '1h', onWarning: (w) => void warnings.push(w) }),
+    );
     await Promise.all(watchers.map((w) => w.ready));
     await setConfigMode(writer, 'push', 'off');
     const ms = await until(() => limiters.every((l) => l.mode === 'off'));
@@ -76,7 +78,11 @@ describe('redisConfigSource (standalone)', () => {
 
   test('one subscriber connection per source, closed with the last watcher; a prefix moves key and channel', async () => {
     const admin = connect();
-    const connections = async () => (await admin.client('LIST') as string).trim().split('\n').filter((line) => /\bsub=[1-9]/.test(line)).length;
+    const connections = async () =>
+      ((await admin.client('LIST')) as string)
+        .trim()
+        .split('\n')
+        .filter((line) => /\bsub=[1-9]/.test(line)).length;
     const source = redisConfigSource(connect(), { prefix: 'tenant-a' });
     const watchers = [watchConfig(limiter('one'), source, { refresh: '1h' }), watchConfig(limiter('two'), source, { refresh: '1h' })];
     await Promise.all(watchers.map((w) => w.ready));
@@ -112,7 +118,11 @@ describe('redisConfigSource (standalone)', () => {
 
   test('writers on separate connections at once all land (one compare-and-set script each); a non-JSON document never matches', async () => {
     const sources = [redisConfigSource(connect()), redisConfigSource(connect()), redisConfigSource(connect())];
-    await Promise.all(Array.from({ length: 30 }, (_, i) => setQuota(sources[i % 3]!, 'race', `user${i}`, { algorithm: 'fixed-window', id: 'w', limit: 5, window: '1h' })));
+    await Promise.all(
+      Array.from({ length: 30 }, (_, i) =>
+        setQuota(sources[i % 3]!, 'race', `user${i}`, { algorithm: 'fixed-window', id: 'w', limit: 5, window: '1h' }),
+      ),
+    );
     const stored = await readLimiterConfig(sources[0]!, 'race');
     expect(Object.keys(stored?.quotas ?? {})).toHaveLength(30);
     expect(stored?.revision).toBe(30);
@@ -140,7 +150,9 @@ describe('redisConfigSource (Cluster of three masters)', () => {
     await until(() => limiters.every((l) => l.mode === 'enforce'));
     expect((await readLimiterConfig(writer, 'cluster'))?.revision).toBe(2);
     const others = clusterClients.map((client) => redisConfigSource(client));
-    await Promise.all(Array.from({ length: 12 }, (_, i) => setQuota(others[i % 3]!, 'cluster', `user${i}`, { algorithm: 'gcra', limit: 5, period: '1s' })));
+    await Promise.all(
+      Array.from({ length: 12 }, (_, i) => setQuota(others[i % 3]!, 'cluster', `user${i}`, { algorithm: 'gcra', limit: 5, period: '1s' })),
+    );
     expect(Object.keys((await readLimiterConfig(writer, 'cluster'))?.quotas ?? {})).toHaveLength(12);
     await Promise.all(watchers.map((w) => w.stop()));
   });

@@ -91,7 +91,11 @@ describe('redisStore options', () => {
 
   test('capabilities announce the clock in use and every operation (take and reserve run in the script)', () => {
     const client = connect();
-    expect(redisStore(client).capabilities).toEqual({ synchronous: false, clock: 'store', operations: ['limit', 'reset', 'take', 'reserve', 'lease'] });
+    expect(redisStore(client).capabilities).toEqual({
+      synchronous: false,
+      clock: 'store',
+      operations: ['limit', 'reset', 'take', 'reserve', 'lease'],
+    });
     expect(redisStore(client, { clock: 'client' }).capabilities.clock).toBe('client');
   });
 });
@@ -117,8 +121,17 @@ describe.each([
   for (const enableAutoPipelining of [false, true]) {
     test(`concurrent decisions share one call, compound rules included, each answered in issue order (autopipelining ${enableAutoPipelining ? 'on' : 'off'})`, async () => {
       const client = connect({ enableAutoPipelining });
-      const rules = [tokenBucket({ capacity: 5, refillRate: 1 }), fixedWindow({ limit: 3, window: '1m' }), gcra({ limit: 10, period: '1s' })];
-      const limiter = createLimiter({ store: store(client, { clock: 'client' }), rules, name: `pipe-${call}-${enableAutoPipelining}`, clock: () => 1_700_000_000_000 });
+      const rules = [
+        tokenBucket({ capacity: 5, refillRate: 1 }),
+        fixedWindow({ limit: 3, window: '1m' }),
+        gcra({ limit: 10, period: '1s' }),
+      ];
+      const limiter = createLimiter({
+        store: store(client, { clock: 'client' }),
+        rules,
+        name: `pipe-${call}-${enableAutoPipelining}`,
+        clock: () => 1_700_000_000_000,
+      });
       await limiter.limit('warm'); // loads the script or function if needed
       await client.config('RESETSTAT');
       // Eight: the most a tick's first call carries after a quiet tick (calls grow with the waves; batcher.test.ts).
@@ -151,7 +164,11 @@ describe.each([
 
   test('maxBatch bounds the decisions of one call; the store clock is read once per call', async () => {
     const client = connect();
-    const limiter = createLimiter({ store: store(client, { maxBatch: 4 }), rules: fixedWindow({ limit: 100, window: '1m' }), name: `max-${call}` });
+    const limiter = createLimiter({
+      store: store(client, { maxBatch: 4 }),
+      rules: fixedWindow({ limit: 100, window: '1m' }),
+      name: `max-${call}`,
+    });
     await limiter.limit('warm');
     await client.config('RESETSTAT');
     const decisions = await Promise.all(Array.from({ length: 10 }, (_, i) => limiter.limit(`id-${i % 3}`)));
@@ -164,7 +181,12 @@ describe.each([
 
   test('peek, refund and consume of one identity in one call run in issue order', async () => {
     const client = connect();
-    const limiter = createLimiter({ store: store(client, { clock: 'client' }), rules: fixedWindow({ limit: 3, window: '1h' }), name: `order-${call}`, clock: () => 1_700_000_000_000 });
+    const limiter = createLimiter({
+      store: store(client, { clock: 'client' }),
+      rules: fixedWindow({ limit: 3, window: '1h' }),
+      name: `order-${call}`,
+      clock: () => 1_700_000_000_000,
+    });
     await limiter.limit('warm');
     await client.config('RESETSTAT');
     const [a, b, c, d, e, f] = await Promise.all([
@@ -217,7 +239,14 @@ describe.each([
   test('a failing call fails each of its decisions, is never retried, writes nothing; the policy answers each', async () => {
     const client = connect();
     const rules = fixedWindow({ limit: 10, window: '1h' });
-    const deny = createLimiter({ store: store(client, { clock: 'client' }), rules, name: `oom-${call}`, onStoreError: 'deny', circuitBreaker: false, clock: () => 1_700_000_000_000 });
+    const deny = createLimiter({
+      store: store(client, { clock: 'client' }),
+      rules,
+      name: `oom-${call}`,
+      onStoreError: 'deny',
+      circuitBreaker: false,
+      clock: () => 1_700_000_000_000,
+    });
     await deny.limit('warm');
     await client.config('RESETSTAT');
     // With maxmemory 1 byte and noeviction, Redis refuses scripts that may write: a real error from the server.
@@ -248,10 +277,23 @@ describe.each([
     const bogus = { id: 'x', algorithm: 'nope', params: {}, limit: 1 } as unknown as ResolvedRule;
     const bad = { ...tokenBucket({ capacity: 1, refillRate: 1 }) };
     (bad as { params: unknown }).params = { capacity: 'x', refillRate: 1, intervalMs: 1000, refill: 0 };
-    const request = (rules: ResolvedRule[], cost = 1) => s.limit({ key: `err:{${call}}`, rules, cost, operation: 'consume', now: 1_700_000_000_000 });
-    const [first, unknown, corrupt, badCost, last] = await Promise.allSettled([request([good]), request([bogus]), request([bad]), request([good], 1.5), request([good])]);
-    expect(unknown).toMatchObject({ status: 'rejected', reason: { code: 'INVALID_OPTION', message: expect.stringMatching(/unknown algorithm "nope"/) } });
-    expect(corrupt).toMatchObject({ status: 'rejected', reason: { code: 'INVALID_OPTION', message: expect.stringMatching(/capacity must be a non-negative safe integer, got x/) } });
+    const request = (rules: ResolvedRule[], cost = 1) =>
+      s.limit({ key: `err:{${call}}`, rules, cost, operation: 'consume', now: 1_700_000_000_000 });
+    const [first, unknown, corrupt, badCost, last] = await Promise.allSettled([
+      request([good]),
+      request([bogus]),
+      request([bad]),
+      request([good], 1.5),
+      request([good]),
+    ]);
+    expect(unknown).toMatchObject({
+      status: 'rejected',
+      reason: { code: 'INVALID_OPTION', message: expect.stringMatching(/unknown algorithm "nope"/) },
+    });
+    expect(corrupt).toMatchObject({
+      status: 'rejected',
+      reason: { code: 'INVALID_OPTION', message: expect.stringMatching(/capacity must be a non-negative safe integer, got x/) },
+    });
     expect(badCost).toMatchObject({ status: 'rejected', reason: { code: 'INVALID_COST' } });
     expect(first.status === 'fulfilled' && first.value.outcomes[0]!.allowed).toBe(true);
     expect(last.status === 'fulfilled' && last.value.outcomes[0]!.allowed).toBe(false); // after `first`, in the same call
@@ -264,7 +306,12 @@ describe.each([
 describe('redisStore as a script (EVALSHA)', () => {
   test('NOSCRIPT: loaded and retried exactly once, never counted twice', async () => {
     const client = connect();
-    const limiter = createLimiter({ store: redisStore(client, { clock: 'client', functions: false }), rules: fixedWindow({ limit: 5, window: '1h' }), name: 'noscript', clock: () => 1_700_000_000_000 });
+    const limiter = createLimiter({
+      store: redisStore(client, { clock: 'client', functions: false }),
+      rules: fixedWindow({ limit: 5, window: '1h' }),
+      name: 'noscript',
+      clock: () => 1_700_000_000_000,
+    });
     await client.script('FLUSH');
     await client.config('RESETSTAT');
     const decision = await limiter.limit('a');
@@ -279,7 +326,12 @@ describe('redisStore as a script (EVALSHA)', () => {
 
   test('NOSCRIPT for a batch: one EVAL for the whole call, every decision counted once', async () => {
     const client = connect();
-    const limiter = createLimiter({ store: redisStore(client, { clock: 'client', functions: false }), rules: fixedWindow({ limit: 50, window: '1h' }), name: 'noscript-batch', clock: () => 1_700_000_000_000 });
+    const limiter = createLimiter({
+      store: redisStore(client, { clock: 'client', functions: false }),
+      rules: fixedWindow({ limit: 50, window: '1h' }),
+      name: 'noscript-batch',
+      clock: () => 1_700_000_000_000,
+    });
     await client.script('FLUSH');
     await client.config('RESETSTAT');
     const decisions = await Promise.all(Array.from({ length: 8 }, () => limiter.limit('b')));
@@ -298,7 +350,12 @@ describe('redisStore as a Redis Function (FCALL)', () => {
 
   test('a missing function (fresh, restarted or flushed server) is loaded once and the call retried once, never counted twice', async () => {
     const client = connect();
-    const limiter = createLimiter({ store: redisStore(client, { clock: 'client', maxBatch: 3 }), rules: fixedWindow({ limit: 50, window: '1h' }), name: 'fn-missing', clock: () => 1_700_000_000_000 });
+    const limiter = createLimiter({
+      store: redisStore(client, { clock: 'client', maxBatch: 3 }),
+      rules: fixedWindow({ limit: 50, window: '1h' }),
+      name: 'fn-missing',
+      clock: () => 1_700_000_000_000,
+    });
     await limiter.limit('warm');
     await client.function('FLUSH');
     await client.config('RESETSTAT');
@@ -317,7 +374,9 @@ describe('redisStore as a Redis Function (FCALL)', () => {
     await client.function('LOAD', 'REPLACE', LIMIT_LIBRARY);
     const key = 'dirty:{d}:fw';
     // The second decision is malformed: the call answers an error after the first was stepped, and writes nothing.
-    await expect(client.fcall(LIMIT_FUNCTION, 2, key, key, '@1700000000000', '#fw 5 1000000 0', '1', 'x1')).rejects.toThrow(/malformed decision x1/);
+    await expect(client.fcall(LIMIT_FUNCTION, 2, key, key, '@1700000000000', '#fw 5 1000000 0', '1', 'x1')).rejects.toThrow(
+      /malformed decision x1/,
+    );
     expect(await client.get(key)).toBeNull();
     const reply = (await client.fcall(LIMIT_FUNCTION, 1, key, '@1700000000000', '#fw 5 1000000 0', 'p1')) as number[];
     expect(reply.slice(1, 3)).toEqual([1, 5]); // allowed, 5 remaining: the failed call's step is forgotten
@@ -328,7 +387,12 @@ describe('redisStore as a Redis Function (FCALL)', () => {
     await admin.acl('SETUSER', 'nofunctions', 'on', 'nopass', '~*', '+@all', '-fcall', '-function');
     const client = new Redis({ host: server.host, port: server.port, username: 'nofunctions' });
     clients.push(client);
-    const limiter = createLimiter({ store: redisStore(client, { clock: 'client' }), rules: fixedWindow({ limit: 5, window: '1h' }), name: 'acl', clock: () => 1_700_000_000_000 });
+    const limiter = createLimiter({
+      store: redisStore(client, { clock: 'client' }),
+      rules: fixedWindow({ limit: 5, window: '1h' }),
+      name: 'acl',
+      clock: () => 1_700_000_000_000,
+    });
     await admin.config('RESETSTAT');
     expect((await limiter.limit('a')).remaining).toBe(4);
     expect((await limiter.limit('a')).remaining).toBe(3);
@@ -342,9 +406,16 @@ describe('redisStore as a Redis Function (FCALL)', () => {
     // Redis before 7 answers FCALL with "unknown command"; so does a server that renamed the command away.
     const fake = Object.assign(Object.create(client) as Redis, {
       sendCommand: (command: { name: string }) =>
-        command.name === 'fcall' ? Promise.reject(new Error("ERR unknown command 'fcall', with args beginning with: ")) : client.sendCommand(command as never),
+        command.name === 'fcall'
+          ? Promise.reject(new Error("ERR unknown command 'fcall', with args beginning with: "))
+          : client.sendCommand(command as never),
     });
-    const limiter = createLimiter({ store: redisStore(fake, { clock: 'client' }), rules: fixedWindow({ limit: 5, window: '1h' }), name: 'old-redis', clock: () => 1_700_000_000_000 });
+    const limiter = createLimiter({
+      store: redisStore(fake, { clock: 'client' }),
+      rules: fixedWindow({ limit: 5, window: '1h' }),
+      name: 'old-redis',
+      clock: () => 1_700_000_000_000,
+    });
     await client.config('RESETSTAT');
     expect((await limiter.limit('a')).remaining).toBe(4);
     expect((await limiter.limit('a')).remaining).toBe(3);
@@ -355,7 +426,11 @@ describe('redisStore as a Redis Function (FCALL)', () => {
 describe('redisStore, either way', () => {
   test('every key gets an expiry in the same script; state that is already spent is deleted', async () => {
     const client = connect();
-    const rules = [slidingWindowLog({ limit: 3, window: '10s' }), fixedWindow({ limit: 3, window: '1m' }), tokenBucket({ capacity: 3, refillRate: 1 })];
+    const rules = [
+      slidingWindowLog({ limit: 3, window: '10s' }),
+      fixedWindow({ limit: 3, window: '1m' }),
+      tokenBucket({ capacity: 3, refillRate: 1 }),
+    ];
     const limiter = createLimiter({ store: redisStore(client), rules, name: 'ttl' });
     await limiter.limit('k', { cost: 2 });
     const keys = await client.keys('sluice:ttl:{k}:*');
@@ -388,7 +463,12 @@ describe('redisStore, either way', () => {
 
   test('regression: a frozen client clock keeps state across real milliseconds (1 ms ttl)', async () => {
     const client = connect();
-    const limiter = createLimiter({ store: redisStore(client, { clock: 'client' }), rules: gcra({ limit: 3, period: 1 }), name: 'frozen', clock: () => 1_893_456_000_000 });
+    const limiter = createLimiter({
+      store: redisStore(client, { clock: 'client' }),
+      rules: gcra({ limit: 3, period: 1 }),
+      name: 'frozen',
+      clock: () => 1_893_456_000_000,
+    });
     expect((await limiter.limit('a', { cost: 3 })).allowed).toBe(true);
     await new Promise((r) => setTimeout(r, 5));
     expect((await limiter.limit('a')).allowed).toBe(false);
@@ -399,7 +479,11 @@ describe('redisStore, either way', () => {
       const client = connect({ enableAutoPipelining, keyPrefix: `app${enableAutoPipelining}:` });
       const plain = connect();
       for (const functions of [true, false]) {
-        const limiter = createLimiter({ store: redisStore(client, { functions }), rules: [fixedWindow({ limit: 2, window: '1m' }), gcra({ limit: 2, period: '1m' })], name: `prefix-${functions}` });
+        const limiter = createLimiter({
+          store: redisStore(client, { functions }),
+          rules: [fixedWindow({ limit: 2, window: '1m' }), gcra({ limit: 2, period: '1m' })],
+          name: `prefix-${functions}`,
+        });
         await Promise.all([limiter.limit('p'), limiter.limit('p')]);
         expect((await limiter.limit('p')).allowed).toBe(false);
         expect((await plain.keys(`app${enableAutoPipelining}:sluice:prefix-${functions}:{p}:*`)).sort()).toEqual([
@@ -415,7 +499,11 @@ describe('redisStore, either way', () => {
 
   test('reset deletes the identity’s keys in one command', async () => {
     const client = connect();
-    const limiter = createLimiter({ store: redisStore(client), rules: [fixedWindow({ limit: 1, window: '1m' }), gcra({ limit: 1, period: '1m' })], name: 'reset' });
+    const limiter = createLimiter({
+      store: redisStore(client),
+      rules: [fixedWindow({ limit: 1, window: '1m' }), gcra({ limit: 1, period: '1m' })],
+      name: 'reset',
+    });
     expect((await limiter.limit('r')).allowed).toBe(true);
     expect((await limiter.limit('r')).allowed).toBe(false);
     await limiter.reset('r');

@@ -71,10 +71,14 @@ export function resolveOptions(raw: unknown): ResolvedOptions {
   if (typeof wal !== 'boolean') {
     throw new SluiceError('INVALID_OPTION', `sqliteStore: wal must be true or false, got ${describeValue(wal)}`);
   }
-  const busyTimeoutMs = options.busyTimeout === undefined ? undefined : durationOption(options.busyTimeout, 'sqliteStore: busyTimeout', BUSY_TIMEOUT_RANGE);
+  const busyTimeoutMs =
+    options.busyTimeout === undefined ? undefined : durationOption(options.busyTimeout, 'sqliteStore: busyTimeout', BUSY_TIMEOUT_RANGE);
   const synchronous = options.synchronous ?? 'normal';
   if (synchronous !== 'normal' && synchronous !== 'full' && synchronous !== 'keep') {
-    throw new SluiceError('INVALID_OPTION', `sqliteStore: synchronous must be 'normal', 'full' or 'keep', got ${describeValue(synchronous)}`);
+    throw new SluiceError(
+      'INVALID_OPTION',
+      `sqliteStore: synchronous must be 'normal', 'full' or 'keep', got ${describeValue(synchronous)}`,
+    );
   }
   return {
     table,

@@ -38,8 +38,7 @@ export function ensureSchema(db: SqliteDatabase, table: string): void {
   const setup = db.transaction(() => {
     db.exec(`CREATE TABLE IF NOT EXISTS "${meta}" (name TEXT PRIMARY KEY NOT NULL, value INTEGER NOT NULL) WITHOUT ROWID`);
     const row = db.prepare(`SELECT value FROM "${meta}" WHERE name = 'schema_version'`).safeIntegers(false).get() as
-      | { value: number }
-      | undefined;
+      { value: number } | undefined;
     const present = db.prepare(`SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?`).get(table) !== undefined;
     const recorded = row?.value ?? 0;
     if (recorded > SCHEMA_VERSION) {

@@ -19,13 +19,20 @@ const TABLE_PATTERN = /^[A-Za-z_][A-Za-z0-9_]{0,47}$/;
  */
 export function sqliteConfigSource(db: SqliteDatabase, options: SqliteConfigSourceOptions = {}): ConfigSource {
   if (typeof db !== 'object' || db === null || typeof (db as Partial<SqliteDatabase>).prepare !== 'function') {
-    throw new SluiceError('INVALID_OPTION', `sqliteConfigSource: db must be a better-sqlite3 Database, e.g. sqliteConfigSource(new Database('ratelimit.db')), got ${describeValue(db)}`);
+    throw new SluiceError(
+      'INVALID_OPTION',
+      `sqliteConfigSource: db must be a better-sqlite3 Database, e.g. sqliteConfigSource(new Database('ratelimit.db')), got ${describeValue(db)}`,
+    );
   }
-  if (typeof options !== 'object' || options === null) throw new SluiceError('INVALID_OPTION', `sqliteConfigSource: options must be an object, got ${describeValue(options)}`);
+  if (typeof options !== 'object' || options === null)
+    throw new SluiceError('INVALID_OPTION', `sqliteConfigSource: options must be an object, got ${describeValue(options)}`);
   rejectUnknownOptions(options, ['table'], 'sqliteConfigSource');
   const table = options.table ?? 'sluice_config';
   if (typeof table !== 'string' || !TABLE_PATTERN.test(table)) {
-    throw new SluiceError('INVALID_OPTION', `sqliteConfigSource: table must be letters, digits and '_' (not starting with a digit), at most 48, got ${describeValue(table)}`);
+    throw new SluiceError(
+      'INVALID_OPTION',
+      `sqliteConfigSource: table must be letters, digits and '_' (not starting with a digit), at most 48, got ${describeValue(table)}`,
+    );
   }
   let select: SqliteStatement;
   let upsert: SqliteStatement;
@@ -33,9 +40,13 @@ export function sqliteConfigSource(db: SqliteDatabase, options: SqliteConfigSour
   let insertNew: SqliteStatement;
   let updateOver: SqliteStatement;
   try {
-    db.exec(`CREATE TABLE IF NOT EXISTS "${table}" (name TEXT PRIMARY KEY NOT NULL, document TEXT NOT NULL, updated_at INTEGER NOT NULL) WITHOUT ROWID`);
+    db.exec(
+      `CREATE TABLE IF NOT EXISTS "${table}" (name TEXT PRIMARY KEY NOT NULL, document TEXT NOT NULL, updated_at INTEGER NOT NULL) WITHOUT ROWID`,
+    );
     select = db.prepare(`SELECT document FROM "${table}" WHERE name = ?`);
-    upsert = db.prepare(`INSERT INTO "${table}" (name, document, updated_at) VALUES (?, ?, ?) ON CONFLICT (name) DO UPDATE SET document = excluded.document, updated_at = excluded.updated_at`);
+    upsert = db.prepare(
+      `INSERT INTO "${table}" (name, document, updated_at) VALUES (?, ?, ?) ON CONFLICT (name) DO UPDATE SET document = excluded.document, updated_at = excluded.updated_at`,
+    );
     remove = db.prepare(`DELETE FROM "${table}" WHERE name = ?`);
     // The writers' compare and set, each one statement (atomic): create only when absent; update only over the
     // revision the writer read (a row that is not JSON has none, and never matches).
@@ -63,7 +74,8 @@ export function sqliteConfigSource(db: SqliteDatabase, options: SqliteConfigSour
     },
     replace(name, expectedRevision, text) {
       try {
-        const result = expectedRevision === 0 ? insertNew.run(name, text, Date.now()) : updateOver.run(text, Date.now(), name, expectedRevision);
+        const result =
+          expectedRevision === 0 ? insertNew.run(name, text, Date.now()) : updateOver.run(text, Date.now(), name, expectedRevision);
         return (result as { changes: number }).changes === 1;
       } catch (error) {
         throw failure(`writing the configuration of ${JSON.stringify(name)} failed`, error);

@@ -146,7 +146,10 @@ export class SqliteStore implements SyncStore {
       );
     }
     if (!LEASE_OPS.includes(request.op)) {
-      throw new SluiceError('INVALID_OPTION', `sqliteStore: lease request.op must be 'acquire', 'release' or 'extend', got ${describeValue(request.op)}`);
+      throw new SluiceError(
+        'INVALID_OPTION',
+        `sqliteStore: lease request.op must be 'acquire', 'release' or 'extend', got ${describeValue(request.op)}`,
+      );
     }
     try {
       return this.leaseWrite.immediate(request);
@@ -259,10 +262,7 @@ function checkDatabase(db: unknown): asserts db is SqliteDatabase {
     typeof candidate.pragma !== 'function' ||
     typeof candidate.transaction !== 'function'
   ) {
-    throw new SluiceError(
-      'INVALID_OPTION',
-      'sqliteStore: db must be a better-sqlite3 Database, such as new Database("ratelimit.db")',
-    );
+    throw new SluiceError('INVALID_OPTION', 'sqliteStore: db must be a better-sqlite3 Database, such as new Database("ratelimit.db")');
   }
   if (candidate.open !== true) {
     throw new SluiceError('INVALID_OPTION', 'sqliteStore: db is closed; pass an open better-sqlite3 Database');

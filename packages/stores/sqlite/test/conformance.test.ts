@@ -25,11 +25,11 @@ describeStoreConformance<SqliteStore>({
   capabilities: { synchronous: true, operations: ['take', 'reserve'], leases: true },
   // A rule's row shows as `key:rule`; a lease row (rule '') as its key, `base key:lease`.
   inspectKeys: ({ store, prefix, now }) =>
-    (databases
+    databases
       .get(store)!
       .prepare(
         `SELECT CASE rule WHEN '' THEN key ELSE key || ':' || rule END FROM sluice_state WHERE substr(key, 1, ?) = ? AND expires_at > ?`,
       )
       .pluck()
-      .all(prefix.length + 1, `${prefix}:`, now) as string[]),
+      .all(prefix.length + 1, `${prefix}:`, now) as string[],
 });

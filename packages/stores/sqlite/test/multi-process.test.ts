@@ -39,11 +39,13 @@ function next(child: ChildProcess, type: string): Promise<Counts> {
 }
 
 async function hammer(scenario: string): Promise<Counts[]> {
-  await Promise.all(children.map((child) => {
-    const ready = next(child, 'ready');
-    child.send({ type: 'setup', scenario, limit: LIMIT });
-    return ready;
-  }));
+  await Promise.all(
+    children.map((child) => {
+      const ready = next(child, 'ready');
+      child.send({ type: 'setup', scenario, limit: LIMIT });
+      return ready;
+    }),
+  );
   // Every child is set up and idle: release them together.
   const done = children.map((child) => next(child, 'done'));
   for (const child of children) child.send({ type: 'go', attempts: ATTEMPTS });
@@ -81,7 +83,9 @@ describe('four processes on one file', () => {
     it(`${scenario}: exactly the limit passes`, async () => {
       const counts = await hammer(scenario);
       const total = (field: keyof Counts) => counts.reduce((sum, c) => sum + c[field], 0);
-      console.log(`${scenario}: allowed per process ${counts.map((c) => c.allowed).join(' + ')} = ${total('allowed')} of ${PROCESSES * ATTEMPTS} attempts`);
+      console.log(
+        `${scenario}: allowed per process ${counts.map((c) => c.allowed).join(' + ')} = ${total('allowed')} of ${PROCESSES * ATTEMPTS} attempts`,
+      );
       winners.push(counts.filter((c) => c.allowed > 0).length);
       expect(total('degraded')).toBe(0);
       expect(total('allowed')).toBe(LIMIT);
@@ -97,9 +101,9 @@ describe('four processes on one file', () => {
   it('compound: the looser rule was charged only for the requests that passed both', () => {
     const db = new Database(file, { readonly: true });
     try {
-      const row = db
-        .prepare(`SELECT state FROM sluice_state WHERE key = 'sluice:compound:{shared}' AND rule = 'fw:3600000'`)
-        .get() as { state: string };
+      const row = db.prepare(`SELECT state FROM sluice_state WHERE key = 'sluice:compound:{shared}' AND rule = 'fw:3600000'`).get() as {
+        state: string;
+      };
       // Fixed window state is [windowStart, count].
       expect(Number(row.state.split(',')[1])).toBe(LIMIT);
     } finally {

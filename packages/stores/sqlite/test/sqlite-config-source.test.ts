@@ -48,7 +48,12 @@ describe('sqliteConfigSource', () => {
     await watcher.ready;
     let acme = 0;
     for (let i = 0; i < 8; i++) if (limiter.limitSync('acme').allowed) acme++;
-    expect([acme, limiter.limitSync('b').allowed, limiter.limitSync('b').allowed, limiter.limitSync('b').allowed]).toEqual([5, true, true, false]);
+    expect([acme, limiter.limitSync('b').allowed, limiter.limitSync('b').allowed, limiter.limitSync('b').allowed]).toEqual([
+      5,
+      true,
+      true,
+      false,
+    ]);
     await setConfigMode(writer, 'api', 'off');
     expect(await until(() => limiter.mode === 'off', 2_000)).toBeLessThan(200 + 300);
     expect(limiter.limitSync('b').reason).toBe('disabled');
@@ -88,7 +93,11 @@ describe('sqliteConfigSource', () => {
   it('writers on two connections at once all land (compare and set on the revision); a row that is not JSON never matches', async () => {
     const [a, b] = connections(2);
     const sources = [sqliteConfigSource(a!), sqliteConfigSource(b!)];
-    await Promise.all(Array.from({ length: 20 }, (_, i) => setQuota(sources[i % 2]!, 'race', `user${i}`, { algorithm: 'fixed-window', id: 'w', limit: 5, window: '1h' })));
+    await Promise.all(
+      Array.from({ length: 20 }, (_, i) =>
+        setQuota(sources[i % 2]!, 'race', `user${i}`, { algorithm: 'fixed-window', id: 'w', limit: 5, window: '1h' }),
+      ),
+    );
     const stored = await readLimiterConfig(sources[0]!, 'race');
     expect(Object.keys(stored?.quotas ?? {})).toHaveLength(20);
     expect(stored?.revision).toBe(20);

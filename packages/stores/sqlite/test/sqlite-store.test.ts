@@ -61,17 +61,23 @@ describe('construction', () => {
     );
     expect(() => sqliteStore(db, { busyTimeout: 2 ** 31 })).toThrow(/sqliteStore: busyTimeout must be a duration from 0 to 2147483647 ms/);
     expect(() => sqliteStore(db, { busyTimeoutMs: 1000 } as never)).toThrow(
-      expect.objectContaining({ code: 'UNKNOWN_OPTION', message: expect.stringMatching(/sqliteStore: unknown option "busyTimeoutMs"; accepted options are .*busyTimeout/) }),
+      expect.objectContaining({
+        code: 'UNKNOWN_OPTION',
+        message: expect.stringMatching(/sqliteStore: unknown option "busyTimeoutMs"; accepted options are .*busyTimeout/),
+      }),
     );
   });
 
-  it("leaves the journal mode and synchronous alone when told to", () => {
+  it('leaves the journal mode and synchronous alone when told to', () => {
     const db = database();
     const store = sqliteStore(db, { wal: false, synchronous: 'keep', table: 'limits' });
     expect(store.journalMode).toBe('delete');
     expect(db.pragma('synchronous', { simple: true })).toBe(2); // FULL, better-sqlite3's default
     expect(store.table).toBe('limits');
-    expect(db.prepare(`SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name`).pluck().all()).toEqual(['limits', 'limits_meta']);
+    expect(db.prepare(`SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name`).pluck().all()).toEqual([
+      'limits',
+      'limits_meta',
+    ]);
   });
 
   it('works in memory, where there is no WAL to set', () => {
@@ -164,7 +170,11 @@ describe('decisions', () => {
 
   it('refund gives back, and a row whose state is back to full is deleted', () => {
     const db = database();
-    const limiter = createLimiter({ store: sqliteStore(db), rules: tokenBucket({ capacity: 5, refillRate: 1, interval: '1s' }), clock: () => T0 });
+    const limiter = createLimiter({
+      store: sqliteStore(db),
+      rules: tokenBucket({ capacity: 5, refillRate: 1, interval: '1s' }),
+      clock: () => T0,
+    });
     limiter.limitSync('a', { cost: 2 });
     expect(db.prepare('SELECT count(*) FROM sluice_state').pluck().get()).toBe(1);
     expect(limiter.refundSync('a', { cost: 2 }).remaining).toBe(5);
@@ -289,7 +299,11 @@ describe('expiry', () => {
       /^SELECT key, rule FROM "sluice_state" WHERE \(key, rule\) > .* LIMIT 1 OFFSET/,
       /^DELETE FROM "sluice_state" WHERE \(key, rule\) > .* AND expires_at <= /,
     ];
-    for (const kind of kinds) expect(statements.some((sql) => kind.test(sql)), String(kind)).toBe(true);
+    for (const kind of kinds)
+      expect(
+        statements.some((sql) => kind.test(sql)),
+        String(kind),
+      ).toBe(true);
     for (const sql of statements) {
       const plan = (db.prepare(`EXPLAIN QUERY PLAN ${sql}`).all() as Array<{ detail: string }>).map((r) => r.detail).join(' | ');
       if (plan === '' && /^INSERT/.test(sql)) continue; // an upsert has no plan line: its conflict check is a primary-key seek
@@ -302,7 +316,11 @@ describe('expiry', () => {
 describe('a clock that steps back', () => {
   it('regression: cost 0 after a backward step is allowed (a sliding window counter denied it)', () => {
     let now = 996;
-    const limiter = createLimiter({ store: sqliteStore(database()), rules: slidingWindowCounter({ limit: 1, window: 10 }), clock: () => now });
+    const limiter = createLimiter({
+      store: sqliteStore(database()),
+      rules: slidingWindowCounter({ limit: 1, window: 10 }),
+      clock: () => now,
+    });
     limiter.limitSync('k');
     now = 1002;
     expect(limiter.limitSync('k').allowed).toBe(true);
@@ -313,7 +331,11 @@ describe('a clock that steps back', () => {
   it('the sweep keeps an expired row for EXPIRY_GRACE_MS, so a clock stepping back within it finds the state', () => {
     const db = database();
     let now = T0;
-    const limiter = createLimiter({ store: sqliteStore(db, { sweepEvery: 2, sweepBatch: 64 }), rules: fixedWindow({ limit: 1, window: '1s' }), clock: () => now });
+    const limiter = createLimiter({
+      store: sqliteStore(db, { sweepEvery: 2, sweepBatch: 64 }),
+      rules: fixedWindow({ limit: 1, window: '1s' }),
+      clock: () => now,
+    });
     limiter.limitSync('old');
     now = T0 + 59_000;
     for (let i = 0; i < 8; i++) limiter.limitSync(`filler-${i}`);

@@ -26,13 +26,27 @@ export interface UpstashConfigSourceOptions {
  * `{ url, token }` uses the store's own client (`upstashRest()`).
  * @example watchConfig(limiter, upstashConfigSource({ url: env.UPSTASH_REDIS_REST_URL, token: env.UPSTASH_REDIS_REST_TOKEN }))
  */
-export function upstashConfigSource(client: UpstashConfigClient | UpstashRestOptions, options: UpstashConfigSourceOptions = {}): ConfigSource {
+export function upstashConfigSource(
+  client: UpstashConfigClient | UpstashRestOptions,
+  options: UpstashConfigSourceOptions = {},
+): ConfigSource {
   const redis = restClientFor(client);
   const candidate = redis as Partial<UpstashConfigClient> | null;
-  if (typeof candidate !== 'object' || candidate === null || typeof candidate.get !== 'function' || typeof candidate.set !== 'function' || typeof candidate.del !== 'function' || typeof candidate.eval !== 'function') {
-    throw new SluiceError('INVALID_OPTION', `upstashConfigSource: redis must be { url, token } (the database's REST URL and token) or an @upstash/redis client, e.g. upstashConfigSource(new Redis({ url, token })), got ${describeValue(redis)}`);
+  if (
+    typeof candidate !== 'object' ||
+    candidate === null ||
+    typeof candidate.get !== 'function' ||
+    typeof candidate.set !== 'function' ||
+    typeof candidate.del !== 'function' ||
+    typeof candidate.eval !== 'function'
+  ) {
+    throw new SluiceError(
+      'INVALID_OPTION',
+      `upstashConfigSource: redis must be { url, token } (the database's REST URL and token) or an @upstash/redis client, e.g. upstashConfigSource(new Redis({ url, token })), got ${describeValue(redis)}`,
+    );
   }
-  if (typeof options !== 'object' || options === null) throw new SluiceError('INVALID_OPTION', `upstashConfigSource: options must be an object, got ${describeValue(options)}`);
+  if (typeof options !== 'object' || options === null)
+    throw new SluiceError('INVALID_OPTION', `upstashConfigSource: options must be an object, got ${describeValue(options)}`);
   rejectUnknownOptions(options, ['prefix'], 'upstashConfigSource');
   const prefix = options.prefix ?? 'sluice';
   if (typeof prefix !== 'string' || prefix.length === 0) {

@@ -97,16 +97,25 @@ export function upstashRest(options: UpstashRestOptions): UpstashRestClient {
   rejectUnknownOptions(options, KNOWN, 'upstashRest');
   const { url, token } = options;
   if (typeof url !== 'string' || !isHttpUrl(url)) {
-    throw new SluiceError('INVALID_OPTION', `upstashRest: url must be the database's REST URL (http:// or https://, e.g. UPSTASH_REDIS_REST_URL), got ${describeValue(url)}`);
+    throw new SluiceError(
+      'INVALID_OPTION',
+      `upstashRest: url must be the database's REST URL (http:// or https://, e.g. UPSTASH_REDIS_REST_URL), got ${describeValue(url)}`,
+    );
   }
   if (typeof token !== 'string' || !/^[\x21-\x7e]+$/.test(token)) {
     // It goes into a header: a space, a line break or a non-ASCII character would fail every request instead.
-    throw new SluiceError('INVALID_OPTION', `upstashRest: token must be the database's REST token (printable ASCII without spaces, e.g. UPSTASH_REDIS_REST_TOKEN), got ${typeof token === 'string' ? (token === '' ? 'an empty string' : `a string of ${token.length} characters with one outside that`) : describeValue(token)}`);
+    throw new SluiceError(
+      'INVALID_OPTION',
+      `upstashRest: token must be the database's REST token (printable ASCII without spaces, e.g. UPSTASH_REDIS_REST_TOKEN), got ${typeof token === 'string' ? (token === '' ? 'an empty string' : `a string of ${token.length} characters with one outside that`) : describeValue(token)}`,
+    );
   }
   const timeout = durationOption(options.timeout ?? 10_000, 'upstashRest: timeout', { min: 1, max: 600_000 });
   const send: ((input: string, init: UpstashFetchInit) => Promise<UpstashFetchResponse>) | undefined = options.fetch ?? web.fetch;
   if (typeof send !== 'function') {
-    throw new SluiceError('INVALID_OPTION', `upstashRest: fetch must be a function (this runtime has no global fetch), got ${describeValue(send)}`);
+    throw new SluiceError(
+      'INVALID_OPTION',
+      `upstashRest: fetch must be a function (this runtime has no global fetch), got ${describeValue(send)}`,
+    );
   }
   const endpoint = url.replace(/\/+$/, '');
   const authorization = `Bearer ${token}`;
@@ -141,8 +150,17 @@ export function upstashRest(options: UpstashRestOptions): UpstashRestClient {
 
   return {
     command: (args) => {
-      if (!Array.isArray(args) || args.length === 0 || !args.every((word) => typeof word === 'string' || (typeof word === 'number' && Number.isFinite(word)))) {
-        return Promise.reject(new SluiceError('INVALID_OPTION', `upstashRest: command takes the command's words, a non-empty array of strings and finite numbers (['INCR', 'key']), got ${describeValue(args)}`));
+      if (
+        !Array.isArray(args) ||
+        args.length === 0 ||
+        !args.every((word) => typeof word === 'string' || (typeof word === 'number' && Number.isFinite(word)))
+      ) {
+        return Promise.reject(
+          new SluiceError(
+            'INVALID_OPTION',
+            `upstashRest: command takes the command's words, a non-empty array of strings and finite numbers (['INCR', 'key']), got ${describeValue(args)}`,
+          ),
+        );
       }
       return command(args);
     },

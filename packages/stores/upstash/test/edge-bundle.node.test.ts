@@ -41,7 +41,12 @@ describe('a bare EdgeVM', () => {
     });
     const vm = new EdgeVM();
     // Checked outside the bundle: esbuild rewrites `typeof require` inside it to its own shim.
-    expect(vm.evaluate('[typeof Buffer, typeof process, typeof require, typeof EdgeRuntime]')).toEqual(['undefined', 'undefined', 'undefined', 'string']);
+    expect(vm.evaluate('[typeof Buffer, typeof process, typeof require, typeof EdgeRuntime]')).toEqual([
+      'undefined',
+      'undefined',
+      'undefined',
+      'string',
+    ]);
     vm.evaluate(bundle.outputFiles[0]!.text);
     const identity = `edge-vm-${crypto.randomUUID()}`;
     // The first decision on a fresh script cache may cost EVALSHA + EVAL: warm it, then count.

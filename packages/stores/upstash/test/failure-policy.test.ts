@@ -51,7 +51,12 @@ describe.each([
   });
 
   it('falls back to a local store when the policy is a store, still marked degraded', async () => {
-    const limiter = createLimiter({ store: upstashStore(client()), rules: fixedWindow({ limit: 2, window: '1m' }), onStoreError: memoryStore(), circuitBreaker: false });
+    const limiter = createLimiter({
+      store: upstashStore(client()),
+      rules: fixedWindow({ limit: 2, window: '1m' }),
+      onStoreError: memoryStore(),
+      circuitBreaker: false,
+    });
     await control.fault(fault);
     const who = identity('fallback');
     const decisions = [await limiter.limit(who), await limiter.limit(who), await limiter.limit(who)];

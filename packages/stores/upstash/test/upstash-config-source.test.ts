@@ -88,14 +88,20 @@ it('the store failing: the last configuration stays, one warning, no rejection',
 });
 
 it('options are checked', () => {
-  expect(() => upstashConfigSource({} as never)).toThrow(/upstashConfigSource: redis must be \{ url, token \} \(the database.s REST URL and token\) or an @upstash\/redis client/);
+  expect(() => upstashConfigSource({} as never)).toThrow(
+    /upstashConfigSource: redis must be \{ url, token \} \(the database.s REST URL and token\) or an @upstash\/redis client/,
+  );
   expect(() => upstashConfigSource(client(), { prefx: 'a' } as never)).toThrow(/upstashConfigSource: unknown option "prefx"/);
 });
 
 it('writers on separate clients at once all land (compare and set on the revision, one EVAL each)', async () => {
   const name = identity('race');
   const sources = [upstashConfigSource(client()), upstashConfigSource(client()), upstashConfigSource(client())];
-  await Promise.all(Array.from({ length: 15 }, (_, i) => setQuota(sources[i % 3]!, name, `user${i}`, { algorithm: 'fixed-window', id: 'w', limit: 5, window: '1h' })));
+  await Promise.all(
+    Array.from({ length: 15 }, (_, i) =>
+      setQuota(sources[i % 3]!, name, `user${i}`, { algorithm: 'fixed-window', id: 'w', limit: 5, window: '1h' }),
+    ),
+  );
   const stored = await readLimiterConfig(sources[0]!, name);
   expect(Object.keys(stored?.quotas ?? {})).toHaveLength(15);
   expect(stored?.revision).toBe(15);

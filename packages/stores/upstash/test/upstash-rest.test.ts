@@ -37,7 +37,9 @@ describe('the protocol', () => {
     expect(await rest.command(['HGET', `${key}:absent`, 'f'])).toBeNull();
     const before = (await control.stats()).requests;
     for (const bad of [[], ['INCR', { key }], ['INCR', Number.NaN], 'INCR k']) {
-      await expect(rest.command(bad as never)).rejects.toThrow(/upstashRest: command takes the command's words, a non-empty array of strings and finite numbers/);
+      await expect(rest.command(bad as never)).rejects.toThrow(
+        /upstashRest: command takes the command's words, a non-empty array of strings and finite numbers/,
+      );
     }
     expect((await control.stats()).requests).toBe(before);
   });
@@ -57,7 +59,9 @@ describe('the protocol', () => {
   });
 
   it('a wrong token rejects with the answer (401 Unauthorized), sent once', async () => {
-    const error: unknown = await upstashRest({ url, token: 'wrong' }).get('k').catch((e: unknown) => e);
+    const error: unknown = await upstashRest({ url, token: 'wrong' })
+      .get('k')
+      .catch((e: unknown) => e);
     expect((error as Error).message).toMatch(/^Unauthorized, command was: GET \(HTTP 401\)/);
     expect(await control.stats()).toMatchObject({ requests: 1, unauthorized: 1 });
   });
@@ -74,7 +78,10 @@ describe('the protocol', () => {
 
 describe('through the store', () => {
   it('upstashStore({ url, token }) decides with one request per decision, EVAL once on a fresh script cache', async () => {
-    const limiter = createLimiter({ store: upstashStore({ url, token }), rules: tokenBucket({ capacity: 3, refillRate: 1, interval: '1m' }) });
+    const limiter = createLimiter({
+      store: upstashStore({ url, token }),
+      rules: tokenBucket({ capacity: 3, refillRate: 1, interval: '1m' }),
+    });
     const who = identity('rest-store');
     const decisions = [];
     for (let i = 0; i < 5; i++) decisions.push(await limiter.limit(who));
@@ -135,7 +142,9 @@ describe('faults: every one rejects after exactly one request, and the limiter a
     const decision = await limiter.limit(identity('hang'));
     expect(isSluiceError(decision.error) && decision.error.code).toBe('STORE_TIMEOUT');
     const started = Date.now();
-    const aborted: unknown = await upstashRest({ url, token, timeout: '200ms' }).get('k').catch((e: unknown) => e);
+    const aborted: unknown = await upstashRest({ url, token, timeout: '200ms' })
+      .get('k')
+      .catch((e: unknown) => e);
     expect(Date.now() - started).toBeGreaterThanOrEqual(150);
     expect(String(aborted)).toMatch(/abort|timeout/i);
     expect((await control.stats()).requests).toBe(2);
@@ -146,7 +155,10 @@ describe('options', () => {
   it.each([
     [undefined, /upstashRest: options must be an object \{ url, token \}, got undefined/],
     [{ url: 'upstash.io', token: 't' }, /upstashRest: url must be the database's REST URL \(http:\/\/ or https:\/\//],
-    [{ url, token: '' }, /upstashRest: token must be the database's REST token \(printable ASCII without spaces, e.g. UPSTASH_REDIS_REST_TOKEN\), got an empty string/],
+    [
+      { url, token: '' },
+      /upstashRest: token must be the database's REST token \(printable ASCII without spaces, e.g. UPSTASH_REDIS_REST_TOKEN\), got an empty string/,
+    ],
     [{ url, token: 'secret\nx' }, /upstashRest: token must be .*got a string of 8 characters with one outside that$/],
     [{ url, token: 'sécret' }, /upstashRest: token must be/],
     [{ url, token: 'has space' }, /upstashRest: token must be/],

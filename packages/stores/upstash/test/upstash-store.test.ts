@@ -36,7 +36,10 @@ describe.each(Object.entries(configurations))('with %s', (_name, options) => {
 
 describe('compound rules', () => {
   it('are all-or-nothing in one request: a denial by one rule consumes nothing from the other', async () => {
-    const rules: Rule[] = [fixedWindow({ limit: 10, window: '1m', id: 'minute' }), tokenBucket({ capacity: 2, refillRate: 1, interval: '1h', id: 'burst' })];
+    const rules: Rule[] = [
+      fixedWindow({ limit: 10, window: '1m', id: 'minute' }),
+      tokenBucket({ capacity: 2, refillRate: 1, interval: '1h', id: 'burst' }),
+    ];
     const limiter = createLimiter({ store: upstashStore(client()), rules });
     const who = identity('compound');
     await limiter.limit(who); // warm the script cache so the count below is exact
@@ -138,7 +141,10 @@ describe('concurrency and reset', () => {
     ['auto-pipelining on: one pipeline request carries all 25', true, { requests: 1, pipeline: 1, command: 0 }],
     ['auto-pipelining off: one request each', false, { requests: 25, pipeline: 0, command: 25 }],
   ])('batch: false runs one script per decision (%s), still exact', async (_name, enableAutoPipelining, transport) => {
-    const limiter = createLimiter({ store: upstashStore(client({ enableAutoPipelining }), { batch: false }), rules: fixedWindow({ limit: 10, window: '1m' }) });
+    const limiter = createLimiter({
+      store: upstashStore(client({ enableAutoPipelining }), { batch: false }),
+      rules: fixedWindow({ limit: 10, window: '1m' }),
+    });
     const who = identity('unbatched');
     await limiter.peek(who);
     await control.reset();
@@ -149,7 +155,10 @@ describe('concurrency and reset', () => {
   });
 
   it('maxBatch bounds the decisions of one call', async () => {
-    const limiter = createLimiter({ store: upstashStore(client({ enableAutoPipelining: false }), { maxBatch: 4 }), rules: fixedWindow({ limit: 100, window: '1m' }) });
+    const limiter = createLimiter({
+      store: upstashStore(client({ enableAutoPipelining: false }), { maxBatch: 4 }),
+      rules: fixedWindow({ limit: 100, window: '1m' }),
+    });
     const who = identity('max');
     await limiter.peek(who);
     await control.reset();
@@ -159,7 +168,10 @@ describe('concurrency and reset', () => {
   });
 
   it('reset forgets the identity in one request', async () => {
-    const limiter = createLimiter({ store: upstashStore(client()), rules: [fixedWindow({ limit: 1, window: '1m', id: 'a' }), gcra({ limit: 1, period: '1m', id: 'b' })] });
+    const limiter = createLimiter({
+      store: upstashStore(client()),
+      rules: [fixedWindow({ limit: 1, window: '1m', id: 'a' }), gcra({ limit: 1, period: '1m', id: 'b' })],
+    });
     const who = identity('reset');
     await limiter.limit(who);
     expect((await limiter.limit(who)).allowed).toBe(false);

@@ -54,7 +54,11 @@ describe('on @hono/node-server', () => {
       expect(JSON.parse(reply.body)).toEqual({ identity: 'ip:127.0.0.2', outcome: 'allowed' });
     }
     const refused = await ada(url, { 'x-forwarded-for': '198.51.100.2' });
-    expect([refused.status, refused.headers.get('retry-after'), refused.headers.get('content-type')]).toEqual([429, '7', 'application/problem+json']);
+    expect([refused.status, refused.headers.get('retry-after'), refused.headers.get('content-type')]).toEqual([
+      429,
+      '7',
+      'application/problem+json',
+    ]);
     expect(JSON.parse(refused.body)).toMatchObject({ status: 429, 'violated-policies': ['api'] });
     // A client on another address is someone else.
     expect((await client('127.0.0.3')(url)).status).toBe(200);

@@ -128,7 +128,9 @@ describe('trafficStack', () => {
   it('refuses bad options clearly', () => {
     const fleet = createFleetShedder({ store: memoryStore(), capacity: 2 });
     expect(() => trafficStack({ fleet })).toThrow(/priority must be a function/);
-    expect(() => trafficStack({ concurrency: { limiter: createConcurrencyLimiter({ store: memoryStore(), limit: 1 }) } })).toThrow(/concurrency needs identify/);
+    expect(() => trafficStack({ concurrency: { limiter: createConcurrencyLimiter({ store: memoryStore(), limit: 1 }) } })).toThrow(
+      /concurrency needs identify/,
+    );
     expect(() => trafficStack({ ratelimit: {} } as unknown as HonoTrafficStackOptions)).toThrow(/unknown option "ratelimit"/);
   });
 });

@@ -73,15 +73,28 @@ describe('edge runtime', () => {
 
     const vm = new EdgeVM();
     // Checked outside the bundle: esbuild rewrites `typeof require` inside it to its own shim.
-    expect(vm.evaluate('[typeof Buffer, typeof process, typeof require, typeof EdgeRuntime]')).toEqual(['undefined', 'undefined', 'undefined', 'string']);
+    expect(vm.evaluate('[typeof Buffer, typeof process, typeof require, typeof EdgeRuntime]')).toEqual([
+      'undefined',
+      'undefined',
+      'undefined',
+      'string',
+    ]);
     vm.evaluate(bundle.outputFiles[0]!.text);
-    const outcome = (await vm.evaluate('scenario()')) as { responses: { status: number; next: string | null; rateLimit: string; retryAfter: string | null }[]; shipped: string[]; handed: number };
+    const outcome = (await vm.evaluate('scenario()')) as {
+      responses: { status: number; next: string | null; rateLimit: string; retryAfter: string | null }[];
+      shipped: string[];
+      handed: number;
+    };
     expect(outcome.responses.map((r) => [r.status, r.next])).toEqual([
       [200, '1'],
       [200, '1'],
       [429, null],
     ]);
-    expect(outcome.responses.map((r) => r.rateLimit)).toEqual([expect.stringMatching(/^"edge";r=1;t=\d+$/), expect.stringMatching(/^"edge";r=0;t=\d+$/), expect.stringMatching(/^"edge";r=0;t=\d+$/)]);
+    expect(outcome.responses.map((r) => r.rateLimit)).toEqual([
+      expect.stringMatching(/^"edge";r=1;t=\d+$/),
+      expect.stringMatching(/^"edge";r=0;t=\d+$/),
+      expect.stringMatching(/^"edge";r=0;t=\d+$/),
+    ]);
     expect(Number(outcome.responses[2]!.retryAfter)).toBeGreaterThan(0);
     expect(outcome.shipped).toEqual(['ip:2001:db8:1::/56']);
     expect(outcome.handed).toBe(1);

@@ -32,7 +32,9 @@ const preallocated = heap() - base;
 store = undefined;
 
 console.log(`${count.toLocaleString('en-US')} identities per row, node ${process.version}`);
-console.log(`empty store with maxKeys ${count}: ${(preallocated / count).toFixed(1)} bytes per slot preallocated (${(preallocated / 1048576).toFixed(1)} MiB)`);
+console.log(
+  `empty store with maxKeys ${count}: ${(preallocated / count).toFixed(1)} bytes per slot preallocated (${(preallocated / 1048576).toFixed(1)} MiB)`,
+);
 for (const [name, make] of Object.entries(rules)) {
   const requests = name.includes('10 requests') ? 10 : 1;
   let now = Date.UTC(2030, 0, 1);
