@@ -3,16 +3,19 @@
 // store implements to hold it.
 export { parseLimiterConfig } from './config-document.js';
 export type { LimiterConfig } from './config-document.js';
+export type { DenyEntry } from './deny-entries.js';
 export type { ConfigSource, Unsubscribe } from './config-source.js';
 export {
+  addDenyEntry,
   deleteLimiterConfig,
   readLimiterConfig,
+  removeDenyEntry,
   removeQuota,
   setConfigMode,
   setConfigRules,
   setQuota,
   writeLimiterConfig,
 } from './config-writers.js';
-export type { LimiterConfigChanges, RulesInput } from './config-writers.js';
+export type { AddDenyEntryOptions, LimiterConfigChanges, RulesInput } from './config-writers.js';
 export { watchConfig } from './watch-config.js';
 export type { ConfigWarning, ConfigWatcher, WatchConfigOptions } from './watch-config.js';

@@ -55,9 +55,11 @@ const CONCURRENCY = ['createConcurrencyLimiter'];
 const SHEDDING = ['createFleetShedder', 'createUtilizationShedder', 'eventLoopSignal'];
 
 const CONFIG = [
+  'addDenyEntry',
   'deleteLimiterConfig',
   'parseLimiterConfig',
   'readLimiterConfig',
+  'removeDenyEntry',
   'removeQuota',
   'setConfigMode',
   'setConfigRules',
