@@ -56,6 +56,7 @@ const SHEDDING = ['createFleetShedder', 'createUtilizationShedder', 'eventLoopSi
 
 const CONFIG = [
   'addDenyEntry',
+  'autoDeny',
   'deleteLimiterConfig',
   'parseLimiterConfig',
   'readLimiterConfig',
