@@ -136,7 +136,7 @@ class AutoDenyObserver implements AutoDeny {
       if (this.tracked.size >= this.settings.maxTracked) this.tracked.delete(this.tracked.keys().next().value!);
     } else this.tracked.delete(identity);
     this.tracked.set(identity, state);
-    if (now <= state.deniedUntil) return;
+    if (now < state.deniedUntil) return;
     const { times } = state;
     times.push(now);
     if (times.length > this.settings.after) times.shift();

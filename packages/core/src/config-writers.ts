@@ -167,8 +167,8 @@ export async function removeQuota(source: ConfigSource, name: string, identity: 
 }
 
 /**
- * Adds an entry to the deny list, or replaces the entry with the same `match`; entries whose `until` has passed
- * are dropped on the way. Refuses to grow the list past `maxEntries`. Returns what was written.
+ * Adds an entry to the deny list, or replaces the entry with the same `match`; expired entries (`until` at or
+ * before `now`, as the HTTP layer reads them) are dropped on the way. Refuses to grow the list past `maxEntries`. Returns what was written.
  * @example await addDenyEntry(source, 'api', { match: '203.0.113.0/24', until: Date.now() + 3_600_000, reason: 'scraper' })
  */
 export async function addDenyEntry(
@@ -193,7 +193,7 @@ export async function addDenyEntry(
     throw new SluiceError('INVALID_OPTION', `addDenyEntry: maxEntries must be a positive integer, got ${describe(maxEntries)}`);
   }
   const checked = checkDenyEntry(entry, 'addDenyEntry: entry');
-  if (checked.until !== undefined && checked.until < now) {
+  if (checked.until !== undefined && checked.until <= now) {
     throw new SluiceError(
       'INVALID_OPTION',
       `addDenyEntry: entry.until (${checked.until}) has already passed (now is ${now}); give a time to come, or leave until out for a block until removed`,
@@ -201,7 +201,7 @@ export async function addDenyEntry(
   }
   const added: DenyEntry = checked.addedAt === undefined ? { ...checked, addedAt: now } : checked;
   const written = await updateLimiterConfig(source, checkName(name), 'addDenyEntry', (current) => {
-    const list = (current?.deny ?? []).filter((kept) => kept.until === undefined || kept.until >= now);
+    const list = (current?.deny ?? []).filter((kept) => kept.until === undefined || kept.until > now);
     const at = list.findIndex((kept) => kept.match === added.match);
     if (at >= 0) list[at] = added;
     else if (list.length >= maxEntries) {

@@ -136,7 +136,12 @@ describe('autoDeny', () => {
     for (let i = 0; i < 50; i++) deny.onDecision(event('a')); // the instances have not picked the entry up yet
     await settle();
     expect(source.reads).toBe(reads);
-    time.now += 60_001; // the entry has expired
+    time.now += 59_999; // one ms before the entry expires: still not written
+    deny.onDecision(event('a'));
+    deny.onDecision(event('a'));
+    await settle();
+    expect(source.reads).toBe(reads);
+    time.now += 1; // the entry has expired
     deny.onDecision(event('a'));
     deny.onDecision(event('a'));
     await settle();

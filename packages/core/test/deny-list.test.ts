@@ -195,13 +195,13 @@ describe('addDenyEntry and removeDenyEntry', () => {
       { match: 'b', reason: 'first', addedAt: 1_500 },
       { match: 'c', addedAt: 7 },
     ]);
-    const written = await addDenyEntry(source, 'api', { match: 'b', reason: 'second', until: 9_000 }, { now: 2_000 });
-    expect(written.deny?.map((e) => e.match)).toEqual(['a', 'b', 'c']); // until 2000 at now 2000: still applies
-    const later = await addDenyEntry(source, 'api', { match: 'd' }, { now: 2_001 });
+    const written = await addDenyEntry(source, 'api', { match: 'b', reason: 'second', until: 9_000 }, { now: 1_999 });
+    expect(written.deny?.map((e) => e.match)).toEqual(['a', 'b', 'c']); // a's until 2000 is still to come at 1999
+    const later = await addDenyEntry(source, 'api', { match: 'd' }, { now: 2_000 }); // and expired at 2000
     expect(later.deny).toEqual([
-      { match: 'b', reason: 'second', until: 9_000, addedAt: 2_000 },
+      { match: 'b', reason: 'second', until: 9_000, addedAt: 1_999 },
       { match: 'c', addedAt: 7 },
-      { match: 'd', addedAt: 2_001 },
+      { match: 'd', addedAt: 2_000 },
     ]);
     expect(later.revision).toBe(5);
   });
@@ -214,7 +214,7 @@ describe('addDenyEntry and removeDenyEntry', () => {
       'already holds 2 entries, the most maxEntries (2) allows',
     );
     await addDenyEntry(source, 'api', { match: 'a', reason: 'again' }, { maxEntries: 2, now: 5 });
-    await addDenyEntry(source, 'api', { match: 'c' }, { maxEntries: 2, now: 11 }); // b expired at 10
+    await addDenyEntry(source, 'api', { match: 'c' }, { maxEntries: 2, now: 10 }); // b expired at 10
     expect((await readLimiterConfig(source, 'api'))?.deny?.map((e) => e.match)).toEqual(['a', 'c']);
   });
 
@@ -228,7 +228,7 @@ describe('addDenyEntry and removeDenyEntry', () => {
 
   test('bad input is refused before anything is read or written', async () => {
     const source = new CasConfigSource();
-    await expect(addDenyEntry(source, 'api', { match: 'a', until: 5 }, { now: 6 })).rejects.toThrow('entry.until (5) has already passed');
+    await expect(addDenyEntry(source, 'api', { match: 'a', until: 5 }, { now: 5 })).rejects.toThrow('entry.until (5) has already passed');
     await expect(addDenyEntry(source, 'api', { match: 'a\u0000' })).rejects.toThrow('addDenyEntry: entry.match: must be');
     await expect(addDenyEntry(source, 'api', { match: 'a' }, { maxEntries: 0 })).rejects.toThrow('maxEntries must be a positive integer');
     await expect(addDenyEntry(source, 'api', { match: 'a' }, { limit: 3 } as never)).rejects.toThrow('unknown option "limit"');
