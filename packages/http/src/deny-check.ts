@@ -18,7 +18,8 @@ export const DENY_NONE = 0;
 export const DENY_IDENTITY = 1;
 export const DENY_ADDRESS = 2;
 
-type DenyingLimiter = Limiter & { readonly deny?: readonly DenyEntry[]; now?: () => number };
+/** `now` is the limiter's clock where the implementation has one (core's does, unexported): expiry then follows a fake clock in tests. */
+type DenyingLimiter = Limiter & { now?: () => number };
 
 /**
  * Matchers by list object and IPv6 prefix, shared by every handler in the process: a list of 100,000 entries is
@@ -45,6 +46,7 @@ export function denyNeeds<R>(o: CompiledOptions<R>, raw: R): number {
 function current<R>(o: CompiledOptions<R>, entry: CompiledEntry<R>, raw: R): DenyMatcher | undefined {
   const limiter = entry.limiter as DenyingLimiter;
   const list = limiter.deny;
+  // `deny` may be absent on a Limiter implemented outside core, written before the deny list existed.
   if (list === undefined || list.length === 0 || limiter.mode === 'off') return undefined;
   if (entry.denySource !== list) {
     entry.denySource = list;

@@ -10,19 +10,11 @@
  * block it wraps, as addresses are read. An entry whose `until` is at or before `now` does not match.
  * A malformed entry is left out and listed in `problems`, so it is reported once rather than thrown per request.
  */
+import type { DenyEntry } from '@sluice/core/config';
 import { parseRange } from './ip-range.js';
 import { maskIp, type IpAddress } from './ip-address.js';
 
-/** One entry of a limiter's deny list, as core's runtime configuration holds it. */
-export interface DenyEntry {
-  /** An identity, exactly (`user:42`), or an IP address or CIDR block (`203.0.113.0/24`, `2001:db8::/56`). */
-  readonly match: string;
-  /** Epoch ms after which it no longer applies. */
-  readonly until?: number;
-  /** Why, in words; sent to the refused client in the 403 body. At most 200 characters. */
-  readonly reason?: string;
-  readonly addedAt?: number;
-}
+export type { DenyEntry };
 
 export interface DenyMatcher {
   /** Entries that take part (malformed ones are left out). */
@@ -38,7 +30,10 @@ export interface DenyMatcher {
   match(identity: string | undefined, address: IpAddress | undefined, now: () => number): DenyEntry | undefined;
 }
 
-/** Longest `reason` kept (core's limit); a longer one is cut, not a reason to drop the denial. */
+/**
+ * Longest `reason` kept (core's limit; core checks lists set by configure and drops bad entries from the shared
+ * store, so what follows is defence against a list that bypassed it); a longer one is cut, not a reason to drop the denial.
+ */
 const MAX_REASON = 200;
 /** Characters an IP address or block is written with: such a `match` that does not parse is malformed, not an identity. */
 const ADDRESS_LIKE = /^[0-9a-fA-F:./]+$/;

@@ -1,13 +1,7 @@
-import { fixedWindow, type Limiter } from '@sluice/core';
+import { fixedWindow } from '@sluice/core';
 import { describe, expect, it } from 'vitest';
 import { createHandler, type DeniedEvent, type DenyEntry, type ErrorEvent, type HandleResult, type HttpRequest } from '../src/index.js';
 import { fakeClock, memoryLimiter, request, written } from './support.js';
-
-/** `configure({ deny })` where core has it; until then the list as the property adapters read. */
-export function setDeny(limiter: Limiter, deny: readonly DenyEntry[]): void {
-  if ('deny' in Object.getPrototypeOf(limiter)) (limiter.configure as (changes: { deny: readonly DenyEntry[] }) => void)({ deny });
-  else Object.defineProperty(limiter, 'deny', { value: deny, configurable: true, writable: true });
-}
 
 function sync(result: HandleResult | Promise<HandleResult>): HandleResult {
   expect(result).not.toBeInstanceOf(Promise);
@@ -16,7 +10,7 @@ function sync(result: HandleResult | Promise<HandleResult>): HandleResult {
 
 function deniedLimiter(deny: readonly DenyEntry[], clock = fakeClock()) {
   const limiter = memoryLimiter({ name: 'api', rules: fixedWindow({ limit: 2, window: '10s' }), clock: clock.read });
-  setDeny(limiter, deny);
+  limiter.configure({ deny });
   return limiter;
 }
 
@@ -89,9 +83,9 @@ describe('createHandler: the deny list', () => {
     const limiter = deniedLimiter([]);
     const handler = createHandler({ limiter });
     expect(sync(handler.run(request())).outcome).toBe('allowed');
-    setDeny(limiter, [{ match: 'ip:203.0.113.7' }]);
+    limiter.configure({ deny: [{ match: 'ip:203.0.113.7' }] });
     expect(sync(handler.run(request())).status).toBe(403);
-    setDeny(limiter, []);
+    limiter.configure({ deny: [] });
     expect(sync(handler.run(request())).outcome).toBe('allowed');
   });
 
