@@ -5,19 +5,10 @@
 import { createLimiter, fixedWindow, type Limiter } from '@sluice/core';
 import type { DeniedEvent, DenyEntry } from '@sluice/http';
 import { memoryStore } from '@sluice/memory';
-import { afterEach, describe, expect, it } from 'vitest';
-import { client, FRAMEWORKS, limitHeaders, serve } from './servers.js';
+import { describe, expect, it } from 'vitest';
+import { client, closedAfterEach, FRAMEWORKS, limitHeaders, serve, spoofingHeaders } from './servers.js';
 
-const open: Array<{ close(): Promise<void> }> = [];
-afterEach(async () => {
-  await Promise.all(open.splice(0).map((item) => item.close()));
-});
-
-async function track<T extends { close(): Promise<void> }>(item: T | Promise<T>): Promise<T> {
-  const ready = await item;
-  open.push(ready);
-  return ready;
-}
+const track = closedAfterEach();
 
 function deniedLimiter(deny: readonly DenyEntry[]): Limiter {
   const limiter = createLimiter({ name: 'api', store: memoryStore(), rules: fixedWindow({ limit: 2, window: '1m' }) });
@@ -25,17 +16,7 @@ function deniedLimiter(deny: readonly DenyEntry[]): Limiter {
   return limiter;
 }
 
-/** Every header a client could send to pass for another address, each naming an address that is not denied. */
-const SPOOFS: Record<string, string> = {
-  'x-forwarded-for': '198.51.100.9',
-  'x-real-ip': '198.51.100.9',
-  forwarded: 'for=198.51.100.9',
-  'cf-connecting-ip': '198.51.100.9',
-  'true-client-ip': '198.51.100.9',
-  'fly-client-ip': '198.51.100.9',
-  'x-vercel-forwarded-for': '198.51.100.9',
-  'x-client-ip': '198.51.100.9',
-};
+const SPOOFS = spoofingHeaders('198.51.100.9');
 
 for (const framework of FRAMEWORKS) {
   describe(`${framework}: deny list`, () => {

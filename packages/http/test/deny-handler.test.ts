@@ -1,6 +1,14 @@
 import { fixedWindow } from '@sluice/core';
 import { describe, expect, it } from 'vitest';
-import { createHandler, type DeniedEvent, type DenyEntry, type ErrorEvent, type HandleResult, type HttpRequest } from '../src/index.js';
+import {
+  createHandler,
+  PLATFORM_HEADERS,
+  type DeniedEvent,
+  type DenyEntry,
+  type ErrorEvent,
+  type HandleResult,
+  type HttpRequest,
+} from '../src/index.js';
 import { fakeClock, memoryLimiter, request, written } from './support.js';
 
 function sync(result: HandleResult | Promise<HandleResult>): HandleResult {
@@ -53,15 +61,9 @@ describe('createHandler: the deny list', () => {
 
   it('reads the address with the trust rules of limiting: spoofed headers cannot move a denied client', () => {
     const handler = createHandler({ limiter: deniedLimiter([{ match: '203.0.113.7' }]) });
-    const spoofs = {
-      'x-forwarded-for': '198.51.100.9',
-      'x-real-ip': '198.51.100.9',
-      forwarded: 'for=198.51.100.9',
-      'cf-connecting-ip': '198.51.100.9',
-      'true-client-ip': '198.51.100.9',
-      'fly-client-ip': '198.51.100.9',
-      'x-vercel-forwarded-for': '198.51.100.9',
-    };
+    // Every header a platform preset or the chain reader knows, and common ones none reads, each naming another address.
+    const names = [...Object.values(PLATFORM_HEADERS).flat(), 'x-forwarded-for', 'true-client-ip', 'x-client-ip'];
+    const spoofs = { ...Object.fromEntries(names.map((name) => [name, '198.51.100.9'])), forwarded: 'for=198.51.100.9' };
     expect(sync(handler.run(request('203.0.113.7', spoofs))).status).toBe(403);
     // Behind one trusted proxy the header is the client: the denied client is read from it, not from the proxy.
     const proxied = createHandler({ limiter: deniedLimiter([{ match: '203.0.113.7' }]), clientIp: { trustProxy: 1 } });

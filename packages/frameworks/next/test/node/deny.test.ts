@@ -2,7 +2,7 @@
 // platform's edge (Vercel's): it overwrites x-vercel-forwarded-for with the connecting address, whatever the client
 // sent, then hands a NextRequest to the proxy function, as Next.js does.
 import { fixedWindow } from '@sluice/core';
-import type { DeniedEvent } from '@sluice/http';
+import { PLATFORM_HEADERS, type DeniedEvent } from '@sluice/http';
 import { NextRequest, type NextResponse } from 'next/server';
 import { createServer, request, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -51,15 +51,11 @@ function client(localAddress: string) {
     });
 }
 
-const SPOOFS: Record<string, string> = {
-  'x-forwarded-for': '198.51.100.9',
-  'x-real-ip': '198.51.100.9',
-  forwarded: 'for=198.51.100.9',
-  'cf-connecting-ip': '198.51.100.9',
-  'true-client-ip': '198.51.100.9',
-  'fly-client-ip': '198.51.100.9',
-  'x-vercel-forwarded-for': '198.51.100.9',
-};
+/** What a client adds to pass for 198.51.100.9: the platform's own header (the edge overwrites it) and every other. */
+const SPOOFS: Record<string, string> = Object.fromEntries(
+  [...Object.values(PLATFORM_HEADERS).flat(), 'x-forwarded-for', 'true-client-ip'].map((name) => [name, '198.51.100.9']),
+);
+SPOOFS.forwarded = 'for=198.51.100.9';
 
 describe('rateLimit(): the deny list over real HTTP', () => {
   it('answers a denied address 403 with reason denied whatever it sends, and limits others as before', async () => {
