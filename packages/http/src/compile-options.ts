@@ -22,6 +22,11 @@ export interface CompiledEntry<R> {
   /** The limiter's deny list last compiled for this entry, and its matcher (deny-check.ts). */
   denySource: readonly DenyEntry[] | undefined;
   denyMatcher: DenyMatcher | undefined;
+  /**
+   * The clock deny entries expire on: the limiter's own where the implementation has one (core's does, as a
+   * private method), so a fake clock in tests moves expiry with the counters; Date.now otherwise.
+   */
+  readonly denyNow: () => number;
 }
 
 export interface CompiledOptions<R> {
@@ -96,7 +101,13 @@ function compileEntry<R>(value: unknown, index: number): CompiledEntry<R> {
     store: storeName(entry.limiter),
     denySource: undefined,
     denyMatcher: undefined,
+    denyNow: limiterClock(entry.limiter),
   };
+}
+
+function limiterClock(limiter: Limiter): () => number {
+  const clocked = limiter as Limiter & { now?: () => number };
+  return typeof clocked.now === 'function' ? () => clocked.now!() : Date.now;
 }
 
 /** The class name of the store behind a limiter (`RedisStore`, `SqliteStore`), for messages only. */

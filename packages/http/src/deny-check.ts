@@ -4,7 +4,7 @@
  * shared identity and the client address, read with the same trust rules as limiting. A limiter in mode `off`
  * skips its list; in `shadow` (or with the handler's `shadow`) a match is reported to onDenied and the request goes on.
  */
-import { SluiceError, type Limiter } from '@sluice/core';
+import { SluiceError } from '@sluice/core';
 import type { ClientIpResult } from './client-ip.js';
 import type { CompiledEntry, CompiledOptions } from './compile-options.js';
 import { compileDenyList, type DenyEntry, type DenyMatcher } from './deny-list.js';
@@ -17,9 +17,6 @@ import { refusal, type HandleResult } from './response.js';
 export const DENY_NONE = 0;
 export const DENY_IDENTITY = 1;
 export const DENY_ADDRESS = 2;
-
-/** `now` is the limiter's clock where the implementation has one (core's does, unexported): expiry then follows a fake clock in tests. */
-type DenyingLimiter = Limiter & { now?: () => number };
 
 /**
  * Matchers by list object and IPv6 prefix, shared by every handler in the process: a list of 100,000 entries is
@@ -44,9 +41,9 @@ export function denyNeeds<R>(o: CompiledOptions<R>, raw: R): number {
 
 /** The matcher for the entry's limiter's current list, or undefined when its list is empty or its mode is `off`. */
 function current<R>(o: CompiledOptions<R>, entry: CompiledEntry<R>, raw: R): DenyMatcher | undefined {
-  const limiter = entry.limiter as DenyingLimiter;
-  const list = limiter.deny;
+  const limiter = entry.limiter;
   // `deny` may be absent on a Limiter implemented outside core, written before the deny list existed.
+  const list: readonly DenyEntry[] | undefined = limiter.deny;
   if (list === undefined || list.length === 0 || limiter.mode === 'off') return undefined;
   if (entry.denySource !== list) {
     entry.denySource = list;
@@ -82,14 +79,11 @@ export function checkDeny<R>(
   const address = ip !== undefined && ip.ok ? ip.address : undefined;
   for (let i = 0; i < o.entries.length; i++) {
     const entry = o.entries[i]!;
-    const limiter = entry.limiter as DenyingLimiter;
     const matcher = current(o, entry, raw);
     if (matcher === undefined) continue;
-    // The limiter's own clock where it offers one (a fake clock in tests moves expiry with the counters).
-    const now = typeof limiter.now === 'function' ? () => limiter.now!() : Date.now;
-    const found = matcher.match(identity, address, now);
+    const found = matcher.match(identity, address, entry.denyNow);
     if (found === undefined) continue;
-    const shadow = o.shadow || limiter.mode === 'shadow';
+    const shadow = o.shadow || entry.limiter.mode === 'shadow';
     denied(o, {
       request: raw,
       identity,
