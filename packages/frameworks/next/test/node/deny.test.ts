@@ -86,3 +86,16 @@ describe('rateLimit(): the deny list over real HTTP', () => {
     expect(events).toMatchObject([{ identity: 'ip:127.0.0.4', shadow: true }]);
   });
 });
+
+describe('rateLimit(): onDenied may return a promise', () => {
+  it('hands the rejection of a promise it returns to onError, never unhandled', async () => {
+    const limiter = memoryLimiter({ name: 'api', rules: fixedWindow({ limit: 5, window: '1m' }) });
+    limiter.configure({ deny: [{ match: '127.0.0.6' }] });
+    let reported!: (error: unknown) => void;
+    const failure = new Promise<unknown>((resolve) => (reported = resolve));
+    const onDenied = () => Promise.reject(new Error('log shipment failed'));
+    const url = await serve(rateLimit({ limiter, clientIp: { platform: 'vercel' }, onDenied, onError: (error) => reported(error) }));
+    expect((await client('127.0.0.6')(url)).status).toBe(403);
+    expect(String(await failure)).toContain('log shipment failed');
+  });
+});
