@@ -46,6 +46,20 @@ describe('createHandler: the deny list', () => {
     expect(sync(handler.run(request('203.0.113.8'))).outcome).toBe('allowed');
     expect(sync(handler.run(request('203.0.113.8'))).outcome).toBe('allowed');
     expect(sync(handler.run(request('203.0.113.8'))).outcome).toBe('limited');
+    // Lifted, the denied client finds its whole quota: its denials took nothing.
+    limiter.configure({ deny: [] });
+    expect([1, 2, 3].map(() => sync(handler.run(request('203.0.113.7'))).outcome)).toEqual(['allowed', 'allowed', 'limited']);
+  });
+
+  it('hands the 403 to denyResponse as kind denied, which may change it', () => {
+    const limiter = deniedLimiter([{ match: '203.0.113.7' }]);
+    const handler = createHandler({
+      limiter,
+      denyResponse: (context) => (context.kind === 'denied' ? { status: 404, body: 'not found', contentType: 'text/plain' } : undefined),
+    });
+    const refused = sync(handler.run(request()));
+    expect([refused.status, refused.outcome, refused.body]).toEqual([404, 'denied', 'not found']);
+    expect(written(refused.headers)).toEqual({ 'content-type': 'text/plain' });
   });
 
   it('matches an authenticated identity, and the address of an authenticated client too', async () => {
