@@ -42,6 +42,7 @@ interface V4Group {
   readonly length: number;
   readonly mask: number;
   readonly networks: Map<number, DenyEntry>;
+  filter: Filter;
 }
 
 /** IPv6 blocks are at most 64 bits long here (wider ones were cut to the identity's prefix): two 32-bit halves. */
@@ -50,7 +51,21 @@ interface V6Group {
   readonly highMask: number;
   readonly lowMask: number;
   readonly networks: Map<number, Map<number, DenyEntry>>;
+  filter: Filter;
 }
+
+/**
+ * A bit per hashed network, set for each one present: most clients are on no list, and a bit in a table small
+ * enough to stay in cache says so where a Map of tens of thousands of keys would cost a cache miss per prefix length.
+ * A set bit only says "look in the Map".
+ */
+interface Filter {
+  readonly bits: Int32Array;
+  /** 32 minus the table's size in bits, as a power of two: the hash's top bits index it. */
+  readonly shift: number;
+}
+
+const EMPTY_FILTER: Filter = { bits: new Int32Array(1), shift: 27 };
 
 /**
  * Compiles `entries`; `ipv6Prefix` is the client identity's IPv6 grouping (48 to 64). Never throws: what it cannot
@@ -87,14 +102,15 @@ export function compileDenyList(entries: readonly DenyEntry[], ipv6Prefix: numbe
     if (range.network.version === 4) {
       const length = range.prefixLength;
       let group = v4.get(length);
-      if (group === undefined) v4.set(length, (group = { length, mask: maskOf(length), networks: new Map() }));
+      if (group === undefined) v4.set(length, (group = { length, mask: maskOf(length), networks: new Map(), filter: EMPTY_FILTER }));
       keep(group.networks, word(bytes, 0) & group.mask, entry);
     } else {
       const length = Math.min(range.prefixLength, ipv6Prefix);
       const network = maskIp(range.network, length).bytes;
       let group = v6.get(length);
       if (group === undefined) {
-        group = { length, highMask: maskOf(Math.min(length, 32)), lowMask: maskOf(Math.max(length - 32, 0)), networks: new Map() };
+        const highMask = maskOf(Math.min(length, 32));
+        group = { length, highMask, lowMask: maskOf(Math.max(length - 32, 0)), networks: new Map(), filter: EMPTY_FILTER };
         v6.set(length, group);
       }
       const high = word(network, 0);
@@ -106,6 +122,15 @@ export function compileDenyList(entries: readonly DenyEntry[], ipv6Prefix: numbe
   // Most specific first: the entry that names the client most closely gives the reason.
   const v4Groups = [...v4.values()].sort((a, b) => b.length - a.length);
   const v6Groups = [...v6.values()].sort((a, b) => b.length - a.length);
+  for (const group of v4Groups) group.filter = filterOf([...group.networks.keys()]);
+  for (const group of v6Groups) {
+    const hashes: number[] = [];
+    for (const [high, lows] of group.networks) for (const low of lows.keys()) hashes.push(hash6(high, low));
+    group.filter = filterOf(hashes);
+  }
+  // The shared identity of an anonymous client is `ip:…`, which only an identity entry that starts so can equal.
+  let ipIdentities = false;
+  for (const key of identities.keys()) if (key.startsWith('ip:')) ipIdentities = true;
   const live = (entry: DenyEntry | undefined, now: () => number): entry is DenyEntry =>
     entry !== undefined && (entry.until === undefined || entry.until > now());
 
@@ -114,7 +139,7 @@ export function compileDenyList(entries: readonly DenyEntry[], ipv6Prefix: numbe
     hasRanges: v4Groups.length + v6Groups.length > 0,
     problems,
     match(identity, address, now) {
-      if (identity !== undefined && identities.size > 0) {
+      if (identity !== undefined && identities.size > 0 && (ipIdentities || !identity.startsWith('ip:'))) {
         const entry = identities.get(identity);
         if (live(entry, now)) return entry;
       }
@@ -124,7 +149,9 @@ export function compileDenyList(entries: readonly DenyEntry[], ipv6Prefix: numbe
         const value = word(bytes, 0);
         for (let g = 0; g < v4Groups.length; g++) {
           const group = v4Groups[g]!;
-          const entry = group.networks.get(value & group.mask);
+          const key = value & group.mask;
+          if (!mayHold(group.filter, key)) continue;
+          const entry = group.networks.get(key);
           if (live(entry, now)) return entry;
         }
         return undefined;
@@ -133,7 +160,10 @@ export function compileDenyList(entries: readonly DenyEntry[], ipv6Prefix: numbe
       const low = word(bytes, 4);
       for (let g = 0; g < v6Groups.length; g++) {
         const group = v6Groups[g]!;
-        const entry = group.networks.get(high & group.highMask)?.get(low & group.lowMask);
+        const h = high & group.highMask;
+        const l = low & group.lowMask;
+        if (!mayHold(group.filter, hash6(h, l))) continue;
+        const entry = group.networks.get(h)?.get(l);
         if (live(entry, now)) return entry;
       }
       return undefined;
@@ -172,4 +202,25 @@ function word(bytes: Uint8Array, offset: number): number {
 /** The first `length` (0 to 32) bits set, as a signed 32-bit integer. */
 function maskOf(length: number): number {
   return length === 0 ? 0 : (-1 << (32 - length)) | 0;
+}
+
+/** Sixteen bits per key, so about one lookup in twenty of an absent network passes the filter to its Map. */
+function filterOf(keys: readonly number[]): Filter {
+  const size = Math.min(24, Math.max(10, Math.ceil(Math.log2(keys.length * 16))));
+  const filter = { bits: new Int32Array(2 ** (size - 5)), shift: 32 - size };
+  for (const key of keys) {
+    const index = Math.imul(key, 0x9e3779b1) >>> filter.shift;
+    filter.bits[index >>> 5]! |= 1 << (index & 31);
+  }
+  return filter;
+}
+
+function mayHold(filter: Filter, key: number): boolean {
+  const index = Math.imul(key, 0x9e3779b1) >>> filter.shift;
+  return (filter.bits[index >>> 5]! & (1 << (index & 31))) !== 0;
+}
+
+/** The two halves of an IPv6 network as one 32-bit key for the filter (the Map keeps them apart). */
+function hash6(high: number, low: number): number {
+  return Math.imul(high ^ Math.imul(low, 0x85ebca6b), 0xc2b2ae35) | 0;
 }
