@@ -77,6 +77,30 @@ describe('deny list matcher: IPv6', () => {
     expect(reasonFor(entries, '2001:db9:aa00::1')).toBeUndefined();
   });
 
+  it('agrees with inPrefix on the block widened to the identity prefix, for any block and address (the plain reference)', () => {
+    const group = fc.integer({ min: 0, max: 0xffff }).map((g) => g.toString(16));
+    // Addresses share their first groups often enough for matches: a few fixed heads, random tails.
+    const v6 = fc
+      .tuple(fc.constantFrom('2001:db8', '2001:db9'), fc.array(group, { minLength: 6, maxLength: 6 }))
+      .map(([head, rest]) => `${head}:${rest.join(':')}`);
+    const near = fc
+      .tuple(fc.constantFrom('2001:db8', '2001:db9'), fc.constantFrom('1', 'a'), fc.constantFrom('0', '1', '100', 'ff00'))
+      .map(([head, g, h]) => `${head}:${g}:${h}::1`);
+    const address = fc.oneof(v6, near);
+    fc.assert(
+      fc.property(
+        fc.array(fc.tuple(address, fc.integer({ min: 0, max: 128 })), { minLength: 1, maxLength: 6 }),
+        address,
+        (blocks, client) => {
+          const expected = blocks.some(([a, l]) => inPrefix(ip(client), parseRange(`${a}/${Math.min(l, 56)}`)!.network, Math.min(l, 56)));
+          const entries = blocks.map(([a, l]) => ({ match: `${a}/${l}` }));
+          expect(compileDenyList(entries, 56).match(undefined, ip(client), never) !== undefined).toBe(expected);
+        },
+      ),
+      { numRuns: 300 },
+    );
+  });
+
   it('widens a single address to the identity prefix, so a new interface id does not escape', () => {
     const single = [{ match: '2001:db8:1:2:aaaa:bbbb:cccc:dddd', reason: 'one' }];
     expect(reasonFor(single, '2001:db8:1:2::1')).toBe('one');
