@@ -8,7 +8,6 @@ export {
   heldUntilEnd,
   releasingBody,
   runStackLayers,
-  type DeniedEvent,
   type StackLayer,
   type StackLayers,
   type WaitUntil,
