@@ -14,6 +14,7 @@ import { Hono } from 'hono';
 import { createServer, request as httpRequest, type IncomingMessage, type Server } from 'node:http';
 import { connect, type AddressInfo } from 'node:net';
 import { Agent, fetch } from 'undici';
+import { afterEach } from 'vitest';
 
 export type Framework = 'express5' | 'express4' | 'fastify' | 'hono';
 export const FRAMEWORKS: readonly Framework[] = ['express5', 'express4', 'fastify', 'hono'];
@@ -170,4 +171,34 @@ export function sendAndReset(port: number, path: string, requests: number, local
     });
     socket.on('error', reject);
   });
+}
+
+/**
+ * Headers a client sends to pass for another address: every one @sluice/http's platforms and chain readers know,
+ * and the common ones no platform preset reads. Each names `address`.
+ */
+export function spoofingHeaders(address: string): Record<string, string> {
+  const names = [
+    'x-forwarded-for',
+    'x-real-ip',
+    'cf-connecting-ip',
+    'true-client-ip',
+    'fly-client-ip',
+    'x-vercel-forwarded-for',
+    'x-client-ip',
+  ];
+  return { ...Object.fromEntries(names.map((name) => [name, address])), forwarded: `for=${address}` };
+}
+
+/** Closes what it is handed (servers, clients) after each test of the calling file. */
+export function closedAfterEach(): <T extends { close(): Promise<void> }>(item: T | Promise<T>) => Promise<T> {
+  const open: Array<{ close(): Promise<void> }> = [];
+  afterEach(async () => {
+    await Promise.all(open.splice(0).map((item) => item.close()));
+  });
+  return async (item) => {
+    const ready = await item;
+    open.push(ready);
+    return ready;
+  };
 }

@@ -124,11 +124,14 @@ describe(`${PROCESSES} processes × ${IN_FLIGHT} acquires in flight on one SQLit
     expect(sum('degraded')).toBe(0);
     expect(peak).toBeLessThanOrEqual(LIMIT);
     expect(maxHeld).toBeLessThanOrEqual(LIMIT);
-    // The limit was exercised: N holders together, refusals, and every process got leases.
+    // The limit was exercised: N holders together, refusals, every process decided, and leases went to more than
+    // one process. SQLite promises no fairness between processes, so on a loaded machine one process can lose
+    // every race for a free slot for the whole run; that is starvation the store allows, not a wrong count.
     expect(peak).toBe(LIMIT);
     expect(maxHeld).toBe(LIMIT);
     expect(sum('denied')).toBeGreaterThan(0);
-    for (const reply of all) expect(reply.acquired).toBeGreaterThan(0);
+    for (const reply of all) expect(reply.acquired + reply.denied).toBeGreaterThan(0);
+    expect(all.filter((reply) => reply.acquired > 0).length).toBeGreaterThanOrEqual(2);
     // Every release freed its own lease (none expired under its holder), and the record went with the last one.
     expect(sum('releasedFalse')).toBe(0);
     expect(sum('negative')).toBe(0);

@@ -38,7 +38,7 @@ function sdkMeter() {
     exportIntervalMillis: 3_600_000,
   });
   const provider = new MeterProvider({ readers: [reader] });
-  return { meter: provider.getMeter('bench'), shutdown: () => provider.shutdown() };
+  return { meter: provider.getMeter('bench'), collect: () => reader.collect(), shutdown: () => provider.shutdown() };
 }
 
 export const SLUICE_LIMIT = 'sluice limit()';
@@ -46,18 +46,23 @@ export const SLUICE_SYNC = 'sluice limitSync()';
 export const SLUICE_NOOP = 'limitSync() + no-op onDecision';
 export const SLUICE_OTEL = 'limitSync() + sluiceMetrics';
 export const SLUICE_OTEL_COUNTS = 'limitSync() + sluiceMetrics, duration: false';
+/**
+ * sluiceMetrics with a collection at the end of every round, timed with the round: what the SDK does per
+ * decision at collection (sluiceMetrics hands it the round's durations then) is priced here, not left out.
+ */
+export const SLUICE_OTEL_COLLECTED = 'limitSync() + sluiceMetrics, collected';
 /** The rows that price an observer: limitSync() with onDecision set, against the SLUICE_SYNC row (unset). */
-export const OBSERVED = [SLUICE_NOOP, SLUICE_OTEL, SLUICE_OTEL_COUNTS];
+export const OBSERVED = [SLUICE_NOOP, SLUICE_OTEL, SLUICE_OTEL_COUNTS, SLUICE_OTEL_COLLECTED];
 export const RLF = 'rate-limiter-flexible consume';
 export const ERL = 'express-rate-limit increment';
 export const LIMITER = 'limiter tryRemoveTokens';
 export const FLOOR = 'floor (Map + arithmetic)';
 export const CLOCK = 'clock (Date.now() alone)';
 
-/** sluiceMetrics on a fresh SDK meter: the observer and how to stop its provider. */
-function sdkObserver({ duration }) {
-  const { meter, shutdown } = sdkMeter();
-  return { onDecision: sluiceMetrics({ meter, duration }).onDecision, shutdown };
+/** sluiceMetrics on a fresh SDK meter: the observer, how to collect, and how to stop its provider. */
+function sdkObserver({ duration, collected = false }) {
+  const { meter, collect, shutdown } = sdkMeter();
+  return { onDecision: sluiceMetrics({ meter, duration }).onDecision, collect: collected ? collect : undefined, shutdown };
 }
 
 /**
@@ -101,6 +106,7 @@ export function contestants(workload = SMALL, { maxKeys, skip = [] } = {}) {
       [SLUICE_NOOP, () => ({ onDecision: () => {}, shutdown: () => {} })],
       [SLUICE_OTEL, () => sdkObserver({ duration: true })],
       [SLUICE_OTEL_COUNTS, () => sdkObserver({ duration: false })],
+      [SLUICE_OTEL_COLLECTED, () => sdkObserver({ duration: true, collected: true })],
     ].map(([name, observer]) =>
       counted(name, (tally) => {
         let limiter;
@@ -118,6 +124,7 @@ export function contestants(workload = SMALL, { maxKeys, skip = [] } = {}) {
             tally.cursor = c;
             tally.allowed += allowed;
             tally.total += n;
+            return current.collect?.();
           },
         };
       }),

@@ -3,65 +3,20 @@
  * SQLite file and the Upstash REST fixture on a real Redis. Checks what is stored, what is printed, exit codes
  * (0 done, 1 the store failed, 2 the input is wrong) and that a refused rule leaves the stored document as it was.
  */
-import { spawn } from 'node:child_process';
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { existsSync } from 'node:fs';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { Cluster, Redis } from 'ioredis';
+import { Cluster } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { freePort, startCluster, startRedis, type RedisCluster, type RedisServer } from '../../../test/harness/redis.js';
-import { startUpstashFixture, type UpstashFixture } from '../../../test/harness/upstash-fixture.js';
+import { freePort, startCluster, type RedisCluster } from '../../../test/harness/redis.js';
+import { sluice, useStores } from './run-cli.js';
 
-const CLI = fileURLToPath(new URL('../dist/cli.js', import.meta.url));
 const GCRA = '[{"algorithm":"gcra","limit":10,"period":"1s"}]';
 
-let server: RedisServer;
-let fixture: UpstashFixture;
-let redis: Redis;
-let folder: string;
-
-beforeAll(async () => {
-  server = await startRedis();
-  fixture = await startUpstashFixture({ redisPort: server.port });
-  redis = new Redis({ host: server.host, port: server.port });
-  folder = mkdtempSync(join(tmpdir(), 'sluice-cli-config-'));
-});
-
-afterAll(async () => {
-  redis?.disconnect();
-  await fixture?.close();
-  await server?.stop();
-  rmSync(folder, { recursive: true, force: true });
-});
-
-interface Run {
-  code: number | null;
-  stdout: string;
-  stderr: string;
-}
-
-function sluice(args: string[], env: Record<string, string> = {}): Promise<Run> {
-  return new Promise((resolve, reject) => {
-    // A clean environment, but NODE_OPTIONS goes through: on Node 22 and 24 it preloads the better-sqlite3 built for
-    // that Node (scripts/test-node-versions.mjs).
-    const inherited = process.env.NODE_OPTIONS === undefined ? {} : { NODE_OPTIONS: process.env.NODE_OPTIONS };
-    const child = spawn(process.execPath, [CLI, ...args], {
-      env: { PATH: process.env.PATH, ...inherited, ...env },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
-    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
-    child.once('error', reject);
-    child.once('close', (code) => resolve({ code, stdout, stderr }));
-  });
-}
+const stores = useStores('sluice-cli-config-');
 
 describe('sluice config on Redis', () => {
-  const at = () => ['--name', 'api', '--redis', `redis://127.0.0.1:${server.port}`];
-  const stored = async () => JSON.parse((await redis.get('sluice:config:api')) ?? 'null') as Record<string, unknown> | null;
+  const at = () => ['--name', 'api', '--redis', `redis://127.0.0.1:${stores.server.port}`];
+  const stored = async () => JSON.parse((await stores.redis.get('sluice:config:api')) ?? 'null') as Record<string, unknown> | null;
 
   test('get, set, off, shadow, on, quota set and remove, clear: each writes the next revision and prints it', async () => {
     expect(await sluice(['config', 'get', ...at()])).toMatchObject({
@@ -86,12 +41,12 @@ describe('sluice config on Redis', () => {
     expect((await sluice(['config', 'quota', 'remove', 'acme', ...at()])).code).toBe(0);
     expect(await stored()).not.toHaveProperty('quotas');
     expect((await sluice(['config', 'clear', ...at()])).code).toBe(0);
-    expect(await redis.exists('sluice:config:api')).toBe(0);
+    expect(await stores.redis.exists('sluice:config:api')).toBe(0);
   });
 
   test('a bad rule is refused with exit 2 and the field named; the stored document is unchanged', async () => {
     await sluice(['config', 'set', ...at(), '--rules', GCRA]);
-    const before = await redis.get('sluice:config:api');
+    const before = await stores.redis.get('sluice:config:api');
     const bad = await sluice(['config', 'quota', 'set', 'acme', '[{"algorithm":"gcra","limit":-1,"period":"1s"}]', ...at()]);
     expect(bad).toMatchObject({ code: 2, stdout: '' });
     expect(bad.stderr).toBe('sluice config: quotas["acme"][0]: gcra: limit must be a positive integer, got -1\n');
@@ -100,12 +55,12 @@ describe('sluice config on Redis', () => {
     expect(notJson.stderr).toMatch(/--rules must be JSON rule specs such as .*got text that is not JSON/);
     const empty = await sluice(['config', 'set', ...at(), '--rules', '[]']);
     expect([empty.code, empty.stderr]).toEqual([2, expect.stringMatching(/rules must be a non-empty array/)]);
-    expect(await redis.get('sluice:config:api')).toBe(before);
+    expect(await stores.redis.get('sluice:config:api')).toBe(before);
   });
 
   test('a stored document that is not valid: get prints it, says why, exits 1', async () => {
-    await redis.set('sluice:config:broken', '{"version":1,"mode":"of"}');
-    const got = await sluice(['config', 'get', '--name', 'broken', '--redis', `redis://127.0.0.1:${server.port}`]);
+    await stores.redis.set('sluice:config:broken', '{"version":1,"mode":"of"}');
+    const got = await sluice(['config', 'get', '--name', 'broken', '--redis', `redis://127.0.0.1:${stores.server.port}`]);
     expect(got.code).toBe(1);
     expect(got.stdout).toBe('{"version":1,"mode":"of"}\n');
     expect(got.stderr).toMatch(
@@ -114,11 +69,11 @@ describe('sluice config on Redis', () => {
   });
 
   test('usage errors exit 2; an unreachable Redis exits 1 at once, naming the address', async () => {
-    const noName = await sluice(['config', 'off', '--redis', `redis://127.0.0.1:${server.port}`]);
+    const noName = await sluice(['config', 'off', '--redis', `redis://127.0.0.1:${stores.server.port}`]);
     expect([noName.code, noName.stderr]).toEqual([2, expect.stringMatching(/required option '--name <name>' not specified/)]);
     const noStore = await sluice(['config', 'off', '--name', 'api']);
     expect([noStore.code, noStore.stderr]).toEqual([2, expect.stringMatching(/say where the configuration is kept: --redis <url>/)]);
-    const two = await sluice(['config', 'off', '--name', 'api', '--redis', 'redis://127.0.0.1:1', '--sqlite', join(folder, 'x.db')]);
+    const two = await sluice(['config', 'off', '--name', 'api', '--redis', 'redis://127.0.0.1:1', '--sqlite', join(stores.folder, 'x.db')]);
     expect([two.code, two.stderr]).toEqual([2, expect.stringMatching(/give one store, got --redis and --sqlite/)]);
     const port = await freePort();
     const started = performance.now();
@@ -157,7 +112,7 @@ describe('sluice config on a Redis Cluster (three masters)', () => {
 
 describe('sluice config on SQLite and Upstash', () => {
   test('SQLite: writes create the table; get on a missing file exits 1 and creates nothing', async () => {
-    const file = join(folder, 'limits.db');
+    const file = join(stores.folder, 'limits.db');
     const off = await sluice(['config', 'off', '--name', 'api', '--sqlite', file]);
     expect(off.code).toBe(0);
     expect(off.stderr).toMatch(/watching instances read it at their next refresh/);
@@ -165,24 +120,33 @@ describe('sluice config on SQLite and Upstash', () => {
       mode: 'off',
       revision: 1,
     });
-    const missing = join(folder, 'typo.db');
+    const missing = join(stores.folder, 'typo.db');
     const got = await sluice(['config', 'get', '--name', 'api', '--sqlite', missing]);
     expect([got.code, got.stderr]).toEqual([1, expect.stringMatching(/could not open the SQLite file/)]);
     expect(existsSync(missing)).toBe(false);
   });
 
   test('Upstash: URL and token from the environment; one without the other is a usage error', async () => {
-    const env = { UPSTASH_REDIS_REST_URL: fixture.url, UPSTASH_REDIS_REST_TOKEN: fixture.token };
+    const env = { UPSTASH_REDIS_REST_URL: stores.fixture.url, UPSTASH_REDIS_REST_TOKEN: stores.fixture.token };
     expect((await sluice(['config', 'shadow', '--name', 'edge'], env)).code).toBe(0);
-    expect(JSON.parse((await redis.get('sluice:config:edge'))!)).toMatchObject({ mode: 'shadow' });
-    const viaFlags = await sluice(['config', 'get', '--name', 'edge', '--upstash-url', fixture.url, '--upstash-token', fixture.token]);
+    expect(JSON.parse((await stores.redis.get('sluice:config:edge'))!)).toMatchObject({ mode: 'shadow' });
+    const viaFlags = await sluice([
+      'config',
+      'get',
+      '--name',
+      'edge',
+      '--upstash-url',
+      stores.fixture.url,
+      '--upstash-token',
+      stores.fixture.token,
+    ]);
     expect(JSON.parse(viaFlags.stdout)).toMatchObject({ mode: 'shadow' });
-    const half = await sluice(['config', 'off', '--name', 'edge'], { UPSTASH_REDIS_REST_URL: fixture.url });
+    const half = await sluice(['config', 'off', '--name', 'edge'], { UPSTASH_REDIS_REST_URL: stores.fixture.url });
     expect([half.code, half.stderr]).toEqual([
       2,
       expect.stringMatching(/Upstash needs both --upstash-url and --upstash-token .*the token is missing/),
     ]);
-    const wrongToken = await sluice(['config', 'off', '--name', 'edge', '--upstash-url', fixture.url, '--upstash-token', 'nope']);
+    const wrongToken = await sluice(['config', 'off', '--name', 'edge', '--upstash-url', stores.fixture.url, '--upstash-token', 'nope']);
     expect(wrongToken.code).toBe(1);
     expect(wrongToken.stderr).toMatch(/Unauthorized/);
   });

@@ -1,18 +1,23 @@
 // `@sluice/core/config`: runtime configuration kept in the shared store. The functions that read and write a
-// limiter's document, `watchConfig`, which applies it to a running limiter, and `ConfigSource`, the contract a
-// store implements to hold it.
+// limiter's document, `watchConfig`, which applies it to a running limiter, `autoDeny`, which adds identities that
+// keep being refused to the deny list, and `ConfigSource`, the contract a store implements to hold it.
+export { autoDeny } from './auto-deny.js';
+export type { AutoDeny, AutoDenyOptions } from './auto-deny.js';
 export { parseLimiterConfig } from './config-document.js';
 export type { LimiterConfig } from './config-document.js';
+export type { DenyEntry } from './deny-entries.js';
 export type { ConfigSource, Unsubscribe } from './config-source.js';
 export {
+  addDenyEntry,
   deleteLimiterConfig,
   readLimiterConfig,
+  removeDenyEntry,
   removeQuota,
   setConfigMode,
   setConfigRules,
   setQuota,
   writeLimiterConfig,
 } from './config-writers.js';
-export type { LimiterConfigChanges, RulesInput } from './config-writers.js';
+export type { AddDenyEntryOptions, LimiterConfigChanges, RulesInput } from './config-writers.js';
 export { watchConfig } from './watch-config.js';
 export type { ConfigWarning, ConfigWatcher, WatchConfigOptions } from './watch-config.js';

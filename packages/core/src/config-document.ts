@@ -8,11 +8,13 @@
  *   { "version": 1, "revision": 7, "updatedAt": 1767225600000,
  *     "rules": [{ "algorithm": "gcra", "limit": 10, "period": "1s" }],   optional: absent = the code's rules
  *     "mode": "shadow",                                                  optional: absent = the code's mode
- *     "quotas": { "acme": [{ "algorithm": "gcra", "limit": 100, "period": "1s" }] } }   optional
+ *     "quotas": { "acme": [{ "algorithm": "gcra", "limit": 100, "period": "1s" }] },   optional
+ *     "deny": [{ "match": "203.0.113.0/24", "until": 1767229200000, "reason": "scraper" }] }   optional (deny-entries.ts)
  * Rules are rule specs (rule-spec.ts), built by the factories themselves, so the store accepts exactly what code
  * accepts. `revision` counts writes (config-writers.ts).
  */
 import type { LimiterMode } from './limiter.js';
+import { checkDenyList, type DenyEntry } from './deny-entries.js';
 import { describe } from './describe.js';
 import { SluiceError } from './errors.js';
 import { ruleFromSpec, type RuleSpec } from './rule-spec.js';
@@ -32,6 +34,8 @@ export interface LimiterConfig {
   readonly mode?: LimiterMode;
   /** Rules for single identities, over the limiter's rules (`configure({ quotas })`). */
   readonly quotas?: Readonly<Record<string, readonly RuleSpec[]>>;
+  /** Identities and IP ranges refused outright by the HTTP layer (403), replacing the code's (`configure({ deny })`). */
+  readonly deny?: readonly DenyEntry[];
 }
 
 /** A document checked and its rules built: what the watcher applies. */
@@ -41,9 +45,19 @@ export interface CompiledConfig {
   readonly mode: LimiterMode | undefined;
   /** The quotas that are valid (all of them, when compiled strictly). */
   readonly quotas: ReadonlyMap<string, readonly Rule[]>;
+  /** The deny entries that are valid (all of them, when compiled strictly); undefined when the document has none. */
+  readonly deny: readonly DenyEntry[] | undefined;
 }
 
-const FIELDS = ['version', 'revision', 'updatedAt', 'rules', 'mode', 'quotas'];
+/** Where a lenient read reports what it leaves out; without them the first problem throws. */
+export interface CompileProblems {
+  /** One identity's quota is not valid. */
+  onBadQuota?: (identity: string, error: SluiceError) => void;
+  /** One entry of `deny` (at `index`) is not valid. */
+  onBadDenyEntry?: (index: number, error: SluiceError) => void;
+}
+
+const FIELDS = ['version', 'revision', 'updatedAt', 'rules', 'mode', 'quotas', 'deny'];
 const MODES: readonly string[] = ['enforce', 'shadow', 'off'];
 
 /**
@@ -56,10 +70,12 @@ export function parseLimiterConfig(input: unknown): LimiterConfig {
 }
 
 /**
- * Checks a document and builds its rules. With `onBadQuota`, one identity's bad quota is reported to it and left
- * out instead of refusing the whole document (how the watcher reads: a bad quota must not cost the rest).
+ * Checks a document and builds its rules. With `problems`, one identity's bad quota or one bad deny entry is
+ * reported and left out instead of refusing the whole document (how the watcher reads: one bad part must not cost
+ * the rest).
  */
-export function compileLimiterConfig(input: unknown, onBadQuota?: (identity: string, error: SluiceError) => void): CompiledConfig {
+export function compileLimiterConfig(input: unknown, problems: CompileProblems = {}): CompiledConfig {
+  const { onBadQuota, onBadDenyEntry } = problems;
   let value = input;
   if (typeof input === 'string') {
     try {
@@ -115,6 +131,7 @@ export function compileLimiterConfig(input: unknown, onBadQuota?: (identity: str
       }
     }
   }
+  const deny = doc.deny === undefined ? undefined : checkDenyList(doc.deny, 'deny', onBadDenyEntry);
   const document: LimiterConfig = {
     version: 1,
     revision,
@@ -122,8 +139,9 @@ export function compileLimiterConfig(input: unknown, onBadQuota?: (identity: str
     ...(doc.rules === undefined ? {} : { rules: doc.rules as RuleSpec[] }),
     ...(mode === undefined ? {} : { mode }),
     ...(quotaSpecs === undefined ? {} : { quotas: quotaSpecs }),
+    ...(deny === undefined ? {} : { deny }),
   };
-  return { document, rules, mode, quotas };
+  return { document, rules, mode, quotas, deny };
 }
 
 function buildRules(specs: unknown, field: string): readonly Rule[] {

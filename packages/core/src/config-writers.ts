@@ -1,12 +1,13 @@
 /**
  * The writers' functions: read a limiter's stored configuration document (config-document.ts) through a
- * ConfigSource (config-source.ts), change it (rules, mode, one identity's quota) or delete it. Every write is
+ * ConfigSource (config-source.ts), change it (rules, mode, one identity's quota, one deny entry) or delete it. Every write is
  * checked as instances will check it, so a bad rule is refused here, never stored. A source with `replace` (all
  * four of sluice's) writes only over the revision the writer read, so two writers at once both land, one after
  * the other; without it the last write wins.
  */
 import { parseLimiterConfig, type LimiterConfig } from './config-document.js';
 import type { ConfigSource } from './config-source.js';
+import { checkDenyEntry, type DenyEntry } from './deny-entries.js';
 import { describe } from './describe.js';
 import { SluiceError, isSluiceError } from './errors.js';
 import type { LimiterMode } from './limiter.js';
@@ -25,6 +26,16 @@ export interface LimiterConfigChanges {
   mode?: LimiterMode | null;
   /** Per identity: new rules, or `null` to remove that identity's quota. Other identities are kept. */
   quotas?: Readonly<Record<string, RulesInput | null>>;
+  /** A new deny list, replacing the stored one; `null` removes it (instances use their code's). */
+  deny?: readonly DenyEntry[] | null;
+}
+
+/** Options of `addDenyEntry`. */
+export interface AddDenyEntryOptions {
+  /** Epoch ms: the entry's `addedAt` when it has none, and what decides which entries have expired. @default Date.now() */
+  now?: number;
+  /** The most entries the list may hold; an addition past it is refused. @default 100_000 */
+  maxEntries?: number;
 }
 
 /** The stored document, checked; undefined when there is none. A stored document that is not valid throws. */
@@ -55,16 +66,32 @@ export async function writeLimiterConfig(source: ConfigSource, name: string, cha
       `writeLimiterConfig: changes must be an object such as { mode: 'off' }, got ${describe(changes)}`,
     );
   }
-  rejectUnknownOptions(changes, ['rules', 'mode', 'quotas'], 'writeLimiterConfig');
+  rejectUnknownOptions(changes, ['rules', 'mode', 'quotas', 'deny'], 'writeLimiterConfig');
   if (changes.quotas !== undefined && (typeof changes.quotas !== 'object' || changes.quotas === null || Array.isArray(changes.quotas))) {
     throw new SluiceError(
       'INVALID_OPTION',
       `writeLimiterConfig: quotas must be an object from identity to rules (or null to remove one), got ${describe(changes.quotas)}`,
     );
   }
+  const written = await updateLimiterConfig(source, name, 'writeLimiterConfig', (current) => applyChanges(current, changes));
+  return written!;
+}
+
+/**
+ * The compare-and-set loop every writer shares: reads the document, asks `edit` for the next one (undefined: no
+ * change, nothing is written) and writes it over the revision read; when another writer got in between, reads and
+ * edits again. Returns what was written, or undefined when `edit` asked for no change.
+ */
+async function updateLimiterConfig(
+  source: ConfigSource,
+  name: string,
+  caller: string,
+  edit: (current: LimiterConfig | undefined) => LimiterConfig | undefined,
+): Promise<LimiterConfig | undefined> {
   for (let attempt = 1; ; attempt++) {
     const current = await readLimiterConfig(source, name);
-    const document = applyChanges(current, changes);
+    const document = edit(current);
+    if (document === undefined) return undefined;
     const text = JSON.stringify(document);
     if (source.replace === undefined) {
       await source.write(name, text);
@@ -77,7 +104,7 @@ export async function writeLimiterConfig(source: ConfigSource, name: string, cha
     } else {
       throw new SluiceError(
         'STORE_ERROR',
-        `writeLimiterConfig: the configuration of ${JSON.stringify(name)} changed under this write ${MAX_WRITE_ATTEMPTS} times in a row (other writers); nothing was written, try again`,
+        `${caller}: the configuration of ${JSON.stringify(name)} changed under this write ${MAX_WRITE_ATTEMPTS} times in a row (other writers); nothing was written, try again`,
       );
     }
   }
@@ -90,7 +117,7 @@ const MAX_WRITE_ATTEMPTS = 64;
 
 /** The next document: `current` with `changes` applied, the next revision, checked as instances will check it. */
 function applyChanges(current: LimiterConfig | undefined, changes: LimiterConfigChanges): LimiterConfig {
-  const next: Record<string, unknown> = { ...current, version: 1, revision: (current?.revision ?? 0) + 1, updatedAt: Date.now() };
+  const next = nextRevision(current, Date.now());
   if (changes.rules === null) delete next.rules;
   else if (changes.rules !== undefined) next.rules = specsOf(changes.rules);
   if (changes.mode === null) delete next.mode;
@@ -104,7 +131,14 @@ function applyChanges(current: LimiterConfig | undefined, changes: LimiterConfig
     if (Object.keys(quotas).length === 0) delete next.quotas;
     else next.quotas = quotas;
   }
+  if (changes.deny === null) delete next.deny;
+  else if (changes.deny !== undefined) next.deny = changes.deny;
   return parseLimiterConfig(next);
+}
+
+/** `current` as the start of the next revision (not yet checked). */
+function nextRevision(current: LimiterConfig | undefined, now: number): Record<string, unknown> {
+  return { ...current, version: 1, revision: (current?.revision ?? 0) + 1, updatedAt: now };
 }
 
 /** Deletes the document: every instance goes back to the configuration its code gave. */
@@ -131,6 +165,75 @@ export async function setQuota(source: ConfigSource, name: string, identity: str
 export async function removeQuota(source: ConfigSource, name: string, identity: string): Promise<LimiterConfig> {
   return writeLimiterConfig(source, name, { quotas: { [checkIdentity(identity)]: null } });
 }
+
+/**
+ * Adds an entry to the deny list, or replaces the entry with the same `match`; expired entries (`until` at or
+ * before `now`, as the HTTP layer reads them) are dropped on the way. Refuses to grow the list past `maxEntries`. Returns what was written.
+ * @example await addDenyEntry(source, 'api', { match: '203.0.113.0/24', until: Date.now() + 3_600_000, reason: 'scraper' })
+ */
+export async function addDenyEntry(
+  source: ConfigSource,
+  name: string,
+  entry: DenyEntry,
+  options: AddDenyEntryOptions = {},
+): Promise<LimiterConfig> {
+  if (typeof options !== 'object' || options === null) {
+    throw new SluiceError(
+      'INVALID_OPTION',
+      `addDenyEntry: options must be an object such as { maxEntries: 1000 }, got ${describe(options)}`,
+    );
+  }
+  rejectUnknownOptions(options, ['now', 'maxEntries'], 'addDenyEntry');
+  const now = options.now ?? Date.now();
+  if (!Number.isSafeInteger(now) || now < 0) {
+    throw new SluiceError('INVALID_OPTION', `addDenyEntry: now must be a non-negative integer (epoch ms), got ${describe(now)}`);
+  }
+  const maxEntries = options.maxEntries ?? DEFAULT_MAX_DENY_ENTRIES;
+  if (!Number.isSafeInteger(maxEntries) || maxEntries < 1) {
+    throw new SluiceError('INVALID_OPTION', `addDenyEntry: maxEntries must be a positive integer, got ${describe(maxEntries)}`);
+  }
+  const checked = checkDenyEntry(entry, 'addDenyEntry: entry');
+  if (checked.until !== undefined && checked.until <= now) {
+    throw new SluiceError(
+      'INVALID_OPTION',
+      `addDenyEntry: entry.until (${checked.until}) has already passed (now is ${now}); give a time to come, or leave until out for a block until removed`,
+    );
+  }
+  const added: DenyEntry = checked.addedAt === undefined ? { ...checked, addedAt: now } : checked;
+  const written = await updateLimiterConfig(source, checkName(name), 'addDenyEntry', (current) => {
+    const list = (current?.deny ?? []).filter((kept) => kept.until === undefined || kept.until > now);
+    const at = list.findIndex((kept) => kept.match === added.match);
+    if (at >= 0) list[at] = added;
+    else if (list.length >= maxEntries) {
+      throw new SluiceError(
+        'INVALID_OPTION',
+        `addDenyEntry: the deny list of ${JSON.stringify(name)} already holds ${list.length} entries, the most maxEntries (${maxEntries}) allows; remove some, or block a whole range with one CIDR entry, or raise maxEntries`,
+      );
+    } else list.push(added);
+    return parseLimiterConfig({ ...nextRevision(current, now), deny: list });
+  });
+  return written!;
+}
+
+/** Removes the deny entry with this `match` (exactly as it was added); answers whether there was one. */
+export async function removeDenyEntry(source: ConfigSource, name: string, match: string): Promise<boolean> {
+  if (typeof match !== 'string' || match.length === 0) {
+    throw new SluiceError('INVALID_OPTION', `removeDenyEntry: match must be the entry's match, a non-empty string, got ${describe(match)}`);
+  }
+  const written = await updateLimiterConfig(source, checkName(name), 'removeDenyEntry', (current) => {
+    const list = current?.deny ?? [];
+    if (!list.some((entry) => entry.match === match)) return undefined;
+    const next = nextRevision(current, Date.now());
+    const rest = list.filter((entry) => entry.match !== match);
+    if (rest.length === 0) delete next.deny;
+    else next.deny = rest;
+    return parseLimiterConfig(next);
+  });
+  return written !== undefined;
+}
+
+/** The deny list's default bound: a list a watcher reads whole on every change must stay a few megabytes. */
+const DEFAULT_MAX_DENY_ENTRIES = 100_000;
 
 /** Rules as specs: a factory's rule is written out with ruleSpec; a spec is kept as given (checked later). */
 function specsOf(input: RulesInput): unknown[] {

@@ -4,6 +4,7 @@
  */
 import type { CircuitBreakerOptions, CircuitState } from './circuit-breaker.js';
 import type { Decision } from './decision.js';
+import type { DenyEntry } from './deny-entries.js';
 import type { Duration } from './duration.js';
 import type { StoreErrorPolicy } from './failure-policy.js';
 import type { Rule } from './rules.js';
@@ -73,6 +74,11 @@ export interface LimiterChanges {
    * e.g. from the shared store by `watchConfig`). Replaces the previous quotas; an empty map removes them.
    */
   quotas?: ReadonlyMap<string, Rule | readonly Rule[]>;
+  /**
+   * Identities and IP ranges the HTTP layer refuses outright (403), e.g. from the shared store by `watchConfig`.
+   * Replaces the previous list; `[]` empties it. The limiter only holds the list: its decisions do not read it.
+   */
+  deny?: readonly DenyEntry[];
 }
 
 export interface LimitOptions {
@@ -110,7 +116,12 @@ export interface Limiter {
   reset(identity: string): Promise<void>;
   /** Per-identity rules set by `configure({ quotas })`. */
   readonly quotas: ReadonlyMap<string, readonly Rule[]>;
-  /** Changes rules, mode or per-identity quotas at run time, validated like the constructor; counters are kept per rule id. */
+  /**
+   * The deny list set by `configure({ deny })` (initially empty), checked and frozen. The same array object until
+   * the list changes, so a reader may cache what it builds from it (a compiled matcher) keyed by the array.
+   */
+  readonly deny: readonly DenyEntry[];
+  /** Changes rules, mode, per-identity quotas or the deny list at run time, validated like the constructor; counters are kept per rule id. */
   configure(changes: LimiterChanges): void;
   /**
    * Takes as many units as fit now, up to `cost`, from every rule alike; `granted` says how many (0 is an

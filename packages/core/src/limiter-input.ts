@@ -6,6 +6,7 @@ import type { Operation } from './algorithm.js';
 import { ALGORITHM_NAMES } from './algorithm-names.js';
 import { MAX_CLOCK_MS } from './clock.js';
 import { durationOption, type DurationRange } from './duration.js';
+import { checkDenyList, isCheckedDenyList, sameDenyList, type DenyEntry } from './deny-entries.js';
 import { describe } from './describe.js';
 import { SluiceError } from './errors.js';
 import type { LimiterOptions, LimitOptions, ReserveOptions, TakeOptions } from './limiter-api.js';
@@ -65,6 +66,17 @@ export function checkQuotas(value: unknown): ReadonlyMap<string, readonly Rule[]
     checked.set(identity, checkRules(rules, `quotas[${JSON.stringify(identity.slice(0, 64))}]`));
   }
   return checked;
+}
+
+/**
+ * The deny list after `configure({ deny })`: `current` when the list is left out or holds the same entries (so
+ * the array object, and whatever a reader built from it, stays), else the new list, checked and frozen. A list
+ * already checked (the watcher giving back the code's list, or a document's) is taken as it is, array and all.
+ */
+export function nextDenyList(value: unknown, current: readonly DenyEntry[]): readonly DenyEntry[] {
+  if (value === undefined || value === current) return current;
+  const checked = isCheckedDenyList(value) ? value : checkDenyList(value, 'configure: deny');
+  return sameDenyList(checked, current) ? current : checked;
 }
 
 export function readCost(options: LimitOptions, operation: Operation): number {

@@ -9,6 +9,7 @@ import { identityKey } from './identity.js';
 import { IdentityRequest, KeyCache } from './key-cache.js';
 import { hasStagger, stagger } from './stagger.js';
 import { isStepOperation, type Operation } from './algorithm.js';
+import { checkDenyList, type DenyEntry } from './deny-entries.js';
 import type { Rule } from './rules.js';
 import type { FastPath, FastPathStore, LimitRequest, LimitResult, RuleAnswer, Store, SyncStore } from './store.js';
 import { rejectUnknownOptions, requireObject } from './validate.js';
@@ -33,6 +34,7 @@ import {
   checkRules,
   checkStoreOperations,
   checkSynchronous,
+  nextDenyList,
   readCost,
   readMaxWait,
 } from './limiter-input.js';
@@ -83,6 +85,7 @@ class LimiterImpl implements SyncLimiter {
   private currentRules!: readonly Rule[];
   private currentMode!: LimiterMode;
   private currentQuotas: ReadonlyMap<string, readonly Rule[]> = new Map();
+  deny: readonly DenyEntry[] = checkDenyList([], 'deny');
   private readonly onDecision: ((event: DecisionEvent) => void) | undefined;
   /**
    * The rule when every `limit`/`limitSync` call without options can go straight to the fast path (`limitOneRule`): a
@@ -148,13 +151,15 @@ class LimiterImpl implements SyncLimiter {
 
   configure(changes: LimiterChanges): void {
     const known = requireObject(changes, 'configure');
-    rejectUnknownOptions(known, ['rules', 'mode', 'quotas'], 'configure');
+    rejectUnknownOptions(known, ['rules', 'mode', 'quotas', 'deny'], 'configure');
     const rules = changes.rules === undefined ? this.currentRules : checkRules(changes.rules, 'rules');
     const mode = changes.mode ?? this.currentMode;
     if (mode !== 'enforce' && mode !== 'shadow' && mode !== 'off') {
       throw new SluiceError('INVALID_OPTION', `mode must be 'enforce', 'shadow' or 'off', got ${describe(mode)}`);
     }
     const quotas = changes.quotas === undefined ? this.currentQuotas : checkQuotas(changes.quotas);
+    const deny = nextDenyList(changes.deny, this.deny);
+    this.deny = deny;
     this.currentRules = rules;
     this.currentMode = mode;
     this.currentQuotas = quotas;

@@ -9,7 +9,9 @@
  * - a store that cannot be read keeps the last configuration applied (a warning says why);
  * - a document that is not valid is ignored whole, and one bad quota is ignored alone (that identity keeps its
  *   last good quota, or the limiter's rules): a bad rule in the store never switches limiting off;
- * - a document without `rules` (or `mode`) keeps the code's; a deleted document returns to the code's configuration;
+ * - a bad deny entry is dropped alone (one warning per document revision names them); the rest of the list applies;
+ * - a document without `rules` (or `mode`, or `deny`) keeps the code's; a deleted document returns to the code's
+ *   configuration;
  * - reads run one at a time, in order, so an older read never overwrites a newer one.
  */
 import { durationOption, type Duration, type DurationRange } from './duration.js';
@@ -19,6 +21,7 @@ import type { Limiter, LimiterMode } from './limiter.js';
 import { isPromiseLike } from './promise.js';
 import { compileLimiterConfig, type LimiterConfig } from './config-document.js';
 import type { ConfigSource, Unsubscribe } from './config-source.js';
+import type { DenyEntry } from './deny-entries.js';
 import type { Rule } from './rules.js';
 import { optionalFunction, rejectUnknownOptions } from './validate.js';
 
@@ -35,9 +38,10 @@ export interface WatchConfigOptions {
 }
 
 export interface ConfigWarning {
-  /** `read_failed`: the store did not answer (the last configuration stays); `invalid_document` / `invalid_quota`:
-   * ignored; `subscribe_failed`: changes arrive by the periodic read only; `apply_failed`: configure() refused it. */
-  readonly code: 'read_failed' | 'invalid_document' | 'invalid_quota' | 'subscribe_failed' | 'apply_failed';
+  /** `read_failed`: the store did not answer (the last configuration stays); `invalid_document` / `invalid_quota` /
+   * `invalid_deny_entry`: ignored; `subscribe_failed`: changes arrive by the periodic read only; `apply_failed`:
+   * configure() refused it. */
+  readonly code: 'read_failed' | 'invalid_document' | 'invalid_quota' | 'invalid_deny_entry' | 'subscribe_failed' | 'apply_failed';
   readonly message: string;
   readonly cause?: unknown;
 }
@@ -97,11 +101,19 @@ export function watchConfig(limiter: Limiter, source: ConfigSource, options: Wat
   return new Watcher(limiter, source, refreshMs, timeoutMs, onWarning);
 }
 
+/** What the watcher gives `configure()`: every field, so that what a document leaves out returns to the code's. */
+interface Configuration {
+  readonly rules: readonly Rule[];
+  readonly mode: LimiterMode;
+  readonly quotas: ReadonlyMap<string, readonly Rule[]>;
+  readonly deny: readonly DenyEntry[];
+}
+
 class Watcher implements ConfigWatcher {
   readonly ready: Promise<void>;
   private applied: LimiterConfig | undefined = undefined;
   /** The code's configuration, taken at start: what a missing field, or a deleted document, returns to. */
-  private readonly code: { rules: readonly Rule[]; mode: LimiterMode; quotas: ReadonlyMap<string, readonly Rule[]> };
+  private readonly code: Configuration;
   /** The text last handled (applied, or ignored as bad): the same text again is not handled twice. `null`: none read yet. */
   private lastText: string | undefined | null = null;
   /** Each identity's last good quota, kept when a later document holds a bad one. */
@@ -120,7 +132,7 @@ class Watcher implements ConfigWatcher {
     private readonly timeoutMs: number,
     private readonly onWarning: (warning: ConfigWarning) => void,
   ) {
-    this.code = { rules: limiter.rules, mode: limiter.mode, quotas: limiter.quotas };
+    this.code = { rules: limiter.rules, mode: limiter.mode, quotas: limiter.quotas, deny: limiter.deny };
     this.interval = timers.setInterval(() => void this.refresh(), refreshMs);
     unref(this.interval);
     // A subscription that takes longer than a read may (a store still connecting) goes on in the background:
@@ -203,17 +215,21 @@ class Watcher implements ConfigWatcher {
 
   private applyCode(): void {
     this.goodQuotas = new Map();
-    if (this.configure(this.code.rules, this.code.mode, this.code.quotas)) this.applied = undefined;
+    if (this.configure(this.code)) this.applied = undefined;
   }
 
   private applyDocument(text: string): void {
     const bad: string[] = [];
+    const badDeny: SluiceError[] = [];
     let compiled;
     try {
-      compiled = compileLimiterConfig(text, (identity, error) => {
-        bad.push(identity);
-        const kept = this.goodQuotas.has(identity) ? 'its last good quota' : "the limiter's rules";
-        this.warn('invalid_quota', `${messageOf(error)}; ignored: ${JSON.stringify(identity)} keeps ${kept}`, error);
+      compiled = compileLimiterConfig(text, {
+        onBadQuota: (identity, error) => {
+          bad.push(identity);
+          const kept = this.goodQuotas.has(identity) ? 'its last good quota' : "the limiter's rules";
+          this.warn('invalid_quota', `${messageOf(error)}; ignored: ${JSON.stringify(identity)} keeps ${kept}`, error);
+        },
+        onBadDenyEntry: (_index, error) => void badDeny.push(error),
       });
     } catch (error) {
       this.warn(
@@ -231,15 +247,31 @@ class Watcher implements ConfigWatcher {
     // The document's quotas go over the code's, identity by identity.
     const merged = new Map(this.code.quotas);
     for (const [identity, rules] of quotas) merged.set(identity, rules);
-    if (this.configure(compiled.rules ?? this.code.rules, compiled.mode ?? this.code.mode, merged)) {
+    if (badDeny.length > 0) {
+      // One warning for the document, however long its list: a list of thousands with a bad writer must not flood.
+      const first = badDeny.slice(0, 3).map(messageOf).join('; ');
+      const more = badDeny.length > 3 ? ` and ${badDeny.length - 3} more` : '';
+      this.warn(
+        'invalid_deny_entry',
+        `revision ${compiled.document.revision}: ${badDeny.length} deny ${badDeny.length === 1 ? 'entry is' : 'entries are'} not valid and ignored, the other entries apply: ${first}${more}`,
+        badDeny[0],
+      );
+    }
+    const configuration = {
+      rules: compiled.rules ?? this.code.rules,
+      mode: compiled.mode ?? this.code.mode,
+      quotas: merged,
+      deny: compiled.deny ?? this.code.deny,
+    };
+    if (this.configure(configuration)) {
       this.goodQuotas = quotas;
       this.applied = compiled.document;
     }
   }
 
-  private configure(rules: readonly Rule[], mode: LimiterMode, quotas: ReadonlyMap<string, readonly Rule[]>): boolean {
+  private configure(configuration: Configuration): boolean {
     try {
-      this.limiter.configure({ rules, mode, quotas });
+      this.limiter.configure(configuration);
       return true;
     } catch (error) {
       this.warn('apply_failed', `the limiter refused the configuration (${messageOf(error)}); the last one stays`, error);

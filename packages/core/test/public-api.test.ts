@@ -55,9 +55,12 @@ const CONCURRENCY = ['createConcurrencyLimiter'];
 const SHEDDING = ['createFleetShedder', 'createUtilizationShedder', 'eventLoopSignal'];
 
 const CONFIG = [
+  'addDenyEntry',
+  'autoDeny',
   'deleteLimiterConfig',
   'parseLimiterConfig',
   'readLimiterConfig',
+  'removeDenyEntry',
   'removeQuota',
   'setConfigMode',
   'setConfigRules',

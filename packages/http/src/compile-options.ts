@@ -3,6 +3,7 @@ import { describeValue as describe, isPromiseLike, optionalFunction, rejectUnkno
 import { clientIpResolver, type ClientIpResult } from './client-ip.js';
 import { HEADER_STYLES, type HeaderStyle, type LegacyReset, type PolicyItemCache } from './header-fields.js';
 import { HTTP_OPTION_NAMES, type HttpLimitOptions, type IdentityValue, type LimiterEntry, type ShadowBanOptions } from './options.js';
+import type { DenyEntry, DenyMatcher } from './deny-list.js';
 import type { HttpRequest } from './request.js';
 import { warner, type Warner } from './report.js';
 
@@ -18,6 +19,14 @@ export interface CompiledEntry<R> {
   sync: boolean | undefined;
   /** The store's class name, for the console warning about a failing store (undefined when unknown). */
   readonly store: string | undefined;
+  /** The limiter's deny list last compiled for this entry, and its matcher (deny-check.ts). */
+  denySource: readonly DenyEntry[] | undefined;
+  denyMatcher: DenyMatcher | undefined;
+  /**
+   * The clock deny entries expire on: the limiter's own where the implementation has one (core's does, as a
+   * private method), so a fake clock in tests moves expiry with the counters; Date.now otherwise.
+   */
+  readonly denyNow: () => number;
 }
 
 export interface CompiledOptions<R> {
@@ -28,6 +37,8 @@ export interface CompiledOptions<R> {
   readonly clientIp: ((request: HttpRequest, raw: R) => MaybePromise<ClientIpResult>) | undefined;
   /** clientIp is the user's function (it may return a promise), not the built-in resolver. */
   readonly clientIpIsHook: boolean;
+  /** The client identity's IPv6 grouping (clientIp.ipv6Prefix), to which deny list blocks are widened. */
+  readonly ipv6Prefix: number;
   readonly missing: 'deny' | 'skip' | string;
   readonly skip: ((request: R) => MaybePromise<boolean>) | undefined;
   readonly cost: number | ((request: R) => MaybePromise<number>);
@@ -37,6 +48,7 @@ export interface CompiledOptions<R> {
   readonly legacyReset: LegacyReset;
   readonly denyResponse: HttpLimitOptions<R>['denyResponse'];
   readonly onLimited: HttpLimitOptions<R>['onLimited'];
+  readonly onDenied: HttpLimitOptions<R>['onDenied'];
   readonly onError: HttpLimitOptions<R>['onError'];
   /** The console warning used without onError: one per handler, throttled to one a minute. */
   readonly warn: Warner;
@@ -87,7 +99,15 @@ function compileEntry<R>(value: unknown, index: number): CompiledEntry<R> {
     cost: checkCost<R>(entry.cost, `${field}.cost`),
     sync: undefined,
     store: storeName(entry.limiter),
+    denySource: undefined,
+    denyMatcher: undefined,
+    denyNow: limiterClock(entry.limiter),
   };
+}
+
+function limiterClock(limiter: Limiter): () => number {
+  const clocked = limiter as Limiter & { now?: () => number };
+  return typeof clocked.now === 'function' ? () => clocked.now!() : Date.now;
 }
 
 /** The class name of the store behind a limiter (`RedisStore`, `SqliteStore`), for messages only. */
@@ -159,6 +179,8 @@ export function compileOptions<R>(options: HttpLimitOptions<R>): CompiledOptions
     identify: optionalFunction(options.identify, 'identify', '(request) => id | undefined'),
     clientIp,
     clientIpIsHook: typeof ip === 'function',
+    // clientIpResolver checked it (48 to 64) when there is one.
+    ipv6Prefix: typeof ip === 'object' && ip !== null && typeof ip.ipv6Prefix === 'number' ? ip.ipv6Prefix : 56,
     missing: missingPolicy,
     skip: optionalFunction(options.skip, 'skip', '(request) => boolean'),
     cost: checkCost<R>(options.cost, 'cost') ?? 1,
@@ -168,6 +190,7 @@ export function compileOptions<R>(options: HttpLimitOptions<R>): CompiledOptions
     legacyReset,
     denyResponse: optionalFunction(options.denyResponse, 'denyResponse', '(context) => response | undefined'),
     onLimited: optionalFunction(options.onLimited, 'onLimited', '(event) => void'),
+    onDenied: optionalFunction(options.onDenied, 'onDenied', '(event) => void'),
     onError: optionalFunction(options.onError, 'onError', '(error, event) => void'),
     warn: warner(),
     policyItems: new Map(),

@@ -1,6 +1,8 @@
 import type { Decision } from '@sluice/core';
 import { isPromiseLike } from '@sluice/internal';
+import type { ClientIpResult } from './client-ip.js';
 import { compileOptions, type CompiledEntry, type CompiledOptions } from './compile-options.js';
+import { checkDeny, DENY_ADDRESS, DENY_NONE, denyNeeds } from './deny-check.js';
 import { consume, DEGRADED, giveBack, note, REFUSED, SHADOWED, type LimiterResult } from './decision.js';
 import { afterIdentify, identityText, resolveShared, type SharedIdentity } from './identity.js';
 import { drive } from './maybe-async.js';
@@ -11,7 +13,8 @@ import { allowedResult, refusal, refusedResult, skipped, type HandleResult } fro
 
 /**
  * The request handler every adapter wraps, in the order a request meets it: skip, the shared identity
- * (identity.ts), each limiter's decision (decision.ts), then the response (response.ts). Hooks may answer with a
+ * (identity.ts), the limiters' deny lists (deny-check.ts), each limiter's decision (decision.ts), then the
+ * response (response.ts). Hooks may answer with a
  * promise; a configuration whose hooks cannot, over a synchronous store, answers without one.
  */
 export type { LimiterResult } from './decision.js';
@@ -62,15 +65,28 @@ function* flow<R>(o: CompiledOptions<R>, request: HttpRequest, raw: R): Generato
     if (skip === true) return skipped(undefined);
   }
 
+  // The deny list comes before any limiter decides; its address is the one limiting reads, resolved once for both.
+  const deny = denyNeeds(o, raw);
+  let ip: ClientIpResult | undefined;
+  if (deny === DENY_ADDRESS && o.clientIp !== undefined && request.connectionLost !== true) {
+    let resolved: unknown = o.clientIp(request, raw);
+    if (isPromiseLike(resolved)) resolved = yield resolved;
+    ip = resolved as ClientIpResult;
+  }
+
   let identity: string | undefined;
   if (o.needsShared) {
-    let shared = resolveShared(o, request, raw);
+    let shared = resolveShared(o, request, raw, ip);
     if (isPromiseLike(shared)) shared = (yield shared) as SharedIdentity;
     if (typeof shared !== 'string') {
       if (o.missing === 'deny' || shared.lost === true) return unidentified(o, raw, shared.problem);
     } else {
       identity = shared;
     }
+  }
+  if (deny !== DENY_NONE) {
+    const refused = checkDeny(o, raw, identity, ip);
+    if (refused !== undefined) return refused;
   }
 
   const results: LimiterResult[] = [];
@@ -139,9 +155,16 @@ function isSimple<R>(o: CompiledOptions<R>): CompiledEntry<R> | undefined {
 
 /** `flow` for a simple configuration over a synchronous store, as straight-line code. */
 function fast<R>(o: CompiledOptions<R>, entry: CompiledEntry<R>, request: HttpRequest, raw: R): HandleResult | Promise<HandleResult> {
-  const shared = afterIdentify(o, request, raw, undefined) as SharedIdentity; // synchronous: clientIp is no hook
+  // Synchronous: clientIp is no hook. The deny list step as in `flow`.
+  const deny = denyNeeds(o, raw);
+  const ip = deny === DENY_ADDRESS && o.clientIp !== undefined && request.connectionLost !== true ? o.clientIp(request, raw) : undefined;
+  const shared = afterIdentify(o, request, raw, undefined, ip as ClientIpResult | undefined) as SharedIdentity;
   if (typeof shared !== 'string') {
     return o.missing === 'deny' || shared.lost === true ? unidentified(o, raw, shared.problem) : skipped(undefined);
+  }
+  if (deny !== DENY_NONE) {
+    const refused = checkDeny(o, raw, shared, ip as ClientIpResult | undefined);
+    if (refused !== undefined) return refused;
   }
   const cost = (entry.cost ?? o.cost) as number;
   const decided = consume(entry, shared, cost);

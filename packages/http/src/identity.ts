@@ -17,11 +17,19 @@ const CONNECTION_LOST: SharedIdentity = {
   lost: true,
 };
 
-/** The shared identity, through the `identify` hook when there is one (which may answer with a promise). */
-export function resolveShared<R>(o: CompiledOptions<R>, request: HttpRequest, raw: R): SharedIdentity | PromiseLike<SharedIdentity> {
-  if (o.identify === undefined) return afterIdentify(o, request, raw, undefined);
+/**
+ * The shared identity, through the `identify` hook when there is one (which may answer with a promise). `ip` is
+ * the client address when it was resolved already (for the deny list), so it is not resolved twice.
+ */
+export function resolveShared<R>(
+  o: CompiledOptions<R>,
+  request: HttpRequest,
+  raw: R,
+  ip?: ClientIpResult,
+): SharedIdentity | PromiseLike<SharedIdentity> {
+  if (o.identify === undefined) return afterIdentify(o, request, raw, undefined, ip);
   const value = o.identify(raw);
-  return isPromiseLike(value) ? value.then((v) => afterIdentify(o, request, raw, v)) : afterIdentify(o, request, raw, value);
+  return isPromiseLike(value) ? value.then((v) => afterIdentify(o, request, raw, v, ip)) : afterIdentify(o, request, raw, value, ip);
 }
 
 /** The shared identity once `identify` answered `value`: synchronous unless clientIp is a hook returning a promise. */
@@ -30,13 +38,14 @@ export function afterIdentify<R>(
   request: HttpRequest,
   raw: R,
   value: IdentityValue,
+  resolved?: ClientIpResult,
 ): SharedIdentity | PromiseLike<SharedIdentity> {
   const id = identityText(value, 'identify');
   if (id !== undefined) return `user:${id}`;
   if (o.clientIp === undefined) return fromAddress(o, undefined);
   // Not "no identity": counting it in a shared bucket, or letting it through, would reward resetting.
   if (request.connectionLost === true) return CONNECTION_LOST;
-  const ip = o.clientIp(request, raw);
+  const ip = resolved ?? o.clientIp(request, raw);
   return isPromiseLike(ip) ? ip.then((r) => fromAddress(o, r)) : fromAddress(o, ip);
 }
 

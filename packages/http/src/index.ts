@@ -6,6 +6,7 @@ export { createHandler } from './handler.js';
 export { checkOptionsObject } from './compile-options.js';
 export type { Handler, HandleResult, LimiterResult, Outcome } from './handler.js';
 export type {
+  DeniedEvent,
   DenyContext,
   DenyResponse,
   ErrorEvent,
@@ -26,6 +27,7 @@ export type { IpAddress } from './ip-address.js';
 export { nodeHeaderTarget, writeHeaders } from './header-fields.js';
 export type { HeaderField, HeaderStyle, HeaderTarget, LegacyReset } from './header-fields.js';
 export type { ProblemDetails, RefusalKind } from './problem.js';
+export type { DenyEntry } from './deny-list.js';
 export { addressLost } from './request.js';
 export type { HeaderBag, HttpRequest, SocketLike } from './request.js';
 export { applyHeaders, toResponse } from './web.js';

@@ -1,5 +1,6 @@
 import type { Decision, Limiter } from '@sluice/core';
 import type { ClientIpOptions } from './client-ip.js';
+import type { DenyEntry } from './deny-list.js';
 import type { HeaderStyle, LegacyReset } from './header-fields.js';
 import type { ProblemDetails, RefusalKind } from './problem.js';
 
@@ -67,10 +68,27 @@ export interface LimitedEvent<R> {
   readonly shadowBanned: boolean;
 }
 
+/** A request from a client on a limiter's deny list (see the README's deny list section). */
+export interface DeniedEvent<R> {
+  readonly request: R;
+  /** The shared identity (`user:…`, `ip:…`), when one was resolved. */
+  readonly identity: string | undefined;
+  /** The client's address as limiting reads it, when one was resolved. */
+  readonly address: string | undefined;
+  /** The policy (limiter) whose deny list holds the entry. */
+  readonly policy: string;
+  readonly entry: DenyEntry;
+  /** The request went through anyway (shadow mode, the limiter's or this handler's): it would have been refused with 403. */
+  readonly shadow: boolean;
+}
+
 export interface ErrorEvent<R> {
   readonly request: R;
-  /** `store`: a degraded decision (the store failed; the limiter's onStoreError policy answered). `hook`: onLimited threw. */
-  readonly source: 'store' | 'hook';
+  /**
+   * `store`: a degraded decision (the store failed; the limiter's onStoreError policy answered). `hook`: onLimited
+   * or onDenied threw. `deny-list`: a limiter's deny list holds entries that cannot be read (left out; once per list).
+   */
+  readonly source: 'store' | 'hook' | 'deny-list';
   readonly policy?: string;
   readonly decision?: Decision;
 }
@@ -97,7 +115,7 @@ export interface HttpLimitOptions<R> {
   skip?: (request: R) => MaybePromise<boolean>;
   /** Units this request takes from each limiter, a non-negative integer. @default 1 */
   cost?: number | ((request: R) => MaybePromise<number>);
-  /** Count and send headers, but never refuse (rolling out a new limit). @default false */
+  /** Count and send headers, but never refuse (rolling out a new limit); denied clients are reported to onDenied and let through. @default false */
   shadow?: boolean;
   /** Answer refused requests with a normal-looking response instead of 429, without running the route. @default false */
   shadowBan?: boolean | ShadowBanOptions<R>;
@@ -109,6 +127,8 @@ export interface HttpLimitOptions<R> {
   denyResponse?: (context: DenyContext<R>) => DenyResponse | undefined;
   /** Every refusal, and every would-be refusal in shadow mode: for logs and metrics. */
   onLimited?: (event: LimitedEvent<R>) => void;
+  /** Every request refused by a limiter's deny list (403), and every one shadow mode let through. */
+  onDenied?: (event: DeniedEvent<R>) => void;
   /**
    * Store failures (degraded decisions) and errors thrown by onLimited. When absent, sluice warns on the console
    * at most once a minute, so a failing store is never silent.
@@ -129,5 +149,6 @@ export const HTTP_OPTION_NAMES: readonly string[] = [
   'legacyReset',
   'denyResponse',
   'onLimited',
+  'onDenied',
   'onError',
 ];

@@ -24,7 +24,7 @@ export interface ProblemDetails {
 }
 
 /** Why a request was refused; picks the status and the problem body. */
-export type RefusalKind = 'limited' | 'shed' | 'cost_exceeds_limit' | 'store_unavailable' | 'unidentified';
+export type RefusalKind = 'limited' | 'shed' | 'cost_exceeds_limit' | 'store_unavailable' | 'unidentified' | 'denied';
 
 export const REFUSAL_STATUS: Readonly<Record<RefusalKind, number>> = {
   limited: 429,
@@ -34,6 +34,8 @@ export const REFUSAL_STATUS: Readonly<Record<RefusalKind, number>> = {
   cost_exceeds_limit: 413,
   store_unavailable: 503,
   unidentified: 400,
+  // On a limiter's deny list: waiting does not help, so no Retry-After, and no RateLimit fields (nothing was counted).
+  denied: 403,
 };
 
 export interface ProblemInput {
@@ -86,6 +88,16 @@ export function problemFor(input: ProblemInput): ProblemDetails {
         status,
         detail: `The rate limiter cannot reach its store and refuses requests until it can.${wait}`,
         retryAfterSeconds: input.retryAfterSeconds,
+      };
+    case 'denied':
+      // `reason: 'denied'` is the member a client can branch on; `denyReason` is the operator's words, when given.
+      return {
+        type: PROBLEM_TYPES.blank,
+        title: 'Forbidden',
+        status,
+        detail: `This client is not allowed to make requests here${input.reason === undefined ? '' : `: ${input.reason}`}.`,
+        reason: 'denied',
+        ...(input.reason === undefined ? {} : { denyReason: input.reason }),
       };
     case 'unidentified':
       return {

@@ -12,7 +12,8 @@ import { limited } from './report.js';
  * - `shadow`: a limiter would have refused, but shadow mode let it through.
  * - `shadow_banned`: refused, and answered with the shadow-ban response.
  * - a refusal: `limited` (429), `shed` (503), `cost_exceeds_limit` (413), `store_unavailable` (503, the store
- *   failed and the limiter fails closed), `unidentified` (400, no identity under `onMissingIdentity: 'deny'`).
+ *   failed and the limiter fails closed), `unidentified` (400, no identity under `onMissingIdentity: 'deny'`),
+ *   `denied` (403, on a limiter's deny list).
  */
 export type Outcome = 'allowed' | 'skipped' | 'shadow' | 'shadow_banned' | RefusalKind;
 

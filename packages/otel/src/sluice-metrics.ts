@@ -12,6 +12,7 @@ import type { Attributes, Histogram, Meter, MeterProvider } from '@opentelemetry
 import { SluiceError } from '@sluice/core';
 import { describeValue, rejectUnknownOptions } from '@sluice/internal';
 import { decisionOutcome, type ObservedEvent } from './outcome.js';
+import { addDuration, pendingDurations, replayDurations, type PendingDurations } from './pending-durations.js';
 
 /** The instruments' names, units and attribute keys (the README's table). */
 export const METRICS = Object.freeze({
@@ -34,8 +35,9 @@ export interface SluiceMetricsOptions {
   /** A MeterProvider to take a Meter named `@sluice/otel` from. Give this or `meter`. */
   meterProvider?: MeterProvider;
   /**
-   * Record `sluice.decision.duration`. Off, an observed decision costs a few Map lookups and an increment; on, the
-   * SDK's histogram record comes on top, well over a microsecond (`pnpm bench memory`). @default true
+   * Record `sluice.decision.duration`. A decision's duration is added to an in-process histogram; the SDK's
+   * `record()` calls, well over a microsecond each, are made when a reader collects (README, What it costs).
+   * @default true
    */
   duration?: boolean;
 }
@@ -68,16 +70,15 @@ export function sluiceMetrics(options: SluiceMetricsOptions): SluiceMetrics {
   // The SDK hashes an attribute set on every add() and record() (one record costs several memory-store decisions:
   // the sluiceMetrics rows of `pnpm bench memory`). So decisions are counted here, one tally per attribute
   // set, and handed to an asynchronous counter when a reader collects: the same cumulative sum, exact, for a
-  // few Map lookups and an increment per decision. A histogram has no asynchronous form, so durations are recorded as
-  // they come, under a smaller attribute set (component, name, operation, outcome) that costs the SDK less.
+  // few Map lookups and an increment per decision. A histogram has no asynchronous form: durations are bucketed here
+  // (pending-durations.ts) and replayed into the SDK's histogram from a callback of the counter, which the SDK runs
+  // before it reads its synchronous instruments, so they land in that collection.
   const tallies: Branch = new Map();
   const all: Tally[] = [];
+  const durations: PendingDurations[] = [];
   const decisions = meter.createObservableCounter(METRICS.decisions.name, {
     description: 'Decisions made by sluice limiters, concurrency limiters and load shedders, by outcome.',
     unit: METRICS.decisions.unit,
-  });
-  decisions.addCallback((result) => {
-    for (const tally of all) result.observe(tally.count, tally.attributes);
   });
   const duration: Histogram | undefined = withDuration
     ? meter.createHistogram(METRICS.duration.name, {
@@ -86,6 +87,12 @@ export function sluiceMetrics(options: SluiceMetricsOptions): SluiceMetrics {
         advice: { explicitBucketBoundaries: [...DURATION_BUCKETS] },
       })
     : undefined;
+  decisions.addCallback((result) => {
+    for (const tally of all) result.observe(tally.count, tally.attributes);
+  });
+  // A callback of its own, observing nothing: if a long replay outlasts the reader's timeout, the SDK drops what
+  // this callback observed, and the counts observed above still go out.
+  if (duration !== undefined) decisions.addCallback(() => replayDurations(durations, duration, DURATION_BUCKETS));
 
   const onDecision = (event: ObservedEvent): void => {
     const { decision } = event;
@@ -102,9 +109,10 @@ export function sluiceMetrics(options: SluiceMetricsOptions): SluiceMetrics {
       tally = newTally(event, component, scope);
       flags[slot] = tally;
       all.push(tally);
+      durations.push(tally.durations);
     }
     tally.count++;
-    if (duration !== undefined) duration.record(event.durationMs / 1000, tally.durationAttributes);
+    if (duration !== undefined) addDuration(tally.durations, DURATION_BUCKETS, event.durationMs / 1000);
   };
   return {
     onDecision,
@@ -136,11 +144,15 @@ function branch(parent: Branch, key: string): Branch {
   return child;
 }
 
-/** One attribute set's count, and the attributes, built once when the set is first seen. */
+/**
+ * One attribute set's count and pending durations, and the attributes, built once when the set is first seen.
+ * Several tallies share one set of duration attributes (they differ in reason or rule); the SDK adds their
+ * durations up on one point, as it did when each was recorded under equal attributes.
+ */
 interface Tally {
   count: number;
   readonly attributes: Attributes;
-  readonly durationAttributes: Attributes;
+  readonly durations: PendingDurations;
 }
 
 /**
@@ -161,7 +173,7 @@ function newTally(event: ObservedEvent, component: string, scope: string | undef
     'sluice.allowed': event.decision.allowed,
   };
   if (scope !== undefined) attributes['component' in event ? 'sluice.priority' : 'sluice.rule'] = scope;
-  return { count: 0, attributes, durationAttributes };
+  return { count: 0, attributes, durations: pendingDurations(durationAttributes, DURATION_BUCKETS) };
 }
 
 function checkOptions(options: SluiceMetricsOptions): { meter: Meter; duration: boolean } {

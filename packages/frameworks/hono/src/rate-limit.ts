@@ -35,14 +35,16 @@ export function rateLimit<E extends Env = Env>(options: HonoRateLimitOptions<E>)
  */
 export function decider<E extends Env>(options: HonoRateLimitOptions<E>): (c: Context<E>) => Promise<HandleResult> {
   checkOptionsObject(options, 'rateLimit options');
-  const { onDecision, onLimited, onError, ...shared } = options;
+  const { onDecision, onLimited, onDenied, onError, ...shared } = options;
   optionalFunction(onDecision, 'onDecision', '({ request, result }) => void | Promise');
   optionalFunction(onLimited, 'onLimited', '(event) => void | Promise');
+  optionalFunction(onDenied, 'onDenied', '(event) => void | Promise');
   optionalFunction(onError, 'onError', '(error, event) => void | Promise');
 
   const background = backgroundHooks(onError as ((error: unknown, event: unknown) => unknown) | undefined);
   const handlerOptions: HttpLimitOptions<Context<E>> = { ...shared };
   if (onLimited !== undefined) handlerOptions.onLimited = (event) => background.hand(event.request, 'onLimited', onLimited(event));
+  if (onDenied !== undefined) handlerOptions.onDenied = (event) => background.hand(event.request, 'onDenied', onDenied(event));
   if (onError !== undefined) handlerOptions.onError = (error, event) => background.hand(event.request, 'onError', onError(error, event));
   const handler = createHandler<Context<E>>(handlerOptions);
 

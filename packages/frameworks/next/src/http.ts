@@ -8,6 +8,7 @@ export {
   heldUntilEnd,
   releasingBody,
   runStackLayers,
+  type DeniedEvent,
   type StackLayer,
   type StackLayers,
   type WaitUntil,

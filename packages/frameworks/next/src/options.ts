@@ -1,5 +1,5 @@
 import { SluiceError, type Limiter } from '@sluice/core';
-import type { ErrorEvent, HandleResult, HttpLimitOptions, LimitedEvent, LimiterEntry } from './http.js';
+import type { DeniedEvent, ErrorEvent, HandleResult, HttpLimitOptions, LimitedEvent, LimiterEntry } from './http.js';
 import type { NextRequest } from 'next/server';
 
 /** Anything with `waitUntil`: the `NextFetchEvent` Next.js passes as the second argument of middleware and proxy. */
@@ -15,12 +15,14 @@ export interface DecisionEvent {
 
 /**
  * Every option of @sluice/http's handler (hooks receive the `NextRequest`), plus where background work goes.
- * Hooks that return a promise (`onLimited`, `onError`, `onDecision`) never delay the response: the promise is
+ * Hooks that return a promise (`onLimited`, `onDenied`, `onError`, `onDecision`) never delay the response: the promise is
  * handed to the request's `event.waitUntil` (or to `waitUntil`), and a rejection is reported, never unhandled.
  */
-export interface NextRateLimitOptions extends Omit<HttpLimitOptions<NextRequest>, 'onLimited' | 'onError'> {
+export interface NextRateLimitOptions extends Omit<HttpLimitOptions<NextRequest>, 'onLimited' | 'onDenied' | 'onError'> {
   /** Every refusal and every shadow would-be refusal. May return a promise (e.g. a log shipment). */
   onLimited?: (event: LimitedEvent<NextRequest>) => void | PromiseLike<unknown>;
+  /** Every request a limiter's deny list refuses (403), and every one shadow mode lets through. May return a promise. */
+  onDenied?: (event: DeniedEvent<NextRequest>) => void | PromiseLike<unknown>;
   /** Store failures (degraded decisions) and hook errors, background ones included. May return a promise. */
   onError?: (error: unknown, event: ErrorEvent<NextRequest>) => void | PromiseLike<unknown>;
   /**

@@ -32,10 +32,11 @@ export interface NextRateLimit {
  */
 export function rateLimit(options: NextRateLimitOptions): NextRateLimit {
   checkOptionsObject(options, 'rateLimit options');
-  const { onDecision, waitUntil, onLimited, onError, ...shared } = options;
+  const { onDecision, waitUntil, onLimited, onDenied, onError, ...shared } = options;
   optionalFunction(onDecision, 'onDecision', '({ request, result }) => void | Promise');
   optionalFunction(waitUntil, 'waitUntil', '(promise) => void, such as after from next/server');
   optionalFunction(onLimited, 'onLimited', '(event) => void | Promise');
+  optionalFunction(onDenied, 'onDenied', '(event) => void | Promise');
   optionalFunction(onError, 'onError', '(error, event) => void | Promise');
   checkNextIdentity(options);
 
@@ -43,6 +44,7 @@ export function rateLimit(options: NextRateLimitOptions): NextRateLimit {
   const { hooks } = background;
   const handlerOptions: HttpLimitOptions<NextRequest> = { ...shared };
   if (onLimited !== undefined) handlerOptions.onLimited = (event) => hooks.hand(event.request, 'onLimited', onLimited(event));
+  if (onDenied !== undefined) handlerOptions.onDenied = (event) => hooks.hand(event.request, 'onDenied', onDenied(event));
   if (onError !== undefined) handlerOptions.onError = (error, event) => hooks.hand(event.request, 'onError', onError(error, event));
   const handler = createHandler<NextRequest>(handlerOptions);
 

@@ -1,0 +1,98 @@
+// HTTP deny list suite: what a limiter's deny list of 100,000 entries (mixed IPv4 addresses and /24s, IPv6 /56s
+// and /48s, identities) adds to each request through @sluice/http's handler, side by side with the same handler
+// and an empty list, and the lookup alone. In-process (no sockets): the handler's synchronous path on a memory
+// store, 10,000 clients (three in four IPv4), none of them denied, so every request pays for the whole lookup
+// and then for its rate decision. The heap the compiled list holds is measured in a child (http-deny/heap.mjs).
+import { createLimiter, fixedWindow } from '@sluice/core';
+import { createHandler } from '@sluice/http';
+import { memoryStore } from '@sluice/memory';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { runNodeChild } from '../lib/child.mjs';
+import { compare } from '../lib/harness.mjs';
+import { target } from '../lib/report.mjs';
+import { addRatios, formatInteger } from '../lib/table.mjs';
+import { clientAddresses, denyEntries } from './http-deny/entries.mjs';
+
+export const builds = ['@sluice/http', '@sluice/memory'];
+export const description = 'in-process: @sluice/http handler with a 100,000-entry deny list vs an empty one; the lookup alone; its heap';
+
+const EMPTY = 'handler, empty deny list';
+const FULL = 'handler, 100,000-entry deny list';
+const CLIENTS = 10_000;
+const ENTRIES = 100_000;
+const TARGET_ADDED_NS = 1_000;
+
+function handlerContestant(name, deny) {
+  const limiter = createLimiter({ name: 'bench', store: memoryStore(), rules: fixedWindow({ limit: 1_000_000_000, window: '1h' }) });
+  if (deny.length > 0) limiter.configure({ deny });
+  const handler = createHandler({ limiter });
+  const requests = clientAddresses(CLIENTS).map((remoteAddress) => ({ headers: {}, remoteAddress }));
+  let refused = 0;
+  return {
+    name,
+    setup() {
+      // The first request compiles the list (once per list object): not part of the per-request cost.
+      handler.run(requests[0]);
+    },
+    run(ops) {
+      for (let i = 0; i < ops; i++) {
+        const result = handler.run(requests[i % CLIENTS]);
+        if (!result.allowed) refused++;
+      }
+    },
+    extra: () => ({ refused }),
+  };
+}
+
+export async function run({ options, log }) {
+  // The flags every in-process suite reads (--quick, --ops, --rounds, --warmup, --clock); CPU time by default, as
+  // the memory suite's: no I/O here, and on a shared machine wall time mostly measures the run queue.
+  const quick = Boolean(options.quick);
+  const timing = {
+    ops: Number(options.ops ?? (quick ? 50_000 : 300_000)),
+    rounds: Number(options.rounds ?? (quick ? 3 : 9)),
+    warmupRounds: Number(options.warmup ?? 2),
+    clock: options.clock === 'wall' ? 'wall' : 'cpu',
+    log,
+  };
+  const entries = denyEntries(ENTRIES);
+
+  log(`timing ${timing.ops} requests per round, ${timing.warmupRounds} warmup + ${timing.rounds} rounds, contestants interleaved`);
+  const rows = await compare([handlerContestant(EMPTY, []), handlerContestant(FULL, entries)], timing);
+  const ratios = [{ key: 'vsEmpty', label: '÷ empty list', base: EMPTY }];
+  addRatios(rows, ratios);
+  for (const row of rows) {
+    if (row.refused !== 0) throw new Error(`${row.name}: ${row.refused} requests refused; the workload must be all allowed`);
+  }
+  const added = rows.find((r) => r.name === FULL).nsPerOp - rows.find((r) => r.name === EMPTY).nsPerOp;
+
+  log('heap of the compiled list (child process, --expose-gc)');
+  const heap = await runNodeChild(join(dirname(fileURLToPath(import.meta.url)), 'http-deny', 'heap.mjs'), { args: [String(ENTRIES)] });
+  if (heap.firstRequestStatus !== 403) throw new Error(`heap.mjs: the denied request got ${heap.firstRequestStatus}, not 403`);
+
+  return {
+    title: `@sluice/http handler, ${formatInteger(CLIENTS)} clients (three in four IPv4, the rest IPv6), memory store, none denied; ${formatInteger(timing.ops)} requests per round, median of ${timing.rounds} rounds, ${rows[0].clock === 'cpu' ? 'process CPU time' : 'wall time'}`,
+    rows,
+    ratios,
+    sections: [
+      {
+        heading: `Deny list of ${formatInteger(ENTRIES)} entries (40% IPv4 addresses, 10% IPv4 /24s, 20% IPv6 /56s, 10% IPv6 /48s, 20% identities)`,
+        lines: [
+          `added per request: ${Math.round(added)} ns`,
+          `compiled matcher on the heap: ${(heap.matcherBytes / 2 ** 20).toFixed(1)} MiB (beyond the list itself), compiled in ${heap.compileMs} ms on the first request after a change`,
+        ],
+      },
+    ],
+    targets: [
+      target(
+        `a ${formatInteger(ENTRIES)}-entry deny list adds <= ${TARGET_ADDED_NS} ns per request`,
+        added,
+        '<=',
+        TARGET_ADDED_NS,
+        (v) => `${Math.round(v)} ns`,
+      ),
+    ],
+    heap,
+  };
+}

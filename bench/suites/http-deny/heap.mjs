@@ -1,0 +1,31 @@
+// Child process (run with --expose-gc): how much heap @sluice/http's compiled deny list holds for 100,000
+// entries, beyond the list itself (core's frozen copy, set before the baseline): the first request of a handler
+// compiles the matcher, which the handler keeps. Prints one JSON line (see lib/child.mjs).
+//   node --expose-gc bench/suites/http-deny/heap.mjs [entries]
+import { createLimiter, fixedWindow } from '@sluice/core';
+import { createHandler } from '@sluice/http';
+import { memoryStore } from '@sluice/memory';
+import { reply } from '../../lib/child.mjs';
+import { denyEntries } from './entries.mjs';
+
+const count = Number(process.argv[2] ?? 100_000);
+if (typeof globalThis.gc !== 'function') throw new Error('run with node --expose-gc');
+const collect = () => {
+  globalThis.gc();
+  globalThis.gc();
+};
+
+const limiter = createLimiter({ store: memoryStore(), rules: fixedWindow({ limit: 1_000_000, window: '1m' }) });
+limiter.configure({ deny: denyEntries(count) }); // core keeps a checked, frozen copy: the list itself, outside the measure
+// A first handler (IPv6 grouped by /64) compiles the list once: what core and the first request leave behind
+// (some of it freed only then) is settled before the baseline, so the measure holds one matcher and nothing else.
+createHandler({ limiter, clientIp: { ipv6Prefix: 64 } }).run({ headers: {}, remoteAddress: '10.0.0.0' });
+const handler = createHandler({ limiter }); // IPv6 grouped by /56: a matcher of its own
+collect();
+const before = process.memoryUsage().heapUsed;
+const started = process.hrtime.bigint();
+const first = handler.run({ headers: {}, remoteAddress: '10.0.0.0' }); // compiles the matcher (and is denied: entry 0)
+const compileMs = Number(process.hrtime.bigint() - started) / 1e6;
+collect();
+const matcherBytes = process.memoryUsage().heapUsed - before;
+reply({ entries: count, firstRequestStatus: first.status, compileMs: Math.round(compileMs), matcherBytes });

@@ -1,0 +1,164 @@
+/**
+ * How every `sluice config` command reaches the store that holds the runtime configuration: the connection flags
+ * (one of Redis, Upstash or SQLite), opening and closing the client, and the one place a failure becomes a line on
+ * stderr and an exit code: 1 the store failed (unreachable, refused, a stored document that is not valid), 2 the
+ * command or its input is wrong.
+ */
+import { SluiceError, isSluiceError } from '@sluice/core';
+import type { ConfigSource } from '@sluice/core/config';
+import type { Command } from 'commander';
+
+export interface ConnectionFlags {
+  name: string;
+  redis?: string;
+  upstashUrl?: string;
+  upstashToken?: string;
+  sqlite?: string;
+  prefix?: string;
+  cluster?: boolean;
+}
+
+/** What to connect to, and how to let go of it afterwards. */
+export interface Connection {
+  source: ConfigSource;
+  /** Where the document lives, for messages: `redis://127.0.0.1:6380 key sluice:config:api`. */
+  where: string;
+  /** Whether watchers hear of a write at once (Redis pub/sub) or at their next refresh. */
+  pushes: boolean;
+  close(): Promise<void>;
+}
+
+/** The flags every subcommand takes: which limiter, and where its configuration is kept. */
+export function withConnection(command: Command): Command {
+  return command
+    .requiredOption('--name <name>', "the limiter's name (its `name` option)")
+    .option('--redis <url>', 'Redis URL, e.g. redis://127.0.0.1:6379 (rediss:// for TLS)')
+    .option('--cluster', 'the --redis URL is one node of a Redis Cluster')
+    .option('--upstash-url <url>', 'Upstash REST URL (default: $UPSTASH_REDIS_REST_URL)')
+    .option('--upstash-token <token>', 'Upstash REST token (default: $UPSTASH_REDIS_REST_TOKEN)')
+    .option('--sqlite <file>', 'SQLite database file shared by the instances')
+    .option('--prefix <prefix>', 'key prefix of redisConfigSource / upstashConfigSource (default: sluice)');
+}
+
+/** Connects, runs, reports a failure as one line on stderr with its exit code, and always disconnects. */
+export async function run(flags: ConnectionFlags, writes: boolean, action: (connection: Connection) => Promise<void>): Promise<void> {
+  let connection: Connection | undefined;
+  try {
+    connection = await connect(flags, writes);
+    await action(connection);
+  } catch (error) {
+    fail(error);
+  } finally {
+    await connection?.close().catch(() => {});
+  }
+}
+
+/** Reports a failure as one line on stderr and sets the exit code: 2 for a wrong input, 1 for anything else. */
+export function fail(error: unknown): void {
+  process.stderr.write(`sluice config: ${messageOf(error)}\n`);
+  process.exitCode = isSluiceError(error) && (error.code === 'INVALID_OPTION' || error.code === 'UNKNOWN_OPTION') ? 2 : 1;
+}
+
+export function pickUp(connection: Connection): string {
+  return connection.pushes
+    ? 'watching instances are told at once (pub/sub), and read it at their next refresh otherwise'
+    : 'watching instances read it at their next refresh (1 s by default)';
+}
+
+async function connect(flags: ConnectionFlags, writes: boolean): Promise<Connection> {
+  const upstashUrl = flags.upstashUrl ?? process.env.UPSTASH_REDIS_REST_URL;
+  const upstashToken = flags.upstashToken ?? process.env.UPSTASH_REDIS_REST_TOKEN;
+  const given = [
+    flags.redis !== undefined && '--redis',
+    flags.sqlite !== undefined && '--sqlite',
+    (flags.upstashUrl !== undefined || flags.upstashToken !== undefined) && '--upstash-url',
+  ].filter(Boolean);
+  if (given.length > 1) throw new SluiceError('INVALID_OPTION', `give one store, got ${given.join(' and ')}`);
+  const prefix = flags.prefix === undefined ? {} : { prefix: flags.prefix };
+  if (flags.cluster === true && flags.redis === undefined)
+    throw new SluiceError('INVALID_OPTION', "--cluster needs --redis <url> of one of the Cluster's nodes");
+  if (flags.redis !== undefined) return connectRedis(flags.redis, flags.name, prefix, flags.cluster === true);
+  if (flags.sqlite !== undefined) {
+    if (flags.prefix !== undefined)
+      throw new SluiceError('INVALID_OPTION', '--prefix applies to Redis and Upstash; SQLite keeps the configuration in its own table');
+    return connectSqlite(flags.sqlite, writes);
+  }
+  if (upstashUrl !== undefined || upstashToken !== undefined) {
+    if (upstashUrl === undefined || upstashToken === undefined) {
+      throw new SluiceError(
+        'INVALID_OPTION',
+        `Upstash needs both --upstash-url and --upstash-token (or $UPSTASH_REDIS_REST_URL and $UPSTASH_REDIS_REST_TOKEN); ${upstashUrl === undefined ? 'the URL' : 'the token'} is missing`,
+      );
+    }
+    return connectUpstash(upstashUrl, upstashToken, prefix);
+  }
+  throw new SluiceError(
+    'INVALID_OPTION',
+    'say where the configuration is kept: --redis <url>, --upstash-url <url> with --upstash-token <token> (or their environment variables), or --sqlite <file>',
+  );
+}
+
+async function connectRedis(url: string, name: string, options: { prefix?: string }, cluster: boolean): Promise<Connection> {
+  if (!/^rediss?:\/\//.test(url))
+    throw new SluiceError('INVALID_OPTION', `--redis must be a URL such as redis://127.0.0.1:6379, got ${JSON.stringify(url)}`);
+  const [{ Redis, Cluster }, { redisConfigSource }] = await Promise.all([import('ioredis'), import('@sluice/redis')]);
+  // One attempt, no offline queue, no reconnection: a CLI reports an unreachable store at once, it does not wait.
+  const once = { enableOfflineQueue: false, maxRetriesPerRequest: 0, connectTimeout: 5_000 };
+  let client: InstanceType<typeof Redis> | InstanceType<typeof Cluster>;
+  if (cluster) {
+    const { hostname, port, username, password, protocol } = new URL(url);
+    const node = { host: hostname, port: Number(port || 6379) };
+    const auth = { username: decodeURIComponent(username) || undefined, password: decodeURIComponent(password) || undefined };
+    client = new Cluster([node], {
+      lazyConnect: true,
+      enableOfflineQueue: false,
+      clusterRetryStrategy: () => null,
+      redisOptions: { ...once, ...auth, ...(protocol === 'rediss:' ? { tls: {} } : {}) },
+    });
+  } else {
+    client = new Redis(url, { ...once, lazyConnect: true, retryStrategy: () => null });
+  }
+  // connect() rejects with "Connection is closed"; the socket's own error (ECONNREFUSED ...) says more.
+  let socketError: unknown;
+  client.on('error', (error: unknown) => void (socketError ??= error));
+  try {
+    await client.connect();
+  } catch (error) {
+    client.disconnect();
+    throw new SluiceError(
+      'STORE_ERROR',
+      `could not connect to Redis${cluster ? ' Cluster' : ''} at ${redact(url)}: ${messageOf(socketError ?? error)}`,
+      { cause: socketError ?? error },
+    );
+  }
+  const source = redisConfigSource(client, options);
+  return { source, where: `${redact(url)} (key ${source.key(name)})`, pushes: true, close: async () => void (await client.quit()) };
+}
+
+async function connectUpstash(url: string, token: string, options: { prefix?: string }): Promise<Connection> {
+  const [{ Redis }, { upstashConfigSource }] = await Promise.all([import('@upstash/redis'), import('@sluice/upstash')]);
+  const client = new Redis({ url, token, enableTelemetry: false, retry: { retries: 1 } });
+  return { source: upstashConfigSource(client, options), where: url, pushes: false, close: async () => {} };
+}
+
+async function connectSqlite(file: string, writes: boolean): Promise<Connection> {
+  const [{ default: Database }, { sqliteConfigSource }] = await Promise.all([import('better-sqlite3'), import('@sluice/sqlite')]);
+  let db;
+  try {
+    // Reading never creates a file: a mistyped path is an error, not an empty database.
+    db = new Database(file, { fileMustExist: !writes });
+  } catch (error) {
+    throw new SluiceError('STORE_ERROR', `could not open the SQLite file ${JSON.stringify(file)}: ${messageOf(error)}`, { cause: error });
+  }
+  const opened = db;
+  return { source: sqliteConfigSource(opened), where: file, pushes: false, close: async () => void opened.close() };
+}
+
+/** A URL without its password, for messages. */
+function redact(url: string): string {
+  return url.replace(/\/\/([^:@/]*):[^@/]*@/, '//$1:***@');
+}
+
+export function messageOf(error: unknown): string {
+  return isSluiceError(error) ? error.detail : error instanceof Error ? error.message : String(error);
+}

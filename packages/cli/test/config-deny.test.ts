@@ -1,0 +1,166 @@
+/**
+ * `sluice config deny`, the built binary run as a process, against a real redis-server, a SQLite file and the
+ * Upstash REST fixture on a real Redis: add (an identity, IPv4 and IPv6 blocks, a temporary block), list (table and
+ * JSON), remove, the exit codes (0 done, 1 the store failed, 2 the input is wrong, 3 nothing to remove), and that a
+ * match written like an address that is not one is refused before anything is stored.
+ */
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, expect, test } from 'vitest';
+import { denyKind, denyTable } from '../src/commands/config-deny.js';
+import { sluice, useStores } from './run-cli.js';
+
+const stores = useStores('sluice-cli-deny-');
+
+describe('how a match is read (as @sluice/http reads it)', () => {
+  test.each([
+    ['user:42', 'ident'],
+    ['sk_live_abc123', 'ident'],
+    ['cafe', 'ident'],
+    ['203.0.113.7', 'IPv4'],
+    ['203.0.113.0/24', 'IPv4'],
+    ['ip:198.51.100.0/24', 'IPv4'],
+    ['::ffff:203.0.113.0/120', 'IPv4'],
+    ['2001:db8::/56', 'IPv6'],
+    ['2001:db8::1', 'IPv6'],
+    ['203.0.113.0/33', 'invalid'],
+    ['2001:db8::/129', 'invalid'],
+    ['1.2.3', 'invalid'],
+    ['1.2.3/24', 'invalid'],
+    ['203.0.113.0/024', 'invalid'],
+  ])('%s is %s', (match, kind) => {
+    expect(denyKind(match)).toBe(kind);
+  });
+
+  test('the table: one header, left-aligned columns, no time for a block until removed, expired entries marked', () => {
+    const table = denyTable(
+      [
+        { match: '203.0.113.0/24', until: Date.UTC(2026, 0, 1, 1), reason: 'scraper' },
+        { match: 'user:42' },
+        { match: '2001:db8::/56', until: Date.UTC(2026, 0, 1), reason: 'done' },
+      ],
+      Date.UTC(2026, 0, 1),
+    );
+    expect(table).toBe(
+      [
+        'MATCH           KIND   UNTIL                           REASON',
+        '203.0.113.0/24  IPv4   2026-01-01T01:00:00Z            scraper',
+        'user:42         ident  -',
+        '2001:db8::/56   IPv6   2026-01-01T00:00:00Z (expired)  done',
+      ].join('\n'),
+    );
+  });
+});
+
+describe('sluice config deny on Redis', () => {
+  const at = () => ['--name', 'api', '--redis', `redis://127.0.0.1:${stores.server.port}`];
+  const stored = async () => (JSON.parse((await stores.redis.get('sluice:config:api')) ?? 'null') as { deny?: unknown[] } | null)?.deny;
+
+  test('add, list, replace and remove: each writes the next revision; remove of a missing entry exits 3', async () => {
+    const before = Date.now();
+    const temporary = await sluice(['config', 'deny', 'add', '203.0.113.0/24', '--for', '1h', '--reason', 'scraper', ...at()]);
+    expect(temporary.code, temporary.stderr).toBe(0);
+    const entry = JSON.parse(temporary.stdout) as { until: number; addedAt: number };
+    expect(entry).toMatchObject({ match: '203.0.113.0/24', reason: 'scraper' });
+    expect(entry.addedAt).toBeGreaterThanOrEqual(before);
+    expect(entry.until - entry.addedAt).toBe(3_600_000);
+    expect(temporary.stderr).toMatch(
+      /^denied "203\.0\.113\.0\/24" \(IPv4\) until \S+Z: revision 1 of "api" holds 1 entry at redis:\/\/127\.0\.0\.1:\d+ \(key sluice:config:api\); watching instances are told at once/,
+    );
+    expect((await sluice(['config', 'deny', 'add', 'user:42', ...at()])).code).toBe(0);
+    expect((await sluice(['config', 'deny', 'add', '2001:db8::/56', '--reason', 'abuse', ...at()])).code).toBe(0);
+    expect(await stored()).toMatchObject([{ match: '203.0.113.0/24' }, { match: 'user:42' }, { match: '2001:db8::/56' }]);
+
+    const list = await sluice(['config', 'deny', 'list', ...at()]);
+    expect(list.code).toBe(0);
+    const lines = list.stdout.trimEnd().split('\n');
+    expect(lines[0]).toMatch(/^MATCH +KIND +UNTIL +REASON$/);
+    expect(lines.slice(1).map((line) => line.split(/ {2,}/))).toEqual([
+      ['203.0.113.0/24', 'IPv4', expect.stringMatching(/^\d{4}-\d\d-\d\dT[\d:.]+Z$/), 'scraper'],
+      ['user:42', 'ident', '-'],
+      ['2001:db8::/56', 'IPv6', '-', 'abuse'],
+    ]);
+    expect(list.stderr).toMatch(/the deny list of "api" holds 3 entries/);
+
+    const replaced = await sluice(['config', 'deny', 'add', 'user:42', '--reason', 'chargebacks', ...at()]);
+    expect(replaced.stderr).toMatch(/revision 4 of "api" holds 3 entries/);
+    const json = await sluice(['config', 'deny', 'list', '--json', ...at()]);
+    expect((JSON.parse(json.stdout) as Array<{ match: string; reason?: string }>).map((e) => [e.match, e.reason])).toEqual([
+      ['203.0.113.0/24', 'scraper'],
+      ['user:42', 'chargebacks'],
+      ['2001:db8::/56', 'abuse'],
+    ]);
+
+    const removed = await sluice(['config', 'deny', 'remove', 'user:42', ...at()]);
+    expect([removed.code, removed.stderr]).toEqual([0, expect.stringMatching(/^removed "user:42" from the deny list of "api"/)]);
+    const again = await sluice(['config', 'deny', 'remove', 'user:42', ...at()]);
+    expect([again.code, again.stderr]).toEqual([3, expect.stringMatching(/no entry of the deny list of "api" matches "user:42" exactly/)]);
+    expect(((await stored()) ?? []).length).toBe(2);
+  });
+
+  test.each([['203.0.113.0/33'], ['2001:db8::/129'], ['1.2.3']])(
+    'the malformed match %s is refused with exit 2 before anything is stored',
+    async (match) => {
+      await stores.redis.del('sluice:config:bad');
+      const args = ['--name', 'bad', '--redis', `redis://127.0.0.1:${stores.server.port}`];
+      const refused = await sluice(['config', 'deny', 'add', match, ...args]);
+      expect([refused.code, refused.stdout]).toEqual([2, '']);
+      expect(refused.stderr).toBe(
+        `sluice config: <match> ${JSON.stringify(match)} is written like an IP address or CIDR block but is not one; give an IPv4 or IPv6 address, or a block such as 203.0.113.0/24 (prefix 0 to 32) or 2001:db8::/56 (prefix 0 to 128)\n`,
+      );
+      expect(await stores.redis.exists('sluice:config:bad')).toBe(0);
+    },
+  );
+
+  test('other bad input exits 2 naming it: a duration, a long reason, a control character, a missing match', async () => {
+    const args = ['--name', 'bad', '--redis', `redis://127.0.0.1:${stores.server.port}`];
+    const duration = await sluice(['config', 'deny', 'add', 'user:1', '--for', 'soon', ...args]);
+    expect([duration.code, duration.stderr]).toEqual([2, expect.stringMatching(/^sluice config: --for must be/)]);
+    const reason = await sluice(['config', 'deny', 'add', 'user:1', '--reason', 'x'.repeat(201), ...args]);
+    expect([reason.code, reason.stderr]).toEqual([2, expect.stringMatching(/entry\.reason: must be a string of at most 200 characters/)]);
+    const control = await sluice(['config', 'deny', 'add', 'user:\u0007', ...args]);
+    expect([control.code, control.stderr]).toEqual([2, expect.stringMatching(/entry\.match: must be an identity or an IP range/)]);
+    const none = await sluice(['config', 'deny', 'add', ...args]);
+    expect([none.code, none.stderr]).toEqual([2, expect.stringMatching(/missing required argument 'match'/)]);
+    expect(await stores.redis.exists('sluice:config:bad')).toBe(0);
+  });
+
+  test('an unreachable Redis exits 1; a list with no document prints nothing and says the list is empty', async () => {
+    const down = await sluice(['config', 'deny', 'list', '--name', 'api', '--redis', 'redis://127.0.0.1:1']);
+    expect([down.code, down.stderr]).toEqual([1, expect.stringMatching(/could not connect to Redis at redis:\/\/127\.0\.0\.1:1/)]);
+    const empty = await sluice(['config', 'deny', 'list', '--name', 'nobody', '--redis', `redis://127.0.0.1:${stores.server.port}`]);
+    expect([empty.code, empty.stdout, empty.stderr]).toEqual([0, '', expect.stringMatching(/the deny list of "nobody" holds 0 entries/)]);
+  });
+});
+
+describe('sluice config deny on SQLite and Upstash', () => {
+  test('SQLite: add creates the file, list and remove read it; list of a missing file exits 1 and creates nothing', async () => {
+    const file = join(stores.folder, 'limits.db');
+    const at = ['--name', 'api', '--sqlite', file];
+    const added = await sluice(['config', 'deny', 'add', '198.51.100.0/24', '--for', '30m', ...at]);
+    expect(added.code, added.stderr).toBe(0);
+    expect(added.stderr).toMatch(/watching instances read it at their next refresh/);
+    expect((await sluice(['config', 'deny', 'add', 'key:abc', ...at])).code).toBe(0);
+    const json = await sluice(['config', 'deny', 'list', '--json', ...at]);
+    expect((JSON.parse(json.stdout) as Array<{ match: string }>).map((e) => e.match)).toEqual(['198.51.100.0/24', 'key:abc']);
+    expect((await sluice(['config', 'deny', 'remove', '198.51.100.0/24', ...at])).code).toBe(0);
+    expect(JSON.parse((await sluice(['config', 'deny', 'list', '--json', ...at])).stdout)).toMatchObject([{ match: 'key:abc' }]);
+    const missing = join(stores.folder, 'typo.db');
+    const listed = await sluice(['config', 'deny', 'list', '--name', 'api', '--sqlite', missing]);
+    expect([listed.code, listed.stderr]).toEqual([1, expect.stringMatching(/could not open the SQLite file/)]);
+    expect(existsSync(missing)).toBe(false);
+  });
+
+  test('Upstash: add, list and remove through the REST fixture; the document lands in its Redis', async () => {
+    const env = { UPSTASH_REDIS_REST_URL: stores.fixture.url, UPSTASH_REDIS_REST_TOKEN: stores.fixture.token };
+    const added = await sluice(['config', 'deny', 'add', '2001:db8:1::/48', '--reason', 'botnet', '--name', 'edge'], env);
+    expect(added.code, added.stderr).toBe(0);
+    expect(JSON.parse((await stores.redis.get('sluice:config:edge'))!)).toMatchObject({
+      deny: [{ match: '2001:db8:1::/48', reason: 'botnet' }],
+    });
+    const list = await sluice(['config', 'deny', 'list', '--name', 'edge'], env);
+    expect(list.stdout).toMatch(/^2001:db8:1::\/48 +IPv6 +- +botnet$/m);
+    expect((await sluice(['config', 'deny', 'remove', '2001:db8:1::/48', '--name', 'edge'], env)).code).toBe(0);
+    expect(JSON.parse((await stores.redis.get('sluice:config:edge'))!)).not.toHaveProperty('deny');
+  });
+});

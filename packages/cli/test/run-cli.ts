@@ -1,0 +1,65 @@
+/**
+ * Runs the built `sluice` binary as a process, as an operator runs it, and collects its exit code and output; and
+ * the real stores the `sluice config` tests run it against.
+ */
+import { spawn } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { Redis } from 'ioredis';
+import { afterAll, beforeAll } from 'vitest';
+import { startRedis, type RedisServer } from '../../../test/harness/redis.js';
+import { startUpstashFixture, type UpstashFixture } from '../../../test/harness/upstash-fixture.js';
+
+const CLI = fileURLToPath(new URL('../dist/cli.js', import.meta.url));
+
+export interface Run {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+export function sluice(args: string[], env: Record<string, string> = {}): Promise<Run> {
+  return new Promise((resolve, reject) => {
+    // A clean environment, but NODE_OPTIONS goes through: on Node 22 and 24 it preloads the better-sqlite3 built for
+    // that Node (scripts/test-node-versions.mjs).
+    const inherited = process.env.NODE_OPTIONS === undefined ? {} : { NODE_OPTIONS: process.env.NODE_OPTIONS };
+    const child = spawn(process.execPath, [CLI, ...args], {
+      env: { PATH: process.env.PATH, ...inherited, ...env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
+    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+    child.once('error', reject);
+    child.once('close', (code) => resolve({ code, stdout, stderr }));
+  });
+}
+
+/** What a `sluice config` test runs against: a redis-server, the Upstash REST fixture over it, a client, a folder. */
+export interface Stores {
+  server: RedisServer;
+  fixture: UpstashFixture;
+  redis: Redis;
+  folder: string;
+}
+
+/** Starts the stores before the file's tests and stops them after; the fields are set once `beforeAll` has run. */
+export function useStores(folderPrefix: string): Stores {
+  const stores = {} as Stores;
+  beforeAll(async () => {
+    stores.server = await startRedis();
+    stores.fixture = await startUpstashFixture({ redisPort: stores.server.port });
+    stores.redis = new Redis({ host: stores.server.host, port: stores.server.port });
+    stores.folder = mkdtempSync(join(tmpdir(), folderPrefix));
+  });
+  afterAll(async () => {
+    stores.redis?.disconnect();
+    await stores.fixture?.close();
+    await stores.server?.stop();
+    if (stores.folder !== undefined) rmSync(stores.folder, { recursive: true, force: true });
+  });
+  return stores;
+}

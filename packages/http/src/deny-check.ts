@@ -1,0 +1,109 @@
+/**
+ * The deny list step of the handler, before any limiter decides: each consulted limiter's `deny` list (set by
+ * `configure({ deny })` or `watchConfig`) is compiled once per list object (deny-list.ts) and matched against the
+ * shared identity and the client address, read with the same trust rules as limiting. A limiter in mode `off`
+ * skips its list; in `shadow` (or with the handler's `shadow`) a match is reported to onDenied and the request goes on.
+ */
+import { SluiceError } from '@sluice/core';
+import type { ClientIpResult } from './client-ip.js';
+import type { CompiledEntry, CompiledOptions } from './compile-options.js';
+import { compileDenyList, type DenyEntry, type DenyMatcher } from './deny-list.js';
+import { formatIp } from './ip-address.js';
+import type { DeniedEvent } from './options.js';
+import { report } from './report.js';
+import { refusal, type HandleResult } from './response.js';
+
+/** `denyNeeds` answers: no list applies; lists of identities only; some list holds IP blocks (resolve the address). */
+export const DENY_NONE = 0;
+export const DENY_IDENTITY = 1;
+export const DENY_ADDRESS = 2;
+
+/**
+ * Matchers by list object and IPv6 prefix, shared by every handler in the process: a list of 100,000 entries is
+ * compiled once however many routes use its limiter. Weak, so a replaced list is collected.
+ */
+const compiled = new WeakMap<readonly DenyEntry[], Map<number, DenyMatcher>>();
+
+/**
+ * Whether the deny list step has anything to do for this request, compiling a list the first time it is seen
+ * (and reporting its malformed entries once, to onError). Allocates nothing when no limiter has a list.
+ */
+export function denyNeeds<R>(o: CompiledOptions<R>, raw: R): number {
+  let needs = DENY_NONE;
+  for (let i = 0; i < o.entries.length; i++) {
+    const matcher = current(o, o.entries[i]!, raw);
+    if (matcher === undefined) continue;
+    if (matcher.hasRanges) return DENY_ADDRESS;
+    if (matcher.size > 0) needs = DENY_IDENTITY;
+  }
+  return needs;
+}
+
+/** The matcher for the entry's limiter's current list, or undefined when its list is empty or its mode is `off`. */
+function current<R>(o: CompiledOptions<R>, entry: CompiledEntry<R>, raw: R): DenyMatcher | undefined {
+  const limiter = entry.limiter;
+  // `deny` may be absent on a Limiter implemented outside core, written before the deny list existed.
+  const list: readonly DenyEntry[] | undefined = limiter.deny;
+  if (list === undefined || list.length === 0 || limiter.mode === 'off') return undefined;
+  if (entry.denySource !== list) {
+    entry.denySource = list;
+    entry.denyMatcher = matcherFor(list, o.ipv6Prefix);
+    const problems = entry.denyMatcher.problems;
+    if (problems.length > 0) {
+      const more = problems.length > 1 ? ` (and ${problems.length - 1} more)` : '';
+      const error = new SluiceError('INVALID_OPTION', `deny list of "${entry.policy}": ${problems[0]}${more}; left out`);
+      report(o, error, { request: raw, source: 'deny-list', policy: entry.policy }, entry.store);
+    }
+  }
+  return entry.denyMatcher;
+}
+
+function matcherFor(list: readonly DenyEntry[], ipv6Prefix: number): DenyMatcher {
+  let byPrefix = compiled.get(list);
+  if (byPrefix === undefined) compiled.set(list, (byPrefix = new Map()));
+  let matcher = byPrefix.get(ipv6Prefix);
+  if (matcher === undefined) byPrefix.set(ipv6Prefix, (matcher = compileDenyList(list, ipv6Prefix)));
+  return matcher;
+}
+
+/**
+ * After `denyNeeds`: the 403 when a limiter in enforce mode denies the identity or address, else undefined (no
+ * match, or only shadow ones, which are reported). `ip` is the client address when it was resolved.
+ */
+export function checkDeny<R>(
+  o: CompiledOptions<R>,
+  raw: R,
+  identity: string | undefined,
+  ip: ClientIpResult | undefined,
+): HandleResult | undefined {
+  const address = ip !== undefined && ip.ok ? ip.address : undefined;
+  for (let i = 0; i < o.entries.length; i++) {
+    const entry = o.entries[i]!;
+    const matcher = current(o, entry, raw);
+    if (matcher === undefined) continue;
+    const found = matcher.match(identity, address, entry.denyNow);
+    if (found === undefined) continue;
+    const shadow = o.shadow || entry.limiter.mode === 'shadow';
+    denied(o, {
+      request: raw,
+      identity,
+      address: address === undefined ? undefined : formatIp(address),
+      policy: entry.policy,
+      entry: found,
+      shadow,
+    });
+    if (shadow) continue;
+    return refusal(o, raw, { kind: 'denied', rateHeaders: [], identity, degraded: false, reason: found.reason, results: [] });
+  }
+  return undefined;
+}
+
+/** Calls onDenied; an exception from it goes to onError, as one from onLimited does. */
+function denied<R>(o: CompiledOptions<R>, event: DeniedEvent<R>): void {
+  if (o.onDenied === undefined) return;
+  try {
+    o.onDenied(event);
+  } catch (error) {
+    report(o, error, { request: event.request, source: 'hook', policy: event.policy });
+  }
+}

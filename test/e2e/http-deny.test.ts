@@ -1,0 +1,72 @@
+// End to end: the deny list on a real server per framework (Express 5, Express 4, Fastify 5, Hono 4) on 127.0.0.1,
+// a real HTTP client connecting from chosen loopback addresses. A denied address gets 403 with reason 'denied' and
+// no rate-limit fields, whatever forwarding headers it sends; others are limited as before; shadow mode reports
+// and lets through.
+import { createLimiter, fixedWindow, type Limiter } from '@sluice/core';
+import type { DeniedEvent, DenyEntry } from '@sluice/http';
+import { memoryStore } from '@sluice/memory';
+import { describe, expect, it } from 'vitest';
+import { client, closedAfterEach, FRAMEWORKS, limitHeaders, serve, spoofingHeaders } from './servers.js';
+
+const track = closedAfterEach();
+
+function deniedLimiter(deny: readonly DenyEntry[]): Limiter {
+  const limiter = createLimiter({ name: 'api', store: memoryStore(), rules: fixedWindow({ limit: 2, window: '1m' }) });
+  limiter.configure({ deny });
+  return limiter;
+}
+
+const SPOOFS = spoofingHeaders('198.51.100.9');
+
+for (const framework of FRAMEWORKS) {
+  describe(`${framework}: deny list`, () => {
+    it('answers a denied address 403 with reason denied, and limits an undenied one as before', async () => {
+      const limiter = deniedLimiter([{ match: '127.0.0.2', reason: 'abuse report' }]);
+      const app = await track(serve(framework, { limiter }, [{ path: '/' }]));
+      const denied = await track(client('127.0.0.2'));
+      const other = await track(client('127.0.0.3'));
+      for (let i = 0; i < 3; i++) {
+        const refused = await denied.get(app.url);
+        expect(refused.status).toBe(403);
+        expect(limitHeaders(refused)).toEqual({});
+        expect(refused.headers['content-type']).toMatch(/^application\/problem\+json/);
+        expect(JSON.parse(refused.body)).toMatchObject({ status: 403, reason: 'denied', denyReason: 'abuse report' });
+      }
+      expect(app.ran('/')).toBe(0);
+      const statuses = [];
+      for (let i = 0; i < 3; i++) statuses.push((await other.get(app.url)).status);
+      expect(statuses).toEqual([200, 200, 429]);
+    });
+
+    it('still refuses a denied client that sends every forwarding header under the default trust', async () => {
+      const limiter = deniedLimiter([{ match: '127.0.0.0/29' }]);
+      const app = await track(serve(framework, { limiter }, [{ path: '/' }]));
+      const denied = await track(client('127.0.0.4'));
+      expect((await denied.get(app.url, SPOOFS)).status).toBe(403);
+      for (const [name, value] of Object.entries(SPOOFS)) {
+        expect((await denied.get(app.url, { [name]: value })).status, name).toBe(403);
+      }
+      expect(app.ran('/')).toBe(0);
+    });
+
+    it('shadow mode reports the would-be denial and lets the request through', async () => {
+      const events: DeniedEvent<unknown>[] = [];
+      const limiter = deniedLimiter([{ match: '127.0.0.5', reason: 'trial' }]);
+      limiter.configure({ mode: 'shadow' });
+      const onDenied = (event: DeniedEvent<never>) => void events.push(event);
+      const app = await track(serve(framework, { limiter, onDenied }, [{ path: '/' }]));
+      const denied = await track(client('127.0.0.5'));
+      const reply = await denied.get(app.url);
+      expect(reply.status).toBe(200);
+      expect(app.ran('/')).toBe(1);
+      expect(events).toHaveLength(1);
+      expect(events[0]).toMatchObject({
+        identity: 'ip:127.0.0.5',
+        address: '127.0.0.5',
+        policy: 'api',
+        shadow: true,
+        entry: { reason: 'trial' },
+      });
+    });
+  });
+}
