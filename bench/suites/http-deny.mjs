@@ -4,7 +4,7 @@
 // store, 10,000 clients (three in four IPv4), none of them denied, so every request pays for the whole lookup
 // and then for its rate decision. The heap the compiled list holds is measured in a child (http-deny/heap.mjs).
 import { createLimiter, fixedWindow } from '@sluice/core';
-import { createHandler } from '@sluice/http';
+import { createHandler, matchDenyList } from '@sluice/http';
 import { memoryStore } from '@sluice/memory';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -26,7 +26,7 @@ const TARGET_ADDED_NS = 1_000;
 function handlerContestant(name, deny) {
   const limiter = createLimiter({ name: 'bench', store: memoryStore(), rules: fixedWindow({ limit: 1_000_000_000, window: '1h' }) });
   if (deny.length > 0) limiter.configure({ deny });
-  const handler = createHandler({ limiter });
+  const handler = createHandler({ limiter, denyList: matchDenyList });
   const requests = clientAddresses(CLIENTS).map((remoteAddress) => ({ headers: {}, remoteAddress }));
   let refused = 0;
   return {

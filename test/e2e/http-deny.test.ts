@@ -3,8 +3,12 @@
 // no rate-limit fields, whatever forwarding headers it sends; others are limited as before; shadow mode reports
 // and lets through.
 import { createLimiter, fixedWindow, type Limiter } from '@sluice/core';
-import type { DeniedEvent, DenyEntry } from '@sluice/http';
+import { matchDenyList, type DeniedEvent, type DenyEntry } from '@sluice/http';
 import { memoryStore } from '@sluice/memory';
+import * as express from '@sluice/express';
+import * as fastify from '@sluice/fastify';
+import * as hono from '@sluice/hono';
+import * as next from '@sluice/next';
 import { describe, expect, it } from 'vitest';
 import { client, closedAfterEach, FRAMEWORKS, limitHeaders, serve, spoofingHeaders } from './servers.js';
 
@@ -18,11 +22,15 @@ function deniedLimiter(deny: readonly DenyEntry[]): Limiter {
 
 const SPOOFS = spoofingHeaders('198.51.100.9');
 
+it('every adapter exports the deny list step of @sluice/http, so one import serves the option', () => {
+  for (const adapter of [express, fastify, hono, next]) expect(adapter.matchDenyList).toBe(matchDenyList);
+});
+
 for (const framework of FRAMEWORKS) {
   describe(`${framework}: deny list`, () => {
     it('answers a denied address 403 with reason denied, and limits an undenied one as before', async () => {
       const limiter = deniedLimiter([{ match: '127.0.0.2', reason: 'abuse report' }]);
-      const app = await track(serve(framework, { limiter }, [{ path: '/' }]));
+      const app = await track(serve(framework, { limiter, denyList: matchDenyList }, [{ path: '/' }]));
       const denied = await track(client('127.0.0.2'));
       const other = await track(client('127.0.0.3'));
       for (let i = 0; i < 3; i++) {
@@ -40,7 +48,7 @@ for (const framework of FRAMEWORKS) {
 
     it('still refuses a denied client that sends every forwarding header under the default trust', async () => {
       const limiter = deniedLimiter([{ match: '127.0.0.0/29' }]);
-      const app = await track(serve(framework, { limiter }, [{ path: '/' }]));
+      const app = await track(serve(framework, { limiter, denyList: matchDenyList }, [{ path: '/' }]));
       const denied = await track(client('127.0.0.4'));
       expect((await denied.get(app.url, SPOOFS)).status).toBe(403);
       for (const [name, value] of Object.entries(SPOOFS)) {
@@ -54,7 +62,7 @@ for (const framework of FRAMEWORKS) {
       const limiter = deniedLimiter([{ match: '127.0.0.5', reason: 'trial' }]);
       limiter.configure({ mode: 'shadow' });
       const onDenied = (event: DeniedEvent<never>) => void events.push(event);
-      const app = await track(serve(framework, { limiter, onDenied }, [{ path: '/' }]));
+      const app = await track(serve(framework, { limiter, denyList: matchDenyList, onDenied }, [{ path: '/' }]));
       const denied = await track(client('127.0.0.5'));
       const reply = await denied.get(app.url);
       expect(reply.status).toBe(200);

@@ -3,7 +3,7 @@
 // compiles the matcher, which the handler keeps. Prints one JSON line (see lib/child.mjs).
 //   node --expose-gc bench/suites/http-deny/heap.mjs [entries]
 import { createLimiter, fixedWindow } from '@sluice/core';
-import { createHandler } from '@sluice/http';
+import { createHandler, matchDenyList } from '@sluice/http';
 import { memoryStore } from '@sluice/memory';
 import { reply } from '../../lib/child.mjs';
 import { denyEntries } from './entries.mjs';
@@ -19,8 +19,8 @@ const limiter = createLimiter({ store: memoryStore(), rules: fixedWindow({ limit
 limiter.configure({ deny: denyEntries(count) }); // core keeps a checked, frozen copy: the list itself, outside the measure
 // A first handler (IPv6 grouped by /64) compiles the list once: what core and the first request leave behind
 // (some of it freed only then) is settled before the baseline, so the measure holds one matcher and nothing else.
-createHandler({ limiter, clientIp: { ipv6Prefix: 64 } }).run({ headers: {}, remoteAddress: '10.0.0.0' });
-const handler = createHandler({ limiter }); // IPv6 grouped by /56: a matcher of its own
+createHandler({ limiter, denyList: matchDenyList, clientIp: { ipv6Prefix: 64 } }).run({ headers: {}, remoteAddress: '10.0.0.0' });
+const handler = createHandler({ limiter, denyList: matchDenyList }); // IPv6 grouped by /56: a matcher of its own
 collect();
 const before = process.memoryUsage().heapUsed;
 const started = process.hrtime.bigint();

@@ -4,6 +4,7 @@ import { clientIpResolver, type ClientIpResult } from './client-ip.js';
 import { HEADER_STYLES, type HeaderStyle, type LegacyReset, type PolicyItemCache } from './header-fields.js';
 import { HTTP_OPTION_NAMES, type HttpLimitOptions, type IdentityValue, type LimiterEntry, type ShadowBanOptions } from './options.js';
 import type { DenyEntry, DenyMatcher } from './deny-list.js';
+import type { DenyListStep } from './deny-step.js';
 import type { HttpRequest } from './request.js';
 import { warner, type Warner } from './report.js';
 
@@ -47,6 +48,8 @@ export interface CompiledOptions<R> {
   readonly styles: readonly HeaderStyle[];
   readonly legacyReset: LegacyReset;
   readonly denyResponse: HttpLimitOptions<R>['denyResponse'];
+  /** The deny list step (`matchDenyList`), when the handler enforces deny lists. */
+  readonly denyList: DenyListStep | undefined;
   readonly onLimited: HttpLimitOptions<R>['onLimited'];
   readonly onDenied: HttpLimitOptions<R>['onDenied'];
   readonly onError: HttpLimitOptions<R>['onError'];
@@ -189,6 +192,7 @@ export function compileOptions<R>(options: HttpLimitOptions<R>): CompiledOptions
     styles,
     legacyReset,
     denyResponse: optionalFunction(options.denyResponse, 'denyResponse', '(context) => response | undefined'),
+    denyList: checkDenyListStep(options.denyList),
     onLimited: optionalFunction(options.onLimited, 'onLimited', '(event) => void'),
     onDenied: optionalFunction(options.onDenied, 'onDenied', '(event) => void'),
     onError: optionalFunction(options.onError, 'onError', '(error, event) => void'),
@@ -228,4 +232,13 @@ function compileShadowBan<R>(value: unknown): CompiledOptions<R>['shadowBan'] {
   const contentType = options.contentType ?? 'application/json; charset=utf-8';
   if (typeof contentType !== 'string') fail(`shadowBan.contentType must be a string, got ${describe(contentType)}`);
   return { when: optionalFunction(options.when, 'shadowBan.when', '(request, decision) => boolean'), status, body, contentType };
+}
+
+function checkDenyListStep(value: unknown): DenyListStep | undefined {
+  if (value === undefined) return undefined;
+  const step = value as Partial<DenyListStep> | null;
+  if (typeof step !== 'object' || step === null || typeof step.needs !== 'function' || typeof step.check !== 'function') {
+    fail(`denyList must be matchDenyList (import { matchDenyList } from '@sluice/http' or the adapter), got ${describe(value)}`);
+  }
+  return step as DenyListStep;
 }

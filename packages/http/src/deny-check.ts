@@ -12,11 +12,7 @@ import { formatIp } from './ip-address.js';
 import type { DeniedEvent } from './options.js';
 import { report } from './report.js';
 import { refusal, type HandleResult } from './response.js';
-
-/** `denyNeeds` answers: no list applies; lists of identities only; some list holds IP blocks (resolve the address). */
-export const DENY_NONE = 0;
-export const DENY_IDENTITY = 1;
-export const DENY_ADDRESS = 2;
+import { DENY_ADDRESS, DENY_IDENTITY, DENY_NONE, type DenyListStep } from './deny-step.js';
 
 /**
  * Matchers by list object and IPv6 prefix, shared by every handler in the process: a list of 100,000 entries is
@@ -28,7 +24,7 @@ const compiled = new WeakMap<readonly DenyEntry[], Map<number, DenyMatcher>>();
  * Whether the deny list step has anything to do for this request, compiling a list the first time it is seen
  * (and reporting its malformed entries once, to onError). Allocates nothing when no limiter has a list.
  */
-export function denyNeeds<R>(o: CompiledOptions<R>, raw: R): number {
+function denyNeeds<R>(o: CompiledOptions<R>, raw: R): number {
   let needs = DENY_NONE;
   for (let i = 0; i < o.entries.length; i++) {
     const matcher = current(o, o.entries[i]!, raw);
@@ -70,7 +66,7 @@ function matcherFor(list: readonly DenyEntry[], ipv6Prefix: number): DenyMatcher
  * After `denyNeeds`: the 403 when a limiter in enforce mode denies the identity or address, else undefined (no
  * match, or only shadow ones, which are reported). `ip` is the client address when it was resolved.
  */
-export function checkDeny<R>(
+function checkDeny<R>(
   o: CompiledOptions<R>,
   raw: R,
   identity: string | undefined,
@@ -107,3 +103,9 @@ function denied<R>(o: CompiledOptions<R>, event: DeniedEvent<R>): void {
     report(o, error, { request: event.request, source: 'hook', policy: event.policy });
   }
 }
+
+/**
+ * The deny list step: give it as the `denyList` option (`rateLimit({ limiter, denyList: matchDenyList })`) to
+ * refuse clients on a limiter's deny list with 403 before any limiter decides.
+ */
+export const matchDenyList: DenyListStep = { needs: denyNeeds, check: checkDeny };

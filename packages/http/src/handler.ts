@@ -2,7 +2,7 @@ import type { Decision } from '@sluice/core';
 import { isPromiseLike } from '@sluice/internal';
 import type { ClientIpResult } from './client-ip.js';
 import { compileOptions, type CompiledEntry, type CompiledOptions } from './compile-options.js';
-import { checkDeny, DENY_ADDRESS, DENY_NONE, denyNeeds } from './deny-check.js';
+import { DENY_ADDRESS, DENY_NONE, unenforcedDenyList } from './deny-step.js';
 import { consume, DEGRADED, giveBack, note, REFUSED, SHADOWED, type LimiterResult } from './decision.js';
 import { afterIdentify, identityText, resolveShared, type SharedIdentity } from './identity.js';
 import { drive } from './maybe-async.js';
@@ -66,7 +66,7 @@ function* flow<R>(o: CompiledOptions<R>, request: HttpRequest, raw: R): Generato
   }
 
   // The deny list comes before any limiter decides; its address is the one limiting reads, resolved once for both.
-  const deny = denyNeeds(o, raw);
+  const deny = o.denyList === undefined ? unenforcedDenyList(o, raw) : o.denyList.needs(o, raw);
   let ip: ClientIpResult | undefined;
   if (deny === DENY_ADDRESS && o.clientIp !== undefined && request.connectionLost !== true) {
     let resolved: unknown = o.clientIp(request, raw);
@@ -85,7 +85,7 @@ function* flow<R>(o: CompiledOptions<R>, request: HttpRequest, raw: R): Generato
     }
   }
   if (deny !== DENY_NONE) {
-    const refused = checkDeny(o, raw, identity, ip);
+    const refused = o.denyList!.check(o, raw, identity, ip);
     if (refused !== undefined) return refused;
   }
 
@@ -156,14 +156,14 @@ function isSimple<R>(o: CompiledOptions<R>): CompiledEntry<R> | undefined {
 /** `flow` for a simple configuration over a synchronous store, as straight-line code. */
 function fast<R>(o: CompiledOptions<R>, entry: CompiledEntry<R>, request: HttpRequest, raw: R): HandleResult | Promise<HandleResult> {
   // Synchronous: clientIp is no hook. The deny list step as in `flow`.
-  const deny = denyNeeds(o, raw);
+  const deny = o.denyList === undefined ? unenforcedDenyList(o, raw) : o.denyList.needs(o, raw);
   const ip = deny === DENY_ADDRESS && o.clientIp !== undefined && request.connectionLost !== true ? o.clientIp(request, raw) : undefined;
   const shared = afterIdentify(o, request, raw, undefined, ip as ClientIpResult | undefined) as SharedIdentity;
   if (typeof shared !== 'string') {
     return o.missing === 'deny' || shared.lost === true ? unidentified(o, raw, shared.problem) : skipped(undefined);
   }
   if (deny !== DENY_NONE) {
-    const refused = checkDeny(o, raw, shared, ip as ClientIpResult | undefined);
+    const refused = o.denyList!.check(o, raw, shared, ip as ClientIpResult | undefined);
     if (refused !== undefined) return refused;
   }
   const cost = (entry.cost ?? o.cost) as number;

@@ -28,6 +28,8 @@ export { nodeHeaderTarget, writeHeaders } from './header-fields.js';
 export type { HeaderField, HeaderStyle, HeaderTarget, LegacyReset } from './header-fields.js';
 export type { ProblemDetails, RefusalKind } from './problem.js';
 export type { DenyEntry } from './deny-list.js';
+export { matchDenyList } from './deny-check.js';
+export type { DenyListStep } from './deny-step.js';
 export { addressLost } from './request.js';
 export type { HeaderBag, HttpRequest, SocketLike } from './request.js';
 export { applyHeaders, toResponse } from './web.js';

@@ -1,6 +1,7 @@
 import type { Decision, Limiter } from '@sluice/core';
 import type { ClientIpOptions } from './client-ip.js';
 import type { DenyEntry } from './deny-list.js';
+import type { DenyListStep } from './deny-step.js';
 import type { HeaderStyle, LegacyReset } from './header-fields.js';
 import type { ProblemDetails, RefusalKind } from './problem.js';
 
@@ -86,7 +87,8 @@ export interface ErrorEvent<R> {
   readonly request: R;
   /**
    * `store`: a degraded decision (the store failed; the limiter's onStoreError policy answered). `hook`: onLimited
-   * or onDenied threw. `deny-list`: a limiter's deny list holds entries that cannot be read (left out; once per list).
+   * or onDenied threw. `deny-list`: a limiter's deny list holds entries that cannot be read (left out), or this
+   * handler was not given `denyList` and so does not enforce it; once per list.
    */
   readonly source: 'store' | 'hook' | 'deny-list';
   readonly policy?: string;
@@ -127,6 +129,12 @@ export interface HttpLimitOptions<R> {
   denyResponse?: (context: DenyContext<R>) => DenyResponse | undefined;
   /** Every refusal, and every would-be refusal in shadow mode: for logs and metrics. */
   onLimited?: (event: LimitedEvent<R>) => void;
+  /**
+   * Enforce the limiters' deny lists (`configure({ deny })`, or the runtime configuration through `watchConfig`):
+   * pass `matchDenyList`, from `@sluice/http` or the adapter. Opt-in so that a worker without a deny list does not
+   * ship the matcher; without it, a limiter that holds a list is reported once to onError (or the console).
+   */
+  denyList?: DenyListStep;
   /** Every request refused by a limiter's deny list (403), and every one shadow mode let through. */
   onDenied?: (event: DeniedEvent<R>) => void;
   /**
@@ -149,6 +157,7 @@ export const HTTP_OPTION_NAMES: readonly string[] = [
   'legacyReset',
   'denyResponse',
   'onLimited',
+  'denyList',
   'onDenied',
   'onError',
 ];

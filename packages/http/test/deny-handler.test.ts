@@ -2,6 +2,7 @@ import { fixedWindow } from '@sluice/core';
 import { describe, expect, it } from 'vitest';
 import {
   createHandler,
+  matchDenyList,
   PLATFORM_HEADERS,
   type DeniedEvent,
   type DenyEntry,
@@ -24,7 +25,7 @@ function deniedLimiter(deny: readonly DenyEntry[], clock = fakeClock()) {
 
 describe('createHandler: the deny list', () => {
   it('answers a denied address with 403, reason denied, the entry reason, and no rate-limit fields', () => {
-    const handler = createHandler({ limiter: deniedLimiter([{ match: '203.0.113.0/24', reason: 'scraping' }]) });
+    const handler = createHandler({ denyList: matchDenyList, limiter: deniedLimiter([{ match: '203.0.113.0/24', reason: 'scraping' }]) });
     const refused = sync(handler.run(request('203.0.113.7')));
     expect(refused).toMatchObject({ allowed: false, outcome: 'denied', status: 403, identity: 'ip:203.0.113.7', results: [] });
     expect(written(refused.headers)).toEqual({ 'content-type': 'application/problem+json' });
@@ -40,7 +41,7 @@ describe('createHandler: the deny list', () => {
 
   it('counts nothing for a denied client and limits others as before', () => {
     const limiter = deniedLimiter([{ match: '203.0.113.7' }]);
-    const handler = createHandler({ limiter });
+    const handler = createHandler({ denyList: matchDenyList, limiter });
     for (let i = 0; i < 5; i++) expect(sync(handler.run(request('203.0.113.7'))).status).toBe(403);
     expect(JSON.parse(sync(handler.run(request('203.0.113.7'))).body!)).not.toHaveProperty('denyReason');
     expect(sync(handler.run(request('203.0.113.8'))).outcome).toBe('allowed');
@@ -55,6 +56,7 @@ describe('createHandler: the deny list', () => {
     const limiter = deniedLimiter([{ match: '203.0.113.7' }]);
     const handler = createHandler({
       limiter,
+      denyList: matchDenyList,
       denyResponse: (context) => (context.kind === 'denied' ? { status: 404, body: 'not found', contentType: 'text/plain' } : undefined),
     });
     const refused = sync(handler.run(request()));
@@ -64,7 +66,11 @@ describe('createHandler: the deny list', () => {
 
   it('matches an authenticated identity, and the address of an authenticated client too', async () => {
     const limiter = deniedLimiter([{ match: 'user:42' }, { match: '2001:db8:aa00::/56' }]);
-    const handler = createHandler<HttpRequest>({ limiter, identify: (r) => (r.url === '/as/42' ? 42 : r.url === '/as/7' ? 7 : undefined) });
+    const handler = createHandler<HttpRequest>({
+      denyList: matchDenyList,
+      limiter,
+      identify: (r) => (r.url === '/as/42' ? 42 : r.url === '/as/7' ? 7 : undefined),
+    });
     const as = (url: string, address: string) => handler.handle({ ...request(address), url });
     expect((await as('/as/42', '198.51.100.1')).status).toBe(403);
     expect((await as('/as/7', '198.51.100.1')).outcome).toBe('allowed');
@@ -74,20 +80,27 @@ describe('createHandler: the deny list', () => {
   });
 
   it('reads the address with the trust rules of limiting: spoofed headers cannot move a denied client', () => {
-    const handler = createHandler({ limiter: deniedLimiter([{ match: '203.0.113.7' }]) });
+    const handler = createHandler({ denyList: matchDenyList, limiter: deniedLimiter([{ match: '203.0.113.7' }]) });
     // Every header a platform preset or the chain reader knows, and common ones none reads, each naming another address.
     const names = [...Object.values(PLATFORM_HEADERS).flat(), 'x-forwarded-for', 'true-client-ip', 'x-client-ip'];
     const spoofs = { ...Object.fromEntries(names.map((name) => [name, '198.51.100.9'])), forwarded: 'for=198.51.100.9' };
     expect(sync(handler.run(request('203.0.113.7', spoofs))).status).toBe(403);
     // Behind one trusted proxy the header is the client: the denied client is read from it, not from the proxy.
-    const proxied = createHandler({ limiter: deniedLimiter([{ match: '203.0.113.7' }]), clientIp: { trustProxy: 1 } });
+    const proxied = createHandler({
+      denyList: matchDenyList,
+      limiter: deniedLimiter([{ match: '203.0.113.7' }]),
+      clientIp: { trustProxy: 1 },
+    });
     expect(sync(proxied.run(request('10.0.0.1', { 'x-forwarded-for': '198.51.100.9, 203.0.113.7' }))).status).toBe(403);
     expect(sync(proxied.run(request('10.0.0.1', { 'x-forwarded-for': '203.0.113.7, 198.51.100.9' }))).status).toBe(200);
   });
 
   it('stops denying when the entry expires on the limiter clock', () => {
     const clock = fakeClock();
-    const handler = createHandler({ limiter: deniedLimiter([{ match: '203.0.113.7', until: clock.now + 60_000 }], clock) });
+    const handler = createHandler({
+      denyList: matchDenyList,
+      limiter: deniedLimiter([{ match: '203.0.113.7', until: clock.now + 60_000 }], clock),
+    });
     expect(sync(handler.run(request())).status).toBe(403);
     clock.now += 59_999;
     expect(sync(handler.run(request())).status).toBe(403);
@@ -97,7 +110,7 @@ describe('createHandler: the deny list', () => {
 
   it('follows a replaced list, and a list emptied again', () => {
     const limiter = deniedLimiter([]);
-    const handler = createHandler({ limiter });
+    const handler = createHandler({ denyList: matchDenyList, limiter });
     expect(sync(handler.run(request())).outcome).toBe('allowed');
     limiter.configure({ deny: [{ match: 'ip:203.0.113.7' }] });
     expect(sync(handler.run(request())).status).toBe(403);
@@ -109,7 +122,7 @@ describe('createHandler: the deny list', () => {
     const events: DeniedEvent<HttpRequest>[] = [];
     const limiter = deniedLimiter([{ match: '203.0.113.0/24', reason: 'test' }]);
     limiter.configure({ mode: 'shadow' });
-    const handler = createHandler({ limiter, onDenied: (e) => events.push(e) });
+    const handler = createHandler({ denyList: matchDenyList, limiter, onDenied: (e) => events.push(e) });
     expect(sync(handler.run(request())).allowed).toBe(true);
     expect(events).toMatchObject([
       { identity: 'ip:203.0.113.7', address: '203.0.113.7', policy: 'api', shadow: true, entry: { reason: 'test' } },
@@ -122,7 +135,7 @@ describe('createHandler: the deny list', () => {
     expect(events).toHaveLength(2);
     // The handler's own shadow option lets denied clients through as well.
     limiter.configure({ mode: 'enforce' });
-    const shadowed = createHandler({ limiter, shadow: true, onDenied: (e) => events.push(e) });
+    const shadowed = createHandler({ denyList: matchDenyList, limiter, shadow: true, onDenied: (e) => events.push(e) });
     expect(sync(shadowed.run(request())).allowed).toBe(true);
     expect(events[2]).toMatchObject({ shadow: true });
   });
@@ -130,10 +143,28 @@ describe('createHandler: the deny list', () => {
   it('reports malformed entries once per list to onError and applies the others', () => {
     const errors: [unknown, ErrorEvent<HttpRequest>][] = [];
     const limiter = deniedLimiter([{ match: '10.0.0.0/40' }, { match: '203.0.113.7' }]);
-    const handler = createHandler({ limiter, onError: (error, event) => errors.push([error, event]) });
+    const handler = createHandler({ denyList: matchDenyList, limiter, onError: (error, event) => errors.push([error, event]) });
     for (let i = 0; i < 3; i++) expect(sync(handler.run(request())).status).toBe(403);
     expect(errors).toHaveLength(1);
     expect(errors[0]![1]).toMatchObject({ source: 'deny-list', policy: 'api' });
     expect(String((errors[0]![0] as Error).message)).toContain('deny[0]: "10.0.0.0/40"');
+  });
+
+  it('without denyList, a limiter that holds a list is not enforced and is reported once per list', () => {
+    const errors: [unknown, ErrorEvent<HttpRequest>][] = [];
+    const limiter = deniedLimiter([{ match: '203.0.113.7' }]);
+    const handler = createHandler({ limiter, onError: (error, event) => errors.push([error, event]) });
+    expect(sync(handler.run(request())).status).toBe(200);
+    expect(sync(handler.run(request())).status).toBe(200);
+    expect(errors).toHaveLength(1);
+    expect(errors[0]![1]).toMatchObject({ source: 'deny-list', policy: 'api' });
+    expect(String((errors[0]![0] as Error).message)).toContain('denyList: matchDenyList');
+    limiter.configure({ deny: [{ match: '203.0.113.8' }] });
+    expect(sync(handler.run(request())).status).toBe(429);
+    expect(errors).toHaveLength(2);
+  });
+
+  it('refuses a denyList that is not the deny list step, naming the option', () => {
+    expect(() => createHandler({ limiter: deniedLimiter([]), denyList: true as never })).toThrow(/denyList must be matchDenyList/);
   });
 });

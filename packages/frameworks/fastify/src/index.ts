@@ -1,4 +1,5 @@
 export { RateLimitError, rateLimitPlugin } from './plugin.js';
+export { matchDenyList } from '@sluice/http';
 export { trafficStackPlugin } from './traffic-stack.js';
 export type { FastifyStackLayer, FastifyTrafficStackOptions } from './traffic-stack.js';
 export type { FastifyRateLimitOptions } from './plugin.js';

@@ -6,6 +6,7 @@ export {
   createHandler,
   checkStackLayers,
   heldUntilEnd,
+  matchDenyList,
   releasingBody,
   runStackLayers,
   type DeniedEvent,

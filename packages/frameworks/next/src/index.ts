@@ -1,4 +1,5 @@
 export { rateLimit } from './rate-limit.js';
+export { matchDenyList } from './http.js';
 export { withTrafficStack } from './traffic-stack.js';
 export type { NextStackLayer, NextTrafficStackOptions } from './traffic-stack.js';
 export type { NextRateLimit } from './rate-limit.js';

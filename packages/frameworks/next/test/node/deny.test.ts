@@ -7,7 +7,7 @@ import { NextRequest, type NextResponse } from 'next/server';
 import { createServer, request, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
-import { rateLimit } from '../../src/index.js';
+import { matchDenyList, rateLimit } from '../../src/index.js';
 import { memoryLimiter } from '../support.js';
 
 const open: Array<() => Promise<void>> = [];
@@ -61,7 +61,7 @@ describe('rateLimit(): the deny list over real HTTP', () => {
   it('answers a denied address 403 with reason denied whatever it sends, and limits others as before', async () => {
     const limiter = memoryLimiter({ name: 'api', rules: fixedWindow({ limit: 2, window: '1m' }) });
     limiter.configure({ deny: [{ match: '127.0.0.2', reason: 'abuse report' }] });
-    const url = await serve(rateLimit({ limiter, clientIp: { platform: 'vercel' } }));
+    const url = await serve(rateLimit({ limiter, denyList: matchDenyList, clientIp: { platform: 'vercel' } }));
     const denied = client('127.0.0.2');
     for (const headers of [{}, SPOOFS, ...Object.entries(SPOOFS).map(([name, value]) => ({ [name]: value }))]) {
       const refused = await denied(url, headers);
@@ -80,7 +80,9 @@ describe('rateLimit(): the deny list over real HTTP', () => {
     const events: DeniedEvent<NextRequest>[] = [];
     const limiter = memoryLimiter({ name: 'api', rules: fixedWindow({ limit: 5, window: '1m' }), mode: 'shadow' });
     limiter.configure({ deny: [{ match: '127.0.0.4' }] });
-    const url = await serve(rateLimit({ limiter, clientIp: { platform: 'vercel' }, onDenied: (event) => void events.push(event) }));
+    const url = await serve(
+      rateLimit({ limiter, denyList: matchDenyList, clientIp: { platform: 'vercel' }, onDenied: (event) => void events.push(event) }),
+    );
     const reply = await client('127.0.0.4')(url);
     expect([reply.status, reply.body]).toEqual([200, 'route']);
     expect(events).toMatchObject([{ identity: 'ip:127.0.0.4', shadow: true }]);
@@ -94,7 +96,9 @@ describe('rateLimit(): onDenied may return a promise', () => {
     let reported!: (error: unknown) => void;
     const failure = new Promise<unknown>((resolve) => (reported = resolve));
     const onDenied = () => Promise.reject(new Error('log shipment failed'));
-    const url = await serve(rateLimit({ limiter, clientIp: { platform: 'vercel' }, onDenied, onError: (error) => reported(error) }));
+    const url = await serve(
+      rateLimit({ limiter, denyList: matchDenyList, clientIp: { platform: 'vercel' }, onDenied, onError: (error) => reported(error) }),
+    );
     expect((await client('127.0.0.6')(url)).status).toBe(403);
     expect(String(await failure)).toContain('log shipment failed');
   });

@@ -1,0 +1,52 @@
+/**
+ * The deny list step's slot in the handler. The matcher itself (deny-check.ts, deny-list.ts) is only reached
+ * through `matchDenyList`, given as the `denyList` option, so a worker that does not use a deny list does not
+ * ship it. Without the option, a limiter that holds a list is reported once per list: its entries are not
+ * enforced, and the operator who added them must hear so.
+ */
+import { SluiceError } from '@sluice/core';
+import type { ClientIpResult } from './client-ip.js';
+import type { CompiledOptions } from './compile-options.js';
+import { report } from './report.js';
+import type { HandleResult } from './response.js';
+
+/** `needs` answers: no list applies; lists of identities only; some list holds IP blocks (resolve the address). */
+export const DENY_NONE = 0;
+export const DENY_IDENTITY = 1;
+export const DENY_ADDRESS = 2;
+
+/**
+ * What the `denyList` option takes: `matchDenyList`, exported by `@sluice/http` and every adapter. Its members are
+ * internal to the handler.
+ */
+export interface DenyListStep {
+  /** Whether the step has anything to do for this request (DENY_NONE, DENY_IDENTITY or DENY_ADDRESS). */
+  readonly needs: <R>(o: CompiledOptions<R>, raw: R) => number;
+  /** The 403 when an enforcing limiter's list matches, else undefined (shadow matches are reported). */
+  readonly check: <R>(
+    o: CompiledOptions<R>,
+    raw: R,
+    identity: string | undefined,
+    ip: ClientIpResult | undefined,
+  ) => HandleResult | undefined;
+}
+
+/**
+ * `needs` for a handler without the `denyList` option: nothing to do, but a limiter holding a non-empty list is
+ * reported to onError (or the console) once per list object, since its entries go unenforced on this handler.
+ */
+export function unenforcedDenyList<R>(o: CompiledOptions<R>, raw: R): number {
+  for (let i = 0; i < o.entries.length; i++) {
+    const entry = o.entries[i]!;
+    const list = entry.limiter.deny;
+    if (list === undefined || list.length === 0 || entry.denySource === list) continue;
+    entry.denySource = list;
+    const error = new SluiceError(
+      'INVALID_OPTION',
+      `limiter "${entry.policy}" has a deny list of ${list.length} entries, but this handler does not enforce it: ` +
+        `pass denyList: matchDenyList (from @sluice/http or the adapter) to refuse those clients with 403`,
+    );
+    report(o, error, { request: raw, source: 'deny-list', policy: entry.policy }, entry.store);
+  }
+  return DENY_NONE;
+}
