@@ -4,7 +4,7 @@ import { clientIpResolver, type ClientIpResult } from './client-ip.js';
 import { HEADER_STYLES, type HeaderStyle, type LegacyReset, type PolicyItemCache } from './header-fields.js';
 import { HTTP_OPTION_NAMES, type HttpLimitOptions, type IdentityValue, type LimiterEntry, type ShadowBanOptions } from './options.js';
 import type { DenyEntry, DenyMatcher } from './deny-list.js';
-import type { DenyListStep } from './deny-step.js';
+import type { DenyListSteps } from './deny-step.js';
 import type { HttpRequest } from './request.js';
 import { warner, type Warner } from './report.js';
 
@@ -49,7 +49,7 @@ export interface CompiledOptions<R> {
   readonly legacyReset: LegacyReset;
   readonly denyResponse: HttpLimitOptions<R>['denyResponse'];
   /** The deny list step (`matchDenyList`), when the handler enforces deny lists. */
-  readonly denyList: DenyListStep | undefined;
+  readonly denyList: DenyListSteps | undefined;
   readonly onLimited: HttpLimitOptions<R>['onLimited'];
   readonly onDenied: HttpLimitOptions<R>['onDenied'];
   readonly onError: HttpLimitOptions<R>['onError'];
@@ -234,11 +234,11 @@ function compileShadowBan<R>(value: unknown): CompiledOptions<R>['shadowBan'] {
   return { when: optionalFunction(options.when, 'shadowBan.when', '(request, decision) => boolean'), status, body, contentType };
 }
 
-function checkDenyListStep(value: unknown): DenyListStep | undefined {
+function checkDenyListStep(value: unknown): DenyListSteps | undefined {
   if (value === undefined) return undefined;
-  const step = value as Partial<DenyListStep> | null;
+  const step = value as Partial<DenyListSteps> | null;
   if (typeof step !== 'object' || step === null || typeof step.needs !== 'function' || typeof step.check !== 'function') {
     fail(`denyList must be matchDenyList (import { matchDenyList } from '@sluice/http' or the adapter), got ${describe(value)}`);
   }
-  return step as DenyListStep;
+  return step as DenyListSteps;
 }

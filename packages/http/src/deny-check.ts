@@ -12,7 +12,7 @@ import { formatIp } from './ip-address.js';
 import type { DeniedEvent } from './options.js';
 import { report } from './report.js';
 import { refusal, type HandleResult } from './response.js';
-import { DENY_ADDRESS, DENY_IDENTITY, DENY_NONE, type DenyListStep } from './deny-step.js';
+import { DENY_ADDRESS, DENY_IDENTITY, DENY_NONE, type DenyListStep, type DenyListSteps } from './deny-step.js';
 
 /**
  * Matchers by list object and IPv6 prefix, shared by every handler in the process: a list of 100,000 entries is
@@ -108,4 +108,5 @@ function denied<R>(o: CompiledOptions<R>, event: DeniedEvent<R>): void {
  * The deny list step: give it as the `denyList` option (`rateLimit({ limiter, denyList: matchDenyList })`) to
  * refuse clients on a limiter's deny list with 403 before any limiter decides.
  */
-export const matchDenyList: DenyListStep = { needs: denyNeeds, check: checkDeny };
+const steps: DenyListSteps = { step: 'deny-list', needs: denyNeeds, check: checkDeny };
+export const matchDenyList: DenyListStep = steps;

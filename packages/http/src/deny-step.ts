@@ -16,10 +16,15 @@ export const DENY_IDENTITY = 1;
 export const DENY_ADDRESS = 2;
 
 /**
- * What the `denyList` option takes: `matchDenyList`, exported by `@sluice/http` and every adapter. Its members are
- * internal to the handler.
+ * What the `denyList` option takes: `matchDenyList`, exported by `@sluice/http` and every adapter. Opaque: its
+ * members are the handler's business.
  */
 export interface DenyListStep {
+  readonly step: 'deny-list';
+}
+
+/** The step as the handler calls it. */
+export interface DenyListSteps extends DenyListStep {
   /** Whether the step has anything to do for this request (DENY_NONE, DENY_IDENTITY or DENY_ADDRESS). */
   readonly needs: <R>(o: CompiledOptions<R>, raw: R) => number;
   /** The 403 when an enforcing limiter's list matches, else undefined (shadow matches are reported). */
