@@ -2,7 +2,7 @@ import { defineConfig } from 'tsup';
 
 export default defineConfig({
   // Each entry but `index` is a subpath: `@sluice/core/store` (the store-author API), `/concurrency`, `/shedding`
-  // and `/config`. Splitting puts the code the entries share in chunks, in CJS too, so SluiceError, FailureAnswer and the
+  // `/config` and `/analytics`. Splitting puts the code the entries share in chunks, in CJS too, so SluiceError, FailureAnswer and the
   // rest exist once and `instanceof` works across entries.
   entry: {
     index: 'src/index.ts',
@@ -10,6 +10,7 @@ export default defineConfig({
     concurrency: 'src/concurrency-api.ts',
     shedding: 'src/shedding-api.ts',
     config: 'src/config-api.ts',
+    analytics: 'src/analytics-api.ts',
   },
   format: ['esm', 'cjs'],
   splitting: true,

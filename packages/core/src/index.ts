@@ -1,7 +1,8 @@
 // The application API: what code that limits requests calls. What a store author needs (the evaluator, the state
 // codec, step functions, key and option helpers, the failure policy) is in `@sluice/core/store` (src/store-api.ts).
 // The features beside the limiter have subpaths of their own: `@sluice/core/concurrency` (src/concurrency-api.ts),
-// `@sluice/core/shedding` (src/shedding-api.ts) and `@sluice/core/config` (src/config-api.ts).
+// `@sluice/core/shedding` (src/shedding-api.ts), `@sluice/core/config` (src/config-api.ts) and `@sluice/core/analytics`
+// (src/analytics-api.ts).
 export { createLimiter } from './limiter.js';
 export type {
   DecisionEvent,

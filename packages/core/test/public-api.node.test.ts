@@ -10,7 +10,7 @@ const names = (module: object) =>
     .filter((name) => name !== 'default' && name !== '__esModule')
     .sort();
 
-const ENTRIES = ['index', 'store', 'concurrency', 'shedding', 'config'];
+const ENTRIES = ['index', 'store', 'concurrency', 'shedding', 'config', 'analytics'];
 
 /** A call into each subpath that throws a SluiceError (an option the function does not know, or a bad document). */
 const THROWERS: Record<string, (entry: Record<string, (...args: unknown[]) => unknown>) => unknown> = {
@@ -18,6 +18,7 @@ const THROWERS: Record<string, (entry: Record<string, (...args: unknown[]) => un
   concurrency: (concurrency) => concurrency.createConcurrencyLimiter!({ nope: 1 }),
   shedding: (shedding) => shedding.createUtilizationShedder!({ nope: 1 }),
   config: (config) => config.parseLimiterConfig!('not json'),
+  analytics: (analytics) => analytics.fleetAnalytics!({ nope: 1 }),
 };
 
 describe('public API (CommonJS build)', () => {

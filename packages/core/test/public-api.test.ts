@@ -1,7 +1,8 @@
 // The runtime surface of @sluice/core, listed name by name so it changes only on purpose: the root export is what
 // an application calls to limit requests, `@sluice/core/store` is what a store author needs, the features beside
-// the limiter have a subpath each (`/concurrency`, `/shedding`, `/config`), and internals are in none of them.
+// the limiter have a subpath each (`/concurrency`, `/shedding`, `/config`, `/analytics`), and internals are in none of them.
 import { describe, expect, test } from 'vitest';
+import * as analyticsSource from '../src/analytics-api.js';
 import * as concurrencySource from '../src/concurrency-api.js';
 import * as configSource from '../src/config-api.js';
 import * as rootSource from '../src/index.js';
@@ -69,6 +70,15 @@ const CONFIG = [
   'writeLimiterConfig',
 ];
 
+const ANALYTICS = [
+  'ANALYTICS_OUTCOMES',
+  'DEFAULT_ANALYTICS_RETENTION',
+  'DEFAULT_ANALYTICS_TOP_K',
+  'emptyAnalyticsCounts',
+  'fleetAnalytics',
+  'topEntries',
+];
+
 /** Each entry: its name in dist/, its source module and the names it exports. */
 const ENTRIES = [
   { name: 'index', source: rootSource, exported: ROOT },
@@ -76,6 +86,7 @@ const ENTRIES = [
   { name: 'concurrency', source: concurrencySource, exported: CONCURRENCY },
   { name: 'shedding', source: sheddingSource, exported: SHEDDING },
   { name: 'config', source: configSource, exported: CONFIG },
+  { name: 'analytics', source: analyticsSource, exported: ANALYTICS },
 ];
 
 const INTERNAL = ['ceilDiv', 'STEPS', 'hash32', 'CircuitBreaker'];
@@ -94,10 +105,11 @@ describe('public API', () => {
     expect(names(storeSource)).toEqual(STORE);
   });
 
-  test('the /concurrency, /shedding and /config exports are exactly their feature', () => {
+  test('the /concurrency, /shedding, /config and /analytics exports are exactly their feature', () => {
     expect(names(concurrencySource)).toEqual(CONCURRENCY);
     expect(names(sheddingSource)).toEqual(SHEDDING);
     expect(names(configSource)).toEqual(CONFIG);
+    expect(names(analyticsSource)).toEqual(ANALYTICS);
   });
 
   test('no two entries share a runtime name and none exports an internal', () => {

@@ -3,3 +3,5 @@ export { memoryStore } from './memory-store.js';
 export type { MemoryStore, MemoryStoreOptions } from './memory-store.js';
 export { memoryConfigSource } from './memory-config-source.js';
 export type { MemoryConfigSource } from './memory-config-source.js';
+export { memoryAnalyticsStore } from './memory-analytics-store.js';
+export type { MemoryAnalyticsStoreOptions } from './memory-analytics-store.js';

@@ -3,3 +3,5 @@ export { redisStore } from './redis-store.js';
 export type { RedisStore, RedisStoreOptions } from './redis-store.js';
 export { redisConfigSource } from './redis-config-source.js';
 export type { RedisConfigSource, RedisConfigSourceOptions } from './redis-config-source.js';
+export { redisAnalyticsStore } from './redis-analytics-store.js';
+export type { RedisAnalyticsStoreOptions } from './redis-analytics-store.js';

@@ -1,0 +1,13 @@
+// `@sluice/core/analytics`: fleet analytics. `fleetAnalytics`, the observer that counts each limiter's decisions per
+// second and publishes them, and `AnalyticsStore`, the contract of the store the fleet publishes into and a
+// dashboard reads from (memoryAnalyticsStore, redisAnalyticsStore, sqliteAnalyticsStore).
+export {
+  ANALYTICS_OUTCOMES,
+  DEFAULT_ANALYTICS_RETENTION,
+  DEFAULT_ANALYTICS_TOP_K,
+  emptyAnalyticsCounts,
+  topEntries,
+} from './analytics-store.js';
+export type { AnalyticsOutcome, AnalyticsSecond, AnalyticsStore } from './analytics-store.js';
+export { fleetAnalytics } from './fleet-analytics.js';
+export type { FleetAnalytics, FleetAnalyticsOptions, FleetAnalyticsStats } from './fleet-analytics.js';
