@@ -62,6 +62,14 @@ export class LineReader {
     if (last + 1 < chunk.length) this.hold(chunk.subarray(last + 1));
   }
 
+  /**
+   * Complete lines, newline-separated, the last one without its newline: what a worker thread is handed by the
+   * main thread's `LineReader`, which cut them at line boundaries (see tune-threads.ts).
+   */
+  readLines(bytes: Buffer): void {
+    if (bytes.length > 0) this.block(bytes);
+  }
+
   /** The last line when the input does not end with a newline. */
   end(): void {
     if (this.discarding) {
@@ -85,7 +93,7 @@ export class LineReader {
     this.pending = this.pending === undefined ? Buffer.from(bytes) : Buffer.concat([this.pending, bytes]);
   }
 
-  private tooLong(): void {
+  protected tooLong(): void {
     this.lines++;
     this.handler.skip(TOO_LONG);
   }
@@ -95,7 +103,7 @@ export class LineReader {
    * after a line), small enough for V8's young generation, where they die cheaply; a string of a whole 1 MiB chunk
    * is a large object, and those kept the old generation's collector running (`node --trace-gc`).
    */
-  private block(bytes: Buffer): void {
+  protected block(bytes: Buffer): void {
     for (let from = 0; from < bytes.length;) {
       let to = from + TEXT_BYTES >= bytes.length ? -1 : bytes.indexOf(10, from + TEXT_BYTES);
       if (to === -1) to = bytes.length;

@@ -4,7 +4,6 @@
  */
 import { formatDuration } from './candidates.js';
 import type { Histogram } from './histogram.js';
-import type { IdentityTable } from './identity.js';
 import type { SkipReason } from './line-result.js';
 import type { Replay } from './replay.js';
 import type { TimelineBucket } from './timeline.js';
@@ -89,7 +88,8 @@ export interface ReportInput {
   scanned: number;
   jsonParsed: number;
   reorder: { windowMs: number; outOfOrder: number; late: number; forced: number };
-  identities: IdentityTable;
+  /** Identity names by number (`IdentityTable.names`). */
+  identities: { readonly names: readonly string[] };
   replay: Replay;
   maxAffected: number;
   elapsedMs: number;

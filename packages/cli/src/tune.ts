@@ -12,6 +12,7 @@ import { LineReader, type LineHandler } from './line-reader.js';
 import { SKIP_CODES, SKIP_REASONS, type LineParser, type SkipReason } from './line-result.js';
 import { JsonLineParser, type JsonFields } from './parse-json.js';
 import { ReorderBuffer } from './reorder.js';
+import { firstParsedCharacter, IdentityNames, JobReader, ParserThreads } from './tune-threads.js';
 import { Replay } from './replay.js';
 import { buildReport, type TuneReport } from './report.js';
 
@@ -46,6 +47,11 @@ export interface TuneOptions {
   maxLineBytes?: number;
   /** Parse every JSON line with JSON.parse instead of the field scan. @default false */
   strict?: boolean;
+  /**
+   * Threads that parse lines (worker threads; the main thread reads and replays). The report is the same for any
+   * number; 1 parses on the main thread. @default 1
+   */
+  threads?: number;
   /** Called after each chunk read. */
   onProgress?: (progress: TuneProgress) => void;
   /** Standard input, for `-`. @default process.stdin */
@@ -93,17 +99,22 @@ export async function tune(options: TuneOptions = {}): Promise<TuneReport> {
   const format = options.format ?? 'auto';
   if (format !== 'auto' && format !== 'json' && format !== 'combined')
     throw new SluiceError('INVALID_OPTION', `tune: format must be 'auto', 'json' or 'combined', got ${JSON.stringify(format)}`);
+  const threads = options.threads ?? 1;
+  if (!Number.isSafeInteger(threads) || threads < 1 || threads > 256)
+    throw new SluiceError('INVALID_OPTION', `tune: threads must be a whole number from 1 to 256, got ${threads}`);
   const fields = { ...DEFAULT_FIELDS, ...options.fields };
   for (const [name, value] of Object.entries(fields)) {
     if (typeof value !== 'string' || value === '')
       throw new SluiceError('INVALID_OPTION', `tune: fields.${name} must be a non-empty field name, got ${JSON.stringify(value)}`);
   }
 
-  const identities = new IdentityTable(options.ipv6Prefix ?? 56);
+  const ipv6Prefix = options.ipv6Prefix ?? 56;
+  const identities = new IdentityTable(ipv6Prefix);
   const replay = new Replay(candidates, periodMs);
   const reorder = new ReorderBuffer(reorderMs, (identity, time) => replay.request(identity, time));
   const skipped = new Array<number>(SKIP_CODES.length).fill(0);
-  const json = new JsonLineParser(fields, identities, options.strict ?? false);
+  const strict = options.strict ?? false;
+  const json = new JsonLineParser(fields, identities, strict);
   const combined = new CombinedLineParser(identities);
 
   const sources = (options.inputs ?? ['-']).map((name) => {
@@ -120,34 +131,66 @@ export async function tune(options: TuneOptions = {}): Promise<TuneReport> {
   const inputErrors: Array<{ input: string; error: string }> = [];
   let lines = 0;
   const formats = new Set<string>();
+  // With threads, identities are numbered in `names` on the main thread (see tune-threads.ts).
+  const names = threads > 1 ? new IdentityNames() : undefined;
+  const pool =
+    names === undefined
+      ? undefined
+      : new ParserThreads({ fields, strict, ipv6Prefix, maxLineBytes }, threads, names, skipped, (identity, time) =>
+          reorder.push(identity, time),
+        );
 
-  for (const source of sources) {
-    const parser: LineParser = format === 'json' ? json : format === 'combined' ? combined : new AutoParser(json, combined);
-    const handler: LineHandler = {
-      newText: () => parser.newText(),
-      skip: (code) => skipped[-1 - code]!++,
-      line: (text, start, end) => {
-        const identity = parser.parse(text, start, end);
-        if (identity >= 0) reorder.push(identity, parser.time);
-        else skipped[-1 - identity]!++;
-      },
-    };
-    const reader = new LineReader(handler, maxLineBytes);
-    try {
-      for await (const chunk of decodedChunks(source.open(), progress)) {
-        reader.push(chunk);
-        options.onProgress?.({ bytes: progress.bytes, totalBytes, lines: lines + reader.lines });
+  try {
+    for (const source of sources) {
+      let reader: LineReader;
+      let chosen: () => string | undefined;
+      if (pool === undefined) {
+        const parser: LineParser = format === 'json' ? json : format === 'combined' ? combined : new AutoParser(json, combined);
+        const handler: LineHandler = {
+          newText: () => parser.newText(),
+          skip: (code) => skipped[-1 - code]!++,
+          line: (text, start, end) => {
+            const identity = parser.parse(text, start, end);
+            if (identity >= 0) reorder.push(identity, parser.time);
+            else skipped[-1 - identity]!++;
+          },
+        };
+        reader = new LineReader(handler, maxLineBytes);
+        chosen = () => {
+          const used = parser instanceof AutoParser ? parser.chosen : parser;
+          return used === undefined ? undefined : used === json ? 'json' : 'combined';
+        };
+      } else {
+        const jobs = new JobReader(pool, maxLineBytes, (bytes) => {
+          if (format !== 'auto') return format;
+          const first = firstParsedCharacter(bytes, maxLineBytes);
+          return first === -1 ? undefined : first === 123 ? 'json' : 'combined';
+        });
+        reader = jobs;
+        chosen = () => jobs.chosen;
       }
-      reader.end();
-    } catch (error) {
-      // A truncated gzip file (a log still being written) or a read error: keep what was read, say so.
-      reader.end();
-      inputErrors.push({ input: source.name, error: (error as Error).message });
+      try {
+        for await (const chunk of decodedChunks(source.open(), progress)) {
+          reader.push(chunk);
+          if (pool !== undefined) await pool.settle();
+          options.onProgress?.({ bytes: progress.bytes, totalBytes, lines: lines + reader.lines + (pool?.lines ?? 0) });
+        }
+        reader.end();
+      } catch (error) {
+        // A truncated gzip file (a log still being written) or a read error: keep what was read, say so.
+        reader.end();
+        inputErrors.push({ input: source.name, error: (error as Error).message });
+      }
+      // Every line of this input is replayed before the next one's, as on one thread.
+      await pool?.settle(0);
+      lines += reader.lines;
+      const used = chosen();
+      if (used !== undefined) formats.add(used);
     }
-    lines += reader.lines;
-    const used = parser instanceof AutoParser ? parser.chosen : parser;
-    if (used !== undefined) formats.add(used === json ? 'json' : 'combined');
+  } finally {
+    await pool?.close();
   }
+  lines += pool?.lines ?? 0;
   reorder.flush();
   replay.finish();
 
@@ -160,10 +203,10 @@ export async function tune(options: TuneOptions = {}): Promise<TuneReport> {
     bytes: progress.bytes,
     lines,
     skipped: skippedByReason,
-    scanned: json.scanned,
-    jsonParsed: json.parsed,
+    scanned: pool?.scanned ?? json.scanned,
+    jsonParsed: pool?.jsonParsed ?? json.parsed,
     reorder: { windowMs: reorderMs, outOfOrder: reorder.outOfOrder, late: reorder.late, forced: reorder.forced },
-    identities,
+    identities: names ?? identities,
     replay,
     maxAffected,
     elapsedMs: performance.now() - started,

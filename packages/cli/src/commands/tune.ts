@@ -3,6 +3,7 @@ import { parseDuration, SluiceError } from '@sluice/core';
 import { SingleBar } from 'cli-progress';
 import type { Command } from 'commander';
 import { writeFileSync } from 'node:fs';
+import { availableParallelism } from 'node:os';
 import { parseLimitsFlag, parseRuleFlag, type Candidate } from '../candidates.js';
 import { bytes, count } from '../format.js';
 import { htmlReport } from '../report-html.js';
@@ -27,6 +28,7 @@ interface TuneFlags {
   html?: string;
   json?: boolean;
   progress?: boolean;
+  threads: string;
 }
 
 /** `0.1%` or `0.001` as the share 0.001. */
@@ -78,6 +80,11 @@ export function registerTune(program: Command): void {
     .option('--ipv6-prefix <bits>', 'group IPv6 clients by this prefix length, as @sluice/http does (48-64)', '56')
     .option('--max-line-bytes <n>', 'skip (and count) longer lines', String(1 << 20))
     .option('--strict', 'parse every JSON line with JSON.parse (slower; the default scan reads flat lines without escapes)')
+    .option(
+      '--threads <n>',
+      'threads that parse lines; 1 parses on the main thread (the report is the same)',
+      String(availableParallelism()),
+    )
     .option('--html <file>', 'write an HTML report with charts')
     .option('--json', 'print the report as JSON (no progress bar unless --progress)')
     .option('--progress', 'show the progress bar even when stderr is not a terminal')
@@ -99,6 +106,7 @@ export function registerTune(program: Command): void {
         ipv6Prefix: wholeNumber(flags.ipv6Prefix, '--ipv6-prefix', 48, 64),
         maxLineBytes: wholeNumber(flags.maxLineBytes, '--max-line-bytes', 1, 2 ** 30),
         strict: flags.strict === true,
+        threads: wholeNumber(flags.threads, '--threads', 1, 256),
         onProgress: bar?.update,
       });
       bar?.stop();
