@@ -17,6 +17,7 @@ const ROOT = [
   'clientIpResolver',
   'createHandler',
   'heldUntilEnd',
+  'matchDenyList',
   'nodeHeaderTarget',
   'releasingBody',
   'runStackLayers',
