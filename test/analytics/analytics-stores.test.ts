@@ -4,17 +4,24 @@
  * and ascending with empty seconds left out, seconds past the retention are neither read nor named, and two real
  * `fleetAnalytics` observers publishing through their timers add up to the decisions their limiters made.
  */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import Database from 'better-sqlite3';
 import { Redis } from 'ioredis';
 import { createLimiter, fixedWindow } from '@sluice/core';
 import { fleetAnalytics, type AnalyticsSecond, type AnalyticsStore } from '@sluice/core/analytics';
 import { memoryAnalyticsStore, memoryStore } from '@sluice/memory';
 import { redisAnalyticsStore } from '@sluice/redis';
+import { sqliteAnalyticsStore } from '@sluice/sqlite';
 import { startRedis, type RedisServer } from '../harness/redis.js';
 
 let server: RedisServer;
 let redis: Redis;
 let stores = 0;
+const directory = mkdtempSync(join(tmpdir(), 'sluice-analytics-'));
+const databases: Database.Database[] = [];
 
 beforeAll(async () => {
   server = await startRedis();
@@ -23,13 +30,24 @@ beforeAll(async () => {
 
 afterAll(async () => {
   redis?.disconnect();
+  for (const db of databases) db.close();
+  rmSync(directory, { recursive: true, force: true });
   await server?.stop();
 });
+
+/** A fresh SQLite file, opened as each process of a fleet would open it. */
+function sqliteFile(): Database.Database {
+  const db = new Database(join(directory, `analytics${++stores}.db`));
+  db.pragma('journal_mode = WAL');
+  databases.push(db);
+  return db;
+}
 
 /** Each factory makes an empty store with a one-minute retention. */
 const FACTORIES: { name: string; make: () => AnalyticsStore }[] = [
   { name: 'memory', make: () => memoryAnalyticsStore({ retention: '1m' }) },
   { name: 'redis', make: () => redisAnalyticsStore(redis, { prefix: `conformance${++stores}`, retention: '1m' }) },
+  { name: 'sqlite', make: () => sqliteAnalyticsStore(sqliteFile(), { retention: '1m' }) },
 ];
 
 const nowSecond = () => Math.floor(Date.now() / 1000);
@@ -116,6 +134,19 @@ describe.each(FACTORIES)('analytics store: $name', ({ make }) => {
     expect(sum('limited')).toBe(2 * 3);
     const abuser = seconds.flatMap((s) => s.topLimited).filter(([identity]) => identity === 'abuser');
     expect(abuser.reduce((total, [, n]) => total + n, 0)).toBe(6);
+  });
+});
+
+describe('sqliteAnalyticsStore', () => {
+  test('two connections to one file are two instances: each publish adds, either connection reads the sums', async () => {
+    const file = join(directory, 'shared.db');
+    const [a, b] = [new Database(file), new Database(file)];
+    databases.push(a, b);
+    const at = nowSecond();
+    await sqliteAnalyticsStore(a).publish('api', [second(at, { limited: 2 }, [['x', 2]])]);
+    await sqliteAnalyticsStore(b).publish('api', [second(at, { limited: 1 }, [['x', 1]])]);
+    expect(await sqliteAnalyticsStore(a).read('api', at, at)).toEqual([second(at, { limited: 3 }, [['x', 3]])]);
+    expect(a.prepare('SELECT count(*) AS n FROM sluice_analytics_top').get()).toEqual({ n: 1 });
   });
 });
 

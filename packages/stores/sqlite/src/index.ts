@@ -6,3 +6,5 @@ export type { SqliteDatabase, SqliteStatement, SqliteTransaction } from './datab
 export { SCHEMA_VERSION } from './schema.js';
 export { sqliteConfigSource } from './sqlite-config-source.js';
 export type { SqliteConfigSourceOptions } from './sqlite-config-source.js';
+export { sqliteAnalyticsStore } from './sqlite-analytics-store.js';
+export type { SqliteAnalyticsStoreOptions } from './sqlite-analytics-store.js';
