@@ -5,7 +5,7 @@
  * four of sluice's) writes only over the revision the writer read, so two writers at once both land, one after
  * the other; without it the last write wins.
  */
-import { parseLimiterConfig, type LimiterConfig } from './config-document.js';
+import { compileLimiterConfig, parseLimiterConfig, type LimiterConfig } from './config-document.js';
 import type { ConfigSource } from './config-source.js';
 import { checkDenyEntry, type DenyEntry } from './deny-entries.js';
 import { describe } from './describe.js';
@@ -55,6 +55,21 @@ export async function readLimiterConfig(source: ConfigSource, name: string): Pro
 }
 
 /**
+ * The stored document as a writer starts from: read as instances read it, so a deny entry they ignore (written by
+ * hand, or by another version) is left out rather than blocking every writer, `deny remove` included; the next
+ * write stores the list without it. Anything else that is not valid throws, as readLimiterConfig does.
+ */
+async function readForWrite(source: ConfigSource, name: string): Promise<LimiterConfig | undefined> {
+  const text = await source.read(name);
+  if (text === undefined || text === null) return undefined;
+  try {
+    return compileLimiterConfig(text, { onBadDenyEntry: () => {} }).document;
+  } catch {
+    return readLimiterConfig(source, name); // throws with the message that names the problem
+  }
+}
+
+/**
  * Reads the document, applies `changes`, checks the result as instances will and writes it with the next
  * revision: a bad rule is refused here, never stored. Returns what was written.
  * @example await writeLimiterConfig(source, 'api', { mode: 'off' })
@@ -89,7 +104,7 @@ async function updateLimiterConfig(
   edit: (current: LimiterConfig | undefined) => LimiterConfig | undefined,
 ): Promise<LimiterConfig | undefined> {
   for (let attempt = 1; ; attempt++) {
-    const current = await readLimiterConfig(source, name);
+    const current = await readForWrite(source, name);
     const document = edit(current);
     if (document === undefined) return undefined;
     const text = JSON.stringify(document);

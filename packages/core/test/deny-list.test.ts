@@ -252,6 +252,25 @@ describe('addDenyEntry and removeDenyEntry', () => {
     expect(last?.revision).toBe(4);
   });
 
+  test('an entry instances ignore (bad until) does not block writers: remove and add work, and the next write leaves it out', async () => {
+    const source = new CasConfigSource();
+    source.write('api', document([{ match: 'a' }, { match: 'bad', until: -1 }, { match: 'b' }], 7));
+    await expect(readLimiterConfig(source, 'api')).rejects.toThrow('deny[1].until');
+    expect(await removeDenyEntry(source, 'api', 'a')).toBe(true);
+    const after = await readLimiterConfig(source, 'api');
+    expect(after?.deny?.map((entry) => entry.match)).toEqual(['b']);
+    expect(after?.revision).toBe(8);
+    source.write('api', document([{ match: 'bad', until: 'soon' }], 8));
+    await addDenyEntry(source, 'api', { match: 'c' }, { now: 1 });
+    expect((await readLimiterConfig(source, 'api'))?.deny?.map((entry) => entry.match)).toEqual(['c']);
+  });
+
+  test('a document that is not valid otherwise still blocks writers, with the reason', async () => {
+    const source = new CasConfigSource();
+    source.write('api', JSON.stringify({ version: 1, revision: 1, updatedAt: 0, mode: 'sometimes' }));
+    await expect(addDenyEntry(source, 'api', { match: 'c' })).rejects.toThrow(/not valid.*mode/);
+  });
+
   test('writers at once all land: the compare and set retries over a newer revision', async () => {
     const source = new CasConfigSource();
     await Promise.all(Array.from({ length: 20 }, (_, i) => addDenyEntry(source, 'api', { match: `ip-${i}` })));
