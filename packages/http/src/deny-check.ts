@@ -5,6 +5,7 @@
  * skips its list; in `shadow` (or with the handler's `shadow`) a match is reported to onDenied and the request goes on.
  */
 import { SluiceError } from '@sluice/core';
+import { isPromiseLike } from '@sluice/internal';
 import type { ClientIpResult } from './client-ip.js';
 import type { CompiledEntry, CompiledOptions } from './compile-options.js';
 import { compileDenyList, type DenyEntry, type DenyMatcher } from './deny-list.js';
@@ -94,11 +95,14 @@ function checkDeny<R>(
   return undefined;
 }
 
-/** Calls onDenied; an exception from it goes to onError, as one from onLimited does. */
+/** Calls onDenied; an exception from it, or a rejection, goes to onError, as one from onLimited does. */
 function denied<R>(o: CompiledOptions<R>, event: DeniedEvent<R>): void {
   if (o.onDenied === undefined) return;
   try {
-    o.onDenied(event);
+    const returned: unknown = o.onDenied(event);
+    if (isPromiseLike(returned)) {
+      returned.then(undefined, (error: unknown) => report(o, error, { request: event.request, source: 'hook', policy: event.policy }));
+    }
   } catch (error) {
     report(o, error, { request: event.request, source: 'hook', policy: event.policy });
   }

@@ -1,12 +1,20 @@
 import { isSluiceError } from '@sluice/core';
+import { isPromiseLike } from '@sluice/internal';
 import type { CompiledOptions } from './compile-options.js';
 import type { ErrorEvent, LimitedEvent } from './options.js';
 
-/** Calls onLimited for a refusal or a shadow would-be refusal; an exception from it goes to onError. */
+/** Calls onLimited for a refusal or a shadow would-be refusal; an exception from it, or a rejection, goes to onError. */
 export function limited<R>(o: CompiledOptions<R>, event: LimitedEvent<R>): void {
   if (o.onLimited === undefined) return;
   try {
-    o.onLimited(event);
+    // An async hook (`async (event) => { await log(event) }` type-checks as returning void): its rejection is
+    // reported like a throw, never left unhandled. The response does not wait for it.
+    const returned: unknown = o.onLimited(event);
+    if (isPromiseLike(returned)) {
+      returned.then(undefined, (error: unknown) =>
+        report(o, error, { request: event.request, source: 'hook', policy: event.policy, decision: event.decision }),
+      );
+    }
   } catch (error) {
     report(o, error, { request: event.request, source: 'hook', policy: event.policy, decision: event.decision });
   }

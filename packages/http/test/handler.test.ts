@@ -1,6 +1,6 @@
 import { createLimiter, fixedWindow, tokenBucket } from '@sluice/core';
 import { describe, expect, it, vi } from 'vitest';
-import { addressLost, createHandler, type ErrorEvent, type HandleResult, type LimitedEvent } from '../src/index.js';
+import { addressLost, createHandler, matchDenyList, type ErrorEvent, type HandleResult, type LimitedEvent } from '../src/index.js';
 import { asyncMemoryStore, brokenStore, fakeClock, memoryLimiter, request, written } from './support.js';
 
 function sync(result: HandleResult | Promise<HandleResult>): HandleResult {
@@ -393,6 +393,28 @@ describe('asynchronous stores and hooks', () => {
     sync(handler.run(request()));
     expect(sync(handler.run(request())).status).toBe(429);
     expect(errors).toEqual([['Error: metrics down', 'hook']]);
+  });
+
+  it('an async onLimited or onDenied hook that rejects is reported to onError, not left unhandled, and does not delay the response', async () => {
+    const errors: unknown[] = [];
+    const limiter = memoryLimiter({ name: 'api', rules: fixedWindow({ limit: 1, window: '10s' }), clock: fakeClock().read });
+    limiter.configure({ deny: [{ match: '198.51.100.1' }] });
+    const handler = createHandler({
+      limiter,
+      denyList: matchDenyList,
+      onLimited: async () => Promise.reject(new Error('metrics down')),
+      onDenied: async () => Promise.reject(new Error('audit log down')),
+      onError: (error, event) => errors.push([String(error), event.source]),
+    });
+    sync(handler.run(request()));
+    expect(sync(handler.run(request())).status).toBe(429);
+    expect(sync(handler.run(request('198.51.100.1'))).status).toBe(403);
+    expect(errors).toEqual([]);
+    await new Promise((resolve) => setTimeout(resolve, 0));
+    expect(errors).toEqual([
+      ['Error: metrics down', 'hook'],
+      ['Error: audit log down', 'hook'],
+    ]);
   });
 });
 
