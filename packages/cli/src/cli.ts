@@ -1,6 +1,7 @@
 import { isSluiceError } from '@sluice/core';
 import { Command } from 'commander';
 import { registerConfig } from './commands/config.js';
+import { registerDashboard } from './commands/dashboard.js';
 import { createRequire } from 'node:module';
 import { registerGenerateLogs } from './commands/generate-logs.js';
 import { registerTune } from './commands/tune.js';
@@ -14,6 +15,7 @@ export function createProgram(): Command {
   const program = new Command('sluice').description('Sluice rate-limiting tools').version(version).showHelpAfterError();
   // Subcommands: one line each.
   registerConfig(program);
+  registerDashboard(program);
   registerTune(program);
   registerGenerateLogs(program);
   return program;

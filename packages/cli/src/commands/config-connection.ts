@@ -6,16 +6,40 @@
  */
 import { SluiceError, isSluiceError } from '@sluice/core';
 import type { ConfigSource } from '@sluice/core/config';
+import type { Redis as UpstashRedis } from '@upstash/redis';
+import type { Database } from 'better-sqlite3';
 import type { Command } from 'commander';
+import type { Cluster, Redis } from 'ioredis';
 
-export interface ConnectionFlags {
-  name: string;
+/** The flags that say where the configuration is kept (every `sluice config` command adds `--name`). */
+export interface StoreFlags {
   redis?: string;
   upstashUrl?: string;
   upstashToken?: string;
   sqlite?: string;
   prefix?: string;
   cluster?: boolean;
+}
+
+export interface ConnectionFlags extends StoreFlags {
+  name: string;
+}
+
+/** The client a Connection holds, for a caller that reads more than the configuration from the same store. */
+export type StoreClient =
+  | { kind: 'redis'; client: Redis | Cluster; prefix: string | undefined }
+  | { kind: 'upstash'; client: UpstashRedis; prefix: string | undefined }
+  | { kind: 'sqlite'; db: Database };
+
+/** How to connect: whether the command writes (SQLite may then create the file), whether the connection lives on. */
+export interface ConnectOptions {
+  writes: boolean;
+  /**
+   * A long-lived connection (`sluice dashboard`) reconnects to Redis after a failure (backing off to 1 s) and gives a
+   * command at most `commandTimeoutMs`; a one-shot command fails at once instead.
+   * @default false
+   */
+  reconnect?: boolean;
 }
 
 /** What to connect to, and how to let go of it afterwards. */
@@ -25,13 +49,18 @@ export interface Connection {
   where: string;
   /** Whether watchers hear of a write at once (Redis pub/sub) or at their next refresh. */
   pushes: boolean;
+  store: StoreClient;
   close(): Promise<void>;
 }
 
 /** The flags every subcommand takes: which limiter, and where its configuration is kept. */
 export function withConnection(command: Command): Command {
+  return withStore(command.requiredOption('--name <name>', "the limiter's name (its `name` option)"));
+}
+
+/** The flags that say where the configuration is kept: one of Redis, Upstash or SQLite. */
+export function withStore(command: Command): Command {
   return command
-    .requiredOption('--name <name>', "the limiter's name (its `name` option)")
     .option('--redis <url>', 'Redis URL, e.g. redis://127.0.0.1:6379 (rediss:// for TLS)')
     .option('--cluster', 'the --redis URL is one node of a Redis Cluster')
     .option('--upstash-url <url>', 'Upstash REST URL (default: $UPSTASH_REDIS_REST_URL)')
@@ -44,7 +73,7 @@ export function withConnection(command: Command): Command {
 export async function run(flags: ConnectionFlags, writes: boolean, action: (connection: Connection) => Promise<void>): Promise<void> {
   let connection: Connection | undefined;
   try {
-    connection = await connect(flags, writes);
+    connection = await connect(flags, { writes });
     await action(connection);
   } catch (error) {
     fail(error);
@@ -54,8 +83,8 @@ export async function run(flags: ConnectionFlags, writes: boolean, action: (conn
 }
 
 /** Reports a failure as one line on stderr and sets the exit code: 2 for a wrong input, 1 for anything else. */
-export function fail(error: unknown): void {
-  process.stderr.write(`sluice config: ${messageOf(error)}\n`);
+export function fail(error: unknown, command = 'sluice config'): void {
+  process.stderr.write(`${command}: ${messageOf(error)}\n`);
   process.exitCode = isSluiceError(error) && (error.code === 'INVALID_OPTION' || error.code === 'UNKNOWN_OPTION') ? 2 : 1;
 }
 
@@ -65,7 +94,9 @@ export function pickUp(connection: Connection): string {
     : 'watching instances read it at their next refresh (1 s by default)';
 }
 
-async function connect(flags: ConnectionFlags, writes: boolean): Promise<Connection> {
+/** Opens the store the flags name; the caller closes it. A wrong flag throws INVALID_OPTION, an unreachable store STORE_ERROR. */
+export async function connect(flags: StoreFlags & { name?: string }, options: ConnectOptions): Promise<Connection> {
+  const { writes, reconnect = false } = options;
   const upstashUrl = flags.upstashUrl ?? process.env.UPSTASH_REDIS_REST_URL;
   const upstashToken = flags.upstashToken ?? process.env.UPSTASH_REDIS_REST_TOKEN;
   const given = [
@@ -77,7 +108,7 @@ async function connect(flags: ConnectionFlags, writes: boolean): Promise<Connect
   const prefix = flags.prefix === undefined ? {} : { prefix: flags.prefix };
   if (flags.cluster === true && flags.redis === undefined)
     throw new SluiceError('INVALID_OPTION', "--cluster needs --redis <url> of one of the Cluster's nodes");
-  if (flags.redis !== undefined) return connectRedis(flags.redis, flags.name, prefix, flags.cluster === true);
+  if (flags.redis !== undefined) return connectRedis(flags.redis, flags.name, prefix, { cluster: flags.cluster === true, reconnect });
   if (flags.sqlite !== undefined) {
     if (flags.prefix !== undefined)
       throw new SluiceError('INVALID_OPTION', '--prefix applies to Redis and Upstash; SQLite keeps the configuration in its own table');
@@ -98,7 +129,17 @@ async function connect(flags: ConnectionFlags, writes: boolean): Promise<Connect
   );
 }
 
-async function connectRedis(url: string, name: string, options: { prefix?: string }, cluster: boolean): Promise<Connection> {
+/** Backoff of a long-lived connection between reconnection attempts, ms. */
+const RECONNECT_MAX_MS = 1_000;
+/** A long-lived connection's bound on one command: a stopped server answers 503 instead of hanging the page. */
+const COMMAND_TIMEOUT_MS = 2_000;
+
+async function connectRedis(
+  url: string,
+  name: string | undefined,
+  options: { prefix?: string },
+  { cluster, reconnect }: { cluster: boolean; reconnect: boolean },
+): Promise<Connection> {
   if (!/^rediss?:\/\//.test(url))
     throw new SluiceError('INVALID_OPTION', `--redis must be a URL such as redis://127.0.0.1:6379, got ${JSON.stringify(url)}`);
   const [{ Redis, Cluster }, { redisConfigSource }] = await Promise.all([import('ioredis'), import('@sluice/redis')]);
@@ -131,14 +172,34 @@ async function connectRedis(url: string, name: string, options: { prefix?: strin
       { cause: socketError ?? error },
     );
   }
+  if (reconnect) {
+    // Connected once (so a wrong URL still fails at once); from now on a lost server is retried until it is back,
+    // and meanwhile every command fails at once (no offline queue) or after COMMAND_TIMEOUT_MS.
+    const retry = (times: number) => Math.min(times * 100, RECONNECT_MAX_MS);
+    if (cluster) Object.assign((client as InstanceType<typeof Cluster>).options, { clusterRetryStrategy: retry });
+    else Object.assign((client as InstanceType<typeof Redis>).options, { retryStrategy: retry, commandTimeout: COMMAND_TIMEOUT_MS });
+  }
   const source = redisConfigSource(client, options);
-  return { source, where: `${redact(url)} (key ${source.key(name)})`, pushes: true, close: async () => void (await client.quit()) };
+  const where = name === undefined ? redact(url) : `${redact(url)} (key ${source.key(name)})`;
+  return {
+    source,
+    where,
+    pushes: true,
+    store: { kind: 'redis', client, prefix: options.prefix },
+    close: async () => void (await client.quit().catch(() => client.disconnect())),
+  };
 }
 
 async function connectUpstash(url: string, token: string, options: { prefix?: string }): Promise<Connection> {
   const [{ Redis }, { upstashConfigSource }] = await Promise.all([import('@upstash/redis'), import('@sluice/upstash')]);
   const client = new Redis({ url, token, enableTelemetry: false, retry: { retries: 1 } });
-  return { source: upstashConfigSource(client, options), where: url, pushes: false, close: async () => {} };
+  return {
+    source: upstashConfigSource(client, options),
+    where: url,
+    pushes: false,
+    store: { kind: 'upstash', client, prefix: options.prefix },
+    close: async () => {},
+  };
 }
 
 async function connectSqlite(file: string, writes: boolean): Promise<Connection> {
@@ -151,7 +212,13 @@ async function connectSqlite(file: string, writes: boolean): Promise<Connection>
     throw new SluiceError('STORE_ERROR', `could not open the SQLite file ${JSON.stringify(file)}: ${messageOf(error)}`, { cause: error });
   }
   const opened = db;
-  return { source: sqliteConfigSource(opened), where: file, pushes: false, close: async () => void opened.close() };
+  return {
+    source: sqliteConfigSource(opened),
+    where: file,
+    pushes: false,
+    store: { kind: 'sqlite', db: opened },
+    close: async () => void opened.close(),
+  };
 }
 
 /** A URL without its password, for messages. */

@@ -108,7 +108,7 @@ export function registerDeny(config: Command): void {
 }
 
 /** The kind of a match given to `add`; one that looks like an address but is not one is refused. */
-function checkMatch(match: string): DenyKind {
+export function checkMatch(match: string): DenyKind {
   const kind = denyKind(match);
   if (kind === 'invalid') {
     throw new SluiceError(

@@ -117,7 +117,7 @@ async function report(connection: Connection, name: string, written: Promise<Lim
   );
 }
 
-function parseRules(text: string, field: string): RulesInput {
+export function parseRules(text: string, field: string): RulesInput {
   try {
     return JSON.parse(text) as RulesInput;
   } catch (error) {

@@ -1,0 +1,201 @@
+/**
+ * What the dashboard shows and changes, apart from HTTP: the fleet's state (each limiter's decisions per second from
+ * the analytics store, the identities it limited most in the last minute, its stored configuration) and the
+ * actions (mode, quota, deny entry), each through core's validated compare-and-set writers, the ones `sluice config`
+ * uses. A wrong input throws INVALID_OPTION and writes nothing; anything else that throws is the store failing.
+ */
+import { SluiceError, parseDuration } from '@sluice/core';
+import {
+  addDenyEntry,
+  readLimiterConfig,
+  removeDenyEntry,
+  removeQuota,
+  setConfigMode,
+  setQuota,
+  type ConfigSource,
+  type DenyEntry,
+  type LimiterConfig,
+} from '@sluice/core/config';
+import { checkMatch } from '../commands/config-deny.js';
+import { messageOf } from '../commands/config-connection.js';
+import { parseRules } from '../commands/config.js';
+import type { AnalyticsSecond, AnalyticsStore } from './analytics.js';
+
+/** The chart's span: the last 15 minutes. */
+export const WINDOW_SECONDS = 900;
+/** "Limited most": the last minute. */
+export const TOP_SECONDS = 60;
+/** How many identities "limited most" lists. */
+const TOP_COUNT = 10;
+/** Config names are listed (a SCAN on Redis) at most this often. */
+const NAMES_TTL_MS = 10_000;
+
+export interface LimiterView {
+  name: string;
+  /** Seconds with decisions in [from, to], ascending; a second with none is left out. */
+  seconds: readonly AnalyticsSecond[];
+  /** Sum of topLimited over the last TOP_SECONDS complete seconds, most first. */
+  topLimited: readonly (readonly [string, number])[];
+  /** The stored document, or null when none is stored (instances use their code's configuration). */
+  config: LimiterConfig | null;
+  /** Set when the stored document is not valid (instances ignore it). */
+  configError?: string;
+}
+
+export interface FleetState {
+  /** Epoch seconds: the chart spans [from, to], `to` the last complete second. */
+  from: number;
+  to: number;
+  /** Whether decisions can be shown: false for a store with no analytics reader (Upstash). */
+  analytics: boolean;
+  /** Whether names with a configuration document are listed; when not, the page asks for names. */
+  namesListed: boolean;
+  limiters: readonly LimiterView[];
+}
+
+export interface FleetViewOptions {
+  source: ConfigSource;
+  analytics: AnalyticsStore | undefined;
+  /** Names of limiters that have a configuration document, when the store can list them. */
+  listConfigNames: (() => Promise<readonly string[]>) | undefined;
+  now?: () => number;
+}
+
+/** An action from the page, as its JSON body says it. */
+export type Action =
+  | { action: 'mode'; name: string; mode: 'enforce' | 'shadow' | 'off' }
+  | { action: 'setQuota'; name: string; identity: string; rules: string }
+  | { action: 'removeQuota'; name: string; identity: string }
+  | { action: 'addDeny'; name: string; match: string; for?: string; reason?: string }
+  | { action: 'removeDeny'; name: string; match: string };
+
+export class FleetView {
+  private readonly options: FleetViewOptions;
+  private configNames: { at: number; names: readonly string[] } | undefined;
+
+  constructor(options: FleetViewOptions) {
+    this.options = options;
+  }
+
+  private now(): number {
+    return (this.options.now ?? Date.now)();
+  }
+
+  /** Every limiter's view; `extraNames` are names the page was given (a store that cannot list its documents). */
+  async state(extraNames: readonly string[]): Promise<FleetState> {
+    const to = Math.floor(this.now() / 1000) - 1;
+    const from = to - WINDOW_SECONDS + 1;
+    const { analytics } = this.options;
+    const names = new Set<string>();
+    if (analytics !== undefined) for (const name of await analytics.names()) names.add(name);
+    for (const name of await this.listConfigNames()) names.add(name);
+    for (const name of extraNames) names.add(name);
+    const limiters = await Promise.all([...names].sort().map((name) => this.limiter(name, from, to)));
+    return { from, to, analytics: analytics !== undefined, namesListed: this.options.listConfigNames !== undefined, limiters };
+  }
+
+  private async listConfigNames(): Promise<readonly string[]> {
+    const list = this.options.listConfigNames;
+    if (list === undefined) return [];
+    const now = this.now();
+    if (this.configNames === undefined || now - this.configNames.at >= NAMES_TTL_MS) this.configNames = { at: now, names: await list() };
+    return this.configNames.names;
+  }
+
+  private async limiter(name: string, from: number, to: number): Promise<LimiterView> {
+    const { analytics, source } = this.options;
+    const [seconds, config] = await Promise.all([
+      analytics === undefined ? [] : analytics.read(name, from, to),
+      readLimiterConfig(source, name).then(
+        (document) => ({ document: document ?? null }),
+        (error: unknown) => {
+          // A document that is not valid is shown as such; a store that failed fails the whole answer.
+          if (error instanceof SluiceError && error.code === 'INVALID_OPTION') return { document: null, error: messageOf(error) };
+          throw error;
+        },
+      ),
+    ]);
+    const totals = new Map<string, number>();
+    for (const second of seconds) {
+      if (second.second <= to - TOP_SECONDS || second.second > to) continue;
+      for (const [identity, count] of second.topLimited) totals.set(identity, (totals.get(identity) ?? 0) + count);
+    }
+    const topLimited = [...totals].sort((a, b) => b[1] - a[1] || (a[0] < b[0] ? -1 : 1)).slice(0, TOP_COUNT);
+    return {
+      name,
+      seconds: seconds.filter((second) => second.second >= from && second.second <= to),
+      topLimited,
+      config: config.document,
+      ...('error' in config ? { configError: config.error } : {}),
+    };
+  }
+
+  /** Carries out one action through core's writers; returns the document written (or, for a removal, as it is now). */
+  async act(input: unknown): Promise<LimiterConfig | null> {
+    const action = checkAction(input);
+    const { source } = this.options;
+    switch (action.action) {
+      case 'mode':
+        return setConfigMode(source, action.name, action.mode);
+      case 'setQuota':
+        return setQuota(source, action.name, action.identity, parseRules(action.rules, 'rules'));
+      case 'removeQuota':
+        return removeQuota(source, action.name, action.identity);
+      case 'addDeny': {
+        checkMatch(action.match);
+        const now = this.now();
+        const entry: DenyEntry = {
+          match: action.match,
+          ...(action.for === undefined ? {} : { until: now + parseDuration(action.for, 'for') }),
+          ...(action.reason === undefined ? {} : { reason: action.reason }),
+        };
+        return addDenyEntry(source, action.name, entry, { now });
+      }
+      case 'removeDeny':
+        if (!(await removeDenyEntry(source, action.name, action.match))) {
+          throw new SluiceError(
+            'INVALID_OPTION',
+            `no deny entry of ${JSON.stringify(action.name)} matches ${JSON.stringify(action.match)} exactly`,
+          );
+        }
+        return (await readLimiterConfig(source, action.name)) ?? null;
+    }
+  }
+}
+
+const FIELDS: Record<Action['action'], { required: string[]; optional: string[] }> = {
+  mode: { required: ['name', 'mode'], optional: [] },
+  setQuota: { required: ['name', 'identity', 'rules'], optional: [] },
+  removeQuota: { required: ['name', 'identity'], optional: [] },
+  addDeny: { required: ['name', 'match'], optional: ['for', 'reason'] },
+  removeDeny: { required: ['name', 'match'], optional: [] },
+};
+
+/** The body's shape: an action the page can send, its fields strings; an empty optional field counts as absent. */
+function checkAction(input: unknown): Action {
+  if (typeof input !== 'object' || input === null || Array.isArray(input)) {
+    throw new SluiceError('INVALID_OPTION', 'the body must be a JSON object such as {"action":"mode","name":"api","mode":"shadow"}');
+  }
+  const body = input as Record<string, unknown>;
+  const fields = FIELDS[body.action as Action['action']];
+  if (typeof body.action !== 'string' || fields === undefined || !Object.hasOwn(FIELDS, body.action)) {
+    throw new SluiceError('INVALID_OPTION', `action must be one of ${Object.keys(FIELDS).join(', ')}, got ${JSON.stringify(body.action)}`);
+  }
+  const action: Record<string, string> = { action: body.action };
+  for (const field of [...fields.required, ...fields.optional]) {
+    const value = body[field];
+    const required = fields.required.includes(field);
+    if (value === undefined || value === null || (!required && value === '')) {
+      if (required) throw new SluiceError('INVALID_OPTION', `${body.action}: ${field} is required`);
+      continue;
+    }
+    if (typeof value !== 'string' || (required && value.trim() === '')) {
+      throw new SluiceError('INVALID_OPTION', `${body.action}: ${field} must be a non-empty string, got ${JSON.stringify(value)}`);
+    }
+    action[field] = value;
+  }
+  if (action.action === 'mode' && !['enforce', 'shadow', 'off'].includes(action.mode!)) {
+    throw new SluiceError('INVALID_OPTION', `mode must be enforce, shadow or off, got ${JSON.stringify(action.mode)}`);
+  }
+  return action as unknown as Action;
+}

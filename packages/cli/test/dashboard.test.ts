@@ -1,0 +1,212 @@
+/**
+ * `sluice dashboard`'s API, served by the built binary against a real redis-server: the token off loopback, the
+ * cross-site guard on changes, a change through the page's API stored as `sluice config` stores it, a bad quota
+ * answered with the validation message and nothing written, and a store that dies: 503 with a message while it is
+ * down, the process still up, the answers back once it restarts on the same port.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { Redis } from 'ioredis';
+import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { startRedis, type RedisServer } from '../../../test/harness/redis.js';
+
+const CLI = fileURLToPath(new URL('../dist/cli.js', import.meta.url));
+
+interface Dashboard {
+  child: ChildProcess;
+  url: string;
+  stderr: () => string;
+}
+
+let server: RedisServer;
+let redis: Redis;
+const started: Dashboard[] = [];
+
+/** Starts `sluice dashboard` and waits for the URL it prints on its first line. */
+function dashboard(...args: string[]): Promise<Dashboard> {
+  const child = spawn(process.execPath, [CLI, 'dashboard', '--redis', `redis://127.0.0.1:${server.port}`, ...args], {
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let stdout = '';
+  let stderr = '';
+  child.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+  return new Promise((resolve, reject) => {
+    child.stdout!.on('data', (chunk: Buffer) => {
+      stdout += chunk.toString();
+      const line = stdout.split('\n');
+      if (line.length > 1) {
+        const running = { child, url: line[0]!, stderr: () => stderr };
+        started.push(running);
+        resolve(running);
+      }
+    });
+    child.once('exit', (code) => reject(new Error(`sluice dashboard exited (${code}) before printing its URL: ${stderr}`)));
+  });
+}
+
+async function api(
+  base: string,
+  path: string,
+  init: { method?: string; headers?: Record<string, string>; body?: unknown } = {},
+): Promise<{ status: number; body: Record<string, unknown> }> {
+  const url = new URL(path, base);
+  // The printed URL's token goes on as it came, for the tests that use it.
+  const token = new URL(base).searchParams.get('token');
+  if (token !== null && !url.searchParams.has('token')) url.searchParams.set('token', token);
+  const response = await fetch(url, {
+    method: init.method ?? 'GET',
+    headers: init.headers ?? {},
+    ...(init.body === undefined ? {} : { body: JSON.stringify(init.body) }),
+  });
+  return { status: response.status, body: (await response.json()) as Record<string, unknown> };
+}
+
+/** The secret the page embeds, as its script sends it back. */
+async function pageSecret(base: string): Promise<string> {
+  const html = await (await fetch(base)).text();
+  const settings = /const SETTINGS = (\{.*?\});/.exec(html);
+  expect(settings, 'the page embeds its settings').not.toBeNull();
+  return (JSON.parse(settings![1]!) as { secret: string }).secret;
+}
+
+function post(base: string, secret: string, body: unknown, headers: Record<string, string> = {}) {
+  return api(base, '/api/action', {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', 'x-sluice-token': secret, ...headers },
+    body,
+  });
+}
+
+beforeAll(async () => {
+  server = await startRedis();
+  redis = new Redis({ host: server.host, port: server.port, lazyConnect: true, retryStrategy: () => 50 });
+  redis.on('error', () => {});
+});
+
+afterAll(async () => {
+  await Promise.all(
+    started.map(({ child }) =>
+      child.exitCode === null && child.signalCode === null
+        ? new Promise((resolve) => child.once('exit', resolve).kill('SIGTERM'))
+        : undefined,
+    ),
+  );
+  redis?.disconnect();
+  await server?.stop();
+});
+
+describe('sluice dashboard', () => {
+  test('off loopback a token is made, printed in the URL and required on every request', async () => {
+    const { url } = await dashboard('--host', '0.0.0.0');
+    const printed = new URL(url);
+    const token = printed.searchParams.get('token');
+    expect(token).toMatch(/^[\w-]{32}$/);
+    const local = `http://127.0.0.1:${printed.port}`;
+    expect((await fetch(`${local}/`)).status).toBe(401);
+    expect((await fetch(`${local}/api/state`)).status).toBe(401);
+    expect((await fetch(`${local}/api/state?token=${token}x`)).status).toBe(401);
+    expect((await fetch(`${local}/api/state`, { headers: { authorization: `Bearer ${token}` } })).status).toBe(200);
+    expect((await fetch(`${local}/api/state?token=${token}`)).status).toBe(200);
+    const page = await fetch(`${local}/?token=${token}`);
+    expect(page.status).toBe(200);
+    expect(page.headers.get('content-security-policy')).toContain("default-src 'none'");
+    // A change needs the token in the header, not only in the URL.
+    const change = await api(`${local}/?token=${token}`, '/api/action', {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: { action: 'mode', name: 'api', mode: 'off' },
+    });
+    expect(change.status).toBe(403);
+    expect(await redis.get('sluice:config:api')).toBeNull();
+  });
+
+  test('on loopback without a token, a change needs the page secret and the own origin, and a foreign Host is refused', async () => {
+    const { url } = await dashboard();
+    expect(new URL(url).hostname).toBe('127.0.0.1');
+    expect((await api(url, '/api/state')).status).toBe(200);
+    const secret = await pageSecret(url);
+    const body = { action: 'mode', name: 'api', mode: 'shadow' };
+    expect((await post(url, 'not-the-secret', body)).status).toBe(403);
+    expect((await post(url, secret, body, { origin: 'https://evil.example' })).status).toBe(403);
+    expect(await redis.get('sluice:config:api')).toBeNull();
+    // A DNS-rebinding page reaches the server under its own name.
+    const rebound = await new Promise<number>((resolve, reject) => {
+      import('node:http').then(({ get }) =>
+        get(`${url}api/state`, { headers: { host: 'evil.example' } }, (response) => {
+          response.resume();
+          resolve(response.statusCode!);
+        }).once('error', reject),
+      );
+    });
+    expect(rebound).toBe(421);
+    const written = await post(url, secret, body, { origin: url.replace(/\/$/, '') });
+    expect(written.status).toBe(200);
+    expect(JSON.parse((await redis.get('sluice:config:api'))!)).toMatchObject({ mode: 'shadow', revision: 1 });
+  });
+
+  test('a bad quota answers its validation message and writes nothing; a good one and a deny entry are stored', async () => {
+    const { url } = await dashboard();
+    const secret = await pageSecret(url);
+    const before = await redis.get('sluice:config:api');
+    const bad = await post(url, secret, {
+      action: 'setQuota',
+      name: 'api',
+      identity: 'acme',
+      rules: '[{"algorithm":"gcra","limit":-1,"period":"1s"}]',
+    });
+    expect(bad.status).toBe(400);
+    expect(bad.body.error).toMatch(/limit must be a positive integer, got -1/);
+    const badDeny = await post(url, secret, { action: 'addDeny', name: 'api', match: '203.0.113.0/33' });
+    expect(badDeny.status).toBe(400);
+    expect(badDeny.body.error).toMatch(/is written like an IP address or CIDR block but is not one/);
+    expect(await redis.get('sluice:config:api')).toBe(before);
+
+    const quota = await post(url, secret, {
+      action: 'setQuota',
+      name: 'api',
+      identity: 'acme',
+      rules: '[{"algorithm":"gcra","limit":100,"period":"1s"}]',
+    });
+    expect(quota.status).toBe(200);
+    const deny = await post(url, secret, { action: 'addDeny', name: 'api', match: 'user:42', for: '1h', reason: 'scraper' });
+    expect(deny.status).toBe(200);
+    const stored = JSON.parse((await redis.get('sluice:config:api'))!);
+    expect(stored.quotas).toEqual({ acme: [{ algorithm: 'gcra', limit: 100, period: '1s' }] });
+    expect(stored.deny).toMatchObject([{ match: 'user:42', reason: 'scraper' }]);
+    expect(stored.deny[0].until - stored.deny[0].addedAt).toBe(3_600_000);
+    // The page's state shows the document, listed from the store though no instance published analytics for it.
+    const state = await api(url, '/api/state');
+    expect(state.body.limiters).toMatchObject([{ name: 'api', config: { quotas: { acme: expect.any(Array) } } }]);
+  });
+
+  test('with the store killed the API answers 503 with a message and the process stays up; it recovers when Redis is back', async () => {
+    const dash = await dashboard();
+    const secret = await pageSecret(dash.url);
+    expect((await api(dash.url, '/api/state')).status).toBe(200);
+    await server.kill();
+    let lastError: unknown;
+    for (let i = 0; i < 5; i++) {
+      const state = await api(dash.url, '/api/state');
+      expect(state.status).toBe(503);
+      expect(state.body.error).toMatch(/^the store did not answer: /);
+      lastError = state.body.error;
+      const write = await post(dash.url, secret, { action: 'mode', name: 'api', mode: 'off' });
+      expect(write.status).toBe(503);
+      expect(write.body.error).toMatch(/nothing was written/);
+      await new Promise((resolve) => setTimeout(resolve, 200));
+    }
+    expect(dash.child.exitCode).toBeNull();
+    await server.restart();
+    const deadline = Date.now() + 5_000;
+    let status = 0;
+    while (Date.now() < deadline && status !== 200) {
+      status = (await api(dash.url, '/api/state')).status;
+      if (status !== 200) await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+    expect(status).toBe(200);
+    console.log(`while Redis was down: ${JSON.stringify(lastError)}`);
+    expect((await post(dash.url, secret, { action: 'mode', name: 'api', mode: 'off' })).status).toBe(200);
+    expect(dash.child.exitCode).toBeNull();
+    expect(dash.stderr()).not.toMatch(/Unhandled|unhandled|at .*\.js:\d+/);
+  });
+});
