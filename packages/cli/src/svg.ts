@@ -3,6 +3,7 @@
  * and can be attached to a ticket. Scales are computed here; the page only styles them.
  */
 import { count } from './format.js';
+import { placeLabels } from './label-layout.js';
 
 const COLORS = ['#d62728', '#1f77b4', '#2ca02c', '#9467bd', '#ff7f0e', '#8c564b', '#e377c2', '#17becf'];
 
@@ -65,15 +66,23 @@ export function peakDistributionChart(histogram: ReadonlyArray<readonly [number,
   for (const tick of logTicks(maxCount)) {
     parts.push(`<text class="tick" x="${LEFT - 6}" y="${(y(tick) + 4).toFixed(1)}" text-anchor="end">${count(tick)}</text>`);
   }
-  marks.forEach((m, i) => {
+  const labels = placeLabels(
+    marks.map((m) => x(m.value)),
+    marks.map((m) => m.label),
+    { left: LEFT, right: LEFT + plotW, top: TOP },
+  );
+  for (const m of marks) {
     const mx = x(m.value).toFixed(1);
     parts.push(
       `<line class="limit" x1="${mx}" x2="${mx}" y1="${TOP}" y2="${TOP + plotH}" stroke="${m.color}" stroke-width="2"${m.dashed ? ' stroke-dasharray="6 4"' : ''}><title>${escapeHtml(m.label)}</title></line>`,
     );
-    // Labels right of their line, or left of it in the right half, so none runs off the chart.
-    const right = x(m.value) > LEFT + plotW / 2;
+  }
+  // Labels after every line, each in a row where it clears the others (label-layout.ts), on a white halo so a
+  // line or bar behind stays readable.
+  marks.forEach((m, i) => {
+    const box = labels[i]!;
     parts.push(
-      `<text class="limit-label" x="${(x(m.value) + (right ? -4 : 4)).toFixed(1)}" y="${TOP + 12 + (i % 8) * 13}" text-anchor="${right ? 'end' : 'start'}" fill="${m.color}">${escapeHtml(m.label)}</text>`,
+      `<text class="limit-label" x="${box.x.toFixed(1)}" y="${box.y}" text-anchor="${box.anchor}" fill="${m.color}" stroke="#fff" stroke-width="3" paint-order="stroke">${escapeHtml(m.label)}</text>`,
     );
   });
   return svg('peak-distribution', 'Identities by requests in their busiest period, with the candidate limits', parts);

@@ -6,6 +6,7 @@ import { join } from 'node:path';
 import { chromium, type BrowserContext } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { generateLogLines, htmlReport, parseRuleFlag } from '../src/index.js';
+import { CHAR_PX } from '../src/label-layout.js';
 import { tempFile, tuneText } from './helpers.js';
 
 const CHROMIUM = '/usr/bin/chromium';
@@ -88,6 +89,32 @@ describe('the HTML report in a real browser', () => {
     expect(colours.distinct).toBeGreaterThan(20);
     expect(colours.inkShare).toBeGreaterThan(0.01);
     expect(colours.red).toBe(true); // the first candidate's colour, #d62728
+    await page.close();
+  });
+
+  it('draws the limit labels of close candidates without overlap, measured by the browser', async () => {
+    const text = [...generateLogLines({ lines: 30_000, seed: 3, ratePerSecond: 100 })].join('');
+    const limits = [30, 31, 33, 60, 62, 120, 125, 300];
+    const specs = limits.map((l) => `sliding-window-counter:${l}/1m`);
+    const report = await tuneText(text, { candidates: specs.map(parseRuleFlag) });
+    const page = await browser.newPage();
+    await page.goto(`file://${tempFile(htmlReport(report), '.html')}`);
+    const boxes = await page.evaluate(() =>
+      Array.from(document.querySelectorAll<SVGTextElement>('svg#peak-distribution text.limit-label')).map((t) => {
+        const b = t.getBBox();
+        return { left: b.x, right: b.x + b.width, top: b.y, bottom: b.y + b.height, characters: t.textContent!.length };
+      }),
+    );
+    expect(boxes).toHaveLength(specs.length + 1);
+    // The layout's width estimate holds in a real font.
+    for (const b of boxes) expect(b.right - b.left).toBeLessThanOrEqual(b.characters * CHAR_PX);
+    for (let i = 0; i < boxes.length; i++) {
+      for (let j = i + 1; j < boxes.length; j++) {
+        const [a, b] = [boxes[i]!, boxes[j]!];
+        const overlap = a.left < b.right && b.left < a.right && a.top < b.bottom && b.top < a.bottom;
+        expect(overlap, `labels ${i} and ${j} overlap: ${JSON.stringify([a, b])}`).toBe(false);
+      }
+    }
     await page.close();
   });
 });
