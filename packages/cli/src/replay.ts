@@ -17,7 +17,7 @@ import type { State, StepScratch } from '@sluice/core/store';
 import { newStepScratch, stepRuleInto } from '@sluice/core/store';
 import type { Candidate } from './candidates.js';
 import { Histogram } from './histogram.js';
-import { Timeline } from './timeline.js';
+import { Timeline, timelineBucketMs } from './timeline.js';
 
 export interface CandidateOutcome {
   readonly label: string;
@@ -71,7 +71,13 @@ export class Replay {
       usersAffected: 0,
       userPeriodsAffected: 0,
     }));
-    this.timeline = new Timeline(candidates.length);
+    this.timeline = new Timeline(
+      candidates.length,
+      timelineBucketMs(
+        candidates.map((c) => c.windowMs),
+        periodMs,
+      ),
+    );
     this.expiresAt = new Float64Array(INITIAL_IDENTITIES * candidates.length).fill(-Infinity);
     this.refusedIn = new Float64Array(INITIAL_IDENTITIES * candidates.length).fill(-1);
   }

@@ -5,7 +5,7 @@ import { SKIP_REASONS, type SkipReason } from './line-result.js';
 import type { TuneReport } from './report.js';
 import { color, escapeHtml, peakDistributionChart, refusedOverTimeChart } from './svg.js';
 
-/** Time buckets drawn at most; adjacent buckets are summed down to this. */
+/** Time points drawn at most; adjacent buckets are summed down to this. */
 const MAX_POINTS = 400;
 
 export function htmlReport(r: TuneReport): string {
@@ -17,16 +17,20 @@ export function htmlReport(r: TuneReport): string {
     color: '#000',
     dashed: true,
   } as (typeof marks)[number]);
+  // Points of whole buckets (so of whole windows), aligned to the epoch; a stretch without requests is a point at 0.
   const buckets = r.timeline.buckets;
-  const group = Math.max(1, Math.ceil(buckets.length / MAX_POINTS));
-  const starts: number[] = [];
-  const requests: number[] = [];
-  const refused: number[][] = r.candidates.map(() => []);
-  for (let i = 0; i < buckets.length; i += group) {
-    const slice = buckets.slice(i, i + group);
-    starts.push(slice[0]!.start);
-    requests.push(slice.reduce((s, b) => s + b.requests, 0));
-    refused.forEach((values, k) => values.push(slice.reduce((s, b) => s + b.refused[k]!, 0)));
+  const span = buckets.length === 0 ? 0 : (buckets[buckets.length - 1]!.start - buckets[0]!.start) / r.timeline.bucketMs + 1;
+  const group = Math.max(1, Math.ceil(span / MAX_POINTS));
+  const pointMs = r.timeline.bucketMs * group;
+  const first = buckets.length === 0 ? 0 : Math.floor(buckets[0]!.start / pointMs);
+  const points = buckets.length === 0 ? 0 : Math.floor(buckets[buckets.length - 1]!.start / pointMs) - first + 1;
+  const starts = Array.from({ length: points }, (_, i) => (first + i) * pointMs);
+  const requests = new Array<number>(points).fill(0);
+  const refused: number[][] = r.candidates.map(() => new Array<number>(points).fill(0));
+  for (const b of buckets) {
+    const i = Math.floor(b.start / pointMs) - first;
+    requests[i]! += b.requests;
+    refused.forEach((values, k) => (values[i]! += b.refused[k]!));
   }
   const series = r.candidates.map((c, k) => ({ label: c.label, color: color(k), values: refused[k]! }));
   const skipped = (Object.keys(r.lines.skippedByReason) as SkipReason[]).filter((k) => r.lines.skippedByReason[k] > 0);
@@ -76,7 +80,7 @@ ${rows}
 </table>
 <h2>Refused requests over time</h2>
 ${refusedOverTimeChart(starts, requests, series)}
-<p class="muted">Buckets of ${formatDuration(r.timeline.bucketMs * group)}. Grey: all requests, scaled to the chart.</p>
+<p class="muted" id="buckets">Buckets of ${formatDuration(pointMs)}${r.candidates.length > 0 ? ', whole windows of every candidate' : ''}. Grey: all requests, scaled to the chart.</p>
 <h2>Busiest identities</h2>
 <table id="busiest"><tr><th>identity</th><th>peak per ${period}</th></tr>
 ${r.busiest.map((b) => `<tr><td>${escapeHtml(b.identity.length > 80 ? `${b.identity.slice(0, 79)}…` : b.identity)}</td><td>${count(b.peak)}</td></tr>`).join('\n')}

@@ -1,7 +1,9 @@
 /**
  * Requests and refusals over time, for the report's chart: per time bucket, [requests, refused by candidate 1,
- * refused by candidate 2, ...]. Buckets start at one second and double whenever there would be more than
- * MAX_BUCKETS, so a log of any length keeps a few thousand buckets.
+ * refused by candidate 2, ...]. Buckets start at the candidates' window (`timelineBucketMs`), aligned to the epoch
+ * as a fixed window is, and double whenever there would be more than MAX_BUCKETS, so a log of any length keeps a
+ * few thousand buckets and a bucket always holds whole windows. Shorter buckets would cut windows apart: a fixed
+ * window refuses at its end, and 10 s buckets of 1-minute windows drew a saw of full and empty buckets.
  */
 const MAX_BUCKETS = 2048;
 
@@ -13,13 +15,38 @@ export interface TimelineBucket {
   readonly refused: number[];
 }
 
+/** Longest base bucket, ms: windows with a larger least common multiple use the longest window instead. */
+const MAX_BASE_MS = 86_400_000;
+
+/**
+ * The shortest bucket holding whole windows of every candidate: the least common multiple of their windows (the
+ * longest window when that is over a day), or `periodMs` without candidates.
+ */
+export function timelineBucketMs(windowsMs: readonly number[], periodMs: number): number {
+  if (windowsMs.length === 0) return periodMs;
+  let multiple = 1;
+  for (const w of windowsMs) {
+    multiple = (multiple / gcd(multiple, w)) * w;
+    if (multiple > MAX_BASE_MS) return Math.max(...windowsMs);
+  }
+  return multiple;
+}
+
+function gcd(a: number, b: number): number {
+  while (b !== 0) [a, b] = [b, a % b];
+  return a;
+}
+
 export class Timeline {
-  bucketMs = 1000;
   private readonly buckets = new Map<number, Float64Array>();
   private lastIndex = NaN;
   private last: Float64Array = new Float64Array(0);
 
-  constructor(private readonly candidates: number) {}
+  /** @param bucketMs the first bucket length (`timelineBucketMs`) */
+  constructor(
+    private readonly candidates: number,
+    public bucketMs = 1000,
+  ) {}
 
   /** The counters of the bucket holding `now` (index 0: requests; k + 1: candidate k's refusals). */
   slot(now: number): Float64Array {
