@@ -60,7 +60,7 @@ export async function readLimiterConfig(source: ConfigSource, name: string): Pro
  * write stores the list without it. Anything else that is not valid throws, as readLimiterConfig does.
  */
 async function readForWrite(source: ConfigSource, name: string): Promise<LimiterConfig | undefined> {
-  const text = await source.read(name);
+  const text = await source.read(checkName(name));
   if (text === undefined || text === null) return undefined;
   try {
     return compileLimiterConfig(text, { onBadDenyEntry: () => {} }).document;
