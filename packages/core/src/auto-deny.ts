@@ -7,17 +7,21 @@
  * What it guarantees:
  * - memory is bounded: at most `maxTracked` identities are tracked, each with at most `after` refusal times; the
  *   identity refused longest ago is forgotten first;
- * - one write in flight per identity, and none for an identity this observer has already denied until its entry
- *   expires (refusals that arrive before the instances pick the entry up are not written again);
+ * - at most one write in flight and at most one write started per `writeEvery` (default 1 s): identities that
+ *   earn a block meanwhile go into the next write together, so that many identities crossing the line at once
+ *   (an attack rotating addresses or keys) cost every watching instance one read and one compile of the list per
+ *   period, not one per identity; the first block after a quiet period is written at once;
+ * - none for an identity this observer has already denied until its entry expires (refusals that arrive before
+ *   the instances pick the entry up are not written again);
  * - nothing reaches the decision path: a failed write, a bad identity or a throwing `onError` is reported or
  *   swallowed, never thrown and never an unhandled rejection.
  * Counted are enforced refusals by the limiter's rules (`limit` calls, reason `rate_limited`, not degraded): a
  * shadow-mode refusal is a dry run, and a fail-closed answer while the store is down says nothing of the caller.
  */
 import { readClock } from './clock.js';
-import { addDenyEntry } from './config-writers.js';
+import { addDenyEntries } from './config-writers.js';
 import type { ConfigSource } from './config-source.js';
-import { MAX_DENY_REASON_LENGTH } from './deny-entries.js';
+import { checkDenyEntry, MAX_DENY_REASON_LENGTH } from './deny-entries.js';
 import { describe } from './describe.js';
 import { durationOption, type Duration, type DurationRange } from './duration.js';
 import { SluiceError } from './errors.js';
@@ -41,6 +45,11 @@ export interface AutoDenyOptions {
   reason?: string;
   /** Epoch milliseconds. Inject a fake clock in tests. @default Date.now */
   clock?: () => number;
+  /**
+   * At most one write of the deny list per this period; identities denied in between are written together in the
+   * next. 0 writes each as soon as the previous write has settled. @default '1s'
+   */
+  writeEvery?: Duration;
   /** Called when an entry could not be written (the store failed, the list is full). @default console.warn */
   onError?: (error: unknown, identity: string) => void;
 }
@@ -58,11 +67,16 @@ interface Tracked {
   deniedUntil: number;
 }
 
-const timers = globalThis as unknown as { console?: { warn(...values: unknown[]): void } };
+const timers = globalThis as unknown as {
+  console?: { warn(...values: unknown[]): void };
+  setTimeout(callback: () => void, ms: number): unknown;
+  clearTimeout(handle: unknown): void;
+};
 const WITHIN_RANGE: DurationRange = { min: 1, max: 2 ** 31 - 1 };
 /** A block from one second up to a year; `until` stays far inside the clock's range. */
 const FOR_RANGE: DurationRange = { min: 1_000, max: 366 * 86_400_000 };
-const KNOWN = ['source', 'name', 'after', 'within', 'for', 'maxTracked', 'reason', 'clock', 'onError'];
+const KNOWN = ['source', 'name', 'after', 'within', 'for', 'maxTracked', 'reason', 'writeEvery', 'clock', 'onError'];
+const WRITE_EVERY_RANGE: DurationRange = { min: 0, max: 3_600_000 };
 
 /**
  * Makes the observer. Combine it with another with a small function: `onDecision: (e) => { metrics(e); deny.onDecision(e); }`.
@@ -87,6 +101,7 @@ export function autoDeny(options: AutoDenyOptions): AutoDeny {
   const withinMs = durationOption(raw.within ?? '1m', 'autoDeny: within', WITHIN_RANGE);
   const forMs = durationOption(raw.for ?? '1h', 'autoDeny: for', FOR_RANGE);
   const maxTracked = positiveInteger(raw.maxTracked ?? 10_000, 'autoDeny: maxTracked');
+  const writeEveryMs = durationOption(raw.writeEvery ?? '1s', 'autoDeny: writeEvery', WRITE_EVERY_RANGE);
   const reason = raw.reason ?? `automatic: refused ${after} times within ${describeDuration(raw.within ?? '1m')}`;
   if (typeof reason !== 'string' || reason.length > MAX_DENY_REASON_LENGTH) {
     throw new SluiceError(
@@ -96,13 +111,26 @@ export function autoDeny(options: AutoDenyOptions): AutoDeny {
   }
   const clock = optionalFunction(raw.clock, 'autoDeny: clock', '() => epoch ms') ?? Date.now;
   const onError = optionalFunction(raw.onError, 'autoDeny: onError', '(error, identity) => void') ?? defaultError;
-  return new AutoDenyObserver(source as ConfigSource, raw.name, { after, withinMs, forMs, maxTracked, reason }, clock, onError);
+  return new AutoDenyObserver(
+    source as ConfigSource,
+    raw.name,
+    { after, withinMs, forMs, maxTracked, reason, writeEveryMs },
+    clock,
+    onError,
+  );
 }
 
 class AutoDenyObserver implements AutoDeny {
   /** Insertion order is refusal order: an identity refused again moves to the end, so the first is the one to forget. */
   private readonly tracked = new Map<string, Tracked>();
-  private readonly inFlight = new Map<string, Promise<void>>();
+  /** Identities that earned a block and wait for the next write, with their state and the end of their block. */
+  private pending = new Map<string, { state: Tracked; until: number }>();
+  /** Identities in the write in flight. */
+  private writing = new Set<string>();
+  private inFlight: Promise<void> | undefined;
+  /** When the last write started (the observer's clock), for `writeEvery`. */
+  private lastWrite = Number.NEGATIVE_INFINITY;
+  private timer: unknown;
   private closed = false;
   readonly onDecision = (event: DecisionEvent): void => {
     const decision = event.decision;
@@ -117,7 +145,7 @@ class AutoDenyObserver implements AutoDeny {
   constructor(
     private readonly source: ConfigSource,
     private readonly name: string,
-    private readonly settings: { after: number; withinMs: number; forMs: number; maxTracked: number; reason: string },
+    private readonly settings: { after: number; withinMs: number; forMs: number; maxTracked: number; reason: string; writeEveryMs: number },
     private readonly clock: () => number,
     private readonly onError: (error: unknown, identity: string) => void,
   ) {}
@@ -125,11 +153,16 @@ class AutoDenyObserver implements AutoDeny {
   async close(): Promise<void> {
     this.closed = true;
     this.tracked.clear();
-    await Promise.all(this.inFlight.values());
+    if (this.timer !== undefined) timers.clearTimeout(this.timer);
+    this.timer = undefined;
+    // Blocks already earned are still written: the identities were refused `after` times.
+    if (this.inFlight !== undefined) await this.inFlight;
+    if (this.pending.size > 0) this.write();
+    if (this.inFlight !== undefined) await this.inFlight;
   }
 
   private refused(identity: string, now: number): void {
-    if (this.inFlight.has(identity)) return;
+    if (this.pending.has(identity) || this.writing.has(identity)) return;
     let state = this.tracked.get(identity);
     if (state === undefined) {
       state = { times: [], deniedUntil: -1 };
@@ -143,19 +176,58 @@ class AutoDenyObserver implements AutoDeny {
     // The window holds refusals in (now - within, now]; times are kept in arrival order, so only the oldest can fall out.
     if (times.length < this.settings.after || times[0]! <= now - this.settings.withinMs) return;
     times.length = 0;
-    this.deny(identity, state, now);
+    // An identity the list cannot hold (too long, control characters) is refused alone, not with its batch.
+    checkDenyEntry({ match: identity }, 'autoDeny: entry');
+    this.pending.set(identity, { state, until: now + this.settings.forMs });
+    this.schedule(now);
   }
 
-  private deny(identity: string, state: Tracked, now: number): void {
-    const until = now + this.settings.forMs;
-    const write = addDenyEntry(this.source, this.name, { match: identity, until, reason: this.settings.reason }, { now }).then(
+  /** Writes now when no write is in flight and `writeEvery` has passed since the last; else when they have. */
+  private schedule(now: number): void {
+    if (this.inFlight !== undefined || this.pending.size === 0) return;
+    const wait = this.lastWrite + this.settings.writeEveryMs - now;
+    if (wait <= 0) {
+      // The period has passed on the observer's clock (a timer may still be set, from a reading before).
+      if (this.timer !== undefined) timers.clearTimeout(this.timer);
+      this.timer = undefined;
+      this.write();
+      return;
+    }
+    if (this.timer !== undefined) return;
+    this.timer = timers.setTimeout(() => {
+      this.timer = undefined;
+      if (!this.closed) this.write();
+    }, wait);
+    (this.timer as { unref?: () => void }).unref?.();
+  }
+
+  private write(): void {
+    const batch = this.pending;
+    this.pending = new Map();
+    this.writing = new Set(batch.keys());
+    let now: number;
+    try {
+      now = readClock(this.clock, 'autoDeny');
+    } catch (error) {
+      for (const identity of batch.keys()) this.report(error, identity);
+      this.writing = new Set();
+      return;
+    }
+    this.lastWrite = now;
+    const entries = [...batch].map(([match, { until }]) => ({ match, until: Math.max(until, now + 1), reason: this.settings.reason }));
+    this.inFlight = addDenyEntries(this.source, this.name, entries, { now }).then(
       () => {
-        state.deniedUntil = until;
+        for (const { state, until } of batch.values()) state.deniedUntil = until;
       },
-      (error: unknown) => this.report(error, identity),
+      (error: unknown) => {
+        for (const identity of batch.keys()) this.report(error, identity);
+      },
     );
-    const settled = write.finally(() => this.inFlight.delete(identity));
-    this.inFlight.set(identity, settled);
+    void this.inFlight.then(() => {
+      this.inFlight = undefined;
+      this.writing = new Set();
+      if (!this.closed) this.schedule(readClockOr(this.clock, this.lastWrite));
+    });
   }
 
   private report(error: unknown, identity: string): void {
@@ -164,6 +236,15 @@ class AutoDenyObserver implements AutoDeny {
     } catch {
       // The error handler's own failure is its own: the decision path never sees it.
     }
+  }
+}
+
+/** The clock's reading, or `fallback` when it throws (reported already where it mattered). */
+function readClockOr(clock: () => number, fallback: number): number {
+  try {
+    return readClock(clock, 'autoDeny');
+  } catch {
+    return fallback;
   }
 }
 

@@ -8,6 +8,7 @@ export type { LimiterConfig } from './config-document.js';
 export type { DenyEntry } from './deny-entries.js';
 export type { ConfigSource, Unsubscribe } from './config-source.js';
 export {
+  addDenyEntries,
   addDenyEntry,
   deleteLimiterConfig,
   readLimiterConfig,

@@ -192,39 +192,75 @@ export async function addDenyEntry(
   entry: DenyEntry,
   options: AddDenyEntryOptions = {},
 ): Promise<LimiterConfig> {
-  if (typeof options !== 'object' || options === null) {
-    throw new SluiceError(
-      'INVALID_OPTION',
-      `addDenyEntry: options must be an object such as { maxEntries: 1000 }, got ${describe(options)}`,
-    );
+  return addEntries(source, name, [entry], options, 'addDenyEntry', 'entry');
+}
+
+/**
+ * `addDenyEntry` for several entries in one compare-and-set write (one document revision, so every watcher reads
+ * and compiles the list once for all of them). A later entry with the same `match` as an earlier one wins.
+ * @example await addDenyEntries(source, 'api', [{ match: 'user:1', until }, { match: 'user:2', until }])
+ */
+export async function addDenyEntries(
+  source: ConfigSource,
+  name: string,
+  entries: readonly DenyEntry[],
+  options: AddDenyEntryOptions = {},
+): Promise<LimiterConfig> {
+  if (!Array.isArray(entries) || entries.length === 0) {
+    throw new SluiceError('INVALID_OPTION', `addDenyEntries: entries must be a non-empty array of deny entries, got ${describe(entries)}`);
   }
-  rejectUnknownOptions(options, ['now', 'maxEntries'], 'addDenyEntry');
+  return addEntries(source, name, entries, options, 'addDenyEntries', 'entries');
+}
+
+async function addEntries(
+  source: ConfigSource,
+  name: string,
+  entries: readonly DenyEntry[],
+  options: AddDenyEntryOptions,
+  caller: string,
+  field: string,
+): Promise<LimiterConfig> {
+  if (typeof options !== 'object' || options === null) {
+    throw new SluiceError('INVALID_OPTION', `${caller}: options must be an object such as { maxEntries: 1000 }, got ${describe(options)}`);
+  }
+  rejectUnknownOptions(options, ['now', 'maxEntries'], caller);
   const now = options.now ?? Date.now();
   if (!Number.isSafeInteger(now) || now < 0) {
-    throw new SluiceError('INVALID_OPTION', `addDenyEntry: now must be a non-negative integer (epoch ms), got ${describe(now)}`);
+    throw new SluiceError('INVALID_OPTION', `${caller}: now must be a non-negative integer (epoch ms), got ${describe(now)}`);
   }
   const maxEntries = options.maxEntries ?? DEFAULT_MAX_DENY_ENTRIES;
   if (!Number.isSafeInteger(maxEntries) || maxEntries < 1) {
-    throw new SluiceError('INVALID_OPTION', `addDenyEntry: maxEntries must be a positive integer, got ${describe(maxEntries)}`);
+    throw new SluiceError('INVALID_OPTION', `${caller}: maxEntries must be a positive integer, got ${describe(maxEntries)}`);
   }
-  const checked = checkDenyEntry(entry, 'addDenyEntry: entry');
-  if (checked.until !== undefined && checked.until <= now) {
-    throw new SluiceError(
-      'INVALID_OPTION',
-      `addDenyEntry: entry.until (${checked.until}) has already passed (now is ${now}); give a time to come, or leave until out for a block until removed`,
-    );
-  }
-  const added: DenyEntry = checked.addedAt === undefined ? { ...checked, addedAt: now } : checked;
-  const written = await updateLimiterConfig(source, checkName(name), 'addDenyEntry', (current) => {
-    const list = (current?.deny ?? []).filter((kept) => kept.until === undefined || kept.until > now);
-    const at = list.findIndex((kept) => kept.match === added.match);
-    if (at >= 0) list[at] = added;
-    else if (list.length >= maxEntries) {
+  const added = entries.map((entry, i) => {
+    const where = entries.length === 1 && field === 'entry' ? field : `${field}[${i}]`;
+    const checked = checkDenyEntry(entry, `${caller}: ${where}`);
+    if (checked.until !== undefined && checked.until <= now) {
       throw new SluiceError(
         'INVALID_OPTION',
-        `addDenyEntry: the deny list of ${JSON.stringify(name)} already holds ${list.length} entries, the most maxEntries (${maxEntries}) allows; remove some, or block a whole range with one CIDR entry, or raise maxEntries`,
+        `${caller}: ${where}.until (${checked.until}) has already passed (now is ${now}); give a time to come, or leave until out for a block until removed`,
       );
-    } else list.push(added);
+    }
+    return checked.addedAt === undefined ? { ...checked, addedAt: now } : checked;
+  });
+  const written = await updateLimiterConfig(source, checkName(name), caller, (current) => {
+    const list = (current?.deny ?? []).filter((kept) => kept.until === undefined || kept.until > now);
+    const at = new Map(list.map((kept, i) => [kept.match, i]));
+    for (const entry of added) {
+      const i = at.get(entry.match);
+      if (i !== undefined) {
+        list[i] = entry;
+        continue;
+      }
+      if (list.length >= maxEntries) {
+        throw new SluiceError(
+          'INVALID_OPTION',
+          `${caller}: the deny list of ${JSON.stringify(name)} already holds ${list.length} entries, the most maxEntries (${maxEntries}) allows; remove some, or block a whole range with one CIDR entry, or raise maxEntries`,
+        );
+      }
+      at.set(entry.match, list.length);
+      list.push(entry);
+    }
     return parseLimiterConfig({ ...nextRevision(current, now), deny: list });
   });
   return written!;

@@ -102,7 +102,7 @@ describe('autoDeny', () => {
   });
 
   test('tracks at most maxTracked identities, forgetting the one refused longest ago', async () => {
-    const { deny, denied, settle } = setup({ after: 3, maxTracked: 2 });
+    const { deny, denied, settle } = setup({ after: 3, maxTracked: 2, writeEvery: 0 });
     deny.onDecision(event('a'));
     deny.onDecision(event('a'));
     deny.onDecision(event('b'));
@@ -119,12 +119,43 @@ describe('autoDeny', () => {
     expect((await denied()).map((e) => e.match)).toEqual(['a', 'b']);
   });
 
-  test('one write in flight per identity: a store that does not answer gets one read, however many refusals', () => {
-    const { source, deny } = setup({ after: 2 });
+  test('one write in flight: a store that does not answer gets one read, however many refusals and identities', () => {
+    const { source, deny } = setup({ after: 2, writeEvery: 0 });
     source.hanging = true;
     for (let i = 0; i < 100; i++) deny.onDecision(event('a'));
     for (let i = 0; i < 2; i++) deny.onDecision(event('b'));
-    expect(source.reads).toBe(2); // one for a, one for b
+    expect(source.reads).toBe(1); // a's write; b waits for it to settle
+  });
+
+  test('identities that earn a block together go in one write; the next write waits for writeEvery on its clock', async () => {
+    const { time, source, deny, denied, settle } = setup({ after: 1, writeEvery: '1s' });
+    deny.onDecision(event('first')); // after a quiet period: written at once
+    await settle();
+    expect(source.writes).toBe(1);
+    for (let i = 0; i < 500; i++) deny.onDecision(event(`ip:203.0.113.${i}`)); // an attack rotating identities
+    await settle();
+    expect(source.writes).toBe(1); // held for the period
+    time.now += 1_000;
+    deny.onDecision(event('last')); // the period has passed: this refusal's turn writes the whole batch
+    await settle();
+    expect(source.writes).toBe(2);
+    expect(await denied()).toHaveLength(502);
+  });
+
+  test('a held batch is written by the timer when no refusal comes after it, and close writes what is held', async () => {
+    const { source, deny, denied, settle } = setup({ after: 1, writeEvery: '30ms' });
+    deny.onDecision(event('a'));
+    deny.onDecision(event('b'));
+    await settle();
+    expect((await denied()).map((e) => e.match)).toEqual(['a']);
+    await new Promise((resolve) => setTimeout(resolve, 80));
+    await settle();
+    expect((await denied()).map((e) => e.match)).toEqual(['a', 'b']);
+    deny.onDecision(event('c'));
+    deny.onDecision(event('d')); // held for 30 ms
+    await deny.close();
+    expect((await denied()).map((e) => e.match)).toEqual(['a', 'b', 'c', 'd']);
+    expect(source.writes).toBe(3);
   });
 
   test('an identity it denied is not written again until its entry expires', async () => {
@@ -151,7 +182,7 @@ describe('autoDeny', () => {
   });
 
   test('a failed write goes to onError (no rejection escapes) and the identity can be tried again', async () => {
-    const { source, deny, denied, settle, errors } = setup({ after: 2 });
+    const { source, deny, denied, settle, errors } = setup({ after: 2, writeEvery: 0 });
     source.failing = new Error('connection refused');
     deny.onDecision(event('a'));
     expect(() => deny.onDecision(event('a'))).not.toThrow();

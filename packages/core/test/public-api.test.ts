@@ -56,6 +56,7 @@ const CONCURRENCY = ['createConcurrencyLimiter'];
 const SHEDDING = ['createFleetShedder', 'createUtilizationShedder', 'eventLoopSignal'];
 
 const CONFIG = [
+  'addDenyEntries',
   'addDenyEntry',
   'autoDeny',
   'deleteLimiterConfig',

@@ -3,12 +3,13 @@ import type { ConfigSource } from '../../src/config-api.js';
 /**
  * The smallest honest config source, for core's own tests (core cannot depend on @sluice/memory, which has the
  * real in-process one): documents in a Map, subscribers told after each write. `failing` makes every read throw,
- * `hanging` makes reads never answer, and `reads` counts them.
+ * `hanging` makes reads never answer, and `reads` and `writes` count them.
  */
 export class MapConfigSource implements ConfigSource {
   readonly documents = new Map<string, string>();
   readonly listeners = new Map<string, Set<() => void>>();
   reads = 0;
+  writes = 0;
   failing: Error | undefined = undefined;
   hanging = false;
   /** Set to false to leave out subscribe (a source that cannot push, like SQLite or Upstash). */
@@ -24,6 +25,7 @@ export class MapConfigSource implements ConfigSource {
   }
 
   write(name: string, text: string): void {
+    this.writes++;
     this.documents.set(name, text);
     this.notify(name);
   }
