@@ -2,8 +2,7 @@ import { defineConfig } from 'tsup';
 import { library } from '../../scripts/tsup-preset.mjs';
 
 // Two outputs: the library entry (like every package) and the `sluice` binary with tune's parsing worker (loaded
-// from beside it), ESM only, with a shebang so npm's
-// bin link runs it directly.
+// from beside it), ESM only, with a shebang so npm's bin link runs it directly.
 export default defineConfig([
   library(),
   {

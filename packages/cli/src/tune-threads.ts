@@ -181,8 +181,9 @@ export class JobReader extends LineReader {
 
   private flush(): void {
     if (this.parts.length === 0) return;
-    // One copy of the blocks, newline-separated, into memory the worker takes over.
-    const job = new Uint8Array(this.bytes - 1);
+    // One copy of the blocks, newline-separated, into memory the worker takes over (its own ArrayBuffer, not
+    // zero-filled first: every byte is written below).
+    const job = Buffer.allocUnsafeSlow(this.bytes - 1);
     let at = 0;
     for (const part of this.parts) {
       if (at > 0) job[at++] = 10;
