@@ -5,7 +5,13 @@
  * down, the process still up, the answers back once it restarts on the same port.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { setConfigMode, setQuota } from '@sluice/core/config';
+import { sqliteAnalyticsStore, sqliteConfigSource } from '@sluice/sqlite';
+import Database from 'better-sqlite3';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { startRedis, type RedisServer } from '../../../test/harness/redis.js';
@@ -22,9 +28,13 @@ let server: RedisServer;
 let redis: Redis;
 const started: Dashboard[] = [];
 
-/** Starts `sluice dashboard` and waits for the URL it prints on its first line. */
+/** Starts `sluice dashboard` on the test's redis-server and waits for the URL it prints on its first line. */
 function dashboard(...args: string[]): Promise<Dashboard> {
-  const child = spawn(process.execPath, [CLI, 'dashboard', '--redis', `redis://127.0.0.1:${server.port}`, ...args], {
+  return dashboardOn(['--redis', `redis://127.0.0.1:${server.port}`], args);
+}
+
+function dashboardOn(store: string[], args: string[]): Promise<Dashboard> {
+  const child = spawn(process.execPath, [CLI, 'dashboard', ...store, ...args], {
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let stdout = '';
@@ -188,7 +198,9 @@ describe('sluice dashboard', () => {
     for (let i = 0; i < 5; i++) {
       const state = await api(dash.url, '/api/state');
       expect(state.status).toBe(503);
-      expect(state.body.error).toMatch(/^the store did not answer: /);
+      expect(state.body.error).toMatch(
+        /^the store did not answer: the connection to Redis at redis:\/\/127.0.0.1:\d+ is down; reconnecting every second \(status: \w+\)$/,
+      );
       lastError = state.body.error;
       const write = await post(dash.url, secret, { action: 'mode', name: 'api', mode: 'off' });
       expect(write.status).toBe(503);
@@ -208,5 +220,63 @@ describe('sluice dashboard', () => {
     expect((await post(dash.url, secret, { action: 'mode', name: 'api', mode: 'off' })).status).toBe(200);
     expect(dash.child.exitCode).toBeNull();
     expect(dash.stderr()).not.toMatch(/Unhandled|unhandled|at .*\.js:\d+/);
+  });
+
+  test('on SQLite: the decisions the fleet published, summed, and the limiters that only have a configuration', async () => {
+    const folder = mkdtempSync(join(tmpdir(), 'sluice-dashboard-'));
+    const file = join(folder, 'fleet.db');
+    const db = new Database(file);
+    try {
+      const second = Math.floor(Date.now() / 1000) - 5;
+      const analytics = sqliteAnalyticsStore(db);
+      const counts = { allowed: 7, limited: 3, shadowLimited: 0, shed: 1, degraded: 0 };
+      // Two instances published the same second: the page shows their sum.
+      analytics.publish('api', [{ second, counts, topLimited: [['mallory', 3]] }]);
+      analytics.publish('api', [
+        {
+          second,
+          counts,
+          topLimited: [
+            ['mallory', 2],
+            ['bob', 1],
+          ],
+        },
+      ]);
+      await setConfigMode(sqliteConfigSource(db), 'api', 'shadow');
+      await setQuota(sqliteConfigSource(db), 'billing', 'acme', { algorithm: 'gcra', limit: 5, period: '1s' });
+      const { url } = await dashboardOn(['--sqlite', file], []);
+      const state = await api(url, '/api/state');
+      expect(state.status).toBe(200);
+      expect(state.body).toMatchObject({ analytics: true, namesListed: true });
+      expect(state.body.limiters).toEqual([
+        {
+          name: 'api',
+          seconds: [
+            {
+              second,
+              counts: { allowed: 14, limited: 6, shadowLimited: 0, shed: 2, degraded: 0 },
+              topLimited: [
+                ['mallory', 5],
+                ['bob', 1],
+              ],
+            },
+          ],
+          topLimited: [
+            ['mallory', 5],
+            ['bob', 1],
+          ],
+          config: expect.objectContaining({ mode: 'shadow' }),
+        },
+        {
+          name: 'billing',
+          seconds: [],
+          topLimited: [],
+          config: expect.objectContaining({ quotas: { acme: [expect.objectContaining({ limit: 5 })] } }),
+        },
+      ]);
+    } finally {
+      db.close();
+      rmSync(folder, { recursive: true, force: true });
+    }
   });
 });

@@ -50,7 +50,15 @@ async function serve(flags: DashboardFlags): Promise<void> {
       analytics: await openAnalytics(connection.store),
       listConfigNames: configNameLister(connection.store),
     });
-    const server = await startDashboardServer({ view, host: flags.host, port, token, where: connection.where });
+    const { store, where } = connection;
+    const storeDown =
+      store.kind === 'redis'
+        ? () =>
+            store.client.status === 'ready'
+              ? undefined
+              : `the connection to Redis at ${where} is down; reconnecting every second (status: ${store.client.status})`
+        : undefined;
+    const server = await startDashboardServer({ view, host: flags.host, port, token, where, storeDown });
     process.stdout.write(`${server.url}\n`);
     process.stderr.write(
       `sluice dashboard: serving the fleet on ${connection.where} at ${server.url}${token === undefined ? ' (loopback only, no token)' : ' (token required)'}; Ctrl-C stops it\n`,

@@ -2,44 +2,25 @@
  * The dashboard's two reads beyond a limiter's configuration, from the store the connection flags name: the fleet's
  * decisions per second (the analytics store that `fleetAnalytics` publishes to, from the store's own package) and
  * the names of the limiters that have a configuration document (a SCAN on Redis, a SELECT on SQLite; Upstash's
- * are not listed, the page asks for names instead).
+ * are not listed, and Upstash has no analytics store yet: the page asks for names and shows configurations only).
  */
+import type { AnalyticsStore } from '@sluice/core/analytics';
 import type { Redis } from 'ioredis';
 import type { StoreClient } from '../commands/config-connection.js';
 
-export type AnalyticsOutcome = 'allowed' | 'limited' | 'shadowLimited' | 'shed' | 'degraded';
-export const OUTCOMES: readonly AnalyticsOutcome[] = ['allowed', 'limited', 'shadowLimited', 'shed', 'degraded'];
-
-/** One second of a limiter's decisions, summed over the instances that published it. */
-export interface AnalyticsSecond {
-  readonly second: number;
-  readonly counts: Readonly<Record<AnalyticsOutcome, number>>;
-  readonly topLimited: readonly (readonly [string, number])[];
-}
-
-/** The reading half of core's AnalyticsStore (@sluice/core/analytics). */
-export interface AnalyticsStore {
-  read(name: string, from: number, to: number): readonly AnalyticsSecond[] | PromiseLike<readonly AnalyticsSecond[]>;
-  names(): readonly string[] | PromiseLike<readonly string[]>;
-}
-
-type Factory = (client: unknown, options?: { prefix?: string }) => AnalyticsStore;
-
-/** The analytics store on the same client, or undefined when the store's package has none (Upstash). */
+/** The analytics store on the same client, or undefined where the store's package has none (Upstash, so far). */
 export async function openAnalytics(store: StoreClient): Promise<AnalyticsStore | undefined> {
   switch (store.kind) {
     case 'redis': {
-      const factory = ((await import('@sluice/redis')) as Record<string, unknown>).redisAnalyticsStore as Factory | undefined;
-      return factory?.(store.client, store.prefix === undefined ? {} : { prefix: store.prefix });
+      const { redisAnalyticsStore } = await import('@sluice/redis');
+      return redisAnalyticsStore(store.client, store.prefix === undefined ? {} : { prefix: store.prefix });
     }
     case 'sqlite': {
-      const factory = ((await import('@sluice/sqlite')) as Record<string, unknown>).sqliteAnalyticsStore as Factory | undefined;
-      return factory?.(store.db);
+      const { sqliteAnalyticsStore } = await import('@sluice/sqlite');
+      return sqliteAnalyticsStore(store.db);
     }
-    case 'upstash': {
-      const factory = ((await import('@sluice/upstash')) as Record<string, unknown>).upstashAnalyticsStore as Factory | undefined;
-      return factory?.(store.client, store.prefix === undefined ? {} : { prefix: store.prefix });
-    }
+    case 'upstash':
+      return undefined;
   }
 }
 

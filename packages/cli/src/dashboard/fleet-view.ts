@@ -19,7 +19,7 @@ import {
 import { checkMatch } from '../commands/config-deny.js';
 import { messageOf } from '../commands/config-connection.js';
 import { parseRules } from '../commands/config.js';
-import type { AnalyticsSecond, AnalyticsStore } from './analytics.js';
+import type { AnalyticsSecond, AnalyticsStore } from '@sluice/core/analytics';
 
 /** The chart's span: the last 15 minutes. */
 export const WINDOW_SECONDS = 900;

@@ -31,6 +31,8 @@ export interface DashboardServerOptions {
   token?: string | undefined;
   /** Where the store is, shown on the page. */
   where: string;
+  /** Why the store cannot answer now (a lost connection), said instead of the client's own message; undefined when it can. */
+  storeDown?: () => string | undefined;
 }
 
 export interface DashboardServer {
@@ -58,6 +60,7 @@ function sameSecret(given: string | undefined, expected: string): boolean {
 
 export async function startDashboardServer(options: DashboardServerOptions): Promise<DashboardServer> {
   const { view, host, token, where } = options;
+  const failure = (error: unknown) => options.storeDown?.() ?? messageOf(error);
   // The secret a POST must carry: the token, or one made now and embedded in the page.
   const secret = token ?? randomBytes(24).toString('base64url');
   const server: Server = createServer((request, response) => {
@@ -96,7 +99,7 @@ export async function startDashboardServer(options: DashboardServerOptions): Pro
       try {
         return send(response, 200, await view.state(names));
       } catch (error) {
-        return send(response, 503, { error: `the store did not answer: ${messageOf(error)}` });
+        return send(response, 503, { error: `the store did not answer: ${failure(error)}` });
       }
     }
     if (url.pathname === '/api/action') {
@@ -115,7 +118,7 @@ export async function startDashboardServer(options: DashboardServerOptions): Pro
         if (isSluiceError(error) && (error.code === 'INVALID_OPTION' || error.code === 'UNKNOWN_OPTION')) {
           return send(response, 400, { error: error.detail });
         }
-        return send(response, 503, { error: `the store did not answer, nothing was written: ${messageOf(error)}` });
+        return send(response, 503, { error: `the store did not answer, nothing was written: ${failure(error)}` });
       }
     }
     return send(response, 404, { error: 'not found: the page is at /, the API at /api/state and /api/action' });

@@ -1,0 +1,199 @@
+/**
+ * `sluice dashboard` in a real browser (Debian's chromium, headless, driven by puppeteer-core) over a real fleet:
+ * a redis-server, three processes each deciding with a limiter named 'api' (fleetAnalytics publishing to Redis,
+ * watchConfig applying the configuration) and the dashboard served by the built CLI. The test checks what an operator
+ * relies on:
+ * - for every second, the counts the page renders (the chart's data-seconds) equal the sum of what the processes
+ *   decided in it, outcome by outcome;
+ * - clicking "shadow" on the page switches every process within 1 s;
+ * - a deny entry added with the page's form reaches every process's limiter.deny.
+ * It saves the page as docs/dashboard.png (the screenshot the CLI's README shows).
+ */
+import { fork, spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import puppeteer, { type Browser, type Page } from 'puppeteer-core';
+import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { startRedis, type RedisServer } from '../harness/redis.js';
+
+const CLI = fileURLToPath(new URL('../../packages/cli/dist/cli.js', import.meta.url));
+const SCREENSHOT = fileURLToPath(new URL('../../docs/dashboard.png', import.meta.url));
+const PROCESSES = 3;
+const SWITCH_BOUND_MS = 1_000;
+
+interface Stopped {
+  outcomes: string[];
+  counts: number[][];
+  errors: number;
+  unhandled: number;
+}
+
+let server: RedisServer;
+let dashboard: ChildProcess | undefined;
+let browser: Browser | undefined;
+let page: Page;
+let url: string;
+const workers: ChildProcess[] = [];
+/** Errors the page's script threw: none expected. */
+const pageErrors: string[] = [];
+
+function chromium(): string {
+  const found = spawnSync('sh', ['-c', 'command -v chromium'], { encoding: 'utf8' });
+  const path = found.stdout.trim();
+  if (found.status !== 0 || path === '') {
+    throw new Error("chromium was not found on PATH; the dashboard browser test drives Debian's chromium: apt-get install chromium");
+  }
+  return path;
+}
+
+function next<T>(child: ChildProcess, type: string): Promise<T> {
+  return new Promise((resolve, reject) => {
+    const onMessage = (message: { type: string }) => {
+      if (message.type !== type) return;
+      child.off('message', onMessage);
+      child.off('exit', onExit);
+      resolve(message as T);
+    };
+    const onExit = (code: number | null) => reject(new Error(`process ${child.pid} exited (${code}) before '${type}'`));
+    child.on('message', onMessage);
+    child.once('exit', onExit);
+  });
+}
+
+function ask<T>(child: ChildProcess, type: string, reply: string): Promise<T> {
+  const answer = next<T>(child, reply);
+  child.send({ type });
+  return answer;
+}
+
+/** Polls every process until `done` holds for all of them; returns the milliseconds it took, or throws past `boundMs`. */
+async function untilEvery(done: (state: { mode: string; deny: string[] }) => boolean, boundMs: number, from: number): Promise<number> {
+  for (;;) {
+    const states = await Promise.all(workers.map((w) => ask<{ mode: string; deny: string[] }>(w, 'state', 'state')));
+    const took = Date.now() - from;
+    if (states.every(done)) return took;
+    if (took > boundMs + 2_000) throw new Error(`not every process got there within ${took} ms: ${JSON.stringify(states)}`);
+    await new Promise((resolve) => setTimeout(resolve, 25));
+  }
+}
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+beforeAll(async () => {
+  const executablePath = chromium();
+  server = await startRedis();
+  for (let i = 0; i < PROCESSES; i++) {
+    workers.push(fork(new URL('./dashboard-instance.mjs', import.meta.url), [String(server.port)], { stdio: 'inherit' }));
+  }
+  await Promise.all(workers.map((w) => next(w, 'ready')));
+  const child = spawn(process.execPath, [CLI, 'dashboard', '--redis', `redis://127.0.0.1:${server.port}`], {
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  dashboard = child;
+  url = await new Promise<string>((resolve, reject) => {
+    let stdout = '';
+    child.stdout!.on('data', (chunk: Buffer) => {
+      stdout += chunk.toString();
+      if (stdout.includes('\n')) resolve(stdout.split('\n')[0]!);
+    });
+    child.once('exit', (code) => reject(new Error(`sluice dashboard exited (${code})`)));
+  });
+  browser = await puppeteer.launch({ executablePath, headless: true, args: ['--no-sandbox', '--disable-dev-shm-usage'] });
+  page = await browser.newPage();
+  await page.setViewport({ width: 1280, height: 900 });
+  page.on('pageerror', (error) => pageErrors.push(String(error)));
+  for (const w of workers) w.send({ type: 'start' });
+  await page.goto(url);
+}, 30_000);
+
+afterAll(async () => {
+  await browser?.close();
+  await Promise.all(
+    workers.map(async (child) => {
+      if (child.exitCode !== null || child.signalCode !== null) return;
+      const exited = new Promise((resolve) => child.once('exit', resolve));
+      child.kill('SIGKILL');
+      await exited;
+    }),
+  );
+  if (dashboard !== undefined && dashboard.exitCode === null && dashboard.signalCode === null) {
+    const exited = new Promise((resolve) => dashboard!.once('exit', resolve));
+    dashboard.kill('SIGTERM');
+    await exited;
+  }
+  await server?.stop();
+});
+
+describe('sluice dashboard in a browser, over three processes on one redis-server', () => {
+  test('shows what the fleet decided, second by second, and its buttons and forms change every process', async () => {
+    // The card appears once the fleet's first second is published (names come from the analytics store).
+    await page.waitForSelector('section[data-name="api"] svg.chart[data-seconds]', { timeout: 10_000 });
+    await sleep(3_000);
+
+    const clicked = Date.now();
+    await page.click('section[data-name="api"] .modes button[data-mode="shadow"]');
+    const switched = await untilEvery((state) => state.mode === 'shadow', SWITCH_BOUND_MS, clicked);
+    expect(switched, 'every process in shadow mode within 1 s of the click').toBeLessThanOrEqual(SWITCH_BOUND_MS);
+    await page.waitForSelector('section[data-name="api"][data-mode="shadow"] .modes button.current[data-mode="shadow"]', {
+      timeout: 3_000,
+    });
+
+    await page.type('section[data-name="api"] .deny-form input[name="match"]', 'user:mallory');
+    await page.type('section[data-name="api"] .deny-form input[name="for"]', '1h');
+    await page.type('section[data-name="api"] .deny-form input[name="reason"]', 'scraping');
+    const submitted = Date.now();
+    await page.click('section[data-name="api"] .deny-form button[type="submit"]');
+    const denied = await untilEvery((state) => state.deny.includes('user:mallory'), SWITCH_BOUND_MS, submitted);
+    expect(denied, 'the deny entry in every process within 1 s of the click').toBeLessThanOrEqual(SWITCH_BOUND_MS);
+    await page.waitForSelector('section[data-name="api"] .deny tr[data-match="user:mallory"]', { timeout: 3_000 });
+
+    // A bad quota: the page shows the validation message.
+    await page.type('section[data-name="api"] .quota-form input[name="identity"]', 'acme');
+    await page.type('section[data-name="api"] .quota-form input[name="rules"]', '[{"algorithm":"gcra","limit":0,"period":"1s"}]');
+    await page.click('section[data-name="api"] .quota-form button[type="submit"]');
+    await page.waitForSelector('section[data-name="api"] [role="status"].error', { timeout: 3_000 });
+    expect(
+      await page.$eval('section[data-name="api"] [role="status"]', (status) => (status as unknown as { textContent: string }).textContent),
+    ).toBe('set quota acme: quotas["acme"][0]: gcra: limit must be a positive integer, got 0');
+    await sleep(2_000); // some shadow-mode seconds
+    await page.screenshot({ path: SCREENSHOT, fullPage: true });
+
+    // Every process stops deciding and publishes all it counted; the page then shows the last of those seconds.
+    const stopped = await Promise.all(workers.map((w) => ask<Stopped>(w, 'stop', 'stopped')));
+    const expected = new Map<number, number[]>();
+    for (const report of stopped) {
+      expect([report.errors, report.unhandled]).toEqual([0, 0]);
+      for (const [second, ...row] of report.counts) {
+        const sum = expected.get(second!) ?? [0, 0, 0, 0, 0];
+        row.forEach((count, i) => (sum[i]! += count));
+        expected.set(second!, sum);
+      }
+    }
+    const last = Math.max(...expected.keys());
+    const chartTo = () => page.$eval('section[data-name="api"] svg.chart', (chart) => Number(chart.getAttribute('data-to')));
+    const waitedFrom = Date.now();
+    while ((await chartTo()) < last) {
+      expect(Date.now() - waitedFrom, 'the page shows the last second within 5 s').toBeLessThan(5_000);
+      await sleep(100);
+    }
+    const shown = new Map<number, number[]>(
+      (
+        JSON.parse(
+          await page.$eval('section[data-name="api"] svg.chart', (chart) => chart.getAttribute('data-seconds') ?? '[]'),
+        ) as number[][]
+      ).map(([second, ...row]) => [second!, row]),
+    );
+    const seconds = [...expected.keys()].sort();
+    for (const second of seconds) expect({ second, counts: shown.get(second) }).toEqual({ second, counts: expected.get(second) });
+    // Nothing is shown that no process decided.
+    expect([...shown.keys()].filter((second) => !expected.has(second))).toEqual([]);
+    const totals = [...expected.values()].reduce((sum, row) => sum.map((n, i) => n + row[i]!), [0, 0, 0, 0, 0]);
+    expect(totals[1], 'some decisions limited').toBeGreaterThan(0);
+    expect(totals[2], 'some decisions shadow-limited').toBeGreaterThan(0);
+    const top = await page.$$eval('section[data-name="api"] table.top tbody tr', (rows) => rows.map((row) => row.textContent));
+    expect(top[0]).toMatch(/^mallory\d+$/);
+    console.log(
+      `dashboard: ${seconds.length} seconds, the page equal to the sum of ${PROCESSES} processes in each (allowed, limited, shadow-limited, shed, degraded: ${totals.join(', ')}); shadow in every process ${switched} ms after the click, the deny entry ${denied} ms after`,
+    );
+    expect(pageErrors).toEqual([]);
+  }, 45_000);
+});
