@@ -6,7 +6,8 @@
  * - for every second, the counts the page renders (the chart's data-seconds) equal the sum of what the processes
  *   decided in it, outcome by outcome;
  * - clicking "shadow" on the page switches every process within 1 s;
- * - a deny entry added with the page's form reaches every process's limiter.deny.
+ * - a deny entry added with the page's form reaches every process's limiter.deny;
+ * - a bad quota shows its validation message; the store killed shows a banner, gone once it is back.
  * It saves the page as docs/dashboard.png (the screenshot the CLI's README shows).
  */
 import { fork, spawn, spawnSync, type ChildProcess } from 'node:child_process';
@@ -194,6 +195,16 @@ describe('sluice dashboard in a browser, over three processes on one redis-serve
     console.log(
       `dashboard: ${seconds.length} seconds, the page equal to the sum of ${PROCESSES} processes in each (allowed, limited, shadow-limited, shed, degraded: ${totals.join(', ')}); shadow in every process ${switched} ms after the click, the deny entry ${denied} ms after`,
     );
+
+    // The store dies: the page says so in its banner, and clears it once Redis is back.
+    await server.kill();
+    await page.waitForSelector('#banner:not([hidden])', { timeout: 5_000 });
+    expect(await page.$eval('#banner', (banner) => (banner as unknown as { textContent: string }).textContent)).toMatch(
+      /^the store did not answer: the connection to Redis at redis:\/\/127\.0\.0\.1:\d+ is down; reconnecting every second/,
+    );
+    await server.restart();
+    await page.waitForSelector('#banner[hidden]', { timeout: 5_000 });
+    expect(dashboard!.exitCode).toBeNull();
     expect(pageErrors).toEqual([]);
   }, 45_000);
 });

@@ -44,7 +44,8 @@ async function serve(flags: DashboardFlags): Promise<void> {
       throw new SluiceError('INVALID_OPTION', '--token must be at least 16 characters (leave it out off loopback and one is made)');
     }
     const token = flags.token ?? (isLoopback(flags.host) ? undefined : randomBytes(24).toString('base64url'));
-    connection = await connect(flags, { writes: true, reconnect: true });
+    // writes: false, as the file is the fleet's: a mistyped --sqlite path is an error, not a new empty database.
+    connection = await connect(flags, { writes: false, reconnect: true });
     const view = new FleetView({
       source: connection.source,
       analytics: await openAnalytics(connection.store),

@@ -29,6 +29,14 @@ export const TOP_SECONDS = 60;
 const TOP_COUNT = 10;
 /** Config names are listed (a SCAN on Redis) at most this often. */
 const NAMES_TTL_MS = 10_000;
+/**
+ * The whole 15 minutes are read again at most this often, the last minute on every poll: a second is final once
+ * every instance published it, about a second after it ends, but an instance that could not publish for a while
+ * adds to older seconds when it can, and such a late addition appears within this time.
+ */
+const WINDOW_READ_MS = 10_000;
+/** The seconds read on every poll. */
+const FRESH_SECONDS = TOP_SECONDS;
 
 export interface LimiterView {
   name: string;
@@ -72,6 +80,10 @@ export type Action =
 export class FleetView {
   private readonly options: FleetViewOptions;
   private configNames: { at: number; names: readonly string[] } | undefined;
+  /** Per name: the seconds last read, and when the whole window was. */
+  private readonly series = new Map<string, { windowReadAt: number; seconds: readonly AnalyticsSecond[] }>();
+  /** The state being read: polls that arrive meanwhile (several pages open) share it. */
+  private reading: { key: string; state: Promise<FleetState> } | undefined;
 
   constructor(options: FleetViewOptions) {
     this.options = options;
@@ -82,7 +94,17 @@ export class FleetView {
   }
 
   /** Every limiter's view; `extraNames` are names the page was given (a store that cannot list its documents). */
-  async state(extraNames: readonly string[]): Promise<FleetState> {
+  state(extraNames: readonly string[]): Promise<FleetState> {
+    const key = JSON.stringify([...extraNames].sort());
+    if (this.reading?.key === key) return this.reading.state;
+    const state = this.read(extraNames).finally(() => {
+      if (this.reading?.state === state) this.reading = undefined;
+    });
+    this.reading = { key, state };
+    return state;
+  }
+
+  private async read(extraNames: readonly string[]): Promise<FleetState> {
     const to = Math.floor(this.now() / 1000) - 1;
     const from = to - WINDOW_SECONDS + 1;
     const { analytics } = this.options;
@@ -91,6 +113,7 @@ export class FleetView {
     for (const name of await this.listConfigNames()) names.add(name);
     for (const name of extraNames) names.add(name);
     const limiters = await Promise.all([...names].sort().map((name) => this.limiter(name, from, to)));
+    for (const name of this.series.keys()) if (!names.has(name)) this.series.delete(name);
     return { from, to, analytics: analytics !== undefined, namesListed: this.options.listConfigNames !== undefined, limiters };
   }
 
@@ -105,7 +128,7 @@ export class FleetView {
   private async limiter(name: string, from: number, to: number): Promise<LimiterView> {
     const { analytics, source } = this.options;
     const [seconds, config] = await Promise.all([
-      analytics === undefined ? [] : analytics.read(name, from, to),
+      analytics === undefined ? [] : this.seconds(analytics, name, from, to),
       readLimiterConfig(source, name).then(
         (document) => ({ document: document ?? null }),
         (error: unknown) => {
@@ -128,6 +151,22 @@ export class FleetView {
       config: config.document,
       ...('error' in config ? { configError: config.error } : {}),
     };
+  }
+
+  /** `name`'s seconds in [from, to]: the last minute read now, the rest as read within WINDOW_READ_MS. */
+  private async seconds(analytics: AnalyticsStore, name: string, from: number, to: number): Promise<readonly AnalyticsSecond[]> {
+    const now = this.now();
+    const cached = this.series.get(name);
+    if (cached === undefined || now - cached.windowReadAt >= WINDOW_READ_MS) {
+      const seconds = await analytics.read(name, from, to);
+      this.series.set(name, { windowReadAt: now, seconds });
+      return seconds;
+    }
+    const freshFrom = to - FRESH_SECONDS + 1;
+    const fresh = await analytics.read(name, freshFrom, to);
+    const seconds = [...cached.seconds.filter((second) => second.second >= from && second.second < freshFrom), ...fresh];
+    this.series.set(name, { windowReadAt: cached.windowReadAt, seconds });
+    return seconds;
   }
 
   /** Carries out one action through core's writers; returns the document written (or, for a removal, as it is now). */
