@@ -2,7 +2,9 @@
  * `sluice dashboard`'s API, served by the built binary against a real redis-server: the token off loopback, the
  * cross-site guard on changes, a change through the page's API stored as `sluice config` stores it, a bad quota
  * answered with the validation message and nothing written, and a store that dies: 503 with a message while it is
- * down, the process still up, the answers back once it restarts on the same port.
+ * down, the process still up, the answers back once it restarts on the same port. And the other stores: on a SQLite
+ * file the sums of what instances published and the names listed from the configuration table; on Upstash (the
+ * local REST fixture) no analytics and no listing, names given by the page.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -15,6 +17,7 @@ import Database from 'better-sqlite3';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { startRedis, type RedisServer } from '../../../test/harness/redis.js';
+import { startUpstashFixture } from '../../../test/harness/upstash-fixture.js';
 
 const CLI = fileURLToPath(new URL('../dist/cli.js', import.meta.url));
 
@@ -277,6 +280,26 @@ describe('sluice dashboard', () => {
     } finally {
       db.close();
       rmSync(folder, { recursive: true, force: true });
+    }
+  });
+
+  test('on Upstash: no analytics and no listing, so the page asks for names; their configuration is shown and changed', async () => {
+    const fixture = await startUpstashFixture({ redisPort: server.port });
+    try {
+      await redis.set('sluice:config:edge', JSON.stringify({ version: 1, revision: 4, updatedAt: 1, mode: 'off' }));
+      const { url } = await dashboardOn(['--upstash-url', fixture.url, '--upstash-token', fixture.token], []);
+      expect(await api(url, '/api/state')).toEqual({
+        status: 200,
+        body: expect.objectContaining({ analytics: false, namesListed: false, limiters: [] }),
+      });
+      const state = await api(url, '/api/state?names=edge');
+      expect(state.body.limiters).toEqual([
+        { name: 'edge', seconds: [], topLimited: [], config: expect.objectContaining({ mode: 'off' }) },
+      ]);
+      const written = await post(url, await pageSecret(url), { action: 'mode', name: 'edge', mode: 'enforce' });
+      expect(written).toMatchObject({ status: 200, body: { config: { mode: 'enforce', revision: 5 } } });
+    } finally {
+      await fixture.close();
     }
   });
 });
