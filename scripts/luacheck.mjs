@@ -39,6 +39,8 @@ for (const [name, text, map] of [
   ['library.lua', assembled.library, assembled.maps.library],
   ['lease.lua', assembled.lease, assembled.maps.lease],
   ['config.lua', assembled.config, assembled.maps.config],
+  ['analytics.lua', assembled.analytics, assembled.maps.analytics],
+  ['analytics-read.lua', assembled.analyticsRead, assembled.maps.analyticsRead],
 ]) {
   for (const { file } of map) used.add(file);
   const run = spawnSync(
@@ -79,5 +81,5 @@ if (unique.length > 0) {
   process.exit(1);
 }
 console.log(
-  `luacheck: ${files.length} files clean (${version.stdout.split('\n')[0]}; script ${assembled.sha1.slice(0, 12)}, its Function library, lease script ${assembled.leaseSha1.slice(0, 12)} and config script)`,
+  `luacheck: ${files.length} files clean (${version.stdout.split('\n')[0]}; script ${assembled.sha1.slice(0, 12)}, its Function library, lease script ${assembled.leaseSha1.slice(0, 12)}, config and analytics scripts)`,
 );

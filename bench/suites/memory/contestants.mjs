@@ -1,7 +1,8 @@
 // One factory per contestant. Each runs its own loop over the shared workload, keeps its cursor between rounds,
 // counts the decisions that allowed (so the work cannot be optimised away, and the mix is reported).
 import { createLimiter, tokenBucket } from '@sluice/core';
-import { memoryStore } from '@sluice/memory';
+import { fleetAnalytics } from '@sluice/core/analytics';
+import { memoryAnalyticsStore, memoryStore } from '@sluice/memory';
 import { sluiceMetrics } from '@sluice/otel';
 import { AggregationTemporality, InMemoryMetricExporter, MeterProvider, PeriodicExportingMetricReader } from '@opentelemetry/sdk-metrics';
 import { MemoryStore as ExpressMemoryStore } from 'express-rate-limit';
@@ -51,8 +52,13 @@ export const SLUICE_OTEL_COUNTS = 'limitSync() + sluiceMetrics, duration: false'
  * decision at collection (sluiceMetrics hands it the round's durations then) is priced here, not left out.
  */
 export const SLUICE_OTEL_COLLECTED = 'limitSync() + sluiceMetrics, collected';
+/**
+ * fleetAnalytics into a memory analytics store: per-second counts and the top limited identities, its 1 s timer
+ * publishing during the rounds as it does in production (the publish is priced with the decisions it falls among).
+ */
+export const SLUICE_ANALYTICS = 'limitSync() + fleetAnalytics';
 /** The rows that price an observer: limitSync() with onDecision set, against the SLUICE_SYNC row (unset). */
-export const OBSERVED = [SLUICE_NOOP, SLUICE_OTEL, SLUICE_OTEL_COUNTS, SLUICE_OTEL_COLLECTED];
+export const OBSERVED = [SLUICE_NOOP, SLUICE_OTEL, SLUICE_OTEL_COUNTS, SLUICE_OTEL_COLLECTED, SLUICE_ANALYTICS];
 export const RLF = 'rate-limiter-flexible consume';
 export const ERL = 'express-rate-limit increment';
 export const LIMITER = 'limiter tryRemoveTokens';
@@ -63,6 +69,12 @@ export const CLOCK = 'clock (Date.now() alone)';
 function sdkObserver({ duration, collected = false }) {
   const { meter, collect, shutdown } = sdkMeter();
   return { onDecision: sluiceMetrics({ meter, duration }).onDecision, collect: collected ? collect : undefined, shutdown };
+}
+
+/** fleetAnalytics publishing into a memory analytics store; stopped (its last second published) at teardown. */
+function analyticsObserver() {
+  const analytics = fleetAnalytics({ store: memoryAnalyticsStore() });
+  return { onDecision: analytics.onDecision, shutdown: () => analytics.stop() };
 }
 
 /**
@@ -107,6 +119,7 @@ export function contestants(workload = SMALL, { maxKeys, skip = [] } = {}) {
       [SLUICE_OTEL, () => sdkObserver({ duration: true })],
       [SLUICE_OTEL_COUNTS, () => sdkObserver({ duration: false })],
       [SLUICE_OTEL_COLLECTED, () => sdkObserver({ duration: true, collected: true })],
+      [SLUICE_ANALYTICS, analyticsObserver],
     ].map(([name, observer]) =>
       counted(name, (tally) => {
         let limiter;

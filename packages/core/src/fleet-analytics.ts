@@ -4,8 +4,12 @@
  * a dashboard reads the fleet's sums (`sluice dashboard`).
  *
  * What it guarantees:
- * - the decision path does a clock read, a few comparisons and an increment (one Map update more for a refusal);
- *   everything else happens once per second per limiter name, off the path;
+ * - the decision path does a few comparisons and an increment (one Map update more for a refusal), and no clock
+ *   read: a decision is filed under the second of its own time, `decision.now` (the limiter's clock, or the store's
+ *   for a store-clock store). Everything else happens once per second per limiter name, off the path. The `now`
+ *   option is the timer's clock (which seconds are complete, the retention) and the time of `recordShed`; a decision
+ *   filed under a second the timer has already published (a store clock behind this one) goes out at the next tick
+ *   and adds to it in the store;
  * - at most one `publish` per limiter name per second from the timer (one store round trip each), and never two
  *   in flight for one name; `flush()` and `stop()` publish when called;
  * - nothing is lost to a failed publish: the seconds are kept and published again at the next tick, until they are
@@ -46,7 +50,10 @@ export interface FleetAnalyticsOptions {
   topK?: number;
   /** Seconds not yet published (the store failing) are kept this long, then dropped and counted. @default '15m' */
   retention?: Duration;
-  /** Epoch milliseconds; decisions are filed under its second. Inject a fake clock in tests. @default Date.now */
+  /**
+   * Epoch milliseconds: which seconds are complete, the retention, and the time of `recordShed`. Decisions are filed
+   * under their own `decision.now`. Inject the limiter's fake clock in tests. @default Date.now
+   */
   now?: () => number;
   /** Called when a publish failed (the seconds are kept and retried). @default console.warn, once per distinct message */
   onError?: (error: unknown) => void;
@@ -101,7 +108,13 @@ class Bucket {
   readonly counts = [0, 0, 0, 0, 0];
   /** Limited identity → refusals; at most topK entries. */
   readonly top = new Map<string, number>();
-  constructor(readonly second: number) {}
+  /** The second's bounds in epoch ms, [startMs, endMs). */
+  readonly startMs: number;
+  readonly endMs: number;
+  constructor(readonly second: number) {
+    this.startMs = second * 1000;
+    this.endMs = this.startMs + 1000;
+  }
 }
 
 /** One limiter name: the bucket decisions go to, the seconds waiting, whether a publish is in flight. */
@@ -151,11 +164,23 @@ class FleetAnalyticsObserver implements FleetAnalytics {
     const operation = event.operation;
     if (operation === 'peek' || operation === 'refund') return;
     const decision = event.decision;
-    const outcome = decision.degraded ? DEGRADED : decision.allowed ? (decision.reason === 'shadow' ? SHADOW_LIMITED : ALLOWED) : LIMITED;
-    const bucket = this.bucketAt(event.limiter, Math.floor(this.now() / 1000));
-    if (bucket === undefined) return;
-    bucket.counts[outcome]!++;
-    if (outcome === LIMITED) this.limited(bucket, event.identity);
+    const name = event.limiter;
+    const series = name === this.lastName ? this.lastSeries! : this.seriesOf(name);
+    // The decision's own time: the limiter read its clock already, and a second read would cost as much as the rest.
+    // Compared with the current bucket's bounds in ms: no division on the path.
+    const now = decision.now;
+    let bucket = series.current;
+    if (bucket === undefined || !(now >= bucket.startMs && now < bucket.endMs)) {
+      bucket = this.newSecond(series, Math.floor(now / 1000));
+      if (bucket === undefined) return;
+    }
+    const counts = bucket.counts;
+    if (decision.degraded) counts[DEGRADED]!++;
+    else if (decision.allowed) counts[decision.reason === 'shadow' ? SHADOW_LIMITED : ALLOWED]!++;
+    else {
+      counts[LIMITED]!++;
+      this.limited(bucket, event.identity);
+    }
   };
 
   readonly onShed = (event: ShedEvent | FleetEvent): void => {
@@ -171,7 +196,10 @@ class FleetAnalyticsObserver implements FleetAnalytics {
   ) {}
 
   recordShed(name: string): void {
-    const bucket = this.bucketAt(name, Math.floor(this.now() / 1000));
+    const series = name === this.lastName ? this.lastSeries! : this.seriesOf(name);
+    const second = this.currentSecond();
+    const current = series.current;
+    const bucket = current !== undefined && current.second === second ? current : this.newSecond(series, second);
     if (bucket !== undefined) bucket.counts[SHED]!++;
   }
 
@@ -193,14 +221,6 @@ class FleetAnalyticsObserver implements FleetAnalytics {
     let pendingSeconds = 0;
     for (const series of this.series.values()) pendingSeconds += series.pending.size;
     return { droppedIdentities: this.droppedIdentities, droppedSeconds: this.droppedSeconds, pendingSeconds };
-  }
-
-  /** The bucket of `name` for `second`: the current one on the fast path, found or made otherwise. */
-  private bucketAt(name: string, second: number): Bucket | undefined {
-    const series = name === this.lastName ? this.lastSeries! : this.seriesOf(name);
-    const current = series.current;
-    if (current !== undefined && current.second === second) return current;
-    return this.newSecond(series, second);
   }
 
   private seriesOf(name: string): Series {

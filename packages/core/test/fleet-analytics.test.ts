@@ -30,12 +30,14 @@ const ALLOWED: Decision = {
   rules: [],
   now: 0,
 };
+/** The fake clock every test shares: the limiters', the observer's `now`, and the time of the hand-made events. */
+const time = { now: T0 };
 const event = (
   identity: string,
   decision: Partial<Decision> = {},
   operation: DecisionEvent['operation'] = 'limit',
   limiter = 'api',
-): DecisionEvent => ({ limiter, operation, identity, decision: { ...ALLOWED, ...decision }, durationMs: 0 });
+): DecisionEvent => ({ limiter, operation, identity, decision: { ...ALLOWED, now: time.now, ...decision }, durationMs: 0 });
 const refused = (identity: string, limiter = 'api') => event(identity, { allowed: false, reason: 'rate_limited' }, 'limit', limiter);
 
 /** A store that records every publish, and fails while `failing` is set (after the call, as a network would). */
@@ -63,7 +65,6 @@ class RecordingStore implements AnalyticsStore {
 }
 
 function setup(options: Partial<FleetAnalyticsOptions> = {}) {
-  const time = { now: T0 };
   const store = new RecordingStore(time);
   const errors: unknown[] = [];
   const analytics = fleetAnalytics({ store, now: () => time.now, onError: (e) => void errors.push(e), ...options });
@@ -76,6 +77,7 @@ function setup(options: Partial<FleetAnalyticsOptions> = {}) {
 }
 
 beforeEach(() => {
+  time.now = T0;
   vi.useFakeTimers({ toFake: ['setInterval', 'clearInterval', 'setTimeout', 'clearTimeout'] });
 });
 afterEach(() => {
@@ -240,7 +242,6 @@ describe('fleetAnalytics', () => {
   });
 
   test('a publish throwing synchronously, or an onError that throws, never reaches the decision or the timer', async () => {
-    const time = { now: T0 };
     let calls = 0;
     const store: AnalyticsStore = {
       publish() {
@@ -294,7 +295,6 @@ describe('fleetAnalytics', () => {
   test('the default onError warns once per distinct message', async () => {
     const warn = vi.spyOn(console, 'warn').mockImplementation(() => {});
     try {
-      const time = { now: T0 };
       const store: AnalyticsStore = { publish: () => Promise.reject(new Error('down')), read: () => [], names: () => [] };
       const analytics = fleetAnalytics({ store, now: () => time.now });
       for (let s = 0; s < 4; s++) {

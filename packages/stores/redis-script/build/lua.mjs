@@ -197,6 +197,10 @@ export function assemble(dir = LUA_DIR) {
   const lease = text(leaseLines);
   const configLines = compact(expand(dir, 'config.lua'));
   const config = text(configLines);
+  const analyticsLines = compact(expand(dir, 'analytics.lua'));
+  const analytics = text(analyticsLines);
+  const analyticsReadLines = compact(expand(dir, 'analytics-read.lua'));
+  const analyticsRead = text(analyticsReadLines);
   const origins = (lines) => lines.map(({ file, line }) => ({ file, line }));
   return {
     script,
@@ -206,13 +210,22 @@ export function assemble(dir = LUA_DIR) {
     lease,
     leaseSha1: createHash('sha1').update(lease).digest('hex'),
     config,
-    maps: { script: origins(scriptLines), library: origins(libraryLines), lease: origins(leaseLines), config: origins(configLines) },
+    analytics,
+    analyticsRead,
+    maps: {
+      script: origins(scriptLines),
+      library: origins(libraryLines),
+      lease: origins(leaseLines),
+      config: origins(configLines),
+      analytics: origins(analyticsLines),
+      analyticsRead: origins(analyticsReadLines),
+    },
   };
 }
 
 /** The virtual module's source: the texts and names, no line maps. */
 export function virtualModule(dir = LUA_DIR) {
-  const { script, sha1, functionName, library, lease, leaseSha1, config } = assemble(dir);
+  const { script, sha1, functionName, library, lease, leaseSha1, config, analytics, analyticsRead } = assemble(dir);
   return `export const script = ${JSON.stringify(script)};
 export const sha1 = ${JSON.stringify(sha1)};
 export const functionName = ${JSON.stringify(functionName)};
@@ -220,6 +233,8 @@ export const library = ${JSON.stringify(library)};
 export const leaseScript = ${JSON.stringify(lease)};
 export const leaseSha1 = ${JSON.stringify(leaseSha1)};
 export const configScript = ${JSON.stringify(config)};
+export const analyticsScript = ${JSON.stringify(analytics)};
+export const analyticsReadScript = ${JSON.stringify(analyticsRead)};
 `;
 }
 

@@ -11,7 +11,7 @@ export type { LimitBatcherOptions, ScriptCall } from './batcher.js';
 export { LEASE_SCRIPT, LEASE_SCRIPT_SHA1, LeaseBatcher, leaseCall, parseLeaseReplies, parseLeaseReply, runLease } from './lease-script.js';
 export type { LeaseBatcherOptions, LeaseCallArguments } from './lease-script.js';
 export { isNoScript, runScript } from './run-script.js';
-export { REPLACE_CONFIG_SCRIPT } from './config-script.js';
+export { ANALYTICS_PUBLISH_SCRIPT, ANALYTICS_READ_SCRIPT, REPLACE_CONFIG_SCRIPT } from './config-script.js';
 export type { ScriptCommands } from './run-script.js';
 export { scriptStoreOptions } from './store-options.js';
 export type { ScriptStoreOptions } from './store-options.js';

@@ -14,4 +14,8 @@ declare module 'virtual:sluice-lua' {
   export const leaseSha1: string;
   /** src/lua/config.lua: runtime configuration's compare and set (EVAL). */
   export const configScript: string;
+  /** src/lua/analytics.lua: fleet analytics' publish (EVAL). */
+  export const analyticsScript: string;
+  /** src/lua/analytics-read.lua: fleet analytics' reads (EVAL). */
+  export const analyticsReadScript: string;
 }

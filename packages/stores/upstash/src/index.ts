@@ -8,3 +8,5 @@ export { upstashConfigSource } from './upstash-config-source.js';
 export type { UpstashConfigClient, UpstashConfigSourceOptions } from './upstash-config-source.js';
 export { upstashRest } from './upstash-rest.js';
 export type { UpstashFetchInit, UpstashFetchResponse, UpstashRestClient, UpstashRestOptions } from './upstash-rest.js';
+export { upstashAnalyticsStore } from './upstash-analytics-store.js';
+export type { UpstashAnalyticsClient, UpstashAnalyticsStoreOptions } from './upstash-analytics-store.js';

@@ -15,10 +15,10 @@ const built = (file: string) => readFileSync(fileURLToPath(new URL(`../dist/${fi
 describe.each(['index.js', 'index.cjs'])('dist/%s', (file) => {
   const code = built(file);
 
-  it('imports only @sluice/core and @sluice/redis-script (the shared option checks are bundled)', () => {
+  it('imports only @sluice/core (and its /analytics subpath) and @sluice/redis-script (the shared option checks are bundled)', () => {
     const specifiers = [...code.matchAll(/(?:from\s+|require\()\s*["']([^"']+)["']/g)].map((m) => m[1]);
     expect(specifiers.length).toBeGreaterThan(0);
-    expect(new Set(specifiers)).toEqual(new Set(['@sluice/core', '@sluice/redis-script']));
+    expect(new Set(specifiers)).toEqual(new Set(['@sluice/core', '@sluice/core/analytics', '@sluice/redis-script']));
   });
 
   it('touches no Node global (Buffer, process, __dirname)', () => {

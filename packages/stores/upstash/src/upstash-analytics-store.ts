@@ -1,0 +1,124 @@
+import { SluiceError } from '@sluice/core';
+import {
+  ANALYTICS_OUTCOMES,
+  DEFAULT_ANALYTICS_RETENTION,
+  DEFAULT_ANALYTICS_TOP_K,
+  emptyAnalyticsCounts,
+  topEntries,
+  type AnalyticsSecond,
+  type AnalyticsStore,
+} from '@sluice/core/analytics';
+import { describeValue, durationOption, optionalFunction, rejectUnknownOptions } from '@sluice/internal';
+import { ANALYTICS_PUBLISH_SCRIPT, ANALYTICS_READ_SCRIPT } from '@sluice/redis-script';
+import type { UpstashRestOptions } from './upstash-rest.js';
+import { restClientFor } from './upstash-store.js';
+
+/** The method of @upstash/redis's `Redis` (or `upstashRest()`) the analytics store calls. */
+export interface UpstashAnalyticsClient {
+  eval(script: string, keys: string[], args: Array<string | number>): Promise<unknown>;
+}
+
+export interface UpstashAnalyticsStoreOptions {
+  /** Keys start `${prefix}:analytics:` (the Redis store's layout). @default 'sluice' */
+  prefix?: string;
+  /** Each second's keys expire this long after the second; `names()` lists the names published within it. @default '15m' */
+  retention?: number | string;
+  /** Limited identities `read` returns per second, summed over instances. @default 20 */
+  topK?: number;
+  /** Epoch milliseconds, for `read`'s and `names()`'s retention window. @default Date.now */
+  now?: () => number;
+}
+
+const WHERE = 'upstashAnalyticsStore';
+
+/**
+ * Fleet analytics (core's `fleetAnalytics`) in Upstash Redis, with the keys `redisAnalyticsStore` uses (see
+ * @sluice/redis's README), so either client reads what the other published. Each call is one request: a publish is
+ * one EVAL (src/lua/analytics.lua of @sluice/redis-script), a read one EVAL over the range clamped to the retention,
+ * `names()` one EVAL. Edge-safe. `{ url, token }` uses the store's own client (`upstashRest()`). With
+ * @upstash/redis's default `automaticDeserialization`, an identity that is JSON text (`{"a":1}`) comes back parsed:
+ * pass `automaticDeserialization: false` to read such identities exactly.
+ * @example fleetAnalytics({ store: upstashAnalyticsStore({ url: env.UPSTASH_REDIS_REST_URL, token: env.UPSTASH_REDIS_REST_TOKEN }) })
+ */
+export function upstashAnalyticsStore(
+  client: UpstashAnalyticsClient | UpstashRestOptions,
+  options: UpstashAnalyticsStoreOptions = {},
+): AnalyticsStore {
+  const redis = restClientFor(client);
+  if (typeof redis !== 'object' || redis === null || typeof (redis as Partial<UpstashAnalyticsClient>).eval !== 'function') {
+    throw new SluiceError(
+      'INVALID_OPTION',
+      `${WHERE}: redis must be { url, token } (the database's REST URL and token) or an @upstash/redis client, e.g. upstashAnalyticsStore(new Redis({ url, token })), got ${describeValue(redis)}`,
+    );
+  }
+  if (typeof options !== 'object' || options === null) {
+    throw new SluiceError('INVALID_OPTION', `${WHERE}: options must be an object, got ${describeValue(options)}`);
+  }
+  rejectUnknownOptions(options, ['prefix', 'retention', 'topK', 'now'], WHERE);
+  const prefix = options.prefix ?? 'sluice';
+  if (typeof prefix !== 'string' || prefix.length === 0) {
+    throw new SluiceError('INVALID_OPTION', `${WHERE}: prefix must be a non-empty string, got ${describeValue(prefix)}`);
+  }
+  const retentionSeconds = Math.ceil(
+    durationOption(options.retention ?? DEFAULT_ANALYTICS_RETENTION, `${WHERE}: retention`, { min: 1_000 }) / 1000,
+  );
+  const topK = options.topK ?? DEFAULT_ANALYTICS_TOP_K;
+  if (!Number.isSafeInteger(topK) || topK < 1) {
+    throw new SluiceError('INVALID_OPTION', `${WHERE}: topK must be a positive integer, got ${describeValue(topK)}`);
+  }
+  const now = optionalFunction(options.now, `${WHERE}: now`, '() => epoch ms') ?? Date.now;
+  const base = `${prefix}:analytics:`;
+  const namesKey = `${base}names`;
+  const key = (name: string, second: number) => `${base}{${name}}:${second}`;
+  const nowSecond = () => Math.floor(now() / 1000);
+
+  return {
+    async publish(name, seconds) {
+      checkName(name);
+      if (seconds.length === 0) return;
+      const keys = [namesKey];
+      const args: Array<string | number> = [name, retentionSeconds, nowSecond() - retentionSeconds];
+      for (const { second, counts, topLimited } of seconds) {
+        keys.push(key(name, second), `${key(name, second)}:top`);
+        args.push(second, ...ANALYTICS_OUTCOMES.map((outcome) => counts[outcome] ?? 0), topLimited.length);
+        for (const [identity, limited] of topLimited) args.push(identity, limited);
+      }
+      await redis.eval(ANALYTICS_PUBLISH_SCRIPT, keys, args);
+    },
+    async read(name, from, to) {
+      checkName(name);
+      const current = nowSecond();
+      const low = Math.max(Math.ceil(from), current - retentionSeconds);
+      const high = Math.min(Math.floor(to), current + retentionSeconds);
+      if (!(low <= high)) return [];
+      const keys: string[] = [];
+      for (let second = low; second <= high; second++) keys.push(key(name, second), `${key(name, second)}:top`);
+      const replies = (await redis.eval(ANALYTICS_READ_SCRIPT, keys, ['read'])) as unknown[][];
+      const seconds: AnalyticsSecond[] = [];
+      for (let i = 0, second = low; second <= high; second++, i += 2) {
+        const hash = replies[i] ?? [];
+        if (hash.length === 0) continue;
+        const counts = emptyAnalyticsCounts();
+        for (let j = 0; j + 1 < hash.length; j += 2) {
+          const field = String(hash[j]) as keyof typeof counts;
+          if (field in counts) counts[field] = Number(hash[j + 1]);
+        }
+        const top = replies[i + 1] ?? [];
+        const entries: [string, number][] = [];
+        for (let j = 0; j + 1 < top.length; j += 2) entries.push([String(top[j]), Number(top[j + 1])]);
+        seconds.push({ second, counts, topLimited: topEntries(entries, topK) });
+      }
+      return seconds;
+    },
+    async names() {
+      const names = (await redis.eval(ANALYTICS_READ_SCRIPT, [namesKey], ['names', nowSecond() - retentionSeconds])) as unknown[];
+      return names.map(String).sort();
+    },
+  };
+}
+
+function checkName(name: string): void {
+  if (typeof name !== 'string' || name.length === 0) {
+    throw new SluiceError('INVALID_OPTION', `${WHERE}: name must be a limiter's name, a non-empty string, got ${describeValue(name)}`);
+  }
+}
