@@ -1,35 +1,45 @@
 /**
- * The analytics store contract, run against every store on real backends (a redis-server started here, a SQLite
- * file in a temporary directory): two instances publish into one store and `read` sums them, a range is inclusive
- * and ascending with empty seconds left out, seconds past the retention are neither read nor named, and two real
- * `fleetAnalytics` observers publishing through their timers add up to the decisions their limiters made.
+ * The analytics store contract, run against every store on real backends (a redis-server and a three-master Redis
+ * Cluster started here, a SQLite file in a temporary directory): two instances publish into one store and `read`
+ * sums them, a range is inclusive and ascending with empty seconds left out, seconds past the retention are neither
+ * read nor named, and two real `fleetAnalytics` observers publishing through `stop()` add up to the decisions their
+ * limiters made. Upstash runs the same checks on its REST fixture (packages/stores/upstash/test).
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import Database from 'better-sqlite3';
-import { Redis } from 'ioredis';
+import { Cluster, Redis } from 'ioredis';
 import { createLimiter, fixedWindow } from '@sluice/core';
 import { fleetAnalytics, type AnalyticsSecond, type AnalyticsStore } from '@sluice/core/analytics';
 import { memoryAnalyticsStore, memoryStore } from '@sluice/memory';
 import { redisAnalyticsStore } from '@sluice/redis';
 import { sqliteAnalyticsStore } from '@sluice/sqlite';
-import { startRedis, type RedisServer } from '../harness/redis.js';
+import { startCluster, startRedis, type RedisCluster, type RedisServer } from '../harness/redis.js';
 
 let server: RedisServer;
 let redis: Redis;
+let cluster: RedisCluster;
+let clusterClient: Cluster;
 let stores = 0;
 const directory = mkdtempSync(join(tmpdir(), 'sluice-analytics-'));
 const databases: Database.Database[] = [];
 
 beforeAll(async () => {
-  server = await startRedis();
+  [server, cluster] = await Promise.all([startRedis(), startCluster()]);
   redis = new Redis({ host: server.host, port: server.port });
+  clusterClient = new Cluster([...cluster.nodes]);
+  await new Promise<void>((resolve, reject) => {
+    clusterClient.once('ready', () => resolve());
+    clusterClient.once('error', reject);
+  });
 });
 
 afterAll(async () => {
   redis?.disconnect();
+  clusterClient?.disconnect();
+  await cluster?.stop();
   for (const db of databases) db.close();
   rmSync(directory, { recursive: true, force: true });
   await server?.stop();
@@ -47,6 +57,7 @@ function sqliteFile(): Database.Database {
 const FACTORIES: { name: string; make: () => AnalyticsStore }[] = [
   { name: 'memory', make: () => memoryAnalyticsStore({ retention: '1m' }) },
   { name: 'redis', make: () => redisAnalyticsStore(redis, { prefix: `conformance${++stores}`, retention: '1m' }) },
+  { name: 'redis cluster', make: () => redisAnalyticsStore(clusterClient, { prefix: `conformance${++stores}`, retention: '1m' }) },
   { name: 'sqlite', make: () => sqliteAnalyticsStore(sqliteFile(), { retention: '1m' }) },
 ];
 
