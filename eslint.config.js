@@ -104,4 +104,19 @@ export default tseslint.config(
     files: ['**/*.cjs'],
     languageOptions: { globals: { require: 'readonly', module: 'writable', __dirname: 'readonly', __filename: 'readonly' } },
   },
+  {
+    // The dashboard's page script (packages/cli/build/page.mjs inlines it in the page): a classic script in a browser.
+    files: ['packages/cli/src/dashboard/page/*.js'],
+    languageOptions: {
+      sourceType: 'script',
+      globals: {
+        document: 'readonly',
+        location: 'readonly',
+        history: 'readonly',
+        localStorage: 'readonly',
+        FormData: 'readonly',
+        URLSearchParams: 'readonly',
+      },
+    },
+  },
 );

@@ -155,7 +155,7 @@ describe('sluice dashboard in a browser, over three processes on one redis-serve
     expect(
       await page.$eval('section[data-name="api"] [role="status"]', (status) => (status as unknown as { textContent: string }).textContent),
     ).toBe('set quota acme: quotas["acme"][0]: gcra: limit must be a positive integer, got 0');
-    await sleep(2_000); // some shadow-mode seconds
+    await sleep(4_000); // some shadow-mode seconds
     await page.screenshot({ path: SCREENSHOT, fullPage: true });
 
     // Every process stops deciding and publishes all it counted; the page then shows the last of those seconds.

@@ -77,7 +77,7 @@ async function api(
 /** The secret the page embeds, as its script sends it back. */
 async function pageSecret(base: string): Promise<string> {
   const html = await (await fetch(base)).text();
-  const settings = /const SETTINGS = (\{.*?\});/.exec(html);
+  const settings = /<script type="application\/json" id="settings">(.*?)<\/script>/.exec(html);
   expect(settings, 'the page embeds its settings').not.toBeNull();
   return (JSON.parse(settings![1]!) as { secret: string }).secret;
 }

@@ -32,8 +32,8 @@ function counted(store: AnalyticsStore): { store: AnalyticsStore; spans: number[
 }
 
 describe('FleetView', () => {
-  test('the window ends at the last complete second; the top list sums the last minute only', async () => {
-    let nowMs = (T0 + 100) * 1000 + 500;
+  test('the window ends at the newest second every instance has published; the top list sums the last minute only', async () => {
+    let nowMs = (T0 + 101) * 1000 + 500;
     const analytics = memoryAnalyticsStore({ now: () => nowMs });
     await analytics.publish('api', [
       second(T0 + 100 - 61, 50, [['old', 50]]), // older than the last minute: in the chart, not in the top list
@@ -42,7 +42,7 @@ describe('FleetView', () => {
         ['bob', 1],
       ]),
       second(T0 + 99, 5, [['mallory', 5]]),
-      second(T0 + 100, 9, [['now', 9]]), // the current second, not complete
+      second(T0 + 100, 9, [['now', 9]]), // the second before the current one: instances may still be publishing it
     ]);
     const view = new FleetView({ source: memoryConfigSource(), analytics, listConfigNames: undefined, now: () => nowMs });
     const state = await view.state([]);
@@ -55,7 +55,7 @@ describe('FleetView', () => {
       ['bob', 1],
     ]);
     expect(state.limiters[0]!.config).toBeNull();
-    // A second later the minute has moved: the current second is complete, the one 60 s old has left.
+    // A second later the minute has moved: the newest second is in, the one 60 s old has left.
     nowMs += 1000;
     expect((await view.state([])).limiters[0]!.topLimited).toEqual([
       ['now', 9],

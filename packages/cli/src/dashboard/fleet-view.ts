@@ -23,6 +23,11 @@ import type { AnalyticsSecond, AnalyticsStore } from '@sluice/core/analytics';
 
 /** The chart's span: the last 15 minutes. */
 export const WINDOW_SECONDS = 900;
+/**
+ * How far behind the clock the window ends, in seconds: an instance publishes each second within a second of its
+ * end (fleetAnalytics' timer), so the second before the last is the newest every instance has published.
+ */
+export const LAG_SECONDS = 2;
 /** "Limited most": the last minute. */
 export const TOP_SECONDS = 60;
 /** How many identities "limited most" lists. */
@@ -51,7 +56,7 @@ export interface LimiterView {
 }
 
 export interface FleetState {
-  /** Epoch seconds: the chart spans [from, to], `to` the last complete second. */
+  /** Epoch seconds: the chart spans [from, to], `to` the newest second every instance has published (LAG_SECONDS). */
   from: number;
   to: number;
   /** Whether decisions can be shown: false for a store with no analytics reader (Upstash). */
@@ -105,7 +110,7 @@ export class FleetView {
   }
 
   private async read(extraNames: readonly string[]): Promise<FleetState> {
-    const to = Math.floor(this.now() / 1000) - 1;
+    const to = Math.floor(this.now() / 1000) - LAG_SECONDS;
     const from = to - WINDOW_SECONDS + 1;
     const { analytics } = this.options;
     const names = new Set<string>();

@@ -1,11 +1,10 @@
 /**
- * The dashboard's one page: HTML with its CSS and script inline (no external asset, no CDN), the chart drawn as
- * inline SVG by the script. The script polls `/api/state` every second (one request at a time) and updates each
- * limiter's card in place, so a form being filled in is never redrawn; actions POST to `/api/action` with the
- * secret in `X-Sluice-Token`. Every value from the store reaches the DOM as text (textContent), never as markup.
- * The chart's element carries its data in `data-seconds` (JSON [second, allowed, limited, shadowLimited, shed,
- * degraded] rows) for tests and for anyone who wants the numbers behind a line.
+ * The dashboard's one page: HTML with its CSS and script inline (no external asset, no CDN), under a
+ * Content-Security-Policy nonce. The script and the style live in page/dashboard.js and page/dashboard.css, built
+ * in as text by build/page.mjs; the settings the script needs (the secret it sends back, where the store is) are a
+ * JSON element, never code.
  */
+import { script, style } from 'virtual:sluice-dashboard-page';
 
 export interface PageOptions {
   nonce: string;
@@ -15,6 +14,7 @@ export interface PageOptions {
 }
 
 export function renderPage({ nonce, secret, where }: PageOptions): string {
+  // JSON in an HTML element: `<` escaped, so no text from the store can close it.
   const settings = JSON.stringify({ secret, where }).replace(/</g, '\\u003c');
   return `<!doctype html>
 <html lang="en">
@@ -22,7 +22,7 @@ export function renderPage({ nonce, secret, where }: PageOptions): string {
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>sluice dashboard</title>
-<style nonce="${nonce}">${STYLE}</style>
+<style nonce="${nonce}">${style}</style>
 </head>
 <body>
 <header>
@@ -39,270 +39,9 @@ export function renderPage({ nonce, secret, where }: PageOptions): string {
   </form>
   <div id="limiters"></div>
 </main>
-<script nonce="${nonce}">const SETTINGS = ${settings};
-${SCRIPT}</script>
+<script type="application/json" id="settings">${settings}</script>
+<script nonce="${nonce}">${script}</script>
 </body>
 </html>
 `;
 }
-
-const STYLE = `
-:root { --allowed: #2e7d32; --limited: #c62828; --shadowLimited: #ef6c00; --shed: #6a1b9a; --degraded: #546e7a; font-family: system-ui, sans-serif; color: #1d232a; background: #f5f6f8; }
-body { margin: 0; }
-header { display: flex; gap: 1.5rem; align-items: baseline; padding: .6rem 1.2rem; background: #1d232a; color: #fff; }
-header h1 { font-size: 1.1rem; margin: 0; }
-header span { font-size: .85rem; opacity: .8; }
-main { padding: 1rem 1.2rem; }
-.banner { background: #c62828; color: #fff; padding: .6rem 1.2rem; font-weight: 600; }
-.add-name { margin-bottom: 1rem; display: flex; gap: .5rem; align-items: center; }
-.note { color: #555; font-size: .85rem; }
-section.limiter { background: #fff; border: 1px solid #d9dde3; border-radius: 6px; padding: .8rem 1rem; margin-bottom: 1rem; }
-section.limiter h2 { margin: 0 0 .4rem; font-size: 1.05rem; }
-.row { display: grid; grid-template-columns: minmax(12rem, 1fr) minmax(14rem, 1.2fr) minmax(18rem, 2fr) minmax(22rem, 2.4fr); gap: 1.5rem; }
-h3 { font-size: .9rem; margin: .6rem 0 .3rem; }
-svg.chart, svg.minute { width: 100%; height: 180px; background: #fafbfc; border: 1px solid #e3e6ea; }
-.charts { display: grid; grid-template-columns: 1fr 1fr; gap: 1rem; }
-.legend { display: flex; gap: 1rem; font-size: .85rem; margin: .3rem 0; flex-wrap: wrap; }
-.legend b { display: inline-block; width: .8rem; height: .8rem; border-radius: 2px; margin-right: .3rem; vertical-align: -1px; }
-.k-allowed { background: var(--allowed); } .k-limited { background: var(--limited); } .k-shadowLimited { background: var(--shadowLimited); }
-.k-shed { background: var(--shed); } .k-degraded { background: var(--degraded); }
-table { border-collapse: collapse; font-size: .85rem; }
-td, th { text-align: left; padding: .15rem .6rem .15rem 0; vertical-align: top; }
-th { color: #555; font-weight: 500; }
-td.n { text-align: right; font-variant-numeric: tabular-nums; }
-pre { background: #f3f4f6; padding: .4rem; margin: 0; font-size: .8rem; max-width: 40rem; overflow: auto; white-space: pre-wrap; }
-.modes button { padding: .25rem .8rem; border: 1px solid #888; background: #fff; cursor: pointer; }
-.modes button.current { background: #1d232a; color: #fff; }
-form.inline { display: flex; gap: .4rem; flex-wrap: wrap; align-items: center; margin-top: .4rem; font-size: .85rem; }
-form.inline input, form.inline textarea { font: inherit; font-size: .85rem; }
-.error { color: #c62828; font-size: .85rem; white-space: pre-wrap; }
-.ok { color: #2e7d32; font-size: .85rem; }
-`;
-
-const SCRIPT = String.raw`
-'use strict';
-const OUTCOMES = ['allowed', 'limited', 'shadowLimited', 'shed', 'degraded'];
-const COLORS = { allowed: '#2e7d32', limited: '#c62828', shadowLimited: '#ef6c00', shed: '#6a1b9a', degraded: '#546e7a' };
-const LABELS = { allowed: 'allowed', limited: 'limited', shadowLimited: 'shadow-limited', shed: 'shed', degraded: 'degraded' };
-const SVG = 'http://www.w3.org/2000/svg';
-const added = new Set(JSON.parse(localStorage.getItem('sluice-dashboard-names') || '[]'));
-const cards = new Map();
-const params = new URLSearchParams(location.search);
-const headers = { 'x-sluice-token': SETTINGS.secret };
-// The token is in the page now: keep it out of the address bar and the history.
-if (params.has('token')) history.replaceState(null, '', location.pathname);
-
-document.getElementById('where').textContent = SETTINGS.where;
-
-function el(tag, attributes, ...children) {
-  const node = document.createElement(tag);
-  for (const [key, value] of Object.entries(attributes || {})) node.setAttribute(key, value);
-  for (const child of children) node.append(child);
-  return node;
-}
-function svg(tag, attributes) {
-  const node = document.createElementNS(SVG, tag);
-  for (const [key, value] of Object.entries(attributes || {})) node.setAttribute(key, String(value));
-  return node;
-}
-function banner(message) {
-  const node = document.getElementById('banner');
-  node.hidden = message === undefined;
-  node.textContent = message || '';
-}
-
-const ACTION_LABELS = { mode: 'mode', setQuota: 'set quota', removeQuota: 'remove quota', addDeny: 'deny', removeDeny: 'remove deny entry' };
-
-async function act(card, body, done) {
-  const what = ACTION_LABELS[body.action] + (body.mode || body.identity || body.match ? ' ' + (body.mode || body.identity || body.match) : '') + ': ';
-  card.message.className = '';
-  card.message.textContent = what + 'writing…';
-  try {
-    const response = await fetch('/api/action', { method: 'POST', headers: { ...headers, 'content-type': 'application/json' }, body: JSON.stringify({ name: card.name, ...body }) });
-    const answer = await response.json();
-    if (!response.ok) {
-      card.message.className = 'error';
-      card.message.textContent = what + answer.error;
-      return;
-    }
-    card.message.className = 'ok';
-    card.message.textContent = what + (answer.config ? 'written, revision ' + answer.config.revision + '; every instance running watchConfig picks it up' : 'done');
-    if (done) done();
-    if (answer.config !== undefined) renderConfig(card, answer.config, undefined);
-  } catch (error) {
-    card.message.className = 'error';
-    card.message.textContent = what + 'the dashboard did not answer: ' + error.message;
-  }
-}
-
-function card(name) {
-  if (cards.has(name)) return cards.get(name);
-  const c = { name };
-  c.root = el('section', { class: 'limiter', 'data-name': name });
-  c.chart = svg('svg', { class: 'chart', viewBox: '0 0 960 180', role: 'img', 'aria-label': 'decisions per second, last 15 minutes' });
-  c.minute = svg('svg', { class: 'minute', viewBox: '0 0 960 180', role: 'img', 'aria-label': 'decisions per second, last minute' });
-  c.now = el('span', { class: 'note' });
-  const legend = el('div', { class: 'legend' }, ...OUTCOMES.map((o) => el('span', { 'data-outcome': o }, el('b', { class: 'k-' + o }), LABELS[o] + ' ', el('span', { class: 'last' }, '0'))));
-  c.legend = legend;
-  c.top = el('tbody');
-  c.mode = el('div', { class: 'modes' }, ...['enforce', 'shadow', 'off'].map((mode) => {
-    const button = el('button', { type: 'button', 'data-mode': mode }, mode);
-    button.addEventListener('click', () => act(c, { action: 'mode', mode }));
-    return button;
-  }));
-  c.modeNote = el('span', { class: 'note' });
-  c.rules = el('pre');
-  c.quotas = el('tbody');
-  c.deny = el('tbody');
-  c.configError = el('div', { class: 'error' });
-  c.message = el('div', { role: 'status' });
-  const quotaForm = el('form', { class: 'inline quota-form' },
-    el('input', { name: 'identity', placeholder: 'identity', required: '' }),
-    el('input', { name: 'rules', placeholder: '[{"algorithm":"gcra","limit":100,"period":"1s"}]', size: '40', required: '' }),
-    el('button', { type: 'submit' }, 'set quota'));
-  quotaForm.addEventListener('submit', (event) => {
-    event.preventDefault();
-    const form = new FormData(quotaForm);
-    act(c, { action: 'setQuota', identity: form.get('identity'), rules: form.get('rules') }, () => quotaForm.reset());
-  });
-  const denyForm = el('form', { class: 'inline deny-form' },
-    el('input', { name: 'match', placeholder: 'identity, address or CIDR', required: '' }),
-    el('input', { name: 'for', placeholder: 'for (1h; empty: until removed)', size: '14' }),
-    el('input', { name: 'reason', placeholder: 'reason', size: '20' }),
-    el('button', { type: 'submit' }, 'deny'));
-  denyForm.addEventListener('submit', (event) => {
-    event.preventDefault();
-    const form = new FormData(denyForm);
-    act(c, { action: 'addDeny', match: form.get('match'), for: form.get('for'), reason: form.get('reason') }, () => denyForm.reset());
-  });
-  c.root.append(
-    el('h2', {}, name),
-    legend,
-    el('div', { class: 'charts' }, el('div', {}, el('h3', {}, 'Last 15 minutes'), c.chart), el('div', {}, el('h3', {}, 'Last minute'), c.minute)),
-    c.now,
-    el('div', { class: 'row' },
-      el('div', {}, el('h3', {}, 'Limited most, last minute'), el('table', { class: 'top' }, el('thead', {}, el('tr', {}, el('th', {}, 'identity'), el('th', {}, 'limited'))), c.top)),
-      el('div', {}, el('h3', {}, 'Mode'), c.mode, c.modeNote, el('h3', {}, 'Rules'), c.rules, c.configError),
-      el('div', {}, el('h3', {}, 'Quotas'), el('table', { class: 'quotas' }, c.quotas), quotaForm),
-      el('div', {}, el('h3', {}, 'Deny list'), el('table', { class: 'deny' }, c.deny), denyForm)),
-    c.message);
-  document.getElementById('limiters').append(c.root);
-  cards.set(name, c);
-  return c;
-}
-
-/** Draws one line per outcome over [from, to] (a second with nothing published is zero) into the SVG element. */
-function drawChart(chart, seconds, from, to, ticks) {
-  // Drawn at the element's own size, so that text keeps its proportions.
-  const width = Math.max(200, Math.round(chart.getBoundingClientRect().width) || 960), height = 180, top = 12, bottom = 18;
-  chart.setAttribute('viewBox', '0 0 ' + width + ' ' + height);
-  const byOutcome = Object.fromEntries(OUTCOMES.map((o) => [o, new Map()]));
-  let max = 1;
-  for (const s of seconds) {
-    if (s.second < from || s.second > to) continue;
-    for (const o of OUTCOMES) {
-      byOutcome[o].set(s.second, s.counts[o] || 0);
-      max = Math.max(max, s.counts[o] || 0);
-    }
-  }
-  const x = (second) => ((second - from) / Math.max(1, to - from)) * width;
-  const y = (value) => height - bottom - (value / max) * (height - top - bottom);
-  const text = (content, attributes) => {
-    const node = svg('text', { 'font-size': 10, fill: '#777', ...attributes });
-    node.textContent = content;
-    return node;
-  };
-  chart.replaceChildren();
-  for (let i = 1; i <= 3; i++) {
-    const value = Math.round((max * i) / 3);
-    chart.append(svg('line', { x1: 0, x2: width, y1: y(value), y2: y(value), stroke: '#e3e6ea' }));
-    chart.append(text(value + '/s', { x: 4, y: y(value) - 2 }));
-  }
-  for (const [ago, label] of ticks) {
-    const at = x(to - ago);
-    chart.append(svg('line', { x1: at, x2: at, y1: top, y2: height - bottom, stroke: '#eef0f3' }));
-    chart.append(text(label, { x: at, y: height - 5, 'text-anchor': ago === 0 ? 'end' : at < 30 ? 'start' : 'middle' }));
-  }
-  for (const o of OUTCOMES) {
-    const points = [];
-    for (let second = from; second <= to; second++) points.push(x(second).toFixed(1) + ',' + y(byOutcome[o].get(second) || 0).toFixed(1));
-    chart.append(svg('polyline', { points: points.join(' '), fill: 'none', stroke: COLORS[o], 'stroke-width': 1.5, 'data-outcome': o }));
-  }
-}
-
-function renderChart(c, view, from, to) {
-  drawChart(c.chart, view.seconds, from, to, [[900, '-15 min'], [600, '-10 min'], [300, '-5 min'], [0, 'now']]);
-  drawChart(c.minute, view.seconds, to - 59, to, [[59, '-60 s'], [45, '-45 s'], [30, '-30 s'], [15, '-15 s'], [0, 'now']]);
-  c.chart.setAttribute('data-from', from);
-  c.chart.setAttribute('data-to', to);
-  c.chart.setAttribute('data-seconds', JSON.stringify(view.seconds.map((s) => [s.second, ...OUTCOMES.map((o) => s.counts[o] || 0)])));
-  const last = view.seconds.length > 0 && view.seconds[view.seconds.length - 1].second === to ? view.seconds[view.seconds.length - 1] : undefined;
-  for (const span of c.legend.querySelectorAll('[data-outcome]')) span.querySelector('.last').textContent = String(last ? last.counts[span.dataset.outcome] || 0 : 0) + '/s';
-  c.now.textContent = 'Decisions per second, summed over every instance that publishes; the legend is the last complete second (' + new Date(to * 1000).toISOString().slice(11, 19) + ' UTC).';
-}
-
-function renderTop(c, view) {
-  c.top.replaceChildren(...view.topLimited.map(([identity, count]) => el('tr', {}, el('td', {}, identity), el('td', { class: 'n' }, String(count)))));
-  if (view.topLimited.length === 0) c.top.append(el('tr', {}, el('td', { class: 'note' }, 'none')));
-}
-
-function renderConfig(c, config, configError) {
-  for (const button of c.mode.querySelectorAll('button')) button.classList.toggle('current', (config && config.mode) === button.dataset.mode);
-  c.root.setAttribute('data-mode', (config && config.mode) || '');
-  c.modeNote.textContent = config && config.mode ? '' : ' (none stored: the code\'s mode)';
-  c.rules.textContent = config && config.rules ? JSON.stringify(config.rules, null, 1) : 'none stored: the code\'s rules';
-  c.configError.textContent = configError ? 'the stored configuration is not valid, instances ignore it: ' + configError : '';
-  const quotas = Object.entries((config && config.quotas) || {});
-  c.quotas.replaceChildren(...quotas.map(([identity, rules]) => {
-    const remove = el('button', { type: 'button' }, 'remove');
-    remove.addEventListener('click', () => act(c, { action: 'removeQuota', identity }));
-    return el('tr', { 'data-identity': identity }, el('td', {}, identity), el('td', {}, JSON.stringify(rules)), el('td', {}, remove));
-  }));
-  if (quotas.length === 0) c.quotas.append(el('tr', {}, el('td', { class: 'note' }, 'none')));
-  const now = Date.now();
-  const deny = (config && config.deny) || [];
-  c.deny.replaceChildren(...deny.map((entry) => {
-    const remove = el('button', { type: 'button' }, 'remove');
-    remove.addEventListener('click', () => act(c, { action: 'removeDeny', match: entry.match }));
-    const until = entry.until === undefined ? 'until removed' : 'until ' + new Date(entry.until).toISOString().replace('.000', '') + (entry.until <= now ? ' (expired)' : '');
-    return el('tr', { 'data-match': entry.match }, el('td', {}, entry.match), el('td', {}, until), el('td', {}, entry.reason || ''), el('td', {}, remove));
-  }));
-  if (deny.length === 0) c.deny.append(el('tr', {}, el('td', { class: 'note' }, 'none')));
-}
-
-async function poll() {
-  try {
-    const response = await fetch('/api/state?names=' + encodeURIComponent([...added].join(',')), { headers, cache: 'no-store' });
-    const answer = await response.json();
-    if (!response.ok) {
-      banner(answer.error || 'the dashboard answered ' + response.status);
-    } else {
-      banner(undefined);
-      document.getElementById('clock').textContent = new Date().toISOString().slice(11, 19) + ' UTC';
-      document.getElementById('names-note').textContent =
-        (answer.analytics ? '' : 'This store has no analytics reader: no decisions to show. ') +
-        (answer.namesListed ? '' : 'This store cannot list configuration names: add them here.');
-      for (const view of answer.limiters) {
-        const c = card(view.name);
-        renderChart(c, view, answer.from, answer.to);
-        renderTop(c, view);
-        renderConfig(c, view.config, view.configError);
-      }
-    }
-  } catch (error) {
-    banner('the dashboard server did not answer: ' + error.message);
-  }
-  setTimeout(poll, 1000);
-}
-
-document.getElementById('add-name').addEventListener('submit', (event) => {
-  event.preventDefault();
-  const input = event.target.elements.name;
-  const name = input.value.trim();
-  if (name === '') return;
-  added.add(name);
-  localStorage.setItem('sluice-dashboard-names', JSON.stringify([...added]));
-  input.value = '';
-});
-poll();
-`;
