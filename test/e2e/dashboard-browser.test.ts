@@ -98,6 +98,7 @@ beforeAll(async () => {
     });
     child.once('exit', (code) => reject(new Error(`sluice dashboard exited (${code})`)));
   });
+  // --no-sandbox: CI runs as root, where Chromium refuses its sandbox; the page is our own.
   browser = await puppeteer.launch({ executablePath, headless: true, args: ['--no-sandbox', '--disable-dev-shm-usage'] });
   page = await browser.newPage();
   await page.setViewport({ width: 1280, height: 900 });
@@ -173,7 +174,7 @@ describe('sluice dashboard in a browser, over three processes on one redis-serve
     const chartTo = () => page.$eval('section[data-name="api"] svg.chart', (chart) => Number(chart.getAttribute('data-to')));
     const waitedFrom = Date.now();
     while ((await chartTo()) < last) {
-      expect(Date.now() - waitedFrom, 'the page shows the last second within 5 s').toBeLessThan(5_000);
+      expect(Date.now() - waitedFrom, 'the page shows the last second within 8 s').toBeLessThan(8_000);
       await sleep(100);
     }
     const shown = new Map<number, number[]>(
