@@ -54,7 +54,8 @@ export class ParserThreads {
   private remaps: Int32Array[];
   private readonly localNames: string[][];
   private next = 0;
-  private failure: Error | undefined;
+  /** A worker's error: the run fails with it (it is no input's fault). */
+  failure: Error | undefined;
 
   constructor(
     setup: WorkerSetup,

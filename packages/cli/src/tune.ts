@@ -177,6 +177,7 @@ export async function tune(options: TuneOptions = {}): Promise<TuneReport> {
         }
         reader.end();
       } catch (error) {
+        if (pool?.failure !== undefined) throw pool.failure;
         // A truncated gzip file (a log still being written) or a read error: keep what was read, say so.
         reader.end();
         inputErrors.push({ input: source.name, error: (error as Error).message });
