@@ -8,16 +8,23 @@
  * - clicking "shadow" on the page switches every process within 1 s;
  * - a deny entry added with the page's form reaches every process's limiter.deny;
  * - a bad quota shows its validation message; the store killed shows a banner, gone once it is back.
- * It saves the page as docs/dashboard.png (the screenshot the CLI's README shows).
+ * It takes a screenshot of the page; with SLUICE_UPDATE_SCREENSHOT=1 it saves it as packages/cli/docs/dashboard.png
+ * (the one the CLI's README shows), else to a temporary file, so a test run leaves the checkout as it was.
  */
 import { fork, spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
+import { rmSync, statSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import puppeteer, { type Browser, type Page } from 'puppeteer-core';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { startRedis, type RedisServer } from '../harness/redis.js';
 
 const CLI = fileURLToPath(new URL('../../packages/cli/dist/cli.js', import.meta.url));
-const SCREENSHOT = fileURLToPath(new URL('../../docs/dashboard.png', import.meta.url));
+const SCREENSHOT =
+  process.env.SLUICE_UPDATE_SCREENSHOT === '1'
+    ? fileURLToPath(new URL('../../packages/cli/docs/dashboard.png', import.meta.url))
+    : join(tmpdir(), `sluice-dashboard-${process.pid}.png`);
 const PROCESSES = 3;
 const SWITCH_BOUND_MS = 1_000;
 
@@ -158,6 +165,8 @@ describe('sluice dashboard in a browser, over three processes on one redis-serve
     ).toBe('set quota acme: quotas["acme"][0]: gcra: limit must be a positive integer, got 0');
     await sleep(4_000); // some shadow-mode seconds
     await page.screenshot({ path: SCREENSHOT, fullPage: true });
+    expect(statSync(SCREENSHOT).size).toBeGreaterThan(10_000);
+    if (process.env.SLUICE_UPDATE_SCREENSHOT !== '1') rmSync(SCREENSHOT);
 
     // Every process stops deciding and publishes all it counted; the page then shows the last of those seconds.
     const stopped = await Promise.all(workers.map((w) => ask<Stopped>(w, 'stop', 'stopped')));
