@@ -106,8 +106,8 @@ const runtime = globalThis as unknown as {
 /** One limiter name's counts for one second on this instance. */
 class Bucket {
   readonly counts = [0, 0, 0, 0, 0];
-  /** Limited identity → refusals; at most topK entries. */
-  readonly top = new Map<string, number>();
+  /** Limited identity → its refusals, in a box so that a repeat costs one lookup; at most topK entries. */
+  readonly top = new Map<string, { count: number }>();
   /** The second's bounds in epoch ms, [startMs, endMs). */
   readonly startMs: number;
   readonly endMs: number;
@@ -248,9 +248,9 @@ class FleetAnalyticsObserver implements FleetAnalytics {
 
   private limited(bucket: Bucket, identity: string): void {
     const top = bucket.top;
-    const count = top.get(identity);
-    if (count !== undefined) top.set(identity, count + 1);
-    else if (top.size < this.topK) top.set(identity, 1);
+    const known = top.get(identity);
+    if (known !== undefined) known.count++;
+    else if (top.size < this.topK) top.set(identity, { count: 1 });
     else this.droppedIdentities++;
   }
 
@@ -329,10 +329,10 @@ class FleetAnalyticsObserver implements FleetAnalytics {
         continue;
       }
       for (let i = 0; i < bucket.counts.length; i++) present.counts[i]! += bucket.counts[i]!;
-      for (const [identity, count] of bucket.top) {
+      for (const [identity, { count }] of bucket.top) {
         const known = present.top.get(identity);
-        if (known !== undefined) present.top.set(identity, known + count);
-        else if (present.top.size < this.topK) present.top.set(identity, count);
+        if (known !== undefined) known.count += count;
+        else if (present.top.size < this.topK) present.top.set(identity, { count });
         else this.droppedIdentities += count;
       }
     }
@@ -341,7 +341,9 @@ class FleetAnalyticsObserver implements FleetAnalytics {
   private toSecond(bucket: Bucket): AnalyticsSecond {
     const counts = {} as Record<AnalyticsOutcome, number>;
     for (let i = 0; i < ANALYTICS_OUTCOMES.length; i++) counts[ANALYTICS_OUTCOMES[i]!] = bucket.counts[i]!;
-    const topLimited = [...bucket.top].sort((a, b) => b[1] - a[1] || (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0));
+    const topLimited: [string, number][] = [];
+    for (const [identity, { count }] of bucket.top) topLimited.push([identity, count]);
+    topLimited.sort((a, b) => b[1] - a[1] || (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0));
     return { second: bucket.second, counts, topLimited };
   }
 
