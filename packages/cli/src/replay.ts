@@ -33,12 +33,18 @@ interface CandidateCounts {
   readonly candidate: Candidate;
   /** Its own scratch: states of different lengths in one would resize `next` at every step. */
   readonly scratch: StepScratch;
+  /** The state handed to the step, filled from `flat` (one array per candidate, reused). */
+  readonly held: number[];
   refused: number;
   usersAffected: number;
   userPeriodsAffected: number;
 }
 
 const INITIAL_IDENTITIES = 1 << 10;
+/** Numbers of a state kept in the flat array; every algorithm's but the sliding window log's fits. */
+const FLAT = 4;
+/** `lengths` value of a state kept in an array of its own. */
+const SPILLED = 255;
 
 export class Replay {
   requests = 0;
@@ -56,6 +62,11 @@ export class Replay {
   // Per identity and candidate, at identity × candidates + k: the state (an array reused across steps; meaningful
   // while now < expiresAt, so "no state" is -Infinity), and the period of the last refusal (-1 before the first:
   // counts identities and user-periods affected once each).
+  // A state of up to FLAT numbers is kept in `flat` at (identity × candidates + k) × FLAT, its length in `lengths`:
+  // one place per identity, where arrays of their own were scattered over the heap (a cache miss per step with
+  // 150,000 identities). Longer states (a sliding window log's) keep an array of their own in `states` (SPILLED).
+  private flat = new Float64Array(0);
+  private lengths = new Uint8Array(0);
   private states: Array<number[] | undefined> = [];
   private expiresAt = new Float64Array(0);
   private refusedIn = new Float64Array(0);
@@ -67,6 +78,7 @@ export class Replay {
     this.candidates = candidates.map((candidate) => ({
       candidate,
       scratch: newStepScratch(),
+      held: [],
       refused: 0,
       usersAffected: 0,
       userPeriodsAffected: 0,
@@ -80,6 +92,8 @@ export class Replay {
     );
     this.expiresAt = new Float64Array(INITIAL_IDENTITIES * candidates.length).fill(-Infinity);
     this.refusedIn = new Float64Array(INITIAL_IDENTITIES * candidates.length).fill(-1);
+    this.flat = new Float64Array(INITIAL_IDENTITIES * candidates.length * FLAT);
+    this.lengths = new Uint8Array(INITIAL_IDENTITIES * candidates.length);
   }
 
   /** One request by identity number `identity` (0, 1, 2, ... as first seen) at epoch ms `now`. */
@@ -102,19 +116,38 @@ export class Replay {
     const n = candidates.length;
     const states = this.states;
     const expiresAt = this.expiresAt;
+    const flat = this.flat;
+    const lengths = this.lengths;
     for (let k = 0, at = identity * n; k < n; k++, at++) {
-      const held = expiresAt[at]! > now ? states[at] : undefined;
       const c = candidates[k]!;
+      let held: State | undefined;
+      if (expiresAt[at]! > now) {
+        const length = lengths[at]!;
+        if (length === SPILLED) held = states[at];
+        else {
+          const h = c.held;
+          if (h.length !== length) h.length = length;
+          for (let i = 0, f = at * FLAT; i < length; i++, f++) h[i] = flat[f]!;
+          held = h;
+        }
+      }
       const scratch = c.scratch;
-      stepRuleInto(c.candidate.rule, held as State | undefined, now, 1, 'consume', scratch);
+      stepRuleInto(c.candidate.rule, held, now, 1, 'consume', scratch);
       if (scratch.allowed) {
         if (scratch.ttlMs > 0) {
           const next = scratch.next;
-          let own = states[at];
-          if (own === undefined) states[at] = own = next.slice();
-          else {
-            if (own.length !== next.length) own.length = next.length;
-            for (let i = 0; i < next.length; i++) own[i] = next[i]!;
+          const length = next.length;
+          if (length <= FLAT) {
+            for (let i = 0, f = at * FLAT; i < length; i++, f++) flat[f] = next[i]!;
+            lengths[at] = length;
+          } else {
+            let own = states[at];
+            if (own === undefined) states[at] = own = next.slice();
+            else {
+              if (own.length !== length) own.length = length;
+              for (let i = 0; i < length; i++) own[i] = next[i]!;
+            }
+            lengths[at] = SPILLED;
           }
           expiresAt[at] = now + scratch.ttlMs;
         } else {
@@ -195,6 +228,12 @@ export class Replay {
     this.peak = extend(this.peak, capacity, 0);
     this.expiresAt = extend(this.expiresAt, capacity * n, -Infinity);
     this.refusedIn = extend(this.refusedIn, capacity * n, -1);
+    const flat = new Float64Array(capacity * n * FLAT);
+    flat.set(this.flat);
+    this.flat = flat;
+    const lengths = new Uint8Array(capacity * n);
+    lengths.set(this.lengths);
+    this.lengths = lengths;
   }
 }
 
