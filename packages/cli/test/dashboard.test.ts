@@ -4,7 +4,7 @@
  * answered with the validation message and nothing written, and a store that dies: 503 with a message while it is
  * down, the process still up, the answers back once it restarts on the same port. And the other stores: on a SQLite
  * file the sums of what instances published and the names listed from the configuration table; on Upstash (the
- * local REST fixture) no analytics and no listing, names given by the page.
+ * local REST fixture) the analytics published there, and documents by the names the page gives (none listed).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -13,6 +13,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { setConfigMode, setQuota } from '@sluice/core/config';
 import { sqliteAnalyticsStore, sqliteConfigSource } from '@sluice/sqlite';
+import { upstashAnalyticsStore } from '@sluice/upstash';
 import Database from 'better-sqlite3';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
@@ -283,19 +284,25 @@ describe('sluice dashboard', () => {
     }
   });
 
-  test('on Upstash: no analytics and no listing, so the page asks for names; their configuration is shown and changed', async () => {
+  test('on Upstash: the fleet analytics published there, and configuration by name (Upstash cannot list documents), shown and changed', async () => {
     const fixture = await startUpstashFixture({ redisPort: server.port });
     try {
       await redis.set('sluice:config:edge', JSON.stringify({ version: 1, revision: 4, updatedAt: 1, mode: 'off' }));
-      const { url } = await dashboardOn(['--upstash-url', fixture.url, '--upstash-token', fixture.token], []);
-      expect(await api(url, '/api/state')).toEqual({
-        status: 200,
-        body: expect.objectContaining({ analytics: false, namesListed: false, limiters: [] }),
-      });
-      const state = await api(url, '/api/state?names=edge');
-      expect(state.body.limiters).toEqual([
-        { name: 'edge', seconds: [], topLimited: [], config: expect.objectContaining({ mode: 'off' }) },
+      const second = Math.floor(Date.now() / 1000) - 5;
+      const counts = { allowed: 3, limited: 2, shadowLimited: 0, shed: 0, degraded: 0 };
+      await upstashAnalyticsStore({ url: fixture.url, token: fixture.token }).publish('api', [
+        { second, counts, topLimited: [['eve', 2]] },
       ]);
+      const { url } = await dashboardOn(['--upstash-url', fixture.url, '--upstash-token', fixture.token], []);
+      const listed = await api(url, '/api/state');
+      expect(listed).toMatchObject({ status: 200, body: { analytics: true, namesListed: false } });
+      expect(listed.body.limiters).toEqual([
+        expect.objectContaining({ name: 'api', seconds: [{ second, counts, topLimited: [['eve', 2]] }], topLimited: [['eve', 2]] }),
+      ]);
+      const state = await api(url, '/api/state?names=edge');
+      expect(state.body.limiters).toEqual(
+        expect.arrayContaining([{ name: 'edge', seconds: [], topLimited: [], config: expect.objectContaining({ mode: 'off' }) }]),
+      );
       const written = await post(url, await pageSecret(url), { action: 'mode', name: 'edge', mode: 'enforce' });
       expect(written).toMatchObject({ status: 200, body: { config: { mode: 'enforce', revision: 5 } } });
     } finally {

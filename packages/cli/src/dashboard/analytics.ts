@@ -2,13 +2,13 @@
  * The dashboard's two reads beyond a limiter's configuration, from the store the connection flags name: the fleet's
  * decisions per second (the analytics store that `fleetAnalytics` publishes to, from the store's own package) and
  * the names of the limiters that have a configuration document (a SCAN on Redis, a SELECT on SQLite; Upstash's
- * are not listed, and Upstash has no analytics store yet: the page asks for names and shows configurations only).
+ * are not listed: the page shows the names that publish analytics and asks for the others).
  */
 import type { AnalyticsStore } from '@sluice/core/analytics';
 import type { Redis } from 'ioredis';
 import type { StoreClient } from '../commands/config-connection.js';
 
-/** The analytics store on the same client, or undefined where the store's package has none (Upstash, so far). */
+/** The analytics store on the same client. */
 export async function openAnalytics(store: StoreClient): Promise<AnalyticsStore | undefined> {
   switch (store.kind) {
     case 'redis': {
@@ -19,8 +19,10 @@ export async function openAnalytics(store: StoreClient): Promise<AnalyticsStore 
       const { sqliteAnalyticsStore } = await import('@sluice/sqlite');
       return sqliteAnalyticsStore(store.db);
     }
-    case 'upstash':
-      return undefined;
+    case 'upstash': {
+      const { upstashAnalyticsStore } = await import('@sluice/upstash');
+      return upstashAnalyticsStore(store.client, store.prefix === undefined ? {} : { prefix: store.prefix });
+    }
   }
 }
 
