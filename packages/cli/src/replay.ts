@@ -11,7 +11,7 @@
  * Memory: a few numbers per identity and candidate, plus the distinct counts; nothing per line. The hot loop
  * allocates nothing either: core's `stepRuleInto` writes each outcome into the candidate's reused scratch (fixed window, sliding
  * window counter, token bucket and GCRA without allocating), an allowed step's state is copied into the identity's
- * own array, and the per-identity numbers live in typed arrays, identity-major so one line touches one place.
+ * place in a flat typed array (see `flat`), and the per-identity numbers live in typed arrays, identity-major.
  */
 import type { State, StepScratch } from '@sluice/core/store';
 import { newStepScratch, stepRuleInto } from '@sluice/core/store';
