@@ -1,6 +1,6 @@
 /**
- * `tune` on several threads: parsing, most of the work (`node --cpu-prof`: the field scan, time and address
- * parsing and the identity lookups take about two thirds of a single thread), runs in worker threads; the replay
+ * `tune` on several threads: parsing, most of the work (the field scan, time and address parsing and the identity
+ * lookups: about three quarters of one thread's CPU time in `pnpm bench tune`), runs in worker threads; the replay
  * stays on the main thread, which alone sees every line in input order, so the result is exactly one thread's.
  *
  * The main thread cuts the input at line boundaries into jobs of about `JOB_BYTES` and hands them to the workers
