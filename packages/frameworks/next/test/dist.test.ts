@@ -6,7 +6,7 @@ import * as built from '../dist/index.js';
 import { fakeClock, fetchEvent, memoryLimiter, nextRequest } from './support.js';
 
 it('dist/index.js decides, answers and hands background work over', async () => {
-  expect(Object.keys(built).sort()).toEqual(['rateLimit', 'toNextResponse', 'withRateLimitHeaders', 'withTrafficStack']);
+  expect(Object.keys(built).sort()).toEqual(['matchDenyList', 'rateLimit', 'toNextResponse', 'withRateLimitHeaders', 'withTrafficStack']);
   const limiter = memoryLimiter({ name: 'built', clock: fakeClock().read, rules: fixedWindow({ limit: 1, window: '10s' }) });
   const limited: string[] = [];
   const limit = built.rateLimit({
