@@ -52,7 +52,18 @@ function log(format: 'json' | 'combined'): string {
 /** The reports of one run, without the run's own duration (the only thing allowed to differ). */
 function reports(inputs: string[], threads: number) {
   const html = tempFile('', '.html');
-  const args = ['tune', ...inputs, '--threads', String(threads), '--limits', '30,60,120', '--window', '1m', '--rule', 'gcra:60/1m:burst=20'];
+  const args = [
+    'tune',
+    ...inputs,
+    '--threads',
+    String(threads),
+    '--limits',
+    '30,60,120',
+    '--window',
+    '1m',
+    '--rule',
+    'gcra:60/1m:burst=20',
+  ];
   const text = sluice([...args, '--max-line-bytes', '2048', '--html', html, '--no-progress']);
   const json = sluice([...args, '--max-line-bytes', '2048', '--json']);
   return {
