@@ -47,6 +47,22 @@ describe('the Upstash-on-Hono worker bundle (everything the worker ships)', () =
     expect(ours.gzipBytes, `ours ${describeSize(ours)}; peer ${describeSize(peer)}`).toBeLessThan(peer.gzipBytes);
   });
 
+  it("ships the deny list's matcher only when the worker passes denyList: matchDenyList", async () => {
+    // A message only the matcher (packages/http/src/deny-list.ts) builds.
+    const marker = 'looks like an IP address but is neither';
+    const [plain, enforcing] = [await honoUpstash(), await bundle('hono+upstash, denyList')];
+    expect(enforcing.text).toContain(marker);
+    expect(plain.text).not.toContain(marker);
+    expect(enforcing.gzipBytes).toBeGreaterThan(plain.gzipBytes);
+  });
+
+  it('ships no lease script with upstashStore() (only upstashLeaseStore() needs it)', async () => {
+    const { LEASE_SCRIPT, LIMIT_SCRIPT } = await import('@sluice/redis-script');
+    const { text } = await honoUpstash();
+    expect(text).toContain(LIMIT_SCRIPT.slice(0, 120));
+    expect(text).not.toContain(LEASE_SCRIPT.slice(0, 120));
+  });
+
   it(`does not grow past today's size + 5% (${RATCHET_BYTES} bytes gzipped) while the ${TARGET} target is missed`, async () => {
     const size = await honoUpstash();
     expect(size.gzipBytes, describeSize(size)).toBeLessThanOrEqual(RATCHET_BYTES);

@@ -10,5 +10,7 @@ export interface BundleSize {
   minifiedBytes: number;
   gzipBytes: number;
   byPackage: { name: string; bytes: number }[];
+  /** The minified bundle itself. */
+  text: string;
 }
 export declare function measureEntry(entry: Pick<BundleEntry, 'file' | 'external'>): Promise<BundleSize>;

@@ -24,6 +24,11 @@ export const ENTRIES = [
     what: 'a Hono worker: hono + @sluice/hono + @sluice/upstash on its own REST client ({ url, token })',
   },
   {
+    name: 'hono+upstash, denyList',
+    file: 'hono-upstash-deny.mjs',
+    what: "the same worker enforcing the limiters' deny lists (denyList: matchDenyList): the matcher ships only then",
+  },
+  {
     name: 'hono+upstash, @sluice/* only',
     file: 'hono-upstash.mjs',
     what: 'the same worker with hono left out: what sluice adds to it',
@@ -50,7 +55,7 @@ export const ENTRIES = [
 
 /**
  * @param {{ file: string, external?: string[] }} entry
- * @returns {Promise<{ minifiedBytes: number, gzipBytes: number, byPackage: { name: string, bytes: number }[] }>}
+ * @returns {Promise<{ minifiedBytes: number, gzipBytes: number, byPackage: { name: string, bytes: number }[], text: string }>}
  */
 export async function measureEntry(entry) {
   const result = await build({
@@ -78,7 +83,7 @@ export async function measureEntry(entry) {
     .map(([name, bytes]) => ({ name, bytes }))
     .filter((p) => p.bytes > 0)
     .sort((a, b) => b.bytes - a.bytes);
-  return { minifiedBytes: code.length, gzipBytes: gzipSync(code, { level: 9 }).length, byPackage };
+  return { minifiedBytes: code.length, gzipBytes: gzipSync(code, { level: 9 }).length, byPackage, text: new TextDecoder().decode(code) };
 }
 
 /** The package an input path belongs to: node_modules/<name> (pnpm's store included), or @sluice/<dir> in this repo. */
