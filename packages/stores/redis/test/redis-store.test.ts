@@ -497,6 +497,34 @@ describe('redisStore, either way', () => {
     });
   }
 
+  test('a key of another type under the limiter’s prefix reads as no state and is replaced by the state, with an expiry', async () => {
+    const client = connect();
+    for (const functions of [true, false]) {
+      const limiter = createLimiter({
+        store: redisStore(client, { functions }),
+        rules: fixedWindow({ limit: 3, window: '1m' }),
+        name: `wrongtype-${functions}`,
+      });
+      const writers: Record<string, (key: string) => Promise<unknown>> = {
+        hash: (key) => client.hset(key, 'f', '1,2'),
+        list: (key) => client.rpush(key, '1,2'),
+        set: (key) => client.sadd(key, '1,2'),
+        zset: (key) => client.zadd(key, 1, '1,2'),
+      };
+      for (const [type, write] of Object.entries(writers)) {
+        const key = `sluice:wrongtype-${functions}:{${type}}:fw:60000`;
+        await write(key);
+        expect(await client.type(key)).toBe(type);
+        const decision = await limiter.limit(type);
+        expect(decision.allowed, `${type}, functions ${functions}`).toBe(true);
+        expect(decision.remaining, `${type}, functions ${functions}`).toBe(2); // no state: a fresh window
+        expect(await client.type(key)).toBe('string');
+        expect(await client.pttl(key)).toBeGreaterThan(0);
+        expect((await limiter.limit(type)).remaining).toBe(1); // the replaced state is the one read next
+      }
+    }
+  });
+
   test('reset deletes the identity’s keys in one command', async () => {
     const client = connect();
     const limiter = createLimiter({
