@@ -19,6 +19,7 @@ import {
   type Rule,
   type Store,
 } from '@sluice/core';
+import type { LimitRequest, LimitResult } from '@sluice/core/store';
 import { memoryStore } from '@sluice/memory';
 import { tieredStore, type TieredStoreOptions, type TierStrategy } from '../src/index.js';
 import { SharedStore, prng } from './support.js';
@@ -362,6 +363,30 @@ describe('asynchronous counting', () => {
   });
 });
 
+describe('maxKeys', () => {
+  test('maxKeys bounds the deny cache: with maxKeys 3, of 1,000 refused identities only the last 3 are remembered', async () => {
+    const now = T0;
+    const clock = () => now;
+    const shared = new SharedStore();
+    const store = tier(shared, 'deny-cache', clock, { maxKeys: 3 });
+    const limiter = createLimiter({ store, rules: fixedWindow({ limit: 1, window: '1m' }), clock });
+    for (let i = 0; i < 1000; i++) {
+      await limiter.limit(`id-${i}`);
+      expect((await limiter.limit(`id-${i}`)).allowed).toBe(false); // refused by the shared store: remembered
+    }
+    const before = store.stats();
+    for (let i = 0; i < 1000; i++) expect((await limiter.limit(`id-${i}`)).allowed).toBe(false);
+    const after = store.stats();
+    // Only the last 3 refusals were held, and reading in order evicts each before its turn: none is replayed from
+    // memory, every one asks the shared store again.
+    expect(after.denyCacheHits - before.denyCacheHits).toBeLessThanOrEqual(3);
+    expect(after.remoteCalls - before.remoteCalls).toBeGreaterThanOrEqual(997);
+    // Held entries, read where the tier keeps them: never more than maxKeys.
+    expect((store as unknown as { entries: { size: number } }).entries.size).toBeLessThanOrEqual(3);
+    await store.close();
+  });
+});
+
 describe('failures', () => {
   test('the remote store down: refused in the window the outage began in, the local share from the next, the shared state after the window it ended in', async () => {
     for (const strategy of ['deny-cache', 'lease', 'async'] as const) {
@@ -411,6 +436,55 @@ describe('failures', () => {
     expect(during.map((d) => d.allowed)).toEqual([true, true, false, false]);
     expect(during.every((d) => d.degraded)).toBe(true);
     expect(during[0]!.error).toMatchObject({ code: 'STORE_ERROR' });
+  });
+
+  test('a timeout is not an outage: a remote store that answers too late is refused, never answered on the local share; one that errors is', async () => {
+    /** The shared store, answering each call 200 ms late (real time): past the tier's 20 ms timeout. */
+    class LateStore extends SharedStore {
+      override limit(request: LimitRequest): Promise<LimitResult> {
+        const answer = super.limit(request);
+        return new Promise((resolve) => setTimeout(() => resolve(answer), 200));
+      }
+    }
+    let now = Math.ceil(T0 / 60_000) * 60_000;
+    const clock = () => now;
+    const options = { timeout: '20ms', circuitBreaker: false } as const;
+    const late = createLimiter({
+      store: tier(new LateStore(), 'deny-cache', clock, options),
+      rules: [tokenBucket({ capacity: 8, refillRate: 1, interval: '1h' })],
+      clock,
+    });
+    const failing = new SharedStore();
+    failing.failing = true;
+    const erroring = createLimiter({
+      store: tier(failing, 'deny-cache', clock, options),
+      rules: [tokenBucket({ capacity: 8, refillRate: 1, interval: '1h' })],
+      clock,
+    });
+    const slow: Decision[] = [];
+    const down: Decision[] = [];
+    for (let i = 0; i < 4; i++) {
+      slow.push(await late.limit('b'));
+      expect(slow[i], `call ${i} to the late store`).toMatchObject({ allowed: false, degraded: true });
+      down.push(await erroring.limit('b'));
+    }
+    // The connection error: the share (capacity 8 ÷ 4 instances) admits 2. The timeout: refused, every one.
+    expect(down.map((d) => d.allowed)).toEqual([true, true, false, false]);
+    expect(slow.map((d) => d.allowed)).toEqual([false, false, false, false]);
+    expect(slow.every((d) => d.degraded && d.error?.code === 'STORE_TIMEOUT')).toBe(true);
+
+    // A fixed window: timeouts in the window before do not open the next one to the share either.
+    const windowed = createLimiter({
+      store: tier(new LateStore(), 'deny-cache', clock, options),
+      rules: fixedWindow({ limit: 40, window: '1m' }),
+      clock,
+    });
+    expect(await windowed.limit('w')).toMatchObject({ allowed: false, degraded: true });
+    now += 60_000;
+    const next: Decision[] = [];
+    for (let i = 0; i < 3; i++) next.push(await windowed.limit('w'));
+    expect(next.map((d) => d.allowed)).toEqual([false, false, false]);
+    expect(next.every((d) => d.error?.code === 'STORE_TIMEOUT')).toBe(true);
   });
 
   test('a rejected background flush or lease return never surfaces as an unhandled rejection, and the counts are kept', async () => {
