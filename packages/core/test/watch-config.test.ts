@@ -111,6 +111,28 @@ describe('watchConfig', () => {
     await watcher.stop();
   });
 
+  test('while a watcher runs, a later configure() from code holds until the next change in the store', async () => {
+    const source = new MapConfigSource();
+    const l = limiter();
+    const watcher = watchConfig(l, source, { refresh: '1s', onWarning });
+    await watcher.ready;
+    await setConfigMode(source, 'api', 'shadow');
+    await watcher.refresh();
+    expect(l.mode).toBe('shadow');
+    l.configure({ mode: 'off', rules: fixedWindow({ id: 'w', limit: 4, window: '1h' }) });
+    // Reads of the unchanged document, periodic, pushed or asked for, leave the code's configuration alone.
+    await watcher.refresh();
+    await vi.advanceTimersByTimeAsync(10_000);
+    expect(source.reads).toBeGreaterThan(10);
+    expect([l.mode, l.rules[0]!.limit]).toEqual(['off', 4]);
+    // The next change in the store applies the whole document again.
+    await setConfigRules(source, 'api', spec(6));
+    await vi.advanceTimersByTimeAsync(0);
+    expect([l.mode, l.rules[0]!.limit]).toEqual(['shadow', 6]);
+    await watcher.stop();
+    expect(warnings).toEqual([]);
+  });
+
   test('an unreadable store keeps the last configuration, warns once, and recovers; nothing rejects', async () => {
     const source = new MapConfigSource(false);
     await setConfigMode(source, 'api', 'off');
