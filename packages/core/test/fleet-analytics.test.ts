@@ -226,6 +226,27 @@ describe('fleetAnalytics', () => {
     expect(analytics.stats()).toEqual({ droppedIdentities: 0, droppedSeconds: 0, pendingSeconds: 0 });
   });
 
+  test('counts are at least once: a publish the store applied but that failed for the caller (a timeout) is sent again', async () => {
+    const { store, analytics, advance, errors } = setup();
+    // The store applies the first publish, then its answer is lost: the caller sees a failure.
+    const publish = store.publish.bind(store);
+    let lost = 1;
+    store.publish = (name, seconds) => {
+      const applied = publish(name, seconds);
+      return lost-- > 0 ? applied.then(() => Promise.reject(new Error('timed out'))) : applied;
+    };
+    for (let i = 0; i < 5; i++) analytics.onDecision(refused('x'));
+    await advance(1_000);
+    expect(store.total('api', 'limited')).toBe(5); // applied once already
+    expect(errors).toHaveLength(1);
+    await advance(1_000);
+    // Sent again, the same second: the store now holds it twice (at least once, never lost).
+    expect(store.calls.map((c) => c.seconds.map((s) => s.second))).toEqual([[T0 / 1000], [T0 / 1000]]);
+    expect(store.total('api', 'limited')).toBe(10);
+    await analytics.stop();
+    expect(analytics.stats()).toEqual({ droppedIdentities: 0, droppedSeconds: 0, pendingSeconds: 0 });
+  });
+
   test('a store that stays down past the retention: its oldest seconds are dropped and counted, memory stays bounded', async () => {
     const { store, analytics, advance } = setup({ retention: '5s' });
     store.failing = true;
