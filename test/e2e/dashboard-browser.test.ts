@@ -217,4 +217,32 @@ describe('sluice dashboard in a browser, over three processes on one redis-serve
     expect(dashboard!.exitCode).toBeNull();
     expect(pageErrors).toEqual([]);
   }, 45_000);
+
+  test('a value from the store reaches the page as text: a deny reason written as markup shows as those characters, no element', async () => {
+    const markup = '<img src=x onerror=alert(1)><b>bold</b>';
+    await page.type('section[data-name="api"] .deny-form input[name="match"]', 'user:markup');
+    await page.type('section[data-name="api"] .deny-form input[name="reason"]', markup);
+    await page.click('section[data-name="api"] .deny-form button[type="submit"]');
+    const row = 'section[data-name="api"] .deny tr[data-match="user:markup"]';
+    await page.waitForSelector(row, { timeout: 5_000 });
+    const shown = await page.$eval(row, (tr) => ({
+      reason: (tr.children[2] as unknown as { textContent: string }).textContent,
+      elements: tr.children[2]!.children.length,
+    }));
+    expect(shown).toEqual({ reason: markup, elements: 0 });
+    expect(await page.$$eval('section[data-name="api"] .deny img, section[data-name="api"] .deny b', (found) => found.length)).toBe(0);
+    expect(pageErrors).toEqual([]);
+  });
+
+  test('the page removes the token from the address bar once loaded', async () => {
+    const other = await browser!.newPage();
+    try {
+      await other.goto(`${url}?token=abcdefghijklmnopqrstuvwxyz`);
+      // The script has run: it fills in where the dashboard reads from, after it took the token off.
+      await other.waitForFunction("document.getElementById('where').textContent !== ''", { timeout: 5_000 });
+      expect(new URL(other.url()).search).toBe('');
+    } finally {
+      await other.close();
+    }
+  });
 });

@@ -8,6 +8,7 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
+import { createServer, type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -156,6 +157,41 @@ describe('sluice dashboard', () => {
     const written = await post(url, secret, body, { origin: url.replace(/\/$/, '') });
     expect(written.status).toBe(200);
     expect(JSON.parse((await redis.get('sluice:config:api'))!)).toMatchObject({ mode: 'shadow', revision: 1 });
+  });
+
+  test('responses are no-store and cannot be framed: the page, the API and a refusal', async () => {
+    const { url } = await dashboard();
+    const answers = {
+      page: await fetch(url),
+      state: await fetch(new URL('/api/state', url)),
+      refused: await fetch(new URL('/api/action', url), { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' }),
+    };
+    expect(answers.refused.status).toBeGreaterThanOrEqual(400);
+    for (const [what, response] of Object.entries(answers)) {
+      expect(response.headers.get('cache-control'), what).toBe('no-store');
+      expect(response.headers.get('x-frame-options'), what).toBe('DENY');
+      await response.arrayBuffer();
+    }
+    expect(answers.page.headers.get('content-security-policy')).toMatch(/(^|;\s*)frame-ancestors 'none'(;|$)/);
+  });
+
+  test('a Redis that cannot be reached at start is an error: exit 1, with a message', async () => {
+    const unused = await new Promise<number>((resolve) => {
+      const probe = createServer().listen(0, '127.0.0.1', () => {
+        const { port } = probe.address() as AddressInfo;
+        probe.close(() => resolve(port));
+      });
+    });
+    const child = spawn(process.execPath, [CLI, 'dashboard', '--redis', `redis://127.0.0.1:${unused}`], {
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let output = '';
+    child.stdout!.on('data', (chunk: Buffer) => (output += chunk.toString()));
+    child.stderr!.on('data', (chunk: Buffer) => (output += chunk.toString()));
+    const code = await new Promise<number | null>((resolve) => child.once('exit', resolve));
+    expect(code, output).toBe(1);
+    expect(output).toMatch(/sluice dashboard/);
+    expect(output).not.toMatch(/^http:/m); // never served
   });
 
   test('a bad quota answers its validation message and writes nothing; a good one and a deny entry are stored', async () => {
