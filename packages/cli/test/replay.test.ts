@@ -4,6 +4,7 @@ import { memoryStore } from '@sluice/memory';
 import { describe, expect, it } from 'vitest';
 import { generateLogLines, parseRuleFlag } from '../src/index.js';
 import { ReorderBuffer } from '../src/reorder.js';
+import { Replay } from '../src/replay.js';
 import { tuneText } from './helpers.js';
 
 /** The identity of a generated JSON line, worked out here from the line and @sluice/http's address functions. */
@@ -74,6 +75,45 @@ describe('replay', () => {
     expect(released.slice(0, 5000)).toEqual([...times.slice(0, 5000)].sort((a, b) => a - b));
     expect(released.slice(5000)).toEqual([60_000, 55_000, 62_000]);
     expect(buffer.late).toBe(1);
+  });
+});
+
+describe('memory', () => {
+  /**
+   * What a replay holds, counted in numbers: every per-identity array (their capacity), the sliding window logs'
+   * own arrays, the timeline's buckets and the user-period histogram's sparse entries.
+   */
+  function footprint(replay: Replay): number {
+    const held = replay as unknown as Record<string, ArrayLike<unknown>>;
+    let total = 0;
+    for (const field of ['period', 'inPeriod', 'peak', 'flat', 'lengths', 'expiresAt', 'refusedIn']) total += held[field]!.length;
+    for (const state of held.states as Array<number[] | undefined>) total += state === undefined ? 1 : state.length + 1;
+    total += (replay.timeline as unknown as { buckets: Map<number, Float64Array> }).buckets.size;
+    total += (replay.userPeriods as unknown as { sparse: Map<number, number> }).sparse.size;
+    return total;
+  }
+
+  /** `lines` requests of `identities` identities in turn, spread evenly over one day. */
+  function replayed(lines: number, identities: number): Replay {
+    const candidates = ['fixed-window:30/1m', 'sliding-window-log:30/1m', 'gcra:30/1m:burst=5'].map(parseRuleFlag);
+    const replay = new Replay(candidates, 3_600_000);
+    const day = 86_400_000;
+    const start = Date.UTC(2026, 0, 1);
+    for (let i = 0; i < lines; i++) replay.request(i % identities, start + Math.floor((i * day) / lines));
+    replay.finish();
+    return replay;
+  }
+
+  it('grows with the identities, never with the lines: ten times the lines of the same identities hold the same', () => {
+    // 300,000 lines of 3 identities in a day: about 70 a minute each, past every limit, so each sliding window log
+    // already holds all it can (its limit, 30); 3,000,000 lines then add nothing.
+    const few = replayed(300_000, 3);
+    const many = replayed(3_000_000, 3);
+    expect(many.requests).toBe(3_000_000);
+    expect(many.identities).toBe(3);
+    expect(footprint(many)).toBe(footprint(few));
+    // The measure sees identities: 3,000 of them hold more than 3.
+    expect(footprint(replayed(300_000, 3_000))).toBeGreaterThan(2 * footprint(few));
   });
 });
 
