@@ -169,6 +169,24 @@ export function useTestContext<S extends Store>(options: ResolvedOptions<S>): ()
   };
 }
 
+/** What decides which of a group's tests a run registers, skips or leaves out. */
+export interface GroupSettings {
+  /** The suite drives a fake clock (`clock: 'client'`). */
+  readonly clientClock: boolean;
+  /** The adopter gave `inspectKeys`. */
+  readonly inspect: boolean;
+  /** Whose clock removes the keys (`keyExpiry`). */
+  readonly keyExpiry: 'client' | 'store';
+  /** The store runs leases (`capabilities.leases`). */
+  readonly leases: boolean;
+}
+
+/**
+ * Title suffix of the key checks that stand in for expiry at the fake clock's resetAt on a client-clock store whose
+ * keys expire by its own clock: reported, with the reason, where the expiry tests would be.
+ */
+export const STORE_KEY_EXPIRY = "(keyExpiry 'store': keys expire by the store's clock, checked by its store-clock run)";
+
 /** What a test that reads the store's keys gets: the adopter's `inspectKeys` turns them on. */
 export const NEEDS_KEYS = '(needs inspectKeys)';
 

@@ -1,6 +1,6 @@
 import type { Store } from '@sluice/core';
 import { describe } from 'vitest';
-import { useTestContext, type TestContext } from './context.js';
+import { useTestContext, type GroupSettings, type TestContext } from './context.js';
 import { capabilityTests, syncCapabilityTest } from './groups/capabilities.js';
 import { concurrencyTests } from './groups/concurrency.js';
 import { edgeTests } from './groups/edges.js';
@@ -33,19 +33,20 @@ export function describeStoreConformance<S extends Store>(options: StoreConforma
   const clientClock = resolved.clock === 'client';
   // Tests that read the store's keys run only with inspectKeys; without it they are reported as skipped.
   const inspect = resolved.inspectKeys !== undefined;
+  const settings: GroupSettings = { clientClock, inspect, keyExpiry: resolved.keyExpiry, leases: resolved.leases };
   describe(`store conformance: ${resolved.name} (${resolved.clock} clock)`, () => {
     const get = useTestContext(resolved) as unknown as () => TestContext<Store>;
     capabilityTests(get);
     syncCapabilityTest(get, resolved.synchronous);
     vectorTests(get, clientClock, 'async');
     edgeTests(get, inspect);
-    expiryTests(get, clientClock, inspect);
+    expiryTests(get, settings);
     isolationTests(get, inspect);
     resetTests(get, inspect);
     identityTests(get, inspect);
     concurrencyTests(get);
     operationTests(get, resolved.operations, clientClock);
-    leaseTests(get, resolved.leases, clientClock, inspect);
+    leaseTests(get, settings);
     if (resolved.synchronous) {
       describe('the same vectors through limitSync, peekSync and refundSync', () => {
         vectorTests(get, clientClock, 'sync');

@@ -51,16 +51,42 @@ export interface StoreConformanceOptions<S extends Store = Store> {
    * `now`. When given, the suite also proves that peeks and denials write nothing, that state is gone once its ttl
    * has passed, that reset removes it, and that long identities give bounded keys.
    * Client-clock stores must expire by the `now` given (the fake clock); stores that expire by real time (Redis
-   * PEXPIRE) should pass this hook only with `clock: 'store'`.
+   * PEXPIRE) and run with `clock: 'client'` say so with `keyExpiry: 'store'`.
    */
   inspectKeys?: (context: InspectKeysContext<S>) => readonly string[] | Promise<readonly string[]>;
+  /**
+   * Whose clock removes the keys `inspectKeys` lists. A client-clock store whose keys expire by its own clock (Redis
+   * `PX` under `clock: 'client'`) cannot drop state at the fake clock's resetAt: with `'store'` the suite checks instead
+   * that moving the fake clock past resetAt leaves the state in place, in a test whose title says so, and leaves the
+   * expiry itself to a `clock: 'store'` run of the same store. Only for `clock: 'client'`.
+   * @default the `clock` option
+   */
+  keyExpiry?: 'client' | 'store';
+  /**
+   * Every test of the suite must run: a run that would report one as skipped (no `inspectKeys`, `take`, `reserve`
+   * or leases not announced) is refused when it is registered, naming what is missing. First-party stores set it.
+   * @default false
+   */
+  requireAll?: boolean;
   /** Start of every test's unique prefix; letters, digits, '_', '.', '-'. @default 'conformance' */
   keyPrefix?: string;
   /** Deadline the suite's limiters give each store call (ms or a string like `'5s'`); a miss fails the test with the store's error. @default '5s' */
   timeout?: Duration;
 }
 
-const KNOWN = ['name', 'createStore', 'clock', 'capabilities', 'teardown', 'storeScope', 'inspectKeys', 'keyPrefix', 'timeout'];
+const KNOWN = [
+  'name',
+  'createStore',
+  'clock',
+  'capabilities',
+  'teardown',
+  'storeScope',
+  'inspectKeys',
+  'keyExpiry',
+  'requireAll',
+  'keyPrefix',
+  'timeout',
+];
 /** What the limiters' own `timeout` accepts. */
 const TIMEOUT_RANGE: DurationRange = { min: 1, max: 2_147_483_647 };
 
@@ -75,6 +101,7 @@ export interface ResolvedOptions<S extends Store> {
   readonly teardown: (store: S) => void | Promise<void>;
   readonly storeScope: 'test' | 'suite';
   readonly inspectKeys: StoreConformanceOptions<S>['inspectKeys'];
+  readonly keyExpiry: 'client' | 'store';
   readonly keyPrefix: string;
   /** The store-call deadline, in ms. */
   readonly timeoutMs: number;
@@ -107,6 +134,23 @@ export function resolveOptions<S extends Store>(options: StoreConformanceOptions
   if (storeScope !== 'test' && storeScope !== 'suite') fail(`storeScope must be 'test' or 'suite', got ${describeValue(storeScope)}`);
   if (options.inspectKeys !== undefined && typeof options.inspectKeys !== 'function')
     fail(`inspectKeys must be a function, got ${describeValue(options.inspectKeys)}`);
+  const keyExpiry = options.keyExpiry ?? options.clock;
+  if (keyExpiry !== 'client' && keyExpiry !== 'store') fail(`keyExpiry must be 'client' or 'store', got ${describeValue(keyExpiry)}`);
+  if (keyExpiry === 'client' && options.clock === 'store') {
+    fail("keyExpiry 'client' needs clock: 'client' (a store-clock store's keys expire by the store's clock)");
+  }
+  const requireAll = options.requireAll ?? false;
+  if (typeof requireAll !== 'boolean') fail(`requireAll must be true or false, got ${describeValue(requireAll)}`);
+  if (requireAll) {
+    const missing = [
+      ...(options.inspectKeys === undefined ? ["inspectKeys (the tests that read the store's keys)"] : []),
+      ...(['take', 'reserve'] as const)
+        .filter((operation) => !operations.includes(operation))
+        .map((operation) => `capabilities.operations '${operation}' (its vectors)`),
+      ...(leases ? [] : ['capabilities.leases (the lease vectors)']),
+    ];
+    if (missing.length > 0) fail(`requireAll is true, so no test may be skipped, but the run lacks ${missing.join(', ')}`);
+  }
   const keyPrefix = options.keyPrefix ?? 'conformance';
   if (typeof keyPrefix !== 'string' || !/^[A-Za-z0-9_.-]{1,40}$/.test(keyPrefix)) {
     fail(`keyPrefix must be 1 to 40 characters of letters, digits, '_', '.' or '-', got ${describeValue(keyPrefix)}`);
@@ -122,6 +166,7 @@ export function resolveOptions<S extends Store>(options: StoreConformanceOptions
     teardown: options.teardown ?? ((store: S) => store.close?.()),
     storeScope,
     inspectKeys: options.inspectKeys,
+    keyExpiry,
     keyPrefix,
     timeoutMs,
   };

@@ -21,6 +21,19 @@ describe('describeStoreConformance options', () => {
     const resolved = resolveOptions(valid);
     expect(resolved).toMatchObject({ synchronous: false, storeScope: 'test', keyPrefix: 'conformance', timeoutMs: 5000 });
     expect(resolved.inspectKeys).toBeUndefined();
+    expect(resolved.keyExpiry).toBe('client');
+    expect(resolveOptions({ ...valid, clock: 'store' }).keyExpiry).toBe('store');
+  });
+
+  it('requireAll accepts a run that skips nothing: inspectKeys, take, reserve and leases', () => {
+    const complete = resolveOptions({
+      ...valid,
+      requireAll: true,
+      inspectKeys: () => [],
+      keyExpiry: 'store',
+      capabilities: { operations: ['take', 'reserve'], leases: true },
+    });
+    expect(complete).toMatchObject({ keyExpiry: 'store', leases: true, operations: ['take', 'reserve'] });
   });
 
   it("takes timeout as a duration: '2s' and 2000 alike", () => {
@@ -44,6 +57,19 @@ describe('describeStoreConformance options', () => {
     [{ ...valid, timeoutMs: 5000 }, 'UNKNOWN_OPTION', 'unknown option "timeoutMs"; accepted options are'],
     [{ ...valid, inspectKeys: 'keys' }, 'INVALID_OPTION', 'inspectKeys must be a function'],
     [{ ...valid, clok: 'client' }, 'UNKNOWN_OPTION', 'unknown option "clok"'],
+    [{ ...valid, keyExpiry: 'server' }, 'INVALID_OPTION', `keyExpiry must be 'client' or 'store', got "server"`],
+    [{ ...valid, clock: 'store', keyExpiry: 'client' }, 'INVALID_OPTION', "keyExpiry 'client' needs clock: 'client'"],
+    [{ ...valid, requireAll: 'yes' }, 'INVALID_OPTION', 'requireAll must be true or false'],
+    [
+      { ...valid, requireAll: true },
+      'INVALID_OPTION',
+      "requireAll is true, so no test may be skipped, but the run lacks inspectKeys (the tests that read the store's keys), capabilities.operations 'take' (its vectors), capabilities.operations 'reserve' (its vectors), capabilities.leases (the lease vectors)",
+    ],
+    [
+      { ...valid, requireAll: true, inspectKeys: () => [], capabilities: { operations: ['take'], leases: true } },
+      'INVALID_OPTION',
+      "requireAll is true, so no test may be skipped, but the run lacks capabilities.operations 'reserve' (its vectors)",
+    ],
     [null, 'INVALID_OPTION', 'options must be an object'],
   ])('rejects %j with a message naming the field', (options, code, text) => {
     const [actualCode, message] = codeAndMessage(options);

@@ -39,6 +39,7 @@ const MUST_FAIL: Record<string, string[]> = {
   'reports-wrong-time': ['worked example: sliding window log', 'answers a raw request atomically'],
   'take-all-or-nothing': ['take: a fixed window of 5 per minute grants what is left', 'take: compound rules grant the same number'],
   'reserve-ignores-queue': ['reserve: a token bucket of 2 (1 per second) books 1 s apart'],
+  'claims-store-key-expiry': ['state is stored and outlives the fake resetAt', 'the identity is kept while its longest-lived rule counts'],
 };
 
 const here = dirname(fileURLToPath(import.meta.url));

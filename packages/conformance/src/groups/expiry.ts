@@ -1,7 +1,7 @@
 import type { Store } from '@sluice/core';
 import { describe, expect, it } from 'vitest';
 import { ALGORITHMS, HOUR } from '../algorithms.js';
-import { itWithKeys, type TestContext } from '../context.js';
+import { STORE_KEY_EXPIRY, itWithKeys, type GroupSettings, type TestContext } from '../context.js';
 import { sleep } from '../time.js';
 import type { TrackedLimiter } from '../tracked-limiter.js';
 
@@ -18,7 +18,12 @@ async function spendCompound(context: TestContext<Store>): Promise<TrackedLimite
   return limiter;
 }
 
-export function expiryTests(get: () => TestContext<Store>, clientClock: boolean, inspect: boolean): void {
+/**
+ * Expiry of state: by the fake clock on a client-clock store (at resetAt exactly, and its keys with it unless they
+ * expire by the store's own clock, `keyExpiry: 'store'`), by real time on a store-clock store.
+ */
+export function expiryTests(get: () => TestContext<Store>, { clientClock, inspect, keyExpiry }: GroupSettings): void {
+  const keysByFakeClock = keyExpiry === 'client';
   describe('expiry', () => {
     if (clientClock) {
       for (const algorithm of ALGORITHMS) {
@@ -47,24 +52,44 @@ export function expiryTests(get: () => TestContext<Store>, clientClock: boolean,
           expect([later.allowed, later.remaining]).toEqual([true, 0]);
         });
 
-        itWithKeys(
-          inspect,
-          `${algorithm.title}: state lives exactly until resetAt, then it is gone (a peek does not extend it)`,
-          async () => {
-            const context = get();
-            const limiter = context.limiter({ rules: algorithm.rule(3, 60_000) });
-            context.at('0:10');
-            const { resetAt } = await limiter.limit('alice', 3);
-            expect((await context.keysOf('alice')).length, 'consumed state must be stored').toBeGreaterThan(0);
-            context.setNow(resetAt - 1);
-            await limiter.peek('alice');
-            expect((await context.keysOf('alice')).length, 'state must not expire before resetAt').toBeGreaterThan(0);
-            context.setNow(resetAt);
-            expect(await context.keysOf('alice'), 'state must be gone at resetAt (its ttl), and peeks must not have extended it').toEqual(
-              [],
-            );
-          },
-        );
+        if (keysByFakeClock) {
+          itWithKeys(
+            inspect,
+            `${algorithm.title}: state lives exactly until resetAt, then it is gone (a peek does not extend it)`,
+            async () => {
+              const context = get();
+              const limiter = context.limiter({ rules: algorithm.rule(3, 60_000) });
+              context.at('0:10');
+              const { resetAt } = await limiter.limit('alice', 3);
+              expect((await context.keysOf('alice')).length, 'consumed state must be stored').toBeGreaterThan(0);
+              context.setNow(resetAt - 1);
+              await limiter.peek('alice');
+              expect((await context.keysOf('alice')).length, 'state must not expire before resetAt').toBeGreaterThan(0);
+              context.setNow(resetAt);
+              expect(await context.keysOf('alice'), 'state must be gone at resetAt (its ttl), and peeks must not have extended it').toEqual(
+                [],
+              );
+            },
+          );
+        } else {
+          itWithKeys(
+            inspect,
+            `${algorithm.title}: state is stored and outlives the fake resetAt, where it counts for nothing ${STORE_KEY_EXPIRY}`,
+            async () => {
+              const context = get();
+              const limiter = context.limiter({ rules: algorithm.rule(3, 60_000) });
+              context.at('0:10');
+              const { resetAt } = await limiter.limit('alice', 3);
+              expect((await context.keysOf('alice')).length, 'consumed state must be stored').toBeGreaterThan(0);
+              context.setNow(resetAt);
+              expect(
+                (await context.keysOf('alice')).length,
+                "keyExpiry 'store': the store's own clock removes keys, so the fake clock passing resetAt must leave them",
+              ).toBeGreaterThan(0);
+              expect((await limiter.peek('alice')).remaining, 'state past its resetAt must count for nothing').toBe(3);
+            },
+          );
+        }
       }
 
       it('compound rules: the longest-lived rule still counts after a shorter one is full again', async () => {
@@ -76,14 +101,32 @@ export function expiryTests(get: () => TestContext<Store>, clientClock: boolean,
         expect((await limiter.limit('alice', 2)).allowed).toBe(true);
       });
 
-      itWithKeys(inspect, 'compound rules: the identity is kept until its longest-lived rule expires', async () => {
-        const context = get();
-        const limiter = await spendCompound(context);
-        await limiter.peek('alice');
-        expect((await context.keysOf('alice')).length).toBeGreaterThan(0);
-        context.at('1:00');
-        expect(await context.keysOf('alice')).toEqual([]);
-      });
+      if (keysByFakeClock) {
+        itWithKeys(inspect, 'compound rules: the identity is kept until its longest-lived rule expires', async () => {
+          const context = get();
+          const limiter = await spendCompound(context);
+          await limiter.peek('alice');
+          expect((await context.keysOf('alice')).length).toBeGreaterThan(0);
+          context.at('1:00');
+          expect(await context.keysOf('alice')).toEqual([]);
+        });
+      } else {
+        itWithKeys(
+          inspect,
+          `compound rules: the identity is kept while its longest-lived rule counts, and past its fake expiry ${STORE_KEY_EXPIRY}`,
+          async () => {
+            const context = get();
+            const limiter = await spendCompound(context);
+            await limiter.peek('alice');
+            expect((await context.keysOf('alice')).length, 'the 60 s rule still counts at 0:01').toBeGreaterThan(0);
+            context.at('1:00');
+            expect(
+              (await context.keysOf('alice')).length,
+              "keyExpiry 'store': the store's own clock removes keys, so the fake clock passing 1:00 must leave them",
+            ).toBeGreaterThan(0);
+          },
+        );
+      }
     } else {
       it('every algorithm: a fresh full allowance once the store-reported resetAt has passed', async () => {
         const context = get();

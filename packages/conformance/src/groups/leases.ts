@@ -1,10 +1,13 @@
 import type { Store } from '@sluice/core';
 import { createConcurrencyLimiter, type ConcurrencyLimiter, type LeaseDecision } from '@sluice/core/concurrency';
 import { describe, expect, it } from 'vitest';
-import { itWithKeys, type TestContext } from '../context.js';
+import { STORE_KEY_EXPIRY, itWithKeys, type GroupSettings, type TestContext } from '../context.js';
+import { sleep } from '../time.js';
 
 const SKIPPED = '(skipped: the store does not support leases)';
-const CLIENT_CLOCK = '(skipped: drives the fake clock, which a store-clock store ignores)';
+/** How long a store-clock test's leases live, and how long after their expiry it looks again (real time, ms). */
+const REAL_TTL_MS = 250;
+const GRACE_MS = 30;
 
 function limiter(context: TestContext<Store>, limit: number, ttl = 10_000): ConcurrencyLimiter {
   return createConcurrencyLimiter({
@@ -28,9 +31,10 @@ function held(decision: LeaseDecision): Pick<LeaseDecision, 'allowed' | 'reason'
  * Concurrency leases (core's `evaluateLease()`): at most `limit` held per identity; a refusal says when the oldest
  * lease expires; release frees exactly its own slot, once; a lease past its ttl frees itself, and its late release
  * frees nobody else's slot; extend keeps a live lease only. A store that does not announce `lease` is refused by
- * `createConcurrencyLimiter`, and the vectors are reported as skipped.
+ * `createConcurrencyLimiter`, and the vectors are reported as skipped. The vectors that drive the fake clock run on a
+ * client-clock store; a store-clock store runs their real-time counterpart instead (a 250 ms ttl, waited out).
  */
-export function leaseTests(get: () => TestContext<Store>, leases: boolean, clientClock: boolean, inspect: boolean): void {
+export function leaseTests(get: () => TestContext<Store>, { leases, clientClock, inspect, keyExpiry }: GroupSettings): void {
   describe('concurrency leases', () => {
     it('the store announces lease exactly when the suite option capabilities.leases says so', () => {
       const { store } = get();
@@ -43,8 +47,8 @@ export function leaseTests(get: () => TestContext<Store>, leases: boolean, clien
     });
 
     const run = leases ? it : it.skip;
-    const timed = leases && clientClock ? it : it.skip;
-    const timedTitle = (title: string): string => (leases ? (clientClock ? title : `${title} ${CLIENT_CLOCK}`) : `${title} ${SKIPPED}`);
+    // Driving the fake clock: registered for a client-clock store only, like the other time-driven vectors.
+    const timed = clientClock ? run : undefined;
     const title = (text: string): string => (leases ? text : `${text} ${SKIPPED}`);
 
     run(title('limit 2: two leases, a third refused until one is released; release is idempotent'), async () => {
@@ -68,7 +72,7 @@ export function leaseTests(get: () => TestContext<Store>, leases: boolean, clien
       expect((await inFlight.acquire('alice')).allowed).toBe(false);
     });
 
-    timed(timedTitle('a refusal says when the oldest lease expires; an expired lease frees its slot by itself'), async () => {
+    timed?.(title('a refusal says when the oldest lease expires; an expired lease frees its slot by itself'), async () => {
       const context = get();
       const inFlight = limiter(context, 2, 10_000);
       context.at(0);
@@ -95,7 +99,7 @@ export function leaseTests(get: () => TestContext<Store>, leases: boolean, clien
       });
     });
 
-    timed(timedTitle("a release after the lease expired frees nothing, never someone else's slot"), async () => {
+    timed?.(title("a release after the lease expired frees nothing, never someone else's slot"), async () => {
       const context = get();
       const inFlight = limiter(context, 1, 1_000);
       context.at(0);
@@ -109,7 +113,7 @@ export function leaseTests(get: () => TestContext<Store>, leases: boolean, clien
       expect((await inFlight.acquire('alice')).allowed).toBe(true);
     });
 
-    timed(timedTitle('extend keeps a live lease for another ttl; an expired one is not revived'), async () => {
+    timed?.(title('extend keeps a live lease for another ttl; an expired one is not revived'), async () => {
       const context = get();
       const inFlight = limiter(context, 1, 1_000);
       context.at(0);
@@ -138,19 +142,70 @@ export function leaseTests(get: () => TestContext<Store>, leases: boolean, clien
       }
     });
 
-    if (clientClock && inspect && leases) {
-      itWithKeys(inspect, title('the lease record expires with its latest lease, and goes when the last one is released'), async () => {
-        const context = get();
-        const inFlight = limiter(context, 2, 1_000);
-        context.at(0);
-        const a = await inFlight.acquire('alice');
-        expect(await context.keysOf('alice')).toHaveLength(1);
-        await a.lease!.release();
-        expect(await context.keysOf('alice')).toHaveLength(0);
-        await inFlight.acquire('alice');
-        context.at(1_000);
-        expect(await context.keysOf('alice')).toHaveLength(0);
+    if (!clientClock) {
+      run(title('store clock: a lease past its ttl frees its slot by itself; its late release and extend do nothing'), async () => {
+        const inFlight = limiter(get(), 1, REAL_TTL_MS);
+        const first = await inFlight.acquire('alice');
+        expect(held(first)).toMatchObject({ allowed: true, held: 1, remaining: 0 });
+        const refused = await inFlight.acquire('alice');
+        expect(held(refused)).toMatchObject({ allowed: false, reason: 'concurrency_limited', held: 1, remaining: 0 });
+        expect(refused.retryAfter, 'a refusal says when the lease expires').toBeGreaterThan(0);
+        expect(refused.retryAfter).toBeLessThanOrEqual(REAL_TTL_MS);
+        await sleep(refused.retryAfter + GRACE_MS);
+        const second = await inFlight.acquire('alice');
+        expect(held(second), 'the expired lease must have freed its slot').toMatchObject({ allowed: true, held: 1 });
+        expect(await first.lease!.release(), 'an expired lease has nothing to release').toBe(false);
+        expect(await first.lease!.extend(), 'an expired lease is not revived').toBe(false);
+        expect((await inFlight.acquire('alice')).allowed, "the late release must not free the second lease's slot").toBe(false);
+        expect(await second.lease!.release()).toBe(true);
       });
+    }
+
+    if (inspect && leases) {
+      if (clientClock && keyExpiry === 'client') {
+        itWithKeys(inspect, 'the lease record expires with its latest lease, and goes when the last one is released', async () => {
+          const context = get();
+          const inFlight = limiter(context, 2, 1_000);
+          context.at(0);
+          const a = await inFlight.acquire('alice');
+          expect(await context.keysOf('alice')).toHaveLength(1);
+          await a.lease!.release();
+          expect(await context.keysOf('alice')).toHaveLength(0);
+          await inFlight.acquire('alice');
+          context.at(1_000);
+          expect(await context.keysOf('alice')).toHaveLength(0);
+        });
+      } else if (clientClock) {
+        itWithKeys(
+          inspect,
+          `the lease record goes when the last lease is released, and outlives the fake ttl ${STORE_KEY_EXPIRY}`,
+          async () => {
+            const context = get();
+            const inFlight = limiter(context, 2, 1_000);
+            context.at(0);
+            const a = await inFlight.acquire('alice');
+            expect(await context.keysOf('alice')).toHaveLength(1);
+            await a.lease!.release();
+            expect(await context.keysOf('alice')).toHaveLength(0);
+            await inFlight.acquire('alice');
+            context.at(1_000);
+            expect(await context.keysOf('alice'), "keyExpiry 'store': the fake clock must not remove the record").toHaveLength(1);
+          },
+        );
+      } else {
+        itWithKeys(inspect, 'store clock: the lease record goes when the last lease is released, and by itself after its ttl', async () => {
+          const context = get();
+          const inFlight = limiter(context, 2, REAL_TTL_MS);
+          const a = await inFlight.acquire('alice');
+          expect(await context.keysOf('alice')).toHaveLength(1);
+          await a.lease!.release();
+          expect(await context.keysOf('alice')).toHaveLength(0);
+          const b = await inFlight.acquire('alice');
+          expect(await context.keysOf('alice')).toHaveLength(1);
+          await sleep(b.lease!.expiresAt - b.now + GRACE_MS);
+          expect(await context.keysOf('alice'), 'the record must be gone once its latest lease expired').toHaveLength(0);
+        });
+      }
     }
   });
 }

@@ -8,4 +8,5 @@ describeStoreConformance<MemoryStore>({
   clock: 'client',
   capabilities: { synchronous: true, operations: ['take', 'reserve'], leases: true },
   inspectKeys: ({ store, prefix, now }) => heldKeys(store, now).filter((key) => key.startsWith(`${prefix}:`)),
+  requireAll: true,
 });

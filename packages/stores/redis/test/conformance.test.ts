@@ -17,14 +17,21 @@ afterAll(async () => {
   await server?.stop();
 });
 
-// Client clock: the suite drives a fake clock through every time-driven vector. Redis expires keys in real
-// time, so key inspection is left to the store-clock run below, where both clocks are the same.
+/** The keys under a test's prefix on the test's own server (KEYS leaves out expired keys). */
+const keysUnder = ({ prefix }: { prefix: string }): Promise<string[]> => client.keys(`${prefix}:*`);
+
+// Client clock: the suite drives a fake clock through every time-driven vector. Redis expires keys by its own
+// clock (PX), so the runs say keyExpiry: 'store': their key checks hold the keys past the fake resetAt, and expiry
+// itself is checked by the store-clock run below, where both clocks are the same.
 describeStoreConformance<RedisStore>({
   name: 'redis',
   createStore: () => redisStore(client, { clock: 'client' }),
   clock: 'client',
   capabilities: { synchronous: false, operations: ['take', 'reserve'], leases: true },
   storeScope: 'suite',
+  inspectKeys: keysUnder,
+  keyExpiry: 'store',
+  requireAll: true,
 });
 
 // The script run by EVALSHA (as on a Cluster, or where Functions are unavailable) rather than as a Function.
@@ -35,6 +42,9 @@ describeStoreConformance<RedisStore>({
   capabilities: { synchronous: false, operations: ['take', 'reserve'], leases: true },
   storeScope: 'suite',
   keyPrefix: 'conformance-evalsha',
+  inspectKeys: keysUnder,
+  keyExpiry: 'store',
+  requireAll: true,
 });
 
 describeStoreConformance<RedisStore>({
@@ -44,5 +54,6 @@ describeStoreConformance<RedisStore>({
   capabilities: { synchronous: false, operations: ['take', 'reserve'], leases: true },
   storeScope: 'suite',
   keyPrefix: 'conformance-store',
-  inspectKeys: ({ prefix }) => client.keys(`${prefix}:*`),
+  inspectKeys: keysUnder,
+  requireAll: true,
 });

@@ -32,4 +32,5 @@ describeStoreConformance<SqliteStore>({
       )
       .pluck()
       .all(prefix.length + 1, `${prefix}:`, now) as string[],
+  requireAll: true,
 });
