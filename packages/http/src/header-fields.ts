@@ -26,8 +26,8 @@ export type LegacyReset = 'epoch-seconds' | 'delta-seconds';
 /**
  * One response header and how it combines with a value already on the response (from an earlier sluice
  * middleware on the same request): `append` joins structured-field lists; `stricter` replaces its whole group
- * only when this one reports less room (`rank` is the remaining count, `group` names the header holding the one
- * already there); `max` keeps the longer Retry-After; `set` overwrites.
+ * only when this one reports less room (`rank` is the remaining count, -1 for a refusal's, which always replaces;
+ * `group` names the header holding the one already there); `max` keeps the longer Retry-After; `set` overwrites.
  */
 export interface HeaderField {
   readonly name: string;
@@ -152,7 +152,9 @@ export function rateLimitFields(reports: readonly PolicyReport[], decider: numbe
     const rule = decision.rules.find((r) => r.id === decision.rule) ?? decision.rules[0]!;
     const waitMs = Math.min(effectiveWindowMs(rule, decision.now), maxWindowSeconds * 1000);
     const policy = decision.rules.map((r) => `${r.limit};w=${Math.max(1, ceilSeconds(r.windowMs))}`).join(', ');
-    const rank = rule.remaining;
+    // A refusal speaks for its response: its group replaces what an earlier sluice middleware wrote, whatever that
+    // one had left (a remaining count is never below 0), so the reset sent is the refusal's, capped at Retry-After.
+    const rank = options.maxWindowSeconds === undefined ? rule.remaining : -1;
     if (style === 'draft-7') {
       fields.push({
         name: 'RateLimit',
@@ -205,11 +207,19 @@ export function nodeHeaderTarget(getHeader: (name: string) => unknown, set: (nam
 /**
  * Writes fields onto a response, combining with values an earlier sluice middleware left there (see
  * `HeaderField.merge`). Each `stricter` group is decided once, from the header named by `group`.
+ *
+ * A response that carries Retry-After (a refusal) agrees with it: every `t` of the draft-11 `RateLimit` items on it,
+ * those an earlier middleware wrote included, is capped at the Retry-After seconds, and a `stricter` group already
+ * written by the refusal is not replaced (the refusal's own fields are capped when built). Only refusals and stacked
+ * middlewares pay for this: a response written by one middleware that lets the request through is not read back.
  */
 export function writeHeaders(fields: readonly HeaderField[], target: HeaderTarget): void {
   let skipGroups: Set<string> | undefined;
   let checked: Set<string> | undefined;
+  // RateLimit items joined to items already on the response, or a Retry-After written: the `t` values need capping.
+  let capWindows = false;
   for (const field of fields) {
+    if (field.name === 'Retry-After') capWindows = true;
     const existing = target.get(field.name);
     if (existing === undefined || existing === '') {
       if (field.merge !== 'stricter') {
@@ -220,6 +230,7 @@ export function writeHeaders(fields: readonly HeaderField[], target: HeaderTarge
     switch (field.merge) {
       case 'append':
         target.set(field.name, `${existing}, ${field.value}`);
+        if (field.name === 'RateLimit') capWindows = true;
         break;
       case 'max':
         if (!(Number(existing) >= Number(field.value))) target.set(field.name, field.value);
@@ -233,13 +244,68 @@ export function writeHeaders(fields: readonly HeaderField[], target: HeaderTarge
         if (!checked.has(group)) {
           checked.add(group);
           const held = remainingIn(target.get(group));
-          if (held !== undefined && held <= (field.rank ?? 0)) (skipGroups ??= new Set()).add(group);
+          const rank = field.rank ?? 0;
+          // Fields of an allowed limiter never replace those of a refusal already on the response (Next's
+          // `withRateLimitHeaders(api, toNextResponse(login))`): the refusal's are the ones capped at its Retry-After.
+          if (held !== undefined && (held <= rank || (rank >= 0 && target.get('Retry-After') !== undefined))) {
+            (skipGroups ??= new Set()).add(group);
+          }
         }
         if (!skipGroups?.has(group)) target.set(field.name, field.value);
         break;
       }
     }
   }
+  if (capWindows) capRateLimitWindows(target);
+}
+
+/** Caps the `t` of every `RateLimit` item on the response at its Retry-After in seconds, when it has both. */
+function capRateLimitWindows(target: HeaderTarget): void {
+  const retryAfter = target.get('Retry-After');
+  // Retry-After may also be an HTTP date (a route's own), which says nothing in seconds to cap at.
+  if (retryAfter === undefined || !/^\s*\d+\s*$/.test(retryAfter)) return;
+  const list = target.get('RateLimit');
+  if (list === undefined || list === '') return;
+  const capped = capWindowParams(list, Number(retryAfter));
+  if (capped !== list) target.set('RateLimit', capped);
+}
+
+/**
+ * A draft-11 `RateLimit` list with every integer `t` parameter above `maxSeconds` lowered to it, the rest of the
+ * text untouched; the same string when nothing is above. Quoted item names are skipped over (with their `\"` and
+ * `\\` escapes), so a `;t=` inside a name is not taken for a parameter.
+ */
+export function capWindowParams(list: string, maxSeconds: number): string {
+  let out = '';
+  let from = 0;
+  let quoted = false;
+  for (let i = 0; i < list.length; i++) {
+    const c = list[i];
+    if (quoted) {
+      if (c === '\\') i++;
+      else if (c === '"') quoted = false;
+      continue;
+    }
+    if (c === '"') {
+      quoted = true;
+      continue;
+    }
+    if (c !== ';') continue;
+    let key = i + 1;
+    while (list[key] === ' ') key++;
+    if (list[key] !== 't' || list[key + 1] !== '=') continue;
+    const start = key + 2;
+    let end = start;
+    while (end < list.length && list.charCodeAt(end) >= 48 && list.charCodeAt(end) <= 57) end++;
+    // Only a whole integer value: `t=12` ends at the next parameter, item or the end of the field.
+    if (end === start || (end < list.length && !/[;, \t]/.test(list[end]!))) continue;
+    if (Number(list.slice(start, end)) > maxSeconds) {
+      out += `${list.slice(from, start)}${maxSeconds}`;
+      from = end;
+    }
+    i = end - 1;
+  }
+  return from === 0 ? list : out + list.slice(from);
 }
 
 /** The remaining count in a header already on the response: a bare integer, or draft-7's `remaining=N`. */

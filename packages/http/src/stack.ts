@@ -9,6 +9,7 @@ import { SluiceError } from '@sluice/core';
 import type { AcquireOptions, ConcurrencyLimiter, Lease } from '@sluice/core/concurrency';
 import type { FleetShedder, UtilizationShedder } from '@sluice/core/shedding';
 import { optionalFunction, rejectUnknownOptions } from '@sluice/internal';
+import type { HeaderField } from './header-fields.js';
 import { PROBLEM_CONTENT_TYPE, problemFor, type RefusalKind } from './problem.js';
 
 /** The four layers, in the order the stacks consult them. */
@@ -37,6 +38,11 @@ export interface StackRefusal {
   readonly layer: StackLayer;
   readonly status: 429 | 503;
   readonly headers: Readonly<Record<'Retry-After' | 'Content-Type', string>>;
+  /**
+   * The same headers as fields for `writeHeaders` / `applyHeaders`, for a response the rate layer already wrote its
+   * RateLimit items on: written that way, every `t` on it is capped at this Retry-After.
+   */
+  readonly fields: readonly HeaderField[];
   readonly body: string;
 }
 
@@ -118,7 +124,11 @@ export function stackRefusal(layer: StackLayer, kind: RefusalKind, policy: strin
   const retryAfterSeconds = Math.max(1, Math.ceil(retryAfterMs / 1000));
   const body = JSON.stringify({ ...problemFor({ kind, policy, retryAfterSeconds }), refusedBy: layer });
   const headers = { 'Retry-After': String(retryAfterSeconds), 'Content-Type': PROBLEM_CONTENT_TYPE };
-  return { layer, status: kind === 'shed' ? 503 : 429, headers, body };
+  const fields: HeaderField[] = [
+    { name: 'Retry-After', value: headers['Retry-After'], merge: 'max' },
+    { name: 'Content-Type', value: PROBLEM_CONTENT_TYPE, merge: 'set' },
+  ];
+  return { layer, status: kind === 'shed' ? 503 : 429, headers, fields, body };
 }
 
 /** The part of Node's ServerResponse that `heldUntilEnd` uses. */

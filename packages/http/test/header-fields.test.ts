@@ -9,7 +9,7 @@ import {
   type HeaderStyle,
   type LegacyReset,
 } from '../src/index.js';
-import { fieldMembers, sfString } from '../src/header-fields.js';
+import { capWindowParams, fieldMembers, sfString } from '../src/header-fields.js';
 import { fakeClock, memoryLimiter, request, written } from './support.js';
 
 function headersAfter(count: number, styles: HeaderStyle | HeaderStyle[], legacyReset?: LegacyReset) {
@@ -92,6 +92,84 @@ describe('two sluice middlewares on one request', () => {
     expect(written(now(b.run(request())).headers, tighter)).toEqual(tighter);
   });
 
+  // The bug: an app-wide compound limiter wrote its items (allowed, its day rule's hours in `t`) before a route's
+  // login limiter refused, and the 429 carried that `t` next to a much shorter Retry-After.
+  describe('a 429 after an earlier middleware let the request through: every t agrees with Retry-After', () => {
+    const clockAt = fakeClock();
+    const burst = fixedWindow({ limit: 10, window: '1m', id: 'burst' });
+    const day = fixedWindow({ limit: 1000, window: '1d', id: 'day' });
+    const api = createHandler({ limiter: memoryLimiter({ name: 'api', rules: [burst, day], clock: clockAt.read }) });
+    const loginLimiter = memoryLimiter({ name: 'login', rules: fixedWindow({ limit: 1, window: '15m' }), clock: clockAt.read });
+    const login = createHandler({ limiter: loginLimiter });
+    const loginDraft6 = createHandler({ limiter: loginLimiter, headers: ['draft-6', 'legacy'], legacyReset: 'delta-seconds' });
+    // The fake clock stands 37 s before a minute, 97 s before a quarter hour and 6397 s before midnight (UTC).
+    const toQuarter = Math.ceil((900_000 - (clockAt.now % 900_000)) / 1000);
+    const toMidnight = Math.ceil((86_400_000 - (clockAt.now % 86_400_000)) / 1000);
+    const seconds = (headers: Record<string, string>) => fieldMembers(headers.ratelimit!).map((item) => Number(item.params.get('t')));
+
+    it('draft-11: the earlier items are capped at the refusal Retry-After, as the refusing limiter items are', () => {
+      now(login.run(request('198.51.100.20')));
+      const allowed = now(api.run(request('198.51.100.20')));
+      const refused = now(login.run(request('198.51.100.20')));
+      expect(refused.status).toBe(429);
+      const headers = written(refused.headers, written(allowed.headers));
+      expect(headers['retry-after']).toBe(String(toQuarter));
+      expect(headers.ratelimit).toBe(`"api/burst";r=9;t=37, "api/day";r=999;t=${toQuarter}, "login";r=0;t=${toQuarter}`);
+      for (const t of seconds(headers)) expect(t).toBeLessThanOrEqual(Number(headers['retry-after']));
+      // The allowed response alone still reports each rule's own effective window.
+      expect(written(allowed.headers).ratelimit).toBe(`"api/burst";r=9;t=37, "api/day";r=999;t=${toMidnight}`);
+    });
+
+    it('the other order (the allowed fields written onto the refusal, as with Next) caps them too', () => {
+      now(login.run(request('198.51.100.21')));
+      const allowed = now(api.run(request('198.51.100.21')));
+      const refused = now(login.run(request('198.51.100.21')));
+      const headers = written(allowed.headers, written(refused.headers));
+      expect(headers.ratelimit).toBe(`"login";r=0;t=${toQuarter}, "api/burst";r=9;t=37, "api/day";r=999;t=${toQuarter}`);
+    });
+
+    it('draft-6 and legacy: the refusing limiter speaks, even when the earlier one had less left', () => {
+      // The earlier middleware reports the day rule with nothing left (a stricter group by its remaining count).
+      const earlier = {
+        'ratelimit-limit': '1000',
+        'ratelimit-remaining': '0',
+        'ratelimit-reset': String(toMidnight),
+        'ratelimit-policy': '10;w=60, 1000;w=86400',
+        'x-ratelimit-limit': '1000',
+        'x-ratelimit-remaining': '0',
+        'x-ratelimit-used': '1000',
+        'x-ratelimit-reset': String(toMidnight),
+      };
+      now(loginDraft6.run(request('198.51.100.22')));
+      const refused = now(loginDraft6.run(request('198.51.100.22')));
+      const headers = written(refused.headers, earlier);
+      expect(headers['retry-after']).toBe(String(toQuarter));
+      expect(headers['ratelimit-reset']).toBe(String(toQuarter));
+      expect(headers['ratelimit-limit']).toBe('1');
+      expect(headers['x-ratelimit-reset']).toBe(String(toQuarter));
+      expect(headers['x-ratelimit-limit']).toBe('1');
+    });
+
+    it('draft-6: an allowed limiter with less left, written after the refusal, does not replace it', () => {
+      // A refusal can have room left (a cost of 3 with 2 left); the allowed limiter has none, but the 429 is not its.
+      const bulk = createHandler({
+        limiter: memoryLimiter({ name: 'bulk', rules: fixedWindow({ limit: 5, window: '15m' }), clock: clockAt.read }),
+        cost: 3,
+        headers: 'draft-6',
+      });
+      const daily = createHandler({
+        limiter: memoryLimiter({ name: 'daily', rules: fixedWindow({ limit: 1, window: '1d' }), clock: clockAt.read }),
+        headers: 'draft-6',
+      });
+      now(bulk.run(request('198.51.100.23')));
+      const refused = written(now(bulk.run(request('198.51.100.23'))).headers);
+      expect(refused['ratelimit-remaining']).toBe('2');
+      const allowed = now(daily.run(request('198.51.100.23')));
+      expect(written(allowed.headers)['ratelimit-reset']).toBe(String(toMidnight));
+      expect(written(allowed.headers, refused)).toEqual(refused);
+    });
+  });
+
   it('Retry-After keeps the longer wait', () => {
     const refusal = now(createHandler({ limiter: inner }).run(request('198.51.100.9')));
     const again = now(createHandler({ limiter: inner }).run(request('198.51.100.9')));
@@ -150,8 +228,23 @@ describe('web helpers', () => {
       ],
       target,
     );
-    expect(held.get('ratelimit')).toBe('"global";r=9;t=60, "login";r=0;t=60');
+    // The longer Retry-After already there stays, and every t on the response is capped at it.
+    expect(held.get('ratelimit')).toBe('"global";r=9;t=30, "login";r=0;t=30');
     expect(held.get('retry-after')).toBe(30);
+  });
+});
+
+describe('capWindowParams', () => {
+  it('lowers only the integer t parameters above the cap, leaving the rest of the text as it was', () => {
+    expect(capWindowParams('"a";r=0;t=900, "b";r=5;t=12, "c";r=1; t=4000', 60)).toBe('"a";r=0;t=60, "b";r=5;t=12, "c";r=1; t=60');
+    const untouched = '"a";r=0;t=5, "b";q=9;w=86400';
+    expect(capWindowParams(untouched, 60)).toBe(untouched);
+  });
+
+  it('does not take a ;t= inside a quoted name (escapes included), or another parameter ending in t, for t', () => {
+    expect(capWindowParams('"x;t=999";r=1;t=999, "y";tt=999;t=70', 60)).toBe('"x;t=999";r=1;t=60, "y";tt=999;t=60');
+    expect(capWindowParams('"q\\";t=999 ";r=0;t=90', 60)).toBe('"q\\";t=999 ";r=0;t=60');
+    expect(capWindowParams('"a";t=2.5;t=7x', 1)).toBe('"a";t=2.5;t=7x');
   });
 });
 

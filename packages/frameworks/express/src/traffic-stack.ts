@@ -1,5 +1,13 @@
 import type { IncomingMessage } from 'node:http';
-import { checkStackLayers, heldUntilEnd, runStackLayers, type StackLayer, type StackLayers } from '@sluice/http';
+import {
+  checkStackLayers,
+  heldUntilEnd,
+  nodeHeaderTarget,
+  runStackLayers,
+  writeHeaders,
+  type StackLayer,
+  type StackLayers,
+} from '@sluice/http';
 import { rateLimit, type ExpressRateLimitOptions, type ExpressRequest, type RateLimitMiddleware } from './rate-limit.js';
 
 export type { StackLayer };
@@ -71,7 +79,16 @@ export function trafficStack<Req extends IncomingMessage = ExpressRequest>(optio
         return;
       }
       leases.release();
-      res.writeHead(refusal.status, refusal.headers).end(refusal.body);
+      // Merged onto what the rate layer wrote, so its RateLimit items agree with this Retry-After.
+      writeHeaders(
+        refusal.fields,
+        nodeHeaderTarget(
+          (name) => res.getHeader(name),
+          (name, value) => res.setHeader(name, value),
+        ),
+      );
+      res.statusCode = refusal.status;
+      res.end(refusal.body);
     };
     const run = (): void => {
       afterRate().catch((error: unknown) => {

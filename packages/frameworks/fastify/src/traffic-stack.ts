@@ -1,4 +1,4 @@
-import { checkStackLayers, heldUntilEnd, runStackLayers, type StackLayers } from '@sluice/http';
+import { checkStackLayers, heldUntilEnd, nodeHeaderTarget, runStackLayers, writeHeaders, type StackLayers } from '@sluice/http';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
 
@@ -34,7 +34,15 @@ function register(fastify: FastifyInstance, options: FastifyTrafficStackOptions)
     request.trafficStack = { refusedBy: refusal?.layer as FastifyStackLayer | undefined, priority };
     if (refusal === undefined) return;
     leases.release();
-    return reply.code(refusal.status).headers(refusal.headers).send(refusal.body);
+    // Merged onto what rateLimitPlugin wrote, so its RateLimit items agree with this Retry-After.
+    writeHeaders(
+      refusal.fields,
+      nodeHeaderTarget(
+        (name) => reply.getHeader(name),
+        (name, value) => void reply.header(name, value),
+      ),
+    );
+    return reply.code(refusal.status).send(refusal.body);
   });
 }
 

@@ -1,4 +1,12 @@
-import { checkStackLayers, heldUntilEnd, releasingBody, runStackLayers, type StackLayer, type StackLayers } from '@sluice/http';
+import {
+  applyHeaders,
+  checkStackLayers,
+  heldUntilEnd,
+  releasingBody,
+  runStackLayers,
+  type StackLayer,
+  type StackLayers,
+} from '@sluice/http';
 import type { Context, Env, MiddlewareHandler } from 'hono';
 import type { HonoRateLimitOptions } from './options.js';
 import { decider, refuse } from './rate-limit.js';
@@ -55,7 +63,9 @@ export function trafficStack<E extends Env = Env>(options: HonoTrafficStackOptio
       c.set('trafficStack', { refusedBy: refusal?.layer, priority });
       if (refusal !== undefined) {
         leases.release();
-        return c.newResponse(refusal.body, refusal.status, refusal.headers);
+        // Merged onto what the rate layer wrote, so its RateLimit items agree with this Retry-After.
+        applyHeaders(refusal.fields, c.res.headers);
+        return c.newResponse(refusal.body, refusal.status);
       }
       await next();
     } catch (error) {

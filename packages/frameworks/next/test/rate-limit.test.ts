@@ -144,6 +144,34 @@ describe('rateLimit() as middleware / proxy', () => {
     expect(answer.headers.get('retry-after')).toBe('7');
   });
 
+  it('two limiters composed with check(): every t on the 429 is at most its Retry-After, in either order', async () => {
+    const clock = fakeClock();
+    const burst = fixedWindow({ limit: 10, window: '1m', id: 'burst' });
+    const day = fixedWindow({ limit: 1000, window: '1d', id: 'day' });
+    const limitApi = rateLimit({ limiter: memoryLimiter({ name: 'api', clock: clock.read, rules: [burst, day] }), clientIp: VERCEL });
+    const login = memoryLimiter({ name: 'login', clock: clock.read, rules: fixedWindow({ limit: 1, window: '15m' }) });
+    const limitLogin = rateLimit({ limiter: login, clientIp: VERCEL });
+    const request = () => nextRequest({ 'x-vercel-forwarded-for': '203.0.113.8' }, '/api/login');
+    // The fake clock stands 37 s before a minute, 97 s before a quarter hour and 6397 s before midnight (UTC).
+    const toMidnight = Math.ceil((86_400_000 - (clock.now % 86_400_000)) / 1000);
+
+    const allowed = withRateLimitHeaders(await limitApi.check(request()), NextResponse.next());
+    withRateLimitHeaders(await limitLogin.check(request()), allowed);
+    expect(allowed.headers.get('ratelimit')).toBe(`"api/burst";r=9;t=37, "api/day";r=999;t=${toMidnight}, "login";r=0;t=97`);
+
+    const api = await limitApi.check(request());
+    const refused = await limitLogin.check(request());
+    expect(refused.allowed).toBe(false);
+    // The refusal first, the app-wide limiter's headers added to it.
+    const answer = withRateLimitHeaders(api, toNextResponse(refused));
+    expect(answer.headers.get('retry-after')).toBe('97');
+    expect(answer.headers.get('ratelimit')).toBe('"login";r=0;t=97, "api/burst";r=8;t=37, "api/day";r=998;t=97');
+    // The app-wide limiter's headers first, the refusal's added to them, as stacked middlewares do.
+    const stacked = withRateLimitHeaders(refused, withRateLimitHeaders(api, new NextResponse(refused.body, { status: refused.status })));
+    expect(stacked.headers.get('retry-after')).toBe('97');
+    expect(stacked.headers.get('ratelimit')).toBe('"api/burst";r=8;t=37, "api/day";r=998;t=97, "login";r=0;t=97');
+  });
+
   it('a cost above the capacity is 413 without Retry-After: waiting cannot help', async () => {
     const limiter = memoryLimiter({ name: 'upload', rules: fixedWindow({ limit: 5, window: '10s' }) });
     const limit = rateLimit({ limiter, clientIp: VERCEL, cost: (request) => Number(request.headers.get('x-units')) });
