@@ -1,7 +1,7 @@
 #!/bin/sh
 # Installs Debian's chromium at /usr/bin/chromium, the browser @sluice/cli's HTML report test drives through
-# playwright-core, when it is missing; does nothing when it is there. scripts/install-luacheck.sh (the README's
-# install command) runs it.
+# playwright-core, when it is missing; does nothing when it is there. scripts/test-setup.sh (the first step of
+# `pnpm test`) runs it.
 set -eu
 [ -x /usr/bin/chromium ] && exit 0
 echo "install-chromium: /usr/bin/chromium is missing; installing it"

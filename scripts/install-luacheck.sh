@@ -1,8 +1,7 @@
 #!/bin/sh
 # Installs luacheck, the Lua linter `pnpm lint` runs on the Redis script (scripts/luacheck.mjs), when it is
-# missing; does nothing when it is on the PATH. The README's install command runs it. Then it runs
-# install-chromium.sh beside it (the browser of @sluice/cli's HTML report test) and install-node-versions.sh (Node 22
-# and 24 for the packages' tests), each as quick and silent when installed.
+# missing; does nothing when it is on the PATH. scripts/test-setup.sh (the first step of `pnpm test`) and
+# `pnpm test:fast` run it.
 set -eu
 install_luacheck() {
 command -v luacheck >/dev/null 2>&1 && return 0
@@ -23,8 +22,3 @@ fi
 command -v luacheck >/dev/null 2>&1 || { echo "install-luacheck: luacheck is still not on the PATH" >&2; exit 1; }
 }
 install_luacheck
-# Sourced in a subshell rather than run with `sh`: no PATH lookup, and its `exit` ends only the subshell.
-case $0 in */*) here=${0%/*} ;; *) here=. ;; esac
-( . "$here/install-chromium.sh" )
-# Node 22 and 24 for scripts/test-node-versions.mjs (pnpm test's last step), unpacked into .tools/.
-( . "$here/install-node-versions.sh" )

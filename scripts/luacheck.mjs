@@ -19,7 +19,7 @@ if (version.error !== undefined || version.status !== 0) {
   console.error(
     'luacheck: the luacheck binary is missing, so the Lua cannot be linted. Install it with\n' +
       '  sh scripts/install-luacheck.sh\n' +
-      "(what the README's install command runs; on Debian/Ubuntu it is `apt-get install -y lua-check`).",
+      '(what pnpm test and pnpm test:fast run first; on Debian/Ubuntu it is `apt-get install -y lua-check`).',
   );
   process.exit(1);
 }

@@ -1,17 +1,25 @@
 #!/usr/bin/env node
-// `pnpm test`'s last step: every package's own tests (packages/**, `test:unit`) again on Node 22 and 24, the
-// versions scripts/install-node-versions.sh unpacks into .tools/ (the machine's Node, 20, ran them just before).
+// `pnpm test`'s last step: the tests of the packages whose behaviour can differ between Node versions, again on
+// Node 22 and 24, the versions scripts/install-node-versions.sh unpacks into .tools/ (the machine's Node, 20, ran
+// every package's tests just before). A package runs here when it depends on a native addon (better-sqlite3: its
+// compiled code is per Node ABI) or its src imports a `node:` module at run time (not `import type`): today
+// packages/stores/sqlite and packages/cli (worker threads, streams, fs, child processes, an HTTP server). The others
+// import no Node API and no native code: their src is ES2022 on web-standard APIs (core, http, memory, upstash,
+// tiered, otel, hono and next also pass under vitest's edge-runtime environment), and what Node provides under them
+// (sockets in ioredis, node:http under Express and Fastify) is those libraries' code, tested by them on every Node.
+// Rerunning them on 22 and 24 took half of `pnpm test`'s time for no coverage; `--all` still does it.
 // Each package's vitest runs under that Node, with its bin first on the PATH so that the processes a test spawns
 // (`node`, workers) run on it too. Built output is shared: tsup targets Node 20, which 22 and 24 run.
-// Packages that depend on better-sqlite3 (packages/stores/sqlite, packages/cli) run with
+// Packages that depend on better-sqlite3 run with
 // NODE_OPTIONS=--require=scripts/node-versions/better-sqlite3-redirect.cjs: its native module in node_modules is
 // built for the Node that installed it (20), so that preload sends every load of it to the copy built for the
 // running Node (.tools/better-sqlite3-node-<major>, by scripts/node-versions/build-better-sqlite3.mjs, which
 // install-node-versions.sh runs). Processes the tests start inherit NODE_OPTIONS unless a test gives them an
 // environment without it. Node 24's copy is compiled against 24.18.1's headers (see build-better-sqlite3.mjs).
 // A run in LEFT_OUT (none today) would be named with its reason, not run.
-// Usage: node scripts/test-node-versions.mjs [--only <package dir>] [--left-out] [major ...]   (default: 22 24)
-//   --only packages/stores/sqlite   runs that package only (repeatable)
+// Usage: node scripts/test-node-versions.mjs [--all] [--only <package dir>] [--left-out] [major ...]   (default: 22 24)
+//   --all                           every package with a test:unit script, not only the Node-specific ones
+//   --only packages/stores/sqlite   runs that package only (repeatable; any package)
 //   --left-out                      runs the LEFT_OUT ones too
 import { spawnSync } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
@@ -23,14 +31,16 @@ const root = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const args = process.argv.slice(2);
 const only = [];
 let runLeftOut = false;
+let all = false;
 const majors = [];
 for (let i = 0; i < args.length; i++) {
   if (args[i] === '--only' && args[i + 1] !== undefined) only.push(relative(root, resolve(args[++i])));
   else if (args[i] === '--left-out') runLeftOut = true;
+  else if (args[i] === '--all') all = true;
   else if (/^\d+$/.test(args[i])) majors.push(args[i]);
   else {
     console.error(
-      `test-node-versions: unknown argument ${args[i]}\nUsage: node scripts/test-node-versions.mjs [--only <package dir>] [--left-out] [major ...]`,
+      `test-node-versions: unknown argument ${args[i]}\nUsage: node scripts/test-node-versions.mjs [--all] [--only <package dir>] [--left-out] [major ...]`,
     );
     process.exit(2);
   }
@@ -47,7 +57,8 @@ function packageDirs() {
       const manifest = JSON.parse(readFileSync(join(dir, 'package.json'), 'utf8'));
       if (manifest.scripts?.['test:unit'] !== undefined) {
         const deps = { ...manifest.dependencies, ...manifest.devDependencies, ...manifest.peerDependencies };
-        dirs.push({ dir, native: 'better-sqlite3' in deps });
+        const native = 'better-sqlite3' in deps;
+        dirs.push({ dir, native, nodeSpecific: native || importsNode(join(dir, 'src')) });
       }
       return;
     }
@@ -57,7 +68,7 @@ function packageDirs() {
     }
   };
   visit(join(root, 'packages'), 2);
-  const picked = dirs.filter(({ dir }) => only.length === 0 || only.includes(relative(root, dir)));
+  const picked = dirs.filter(({ dir, nodeSpecific }) => (only.length === 0 ? all || nodeSpecific : only.includes(relative(root, dir))));
   if (picked.length === 0) {
     console.error(`test-node-versions: no package with a test:unit script matches --only ${only.join(' ')}`);
     process.exit(2);
@@ -65,12 +76,25 @@ function packageDirs() {
   return picked.sort((a, b) => a.dir.localeCompare(b.dir));
 }
 
+/** Whether a .ts file under `dir` imports a `node:` module at run time (`import type` does not count). */
+function importsNode(dir) {
+  if (!existsSync(dir)) return false;
+  return readdirSync(dir, { withFileTypes: true, recursive: true }).some(
+    (entry) =>
+      entry.isFile() &&
+      entry.name.endsWith('.ts') &&
+      /^\s*(?:import(?!\s+type\b)[^;]*?from\s*|import\s*\(\s*|export(?!\s+type\b)[^;]*?from\s*)['"]node:/m.test(
+        readFileSync(join(entry.parentPath ?? entry.path, entry.name), 'utf8'),
+      ),
+  );
+}
+
 const results = [];
 for (const major of majors) {
   const node = join(root, '.tools', `node-${major}`, 'bin', 'node');
   if (!existsSync(node)) {
     console.error(
-      `test-node-versions: ${relative(root, node)} is missing. Install it with\n  sh scripts/install-node-versions.sh\n(what the README's install command runs).`,
+      `test-node-versions: ${relative(root, node)} is missing. Install it with\n  sh scripts/test-setup.sh\n(pnpm test's first step).`,
     );
     process.exit(1);
   }
@@ -93,7 +117,7 @@ for (const major of majors) {
     }
     if (native && !existsSync(addon)) {
       console.error(
-        `test-node-versions: ${relative(root, addon)} is missing (better-sqlite3 for Node ${major}, which ${name} needs). Build it with\n  node scripts/node-versions/build-better-sqlite3.mjs ${major}\n(what pnpm install's postinstall does once Node ${major} is in .tools/).`,
+        `test-node-versions: ${relative(root, addon)} is missing (better-sqlite3 for Node ${major}, which ${name} needs). Build it with\n  node scripts/node-versions/build-better-sqlite3.mjs ${major}\n(what scripts/test-setup.sh, pnpm test's first step, does).`,
       );
       process.exit(1);
     }
@@ -116,7 +140,7 @@ for (const major of majors) {
   }
 }
 
-console.log("\ntest-node-versions: every package's tests on the other Node versions");
+console.log(`\ntest-node-versions: ${all ? "every package's tests" : "the Node-specific packages' tests"} on the other Node versions`);
 for (const r of results) console.log(`  ${r.version.padEnd(9)} ${r.name.padEnd(34)} ${r.status.padEnd(9)} ${r.detail}`);
 const failed = results.filter((r) => r.status === 'FAILED');
 if (failed.length > 0) {

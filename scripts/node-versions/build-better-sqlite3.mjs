@@ -27,9 +27,8 @@ const fail = (message) => {
 if (!/^\d+$/.test(major ?? '')) fail('usage: node scripts/node-versions/build-better-sqlite3.mjs [--if-ready] <major>');
 
 const node = join(root, '.tools', `node-${major}`, 'bin', 'node');
-// --if-ready (the root package's postinstall, and install-node-versions.sh): nothing to do yet when that Node is
-// not unpacked (a checkout that never ran the README's install command) or better-sqlite3 is not installed yet (the
-// install command unpacks Node before `pnpm install`, whose postinstall then comes back here).
+// --if-ready (install-node-versions.sh, run by scripts/test-setup.sh): nothing to do yet when that Node is not
+// unpacked or better-sqlite3 is not installed yet (`pnpm install` has not run).
 if (ifReady) {
   let installed = true;
   try {
