@@ -276,36 +276,11 @@ function capRateLimitWindows(target: HeaderTarget): void {
  * `\\` escapes), so a `;t=` inside a name is not taken for a parameter.
  */
 export function capWindowParams(list: string, maxSeconds: number): string {
-  let out = '';
-  let from = 0;
-  let quoted = false;
-  for (let i = 0; i < list.length; i++) {
-    const c = list[i];
-    if (quoted) {
-      if (c === '\\') i++;
-      else if (c === '"') quoted = false;
-      continue;
-    }
-    if (c === '"') {
-      quoted = true;
-      continue;
-    }
-    if (c !== ';') continue;
-    let key = i + 1;
-    while (list[key] === ' ') key++;
-    if (list[key] !== 't' || list[key + 1] !== '=') continue;
-    const start = key + 2;
-    let end = start;
-    while (end < list.length && list.charCodeAt(end) >= 48 && list.charCodeAt(end) <= 57) end++;
-    // Only a whole integer value: `t=12` ends at the next parameter, item or the end of the field.
-    if (end === start || (end < list.length && !/[;, \t]/.test(list[end]!))) continue;
-    if (Number(list.slice(start, end)) > maxSeconds) {
-      out += `${list.slice(from, start)}${maxSeconds}`;
-      from = end;
-    }
-    i = end - 1;
-  }
-  return from === 0 ? list : out + list.slice(from);
+  // A quoted name (escapes included) is matched whole and left as it is; `; t=<digits>` ending at the next
+  // parameter, item or the end of the field is a `t` to cap.
+  return list.replace(/"(?:[^"\\]|\\.)*"|; *t=(\d+)(?=[;, \t]|$)/g, (match: string, t: string | undefined) =>
+    t !== undefined && Number(t) > maxSeconds ? `${match.slice(0, match.length - t.length)}${maxSeconds}` : match,
+  );
 }
 
 /** The remaining count in a header already on the response: a bare integer, or draft-7's `remaining=N`. */
