@@ -54,8 +54,9 @@ async function serve(flags: DashboardFlags): Promise<void> {
     const { store, where } = connection;
     const storeDown =
       store.kind === 'redis'
-        ? () =>
-            store.client.status === 'ready'
+        ? (error: unknown) =>
+            // A socket that has just closed fails a command before ioredis leaves 'ready' (seen on Node 22 and 24).
+            store.client.status === 'ready' && !LOST_CONNECTION.test(messageOfError(error))
               ? undefined
               : `the connection to Redis at ${where} is down; reconnecting every second (status: ${store.client.status})`
         : undefined;
@@ -77,4 +78,11 @@ async function serve(flags: DashboardFlags): Promise<void> {
     await connection?.close().catch(() => {});
     fail(error, 'sluice dashboard');
   }
+}
+
+/** ioredis's messages for a command sent on a connection that is gone. */
+const LOST_CONNECTION = /Stream isn't writeable|Connection is closed|ECONNREFUSED|ECONNRESET|EPIPE/;
+
+function messageOfError(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
 }

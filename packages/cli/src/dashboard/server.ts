@@ -32,7 +32,7 @@ export interface DashboardServerOptions {
   /** Where the store is, shown on the page. */
   where: string;
   /** Why the store cannot answer now (a lost connection), said instead of the client's own message; undefined when it can. */
-  storeDown?: () => string | undefined;
+  storeDown?: (error: unknown) => string | undefined;
 }
 
 export interface DashboardServer {
@@ -60,7 +60,7 @@ function sameSecret(given: string | undefined, expected: string): boolean {
 
 export async function startDashboardServer(options: DashboardServerOptions): Promise<DashboardServer> {
   const { view, host, token, where } = options;
-  const failure = (error: unknown) => options.storeDown?.() ?? messageOf(error);
+  const failure = (error: unknown) => options.storeDown?.(error) ?? messageOf(error);
   // The secret a POST must carry: the token, or one made now and embedded in the page.
   const secret = token ?? randomBytes(24).toString('base64url');
   const server: Server = createServer((request, response) => {
