@@ -12,6 +12,9 @@ import { windowStart } from './rule-windows.js';
 /** How far apart the instances of a fleet come back from one outage, at most: see `recovering`. */
 const RECOVERY_SPREAD_MS = 1000;
 
+/** Outages remembered after they end, at most (the oldest goes first). */
+const MAX_ENDED = 8;
+
 /** A degraded answer's reason while the share finishes the window an outage ended in. */
 const RECOVERING = new SluiceError(
   'STORE_ERROR',
@@ -22,8 +25,12 @@ export class Outage {
   /** Tier clock: the first and the latest connection error of the remote store's current outage; undefined while it answers. */
   private failingSince: number | undefined;
   private lastErrorAt = Number.NEGATIVE_INFINITY;
-  /** Tier clock: the last outage that ended: its first connection error, and the answer that ended it. */
-  private lastOutage: { since: number; until: number } | undefined;
+  /**
+   * Tier clock: the outages that ended lately, each its first connection error and the answer that ended it. A
+   * second, short outage while the share finishes a window after the first must not cut that window short: each
+   * outage is kept until no window it guards can still be open.
+   */
+  private ended: Array<{ since: number; until: number }> = [];
 
   constructor(
     private readonly share: LocalShare,
@@ -41,6 +48,9 @@ export class Outage {
    * and the call may still run there.
    */
   answer(request: LimitRequest, error: SluiceError): LimitResult {
+    // A share's answer while it finishes a window (a call that waited on another's batch gets it) is no connection
+    // error: read as one, it would start an outage that never was, and move the windows the share finishes.
+    if (error === RECOVERING) return this.finishing(request);
     const now = this.clock();
     if (error.code === 'STORE_ERROR') {
       this.failingSince ??= now;
@@ -57,7 +67,8 @@ export class Outage {
   /** An answer from the remote store: the outage, if one was going on, is over. */
   answered(): void {
     if (this.failingSince !== undefined) {
-      this.lastOutage = { since: this.failingSince, until: this.clock() };
+      if (this.ended.length === MAX_ENDED) this.ended.shift();
+      this.ended.push({ since: this.failingSince, until: this.clock() });
       this.failingSince = undefined;
     }
   }
@@ -70,17 +81,18 @@ export class Outage {
    * ends.
    */
   recovering(request: LimitRequest): boolean {
-    if (this.lastOutage === undefined) return false;
-    const { since, until } = this.lastOutage;
+    if (this.ended.length === 0) return false;
     const now = this.clock();
     let fixed = false;
     for (const rule of request.rules) {
       if (rule.algorithm !== 'fixed-window') continue;
       fixed = true;
       const windowMs = (rule.params as { windowMs: number }).windowMs;
-      if (since < windowStart(rule, until) && now < windowStart(rule, until + RECOVERY_SPREAD_MS) + windowMs) return true;
+      for (const { since, until } of this.ended) {
+        if (since < windowStart(rule, until) && now < windowStart(rule, until + RECOVERY_SPREAD_MS) + windowMs) return true;
+      }
     }
-    if (fixed && now - until > 2 * RECOVERY_SPREAD_MS + 86_400_000) this.lastOutage = undefined;
+    if (fixed) while (this.ended.length > 0 && now - this.ended[0]!.until > 2 * RECOVERY_SPREAD_MS + 86_400_000) this.ended.shift();
     return false;
   }
 

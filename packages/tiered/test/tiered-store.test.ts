@@ -420,6 +420,42 @@ describe('failures', () => {
     }
   });
 
+  test('after an outage, the share finishes the window even when calls waited on a batch taken while it did, and a second short outage does not cut it short', async () => {
+    let now = Math.ceil(T0 / 60_000) * 60_000;
+    const clock = () => now;
+    const shared = new SharedStore();
+    const store = tier(shared, 'lease', clock);
+    const limiter = createLimiter({ store, rules: fixedWindow({ limit: 400, window: '1m' }), clock });
+    expect((await limiter.limit('warm')).degraded).toBe(false);
+    shared.failing = true;
+    for (let i = 0; i < 5; i++) await limiter.limit('down');
+    now += 60_000; // the outage goes on into the next window: the shares answer it
+    expect(await limiter.limit('down')).toMatchObject({ allowed: true, degraded: true });
+    shared.failing = false;
+    now += 600; // past the breaker's cooldown: the store answers again
+    // Calls in flight together for one identity: one takes a batch, the others wait for it. The batch is taken while
+    // the share finishes the window, so every one of them is answered on the share; none may read that as a new outage.
+    const together = await Promise.all(Array.from({ length: 8 }, () => limiter.limit('burst')));
+    // Answered on the share (limit 400 ÷ 4 instances): all 8 admitted, none refused as if the store had gone down again.
+    expect(together.map((d) => [d.allowed, d.degraded])).toEqual(Array.from({ length: 8 }, () => [true, true]));
+    // Another identity, later in the same window: the store answers, but the other instances may still be on their
+    // shares (the store may have restarted empty), so the share still decides.
+    now += 1000;
+    expect(await limiter.limit('later')).toMatchObject({ degraded: true });
+    // A short second outage inside the window being finished, seen by calls that reach the store meanwhile (a bucket
+    // has no window to finish), and the store back again: the first outage's window is still finished on the share.
+    const bucket = createLimiter({ store, rules: tokenBucket({ capacity: 100, refillRate: 1, interval: '1s' }), clock });
+    shared.failing = true;
+    for (let i = 0; i < 4; i++) expect((await bucket.limit('blip')).degraded).toBe(true);
+    shared.failing = false;
+    now += 600;
+    expect(await bucket.limit('blip')).toMatchObject({ degraded: false });
+    expect(await limiter.limit('after-blip')).toMatchObject({ degraded: true });
+    now = Math.ceil(now / 60_000) * 60_000 + 60_000; // the window after the next: the shared state again
+    expect(await limiter.limit('after-blip')).toMatchObject({ allowed: true, degraded: false });
+    await store.close();
+  });
+
   test('a bucket has no window to guard: the local share answers it from the first connection error', async () => {
     const now = T0;
     const clock = () => now;
