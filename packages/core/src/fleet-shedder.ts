@@ -103,6 +103,7 @@ class Fleet implements FleetShedder {
   private readonly onDecision: ((event: FleetEvent) => void) | undefined;
   private capacity!: number;
   private reserve!: number;
+  private sharesByRank: number[] = [];
 
   constructor(raw: FleetShedderOptions) {
     const options = requireObject(raw, WHERE) as unknown as FleetShedderOptions;
@@ -187,11 +188,9 @@ class Fleet implements FleetShedder {
     return rank;
   }
 
-  /** Class i's share: the whole capacity for the first, (1 − reserve) × capacity for the last, linear between; at least 1. */
+  /** Class i's share, as computed by `shares()` when the capacity or the reserve was set. */
   private share(rank: number): number {
-    const last = this.classes.length - 1;
-    const fraction = last === 0 ? 1 : 1 - (this.reserve * rank) / last;
-    return Math.max(1, Math.floor(this.capacity * fraction));
+    return this.sharesByRank[rank]!;
   }
 
   private setShares(capacity: unknown, reserve: unknown): void {
@@ -206,5 +205,36 @@ class Fleet implements FleetShedder {
     }
     this.capacity = capacity;
     this.reserve = reserve;
+    this.sharesByRank = shares(capacity, reserve, this.classes.length);
   }
+}
+
+/**
+ * Each class's share: the whole capacity for the first, floor((1 − reserve) × capacity) for the last, the floor of
+ * the straight line between for the others; at least 1, so that every class can run. Computed exactly, in integers:
+ * the reserve is read as the decimal it is written as (0.2 is 2/10, not the binary fraction just above it), so
+ * 20 × (1 − 0.2) gives 16, where floating point gives 15.999999999999998 and floors it to 15.
+ */
+function shares(capacity: number, reserve: number, classes: number): number[] {
+  const { numerator, denominator } = decimalFraction(reserve);
+  const last = BigInt(Math.max(1, classes - 1));
+  const whole = denominator * last;
+  const result: number[] = [];
+  for (let rank = 0; rank < classes; rank++) {
+    // capacity × (1 − reserve × rank ÷ last) = capacity × (denominator × last − numerator × rank) ÷ (denominator × last)
+    const share = (BigInt(capacity) * (whole - numerator * BigInt(rank))) / whole;
+    result.push(Math.max(1, Number(share)));
+  }
+  return result;
+}
+
+/** A finite non-negative number as the decimal fraction its shortest representation writes (`String(x)`), exactly. */
+function decimalFraction(x: number): { numerator: bigint; denominator: bigint } {
+  const [mantissa = '0', exponent = '0'] = String(x).split('e');
+  const [whole = '0', fraction = ''] = mantissa.split('.');
+  const shift = Number(exponent) - fraction.length;
+  const digits = BigInt(whole + fraction);
+  return shift >= 0
+    ? { numerator: digits * 10n ** BigInt(shift), denominator: 1n }
+    : { numerator: digits, denominator: 10n ** BigInt(-shift) };
 }

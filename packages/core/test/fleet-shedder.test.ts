@@ -3,6 +3,7 @@
  * the capacity for the first class, the least important class shed first, 503-style `shed` refusals, shared by every
  * instance that counts on the same store.
  */
+import fc from 'fast-check';
 import { describe, expect, test } from 'vitest';
 import type { Store } from '../src/index.js';
 import { createFleetShedder, type FleetShedderOptions } from '../src/shedding-api.js';
@@ -48,6 +49,58 @@ describe('createFleetShedder', () => {
     await normal[1]!.lease!.release();
     await normal[2]!.lease!.release();
     expect((await shedder.acquire('normal')).allowed).toBe(true);
+  });
+
+  test('the defaults (reserve 0.2, four classes): the last share is exactly 80% of the capacity, floored, where floating point falls just short', () => {
+    const sharesOf = (capacity: number) => {
+      const shedder = fleet(new LeaseStore(), { capacity, reserve: undefined });
+      return shedder.classes.map((c) => shedder.limitFor(c));
+    };
+    // 1 − 0.6 / 3 is 0.7999999999999999 in binary floating point: 20 × that floors to 15, and 1000 × that to 799.
+    expect(sharesOf(20)).toEqual([20, 18, 17, 16]);
+    expect(sharesOf(400)).toEqual([400, 373, 346, 320]);
+    expect(sharesOf(1000)).toEqual([1000, 933, 866, 800]);
+  });
+
+  test('any capacity, reserve and number of classes: the first share is the capacity, the last floor((1 − reserve) × capacity) exactly (at least 1), never increasing between', () => {
+    // The reserve drawn as a decimal, digits ÷ 10^places, so the exact answer is computed here in integers, apart
+    // from the shedder's own arithmetic.
+    const reserve = fc
+      .integer({ min: 0, max: 6 })
+      .chain((places) =>
+        fc.integer({ min: 0, max: 10 ** places - 1 }).map((digits) => ({ digits: BigInt(digits), scale: 10n ** BigInt(places) })),
+      );
+    fc.assert(
+      fc.property(fc.integer({ min: 1, max: 100_000 }), reserve, fc.integer({ min: 1, max: 8 }), (capacity, { digits, scale }, count) => {
+        const classes = Array.from({ length: count }, (_, i) => `class-${i}`);
+        const shedder = fleet(new LeaseStore(), { capacity, reserve: Number(digits) / Number(scale), classes });
+        const shares = classes.map((c) => shedder.limitFor(c));
+        expect(shares[0]).toBe(capacity);
+        const exact = Number((BigInt(capacity) * (scale - digits)) / scale);
+        if (count > 1) expect(shares[count - 1]).toBe(Math.max(1, exact));
+        for (let i = 1; i < count; i++) expect(shares[i]).toBeLessThanOrEqual(shares[i - 1]!);
+      }),
+      { numRuns: 2000 },
+    );
+  });
+
+  test('any reserve a program computes (any double from 0 up to 1): first share the capacity, never increasing, the last within one of (1 − reserve) × capacity', () => {
+    fc.assert(
+      fc.property(
+        fc.integer({ min: 1, max: 100_000 }),
+        fc.double({ min: 0, max: 1, maxExcluded: true, noNaN: true }),
+        fc.integer({ min: 2, max: 8 }),
+        (capacity, reserve, count) => {
+          const classes = Array.from({ length: count }, (_, i) => `class-${i}`);
+          const shedder = fleet(new LeaseStore(), { capacity, reserve, classes });
+          const shares = classes.map((c) => shedder.limitFor(c));
+          expect(shares[0]).toBe(capacity);
+          for (let i = 1; i < count; i++) expect(shares[i]).toBeLessThanOrEqual(shares[i - 1]!);
+          expect(Math.abs(shares[count - 1]! - Math.max(1, Math.floor((1 - reserve) * capacity)))).toBeLessThanOrEqual(1);
+        },
+      ),
+      { numRuns: 1000 },
+    );
   });
 
   test('four classes: test traffic goes first, then reads, then writes; critical last', async () => {
