@@ -1,5 +1,7 @@
 import type { LimitRequest, LimitResult } from '@sluice/core/store';
+import { SluiceError } from '@sluice/core';
 import { appendDecision, newCall, parseCallReply, type ScriptCallArguments } from './arguments.js';
+import { jsonStringBytes } from './json-size.js';
 
 /**
  * Runs one call of LIMIT_SCRIPT (EVALSHA, with the store's NOSCRIPT fallback) and resolves with its raw reply.
@@ -44,6 +46,14 @@ export interface LimitBatcherOptions {
    * is sent at once. Node code may pass `process.nextTick`, which runs after every pending microtask.
    */
   readonly defer?: (flush: () => void) => void;
+  /**
+   * Bounds a call that travels as one JSON array, `["EVAL", script, n, ...keys, ...args]` (Upstash's REST body):
+   * `overheadBytes` is everything but the key count n and the keys and arguments (command, script or digest,
+   * brackets and the commas around them), and a call leaves before its UTF-8 body would pass `limitBytes`. Each
+   * key and argument is measured once, as it joins (json-size.ts). A decision whose call alone would pass the limit
+   * fails alone with INVALID_OPTION, sending nothing. Unset: no size bound (a Redis connection has none that near).
+   */
+  readonly jsonBody?: { readonly limitBytes: number; readonly overheadBytes: number };
 }
 
 /** A script call's keys are unpacked onto Lua's C stack (about 8,000 slots): stay far below. */
@@ -56,6 +66,8 @@ const MAX_QUIET_TURNS = 8;
 
 interface Batch {
   readonly call: ScriptCallArguments;
+  /** With `jsonBody`: bytes the call's keys and arguments take in the body, a comma each included. */
+  bytes: number;
   readonly requests: LimitRequest[];
   readonly resolves: Array<(result: LimitResult) => void>;
   readonly rejects: Array<(error: unknown) => void>;
@@ -74,6 +86,7 @@ export class LimitBatcher {
   private readonly splitWaves: boolean;
   private readonly group: ((request: LimitRequest) => string | number | undefined) | undefined;
   private readonly defer: (flush: () => void) => void;
+  private readonly jsonBody: { readonly limitBytes: number; readonly overheadBytes: number } | undefined;
   /** The open batch when there is no `group`; otherwise `open` holds one per group. */
   private single: Batch | undefined;
   private readonly open = new Map<string | number, Batch>();
@@ -99,6 +112,7 @@ export class LimitBatcher {
     this.group = options.group;
     this.defer = options.defer ?? ((flush) => this.whenQuiet(flush));
     this.deferReserve = options.deferReserve;
+    this.jsonBody = options.jsonBody;
   }
 
   /** Decides one request; the promise settles after the one call that carries it. */
@@ -117,15 +131,17 @@ export class LimitBatcher {
       this.send(this.close(batch, id));
       batch = undefined;
     }
-    if (batch === undefined) {
-      batch = { call: newCall(this.clock), requests: [], resolves: [], rejects: [] };
-      if (id === undefined) this.single = batch;
-      else this.open.set(id, batch);
-    }
+    batch ??= this.openBatch(id);
     try {
-      appendDecision(batch.call, request);
+      let over = this.append(batch, request);
+      if (over !== undefined && batch.requests.length > 0) {
+        // The call would pass the body limit with this decision: it leaves as it is, the decision starts the next.
+        this.send(this.close(batch, id));
+        over = this.append((batch = this.openBatch(id)), request);
+      }
+      if (over !== undefined) throw this.tooLarge(request, over);
     } catch (error) {
-      // A request the script cannot run fails alone, before joining: it appended nothing to the batch.
+      // A request the script cannot run, or too large alone, fails alone, before joining: it appended nothing.
       if (batch.requests.length === 0) this.close(batch, id);
       return Promise.reject(error);
     }
@@ -174,6 +190,38 @@ export class LimitBatcher {
     }
   };
 
+  private openBatch(id: string | number | undefined): Batch {
+    const batch: Batch = { call: newCall(this.clock), bytes: 0, requests: [], resolves: [], rejects: [] };
+    if (id === undefined) this.single = batch;
+    else this.open.set(id, batch);
+    return batch;
+  }
+
+  /**
+   * Appends a decision to a batch and answers undefined; or, when the batch's body would pass `jsonBody.limitBytes`
+   * with it, appends nothing and answers the bytes it would have taken. Throws appendDecision's refusals.
+   */
+  private append(batch: Batch, request: LimitRequest): number | undefined {
+    const { call } = batch;
+    const { keys, args, spec, now } = call;
+    const [keyCount, argCount] = [keys.length, args.length];
+    appendDecision(call, request);
+    if (this.jsonBody === undefined) return;
+    let added = 0;
+    for (let i = keyCount; i < keys.length; i++) added += 1 + jsonStringBytes(keys[i]!);
+    for (let i = argCount; i < args.length; i++) added += 1 + jsonStringBytes(args[i]!);
+    const body = this.jsonBody.overheadBytes + String(keys.length).length + batch.bytes + added;
+    if (body <= this.jsonBody.limitBytes) {
+      batch.bytes += added;
+      return;
+    }
+    keys.length = keyCount;
+    args.length = argCount;
+    call.spec = spec;
+    call.now = now;
+    return body;
+  }
+
   private close(batch: Batch, id: string | number | undefined): Batch {
     if (id === undefined) {
       if (this.single === batch) this.single = undefined;
@@ -184,14 +232,22 @@ export class LimitBatcher {
   }
 
   private alone(request: LimitRequest): Promise<LimitResult> {
-    const call = newCall(this.clock);
+    const batch: Batch = { call: newCall(this.clock), bytes: 0, requests: [], resolves: [], rejects: [] };
     const requests = [request];
     try {
-      appendDecision(call, request);
-      return this.call(call.keys, call.args, requests).then((reply) => parseCallReply(reply, requests, this.clock)[0]!);
+      const over = this.append(batch, request);
+      if (over !== undefined) throw this.tooLarge(request, over);
+      return this.call(batch.call.keys, batch.call.args, requests).then((reply) => parseCallReply(reply, requests, this.clock)[0]!);
     } catch (error) {
       return Promise.reject(error);
     }
+  }
+
+  private tooLarge(request: LimitRequest, bytes: number): SluiceError {
+    return new SluiceError(
+      'INVALID_OPTION',
+      `a request for key ${JSON.stringify(request.key.slice(0, 60))}… alone would be ${bytes} bytes, over the store's limit of ${this.jsonBody!.limitBytes}: shorten the key`,
+    );
   }
 
   private send(batch: Batch): void {

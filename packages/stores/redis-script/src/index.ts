@@ -7,6 +7,7 @@ export { CLIENT_CLOCK_EXPIRY_SLACK_MS, LIMIT_FUNCTION, LIMIT_LIBRARY, LIMIT_SCRI
 export { appendDecision, encodeCall, newCall, parseCallReply, luaRuleArgument, specEntry } from './arguments.js';
 export type { ScriptCallArguments } from './arguments.js';
 export { LimitBatcher } from './batcher.js';
+export { jsonStringBytes } from './json-size.js';
 export type { LimitBatcherOptions, ScriptCall } from './batcher.js';
 export { LEASE_SCRIPT, LEASE_SCRIPT_SHA1, LeaseBatcher, leaseCall, parseLeaseReplies, parseLeaseReply, runLease } from './lease-script.js';
 export type { LeaseBatcherOptions, LeaseCallArguments } from './lease-script.js';

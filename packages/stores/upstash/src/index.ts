@@ -1,5 +1,5 @@
 // The class is a type only (for `store: UpstashStore` annotations): a store is made by its factory.
-export { upstashStore } from './upstash-store.js';
+export { UPSTASH_MAX_REQUEST_BYTES, upstashStore } from './upstash-store.js';
 export type { UpstashClient, UpstashStore, UpstashStoreOptions } from './upstash-store.js';
 export { upstashLeaseStore } from './upstash-lease-store.js';
 export type { UpstashLeaseStore } from './upstash-lease-store.js';

@@ -6,26 +6,19 @@
  */
 import { LEASE_SCRIPT, LIMIT_SCRIPT } from '@sluice/redis-script';
 
-export const UPSTASH_FLAGS = ['allow-key-locking'] as const;
+/**
+ * The shebang both scripts start with. Neither Redis store script has a shebang of its own (a test holds that), so
+ * the flag is prepended, never merged into an existing line.
+ */
+const UPSTASH_SHEBANG = '#!lua flags=allow-key-locking\n';
 
-/** `#!lua flags=allow-key-locking` merged into the script's own shebang, if it has one. */
-export function withUpstashFlags(script: string): string {
-  if (!script.startsWith('#!')) return `#!lua flags=${UPSTASH_FLAGS.join(',')}\n${script}`;
-  const newline = script.indexOf('\n');
-  const shebang = newline < 0 ? script : script.slice(0, newline);
-  const body = newline < 0 ? '' : script.slice(newline);
-  const match = /\sflags=(\S*)/.exec(shebang);
-  if (match === null) return `${shebang} flags=${UPSTASH_FLAGS.join(',')}${body}`;
-  const flags = new Set(match[1]!.split(',').filter((f) => f !== ''));
-  for (const flag of UPSTASH_FLAGS) flags.add(flag);
-  return shebang.replace(match[0], ` flags=${[...flags].join(',')}`) + body;
-}
+const flagged = (script: string): string => UPSTASH_SHEBANG + script;
 
 // Pure: a bundle that never sends a script (or only one of them) drops the call and the text.
-export const UPSTASH_LIMIT_SCRIPT: string = /* @__PURE__ */ withUpstashFlags(LIMIT_SCRIPT);
+export const UPSTASH_LIMIT_SCRIPT: string = /* @__PURE__ */ flagged(LIMIT_SCRIPT);
 
 /** The concurrency-lease script (`store.lease()`), flagged the same way. */
-export const UPSTASH_LEASE_SCRIPT: string = /* @__PURE__ */ withUpstashFlags(LEASE_SCRIPT);
+export const UPSTASH_LEASE_SCRIPT: string = /* @__PURE__ */ flagged(LEASE_SCRIPT);
 
 /** The two web globals used here, typed by hand: the package compiles without DOM or Node typings. */
 const web = globalThis as unknown as {

@@ -1,7 +1,7 @@
 import { SluiceError, type Store } from '@sluice/core';
 import type { LimitRequest, LimitResult, StoreCapabilities, StoreOperation } from '@sluice/core/store';
 import { describeValue } from '@sluice/internal';
-import { LimitBatcher, runScript, scriptStoreOptions, type ScriptCommands } from '@sluice/redis-script';
+import { jsonStringBytes, LimitBatcher, runScript, scriptStoreOptions, type ScriptCommands } from '@sluice/redis-script';
 import { upstashRest, type UpstashRestOptions } from './upstash-rest.js';
 import { UPSTASH_LIMIT_SCRIPT, upstashScriptSha1 } from './upstash-script.js';
 
@@ -39,6 +39,15 @@ export interface UpstashClient {
 }
 
 const KNOWN = ['clock', 'batch', 'maxBatch'];
+
+/**
+ * The largest request body the store sends, in bytes of UTF-8 JSON: a batch of decisions whose script call would
+ * pass it is split. Upstash refuses a body over 1 MB (1,048,576 bytes, `ERR max request size exceeded`, the limit
+ * of the free and pay-as-you-go plans) and every decision in it would fail; the rest is headroom. The bound holds
+ * for the call's EVAL, the larger of its two forms (the NOSCRIPT fallback sends the script's text), and covers the
+ * store's own command only: an @upstash/redis client that auto-pipelines may put other commands in the same body.
+ */
+export const UPSTASH_MAX_REQUEST_BYTES = 1_000_000;
 
 /**
  * Store on Upstash Redis over REST, for edge and serverless code: pass `{ url, token }` for the store's own
@@ -101,7 +110,9 @@ export class UpstashStore implements Store {
     this.clock = clock;
     this.capabilities = { synchronous: false, clock, operations: [...operations] };
     // The batcher's default wait is microtasks only (edge runtimes have no process.nextTick).
-    this.batcher = new LimitBatcher({ clock, maxBatch: batch ? maxBatch : 1, call: this.call });
+    // `["EVAL",` + the script + `,` + the key count + the keys and arguments + `]`: the bytes besides them.
+    const jsonBody = { limitBytes: UPSTASH_MAX_REQUEST_BYTES, overheadBytes: jsonStringBytes(UPSTASH_LIMIT_SCRIPT) + 10 };
+    this.batcher = new LimitBatcher({ clock, maxBatch: batch ? maxBatch : 1, call: this.call, jsonBody });
   }
 
   limit(request: LimitRequest): Promise<LimitResult> {

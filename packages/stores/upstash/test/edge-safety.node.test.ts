@@ -7,8 +7,9 @@ import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { UPSTASH_LIMIT_SCRIPT } from '../src/index.js';
-import { upstashLimitScriptSha1, withUpstashFlags } from '../src/upstash-script.js';
+import { LEASE_SCRIPT, LIMIT_SCRIPT } from '@sluice/redis-script';
+import { UPSTASH_LEASE_SCRIPT, UPSTASH_LIMIT_SCRIPT } from '../src/index.js';
+import { upstashLimitScriptSha1 } from '../src/upstash-script.js';
 
 const built = (file: string) => readFileSync(fileURLToPath(new URL(`../dist/${file}`, import.meta.url)), 'utf8');
 
@@ -33,10 +34,11 @@ describe('the Upstash script', () => {
     expect(UPSTASH_LIMIT_SCRIPT.split('\n')[0]).toBe('#!lua flags=allow-key-locking');
   });
 
-  it('merges the flag into an existing shebang without duplicating it', () => {
-    expect(withUpstashFlags('#!lua\nreturn 1')).toBe('#!lua flags=allow-key-locking\nreturn 1');
-    expect(withUpstashFlags('#!lua flags=no-writes\nreturn 1')).toBe('#!lua flags=no-writes,allow-key-locking\nreturn 1');
-    expect(withUpstashFlags('#!lua flags=allow-key-locking\nreturn 1')).toBe('#!lua flags=allow-key-locking\nreturn 1');
+  it('prepends the shebang to both Redis store scripts, which have none of their own to merge it into', () => {
+    expect(LIMIT_SCRIPT.startsWith('#!')).toBe(false);
+    expect(LEASE_SCRIPT.startsWith('#!')).toBe(false);
+    expect(UPSTASH_LIMIT_SCRIPT).toBe(`#!lua flags=allow-key-locking\n${LIMIT_SCRIPT}`);
+    expect(UPSTASH_LEASE_SCRIPT).toBe(`#!lua flags=allow-key-locking\n${LEASE_SCRIPT}`);
   });
 
   it('has the digest Redis computes (WebCrypto SHA-1 equals node:crypto SHA-1)', async () => {
