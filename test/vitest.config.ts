@@ -9,7 +9,7 @@ const shared = {
   testTimeout: 30_000,
   hookTimeout: 60_000,
 } as const;
-const FLEET = 'tiered/fleet-simulation.test.ts';
+const FLEET = 'fleet/tiered-fleet-simulation.test.ts';
 
 export default defineConfig({
   test: {

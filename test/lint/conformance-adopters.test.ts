@@ -54,7 +54,7 @@ describe('first-party conformance runs skip nothing', () => {
       'packages/stores/sqlite/test/conformance.test.ts',
       'packages/stores/upstash/test/conformance.test.ts',
       'packages/tiered/test/conformance.test.ts',
-      'test/redis/cluster.test.ts',
+      'packages/stores/redis/test/cluster.test.ts',
     ]) {
       expect(paths.has(path), `${path} must adopt the conformance suite`).toBe(true);
     }

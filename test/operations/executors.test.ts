@@ -2,8 +2,8 @@
  * take and reserve give the same answers on every executor that carries them: memory and SQLite against core's
  * evaluate() (the conformance reference store), decision for decision and field for field, over random sequences
  * mixing all five operations with backward clock steps, huge gaps, cost 0 and costs above capacity, for every algorithm
- * and for compound rules. Redis and Upstash run them in the Lua script: test/redis/differential.test.ts holds the
- * script equal to evaluate() event by event, and test/redis/cross-store.test.ts puts them beside memory and SQLite
+ * and for compound rules. Redis and Upstash run them in the Lua script: packages/stores/redis/test/differential.test.ts holds the
+ * script equal to evaluate() event by event, and test/cross-store/same-decisions.test.ts puts them beside memory and SQLite
  * through the limiters' take and reserve.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -17,7 +17,7 @@ import { referenceStore } from '@sluice/conformance';
 import { memoryStore } from '@sluice/memory';
 import { sqliteStore } from '@sluice/sqlite';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { ALGORITHMS, compoundRules, ruleOf, startMs } from '../redis/arbitraries.js';
+import { ALGORITHMS, compoundRules, ruleOf, startMs } from '../harness/arbitraries.js';
 
 interface OperationEvent {
   readonly deltaMs: number;

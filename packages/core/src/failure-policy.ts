@@ -9,7 +9,7 @@
  *   it fails too, the verdict is `'allow'`: a double failure must not become an outage).
  * The caller shapes the answer into a decision (`degraded: true`, `error` set): a policy answer is never
  * disguised as an ordinary one. Proven against a real redis-server that is killed, paused and restarted
- * (test/redis/faults.test.ts) and with store doubles (core's test/failure-policy.test.ts).
+ * (packages/stores/redis/test/faults.test.ts) and with store doubles (core's test/failure-policy.test.ts).
  */
 import { CircuitBreaker, type CircuitBreakerOptions, type CircuitState } from './circuit-breaker.js';
 import { Deadlines, withDeadline } from './deadline.js';

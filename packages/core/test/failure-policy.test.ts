@@ -1,6 +1,6 @@
 /**
  * Failure policy with store doubles that throw, reject, hang or answer late. The same invariants are proven
- * with real faults (a redis-server killed, paused, restarted) in test/redis/faults.test.ts.
+ * with real faults (a redis-server killed, paused, restarted) in packages/stores/redis/test/faults.test.ts.
  */
 import { afterEach, beforeEach, describe, expect, test, vi } from 'vitest';
 import { createLimiter, fixedWindow, isSluiceError, tokenBucket, type Store, type SyncStore } from '../src/index.js';

@@ -2,7 +2,7 @@
  * @sluice/tiered against an in-process shared store (a memory store behind promises, test/support.ts), with a
  * fake clock: the deny cache equals the shared store alone; fleets of tiers keep the README's bounds under
  * random interleavings; failures fall back to the local share and come back; close() returns and flushes.
- * The multi-process simulation against a real redis-server is test/tiered/fleet-simulation.test.ts (repository root).
+ * The multi-process simulation against a real redis-server is test/fleet/tiered-fleet-simulation.test.ts (repository root).
  */
 import fc from 'fast-check';
 import { describe, expect, test } from 'vitest';

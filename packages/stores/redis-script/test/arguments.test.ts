@@ -1,7 +1,7 @@
 /**
  * The call codec for take and reserve: how the two operations travel to the script (a `t` entry, a `v` entry with its
  * maxWaitMs) and how their one extra reply integer (granted, startAt) comes back onto every rule's outcome. The
- * script's answers themselves are held equal to core's evaluate() by test/redis/differential.test.ts.
+ * script's answers themselves are held equal to core's evaluate() by packages/stores/redis/test/differential.test.ts.
  */
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { Redis } from 'ioredis';

@@ -8,8 +8,8 @@
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { Redis } from 'ioredis';
 import { createLimiter, tokenBucket, type Decision } from '@sluice/core';
-import { redisStore } from '@sluice/redis';
-import { startRedis, type RedisServer } from '../harness/redis.js';
+import { redisStore } from '../src/index.js';
+import { startRedis, type RedisServer } from '../../../../test/harness/redis.js';
 
 let server: RedisServer;
 let client: Redis;

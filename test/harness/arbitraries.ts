@@ -73,7 +73,7 @@ function tokenBuckets(id: string, refill: 'smooth' | 'interval'): fc.Arbitrary<R
 
 /**
  * The differential cases: every variant of every algorithm in core's ALGORITHM_NAMES, in its order. Derived, not
- * listed, so an algorithm core adds cannot skip the JS-vs-Lua suites (test/redis/arbitraries.test.ts fails while
+ * listed, so an algorithm core adds cannot skip the JS-vs-Lua suites (test/harness/arbitraries.test.ts fails while
  * it has no generator).
  */
 export const ALGORITHMS: readonly string[] = differentialCases(ALGORITHM_NAMES, GENERATORS);
@@ -86,7 +86,7 @@ export function differentialCases(
   return names.flatMap((name) => {
     const variants = generators[name];
     if (variants === undefined || Object.keys(variants).length === 0) {
-      throw new Error(`test/redis/arbitraries.ts: core's algorithm ${JSON.stringify(name)} has no rule generator in GENERATORS; add one`);
+      throw new Error(`test/harness/arbitraries.ts: core's algorithm ${JSON.stringify(name)} has no rule generator in GENERATORS; add one`);
     }
     return Object.keys(variants);
   });

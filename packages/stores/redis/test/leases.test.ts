@@ -18,9 +18,9 @@ import { fork, type ChildProcess } from 'node:child_process';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { Redis } from 'ioredis';
 import { createConcurrencyLimiter } from '@sluice/core/concurrency';
-import { redisStore } from '@sluice/redis';
+import { redisStore } from '../src/index.js';
 import { LEASE_SCRIPT, LEASE_SCRIPT_SHA1 } from '@sluice/redis-script';
-import { startRedis, type RedisServer } from '../harness/redis.js';
+import { startRedis, type RedisServer } from '../../../../test/harness/redis.js';
 
 const PROCESSES = 4;
 const IN_FLIGHT = 64; // per process

@@ -16,7 +16,7 @@ import fc from 'fast-check';
 import { Redis } from 'ioredis';
 import { SluiceError } from '@sluice/core';
 import { evaluateLease, type LeaseEntries, type LeaseOp, type LeaseRequest } from '@sluice/core/store';
-import { redisStore } from '@sluice/redis';
+import { redisStore } from '../src/index.js';
 import {
   CLIENT_CLOCK_EXPIRY_SLACK_MS,
   LEASE_SCRIPT,
@@ -25,7 +25,7 @@ import {
   parseLeaseReplies,
   parseLeaseReply,
 } from '@sluice/redis-script';
-import { startRedis, type RedisServer } from '../harness/redis.js';
+import { startRedis, type RedisServer } from '../../../../test/harness/redis.js';
 
 let server: RedisServer;
 let client: Redis;

@@ -3,7 +3,7 @@
  * window its [start, end] interval overlaps, and only what no assignment can fit is over the limit.
  */
 import { describe, expect, test } from 'vitest';
-import { judgeFixedWindow } from '../harness/fleet/judge.mjs';
+import { judgeFixedWindow } from './judge.mjs';
 
 function admissions(list: Array<[identity: number, start: number, end: number]>) {
   return { identity: list.map((a) => a[0]), start: list.map((a) => a[1]), end: list.map((a) => a[2]), length: list.length };

@@ -9,8 +9,8 @@ import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { Redis } from 'ioredis';
 import { createLimiter, isSluiceError, tokenBucket, type Decision, type Limiter, type Store } from '@sluice/core';
 import { memoryStore } from '@sluice/memory';
-import { redisStore } from '@sluice/redis';
-import { startRedis, type RedisServer } from '../harness/redis.js';
+import { redisStore } from '../src/index.js';
+import { startRedis, type RedisServer } from '../../../../test/harness/redis.js';
 
 const TIMEOUT_MS = 250; // the limiter's default, stated here so the bound below reads plainly
 /** Event-loop and scheduling slack on a shared 2-core machine; the measured worst case is printed. */

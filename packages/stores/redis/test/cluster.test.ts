@@ -8,8 +8,8 @@ import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { Cluster } from 'ioredis';
 import { createLimiter, fixedWindow, gcra, slidingWindowLog, tokenBucket } from '@sluice/core';
 import { describeStoreConformance } from '@sluice/conformance';
-import { redisStore, type RedisStore } from '@sluice/redis';
-import { startCluster, type RedisCluster } from '../harness/redis.js';
+import { redisStore, type RedisStore } from '../src/index.js';
+import { startCluster, type RedisCluster } from '../../../../test/harness/redis.js';
 
 let cluster: RedisCluster;
 let client: Cluster;

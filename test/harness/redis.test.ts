@@ -1,6 +1,6 @@
 /** The Redis harness other suites rely on: loud when the binary is missing, and its faults do what they say. */
 import { afterAll, expect, test } from 'vitest';
-import { rawCommand, requireRedisBinaries, startRedis, type RedisServer } from '../harness/redis.js';
+import { rawCommand, requireRedisBinaries, startRedis, type RedisServer } from './redis.js';
 
 const servers: RedisServer[] = [];
 afterAll(async () => {

@@ -14,7 +14,7 @@ describe('the differential cases are derived from core', () => {
   it('every algorithm core names has a generator, and its rules are of that algorithm', () => {
     for (const name of ALGORITHM_NAMES) {
       const variants = Object.keys(GENERATORS[name] ?? {});
-      expect(variants.length, `${name} has no generator in test/redis/arbitraries.ts GENERATORS`).toBeGreaterThan(0);
+      expect(variants.length, `${name} has no generator in test/harness/arbitraries.ts GENERATORS`).toBeGreaterThan(0);
       for (const variant of variants) {
         expect(ALGORITHMS).toContain(variant);
         for (const rule of fc.sample(ruleOf(variant, 'r'), 20)) expect(rule.algorithm).toBe(name);

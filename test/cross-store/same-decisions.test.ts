@@ -26,7 +26,7 @@ import { upstashStore } from '@sluice/upstash';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { startRedis, type RedisServer } from '../harness/redis.js';
 import { startUpstashFixture, type UpstashFixture } from '../harness/upstash-fixture.js';
-import { ALGORITHMS, compoundRules, events, ruleOf, startMs, type Event } from './arbitraries.js';
+import { ALGORITHMS, compoundRules, events, ruleOf, startMs, type Event } from '../harness/arbitraries.js';
 
 let server: RedisServer;
 let fixture: UpstashFixture;

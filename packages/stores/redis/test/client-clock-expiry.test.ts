@@ -10,9 +10,9 @@ import { readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { Redis } from 'ioredis';
 import { createLimiter, fixedWindow } from '@sluice/core';
-import { redisStore } from '@sluice/redis';
-import { CLIENT_CLOCK_EXPIRY_SLACK_MS } from '@sluice/redis/scripts';
-import { startRedis, type RedisServer } from '../harness/redis.js';
+import { redisStore } from '../src/index.js';
+import { CLIENT_CLOCK_EXPIRY_SLACK_MS } from '../src/scripts/index.js';
+import { startRedis, type RedisServer } from '../../../../test/harness/redis.js';
 
 const FROZEN = 1_893_456_000_000; // a window boundary of the 100 ms rule below
 const WINDOW_MS = 100;
@@ -65,7 +65,7 @@ describe('a frozen client clock on Redis keeps state for ttl + slack of Redis re
   });
 
   test('the README states this rule, and no longer promises that a frozen clock never loses state early', () => {
-    const readme = readFileSync(new URL('../../packages/stores/redis/README.md', import.meta.url), 'utf8').replace(/\s+/g, ' ');
+    const readme = readFileSync(new URL('../README.md', import.meta.url), 'utf8').replace(/\s+/g, ' ');
     expect(CLIENT_CLOCK_EXPIRY_SLACK_MS).toBe(1000);
     const says = (text: string | RegExp) => (typeof text === 'string' ? readme.includes(text) : text.test(readme));
     expect(says(/never loses? state early/), 'the old promise is gone').toBe(false);

@@ -20,7 +20,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { createConcurrencyLimiter } from '@sluice/core/concurrency';
-import { sqliteStore } from '@sluice/sqlite';
+import { sqliteStore } from '../src/index.js';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 
 const PROCESSES = 4;

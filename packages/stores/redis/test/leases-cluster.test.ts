@@ -7,8 +7,8 @@
 import { afterAll, beforeAll, expect, test } from 'vitest';
 import { Cluster } from 'ioredis';
 import { createConcurrencyLimiter } from '@sluice/core/concurrency';
-import { redisStore } from '@sluice/redis';
-import { startCluster, type RedisCluster } from '../harness/redis.js';
+import { redisStore } from '../src/index.js';
+import { startCluster, type RedisCluster } from '../../../../test/harness/redis.js';
 
 let cluster: RedisCluster;
 let client: Cluster;

@@ -25,9 +25,9 @@ import {
   LIMIT_SCRIPT_SHA1,
   encodeCall,
   parseCallReply,
-} from '@sluice/redis/scripts';
-import { startRedis, type RedisServer } from '../harness/redis.js';
-import { ALGORITHMS, compoundRules, events, ruleOf, ruleSets, startMs, type Event } from './arbitraries.js';
+} from '../src/scripts/index.js';
+import { startRedis, type RedisServer } from '../../../../test/harness/redis.js';
+import { ALGORITHMS, compoundRules, events, ruleOf, ruleSets, startMs, type Event } from '../../../../test/harness/arbitraries.js';
 
 let server: RedisServer;
 let client: Redis;
