@@ -1,4 +1,4 @@
-import { fixedWindow } from '@sluice/core';
+import { fixedWindow, slidingWindowLog, tokenBucket } from '@sluice/core';
 import { describe, expect, it } from 'vitest';
 import {
   createHandler,
@@ -9,7 +9,7 @@ import {
   type HeaderStyle,
   type LegacyReset,
 } from '../src/index.js';
-import { capWindowParams, fieldMembers, sfString } from '../src/header-fields.js';
+import { HEADER_STYLES, capWindowParams, fieldMembers, sfString } from '../src/header-fields.js';
 import { fakeClock, memoryLimiter, request, written } from './support.js';
 
 function headersAfter(count: number, styles: HeaderStyle | HeaderStyle[], legacyReset?: LegacyReset) {
@@ -276,5 +276,48 @@ describe('fieldMembers: the fields read back, as a third party sends them', () =
         ]),
       },
     ]);
+  });
+});
+
+describe('parameters this package never sends', () => {
+  it('no field carries qu (quota unit) or pk (partition key): every dialect, allowed and refused, any cost, one rule or compound', () => {
+    const ruleSets = [
+      fixedWindow({ limit: 4, window: '10s' }),
+      tokenBucket({ capacity: 4, refillRate: 1, interval: '5s' }),
+      [fixedWindow({ limit: 6, window: '1s' }), slidingWindowLog({ limit: 5, window: '1m' })],
+    ];
+    let fieldsRead = 0;
+    // The drafts define the same fields differently: each dialect is read alone, legacy beside each.
+    const dialects: HeaderStyle[][] = [
+      ['draft-11', 'legacy'],
+      ['draft-7', 'legacy'],
+      ['draft-6', 'legacy'],
+    ];
+    expect(new Set(dialects.flat())).toEqual(new Set(HEADER_STYLES));
+    for (const headers of dialects)
+      for (const rules of ruleSets) {
+        for (const cost of [1, 3]) {
+          const clock = fakeClock();
+          const limiter = memoryLimiter({ name: 'api', rules, clock: clock.read });
+          const handler = createHandler({ limiter, headers, cost });
+          const outcomes = new Set<number>();
+          for (let i = 0; i < 6; i++) {
+            const result = now(handler.run(request()));
+            outcomes.add(result.status);
+            for (const [name, value] of Object.entries(written(result.headers))) {
+              if (!name.startsWith('ratelimit') && !name.startsWith('x-ratelimit')) continue;
+              for (const member of fieldMembers(value)) {
+                fieldsRead++;
+                expect([...member.params.keys()], `${name}: ${value}`).not.toContain('qu');
+                expect([...member.params.keys()], `${name}: ${value}`).not.toContain('pk');
+                expect(member.key, `${name}: ${value}`).not.toBe('qu');
+                expect(member.key, `${name}: ${value}`).not.toBe('pk');
+              }
+            }
+          }
+          expect(outcomes.size, 'both an allowed and a refused response were read').toBe(2);
+        }
+      }
+    expect(fieldsRead).toBeGreaterThan(100);
   });
 });
