@@ -11,11 +11,16 @@
  * - `{ result }` with 200; a failing command gives 400 `{ error }`; methods other than HEAD, GET, POST, PUT give 405.
  * - `Upstash-Encoding: base64`: every string in the result is base64 encoded except the status reply "OK";
  *   numbers and null stay as they are (what @upstash/redis sends by default and decodes).
- * - Scripts carrying Upstash-only shebang flags (`#!lua flags=allow-key-locking`) are accepted: see
- *   upstash-script-flags.ts.
+ * - A request body over 1 MB (MAX_REQUEST_BYTES) is refused with 400 `{ "error": "ERR max request size exceeded" }`
+ *   (Upstash's error text, from its troubleshooting page; the status is what Upstash gives a failed command, not
+ *   confirmed for this refusal), whatever the endpoint.
+ * - Scripts carrying Upstash-only shebang flags (`#!lua flags=allow-key-locking`) are accepted, and a script with
+ *   allow-key-locking that touches a key not in KEYS fails, as on Upstash: see upstash-script-flags.ts.
  *
  * For tests it counts requests and forwarded commands, and can be told to misbehave (hang, 500, garbage, reset).
- * Limits: one pipelined Redis connection (no blocking commands, no SUBSCRIBE); key-based locking is not enforced.
+ * Limits: one pipelined Redis connection (no blocking commands, no SUBSCRIBE); scripts still run one at a time
+ * (key-based locking's rule is enforced, its parallelism is not modelled), and database-wide commands such as
+ * FLUSHDB are not refused inside flagged scripts.
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -59,6 +64,8 @@ export interface UpstashFixtureStats {
 }
 
 const CONTROL_PREFIX = '/__fixture/';
+/** Upstash's request size limit (free and pay-as-you-go plans), in bytes of request body. */
+export const MAX_REQUEST_BYTES = 1_048_576;
 const FAULTS: readonly UpstashFault[] = ['hang', 'status-500', 'garbage', 'reset'];
 
 type Command = string[];
@@ -137,6 +144,7 @@ export class UpstashFixture {
     if (this.fault !== undefined) return this.misbehave(res);
     const method = req.method ?? 'GET';
     if (!['HEAD', 'GET', 'POST', 'PUT'].includes(method)) return send(res, 405, { error: 'Method Not Allowed' });
+    if (body.length > MAX_REQUEST_BYTES) return send(res, 400, { error: 'ERR max request size exceeded' });
     if (!this.authorized(req, url)) {
       this.stats.unauthorized++;
       return send(res, 401, { error: 'Unauthorized' });

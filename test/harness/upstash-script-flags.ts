@@ -6,11 +6,39 @@
  * The fixture rewrites the shebang before Redis sees it, and keeps the client's view intact: SHA1 digests are
  * those of the text the client sent (what SCRIPT LOAD returns and EVALSHA names on Upstash), mapped to the
  * digest of the rewritten text that Redis actually caches.
+ *
+ * It also enforces the flag's rule, as Upstash does: a flagged script may touch only keys passed in KEYS. Redis 7
+ * checks that only in cluster mode (and only for hash slots), so the rewritten script starts with KEY_LOCKING_GUARD,
+ * a local `redis` that shadows the global one for the whole chunk: its `call` and `pcall` ask Redis which
+ * arguments of the command are keys (COMMAND GETKEYS, Redis's own key positions for every command) and refuse
+ * any key not in KEYS, `call` by raising the error and `pcall` by returning it, as Redis does with its own errors.
+ * The guard shares the script's first line, so a Lua error keeps the line number of the text sent; an error a
+ * command raises through `redis.call` is reported on that first line, the guard's.
  */
 import { createHash } from 'node:crypto';
 
 /** Flags Upstash understands and Redis 7 does not. Other unknown flags reach Redis and are refused, as upstream. */
 export const UPSTASH_ONLY_FLAGS: ReadonlySet<string> = new Set(['allow-key-locking']);
+
+/**
+ * The error a flagged script gets for a key not in KEYS. Upstash's wording as users report it (its documentation
+ * states the rule, not the text); Redis appends the script and line as it does to every error a script raises.
+ */
+export const UNDECLARED_KEY_ERROR = "ERR Dynamic keys are not allowed in Lua scripts when 'allow-key-locking' flag is set";
+
+/** One line of Lua (see above): `redis` for the rest of the chunk, refusing keys not in KEYS. */
+const KEY_LOCKING_GUARD =
+  'local redis = (function(real) ' +
+  'local declared = {} for _, key in ipairs(KEYS) do declared[key] = true end ' +
+  "local function undeclared(...) local keys = real.pcall('COMMAND', 'GETKEYS', ...) " +
+  // An error means the command takes no key (TIME, PUBLISH) or is malformed, which Redis then refuses itself.
+  "if type(keys) == 'table' and keys.err == nil then for _, key in ipairs(keys) do if not declared[key] then return true end end end " +
+  'return false end ' +
+  `local refusal = ${JSON.stringify(UNDECLARED_KEY_ERROR)} ` +
+  'return setmetatable({ ' +
+  'call = function(...) if undeclared(...) then error({ err = refusal }) end return real.call(...) end, ' +
+  'pcall = function(...) if undeclared(...) then return real.error_reply(refusal) end return real.pcall(...) end ' +
+  '}, { __index = real }) end)(redis); ';
 
 export function sha1Hex(text: string | Buffer): string {
   return createHash('sha1').update(text).digest('hex');
@@ -24,6 +52,7 @@ export function translateScript(script: string): string {
   const rest = newline < 0 ? '' : script.slice(newline);
   const [engine, ...params] = shebang.trim().split(/\s+/);
   let changed = false;
+  let keyLocking = false;
   const kept = params.map((param) => {
     if (!param.startsWith('flags=')) return param;
     const flags = param
@@ -31,12 +60,14 @@ export function translateScript(script: string): string {
       .split(',')
       .filter((flag) => flag !== '');
     const redisFlags = flags.filter((flag) => !UPSTASH_ONLY_FLAGS.has(flag));
+    keyLocking ||= flags.includes('allow-key-locking');
     if (redisFlags.length === flags.length) return param;
     changed = true;
     return redisFlags.length === 0 ? '' : `flags=${redisFlags.join(',')}`;
   });
   if (!changed) return script;
-  return [engine, ...kept.filter((param) => param !== '')].join(' ') + rest;
+  const redisShebang = [engine, ...kept.filter((param) => param !== '')].join(' ');
+  return keyLocking ? `${redisShebang}\n${KEY_LOCKING_GUARD}${rest.slice(1)}` : redisShebang + rest;
 }
 
 /**

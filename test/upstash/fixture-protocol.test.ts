@@ -5,10 +5,12 @@
  */
 import { Redis } from '@upstash/redis';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { startUpstashFixture, type UpstashFixture } from '../harness/upstash-fixture.js';
+import { MAX_REQUEST_BYTES, startUpstashFixture, type UpstashFixture } from '../harness/upstash-fixture.js';
 import { startRedis, type RedisServer } from '../harness/redis.js';
 import { ErrorReply, RespConnection } from '../harness/upstash-resp.js';
-import { sha1Hex } from '../harness/upstash-script-flags.js';
+import { sha1Hex, UNDECLARED_KEY_ERROR } from '../harness/upstash-script-flags.js';
+import { REPLACE_CONFIG_SCRIPT } from '@sluice/redis-script';
+import { UPSTASH_LEASE_SCRIPT, UPSTASH_LIMIT_SCRIPT } from '@sluice/upstash';
 
 let redisServer: RedisServer;
 let fixture: UpstashFixture;
@@ -93,6 +95,19 @@ describe('wire format', () => {
     expect(fixture.stats.unauthorized).toBe(2);
   });
 
+  it('refuses a request body over 1 MB (1,048,576 bytes) with 400 and ERR max request size exceeded, on every endpoint', async () => {
+    const fits = ['SET', 'wire:big', 'x'.repeat(MAX_REQUEST_BYTES - JSON.stringify(['SET', 'wire:big', '']).length)];
+    expect(JSON.stringify(fits).length).toBe(MAX_REQUEST_BYTES);
+    expect(await post('/', fits)).toEqual({ status: 200, json: { result: 'OK' } });
+    const over = ['SET', 'wire:big', `${fits[2]}y`];
+    expect(await post('/', over)).toEqual({ status: 400, json: { error: 'ERR max request size exceeded' } });
+    expect(await post('/pipeline', [over])).toEqual({ status: 400, json: { error: 'ERR max request size exceeded' } });
+    // Counted in bytes, not characters.
+    const wide = ['SET', 'wire:big', '漢'.repeat(MAX_REQUEST_BYTES / 3)];
+    expect(await post('/', wide)).toEqual({ status: 400, json: { error: 'ERR max request size exceeded' } });
+    expect(await post('/', ['STRLEN', 'wire:big'])).toEqual({ status: 200, json: { result: fits[2]!.length } });
+  });
+
   it('refuses methods other than HEAD, GET, POST and PUT with 405', async () => {
     const response = await fetch(fixture.url + '/ping', { method: 'DELETE', headers: { authorization: 'Bearer fixture-token' } });
     expect(response.status).toBe(405);
@@ -147,6 +162,34 @@ describe('scripts with Upstash-only flags', () => {
     const other = `#!lua flags=no-writes,allow-key-locking\nreturn redis.call('GET', KEYS[1])`;
     expect(await post('/', ['SCRIPT', 'LOAD', other])).toEqual({ status: 200, json: { result: sha1Hex(other) } });
     expect(await post('/', ['EVALSHA_RO', sha1Hex(other), 1, 'flags:k'])).toEqual({ status: 200, json: { result: '5' } });
+  });
+
+  it('allow-key-locking: a key not in KEYS fails (call raises, pcall returns the error); declared keys and keyless commands run', async () => {
+    const flagged = (body: string) => `#!lua flags=allow-key-locking\n${body}`;
+    const undeclared = await post('/', ['EVAL', flagged("return redis.call('SET', 'locking:other', ARGV[1])"), 1, 'locking:k', 'v']);
+    expect(undeclared.status).toBe(400);
+    expect((undeclared.json as { error: string }).error).toMatch(
+      /^ERR Dynamic keys are not allowed in Lua scripts when 'allow-key-locking' flag is set/,
+    );
+    expect(await post('/', ['EXISTS', 'locking:other'])).toEqual({ status: 200, json: { result: 0 } });
+    const caught = flagged("local reply = redis.pcall('GET', 'locking:other') return reply.err");
+    expect(await post('/', ['EVAL', caught, 0])).toEqual({ status: 200, json: { result: UNDECLARED_KEY_ERROR } });
+    // A later key of a multi-key command counts too (COMMAND GETKEYS positions).
+    const mget = await post('/', ['EVAL', flagged("return redis.call('MGET', KEYS[1], 'locking:other')"), 1, 'locking:k']);
+    expect((mget.json as { error: string }).error).toMatch(/^ERR Dynamic keys are not allowed/);
+    const declared = flagged(
+      "redis.call('SET', KEYS[1], ARGV[1]) redis.call('PUBLISH', KEYS[1], 'x') return redis.call('MGET', KEYS[1], KEYS[2])",
+    );
+    expect(await post('/', ['EVAL', declared, 2, 'locking:k', 'locking:j', 'v'])).toEqual({ status: 200, json: { result: ['v', null] } });
+    // Without the flag, Upstash (and the fixture) let a script touch any key.
+    expect(await post('/', ['EVAL', "return redis.call('SET', 'locking:other', 'w')", 0])).toEqual({ status: 200, json: { result: 'OK' } });
+  });
+
+  it("the stores' scripts run under that rule: limit and lease (their suites run on this fixture), and the config script flagged", async () => {
+    const script = `#!lua flags=allow-key-locking\n${REPLACE_CONFIG_SCRIPT}`;
+    expect(await post('/', ['EVAL', script, 1, 'locking:config', '0', '{"revision":1}'])).toEqual({ status: 200, json: { result: 1 } });
+    for (const flagged of [UPSTASH_LIMIT_SCRIPT, UPSTASH_LEASE_SCRIPT])
+      expect(flagged.split('\n')[0]).toBe('#!lua flags=allow-key-locking');
   });
 
   it('still refuses flags that Upstash does not know either', async () => {
