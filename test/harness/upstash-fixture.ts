@@ -7,7 +7,9 @@
  *   appended as the last argument, query parameters other than `_token` after it).
  * - `POST /pipeline` and `POST /multi-exec` with a JSON array of commands; the answer is an array of
  *   `{ result }` or `{ error }`, one per command (multi-exec runs them in MULTI/EXEC).
- * - Auth: `Authorization: Bearer <token>` or `?_token=`; missing or wrong gives 401 `{ "error": "Unauthorized" }`.
+ * - Auth: `Authorization: Bearer <token>` or `?_token=`; missing or wrong gives 401
+ *   `{ "error": "WRONGPASS invalid or missing auth token" }` (Upstash's text, from its troubleshooting page).
+ * - Every authorized answer carries an `upstash-sync-token` header, opaque as Upstash's (random, not a counter).
  * - `{ result }` with 200; a failing command gives 400 `{ error }`; methods other than HEAD, GET, POST, PUT give 405.
  * - `Upstash-Encoding: base64`: every string in the result is base64 encoded except the status reply "OK";
  *   numbers and null stay as they are (what @upstash/redis sends by default and decodes).
@@ -66,6 +68,8 @@ export interface UpstashFixtureStats {
 const CONTROL_PREFIX = '/__fixture/';
 /** Upstash's request size limit (free and pay-as-you-go plans), in bytes of request body. */
 export const MAX_REQUEST_BYTES = 1_048_576;
+/** Upstash's answer to a missing or wrong token (HTTP 401). */
+export const UNAUTHORIZED = 'WRONGPASS invalid or missing auth token';
 const FAULTS: readonly UpstashFault[] = ['hang', 'status-500', 'garbage', 'reset'];
 
 type Command = string[];
@@ -78,7 +82,6 @@ export class UpstashFixture {
   private fault: UpstashFault | undefined;
   private readonly held = new Set<ServerResponse>();
   private readonly digests = new ScriptDigests();
-  private syncToken = 0;
   private reconnecting: Promise<RespConnection> | undefined;
 
   private constructor(
@@ -147,12 +150,12 @@ export class UpstashFixture {
     if (body.length > MAX_REQUEST_BYTES) return send(res, 400, { error: 'ERR max request size exceeded' });
     if (!this.authorized(req, url)) {
       this.stats.unauthorized++;
-      return send(res, 401, { error: 'Unauthorized' });
+      return send(res, 401, { error: UNAUTHORIZED });
     }
     const base64 = String(req.headers['upstash-encoding'] ?? '').toLowerCase() === 'base64';
     const sentToken = req.headers['upstash-sync-token'];
     this.stats.syncTokens.push(typeof sentToken === 'string' ? sentToken : null);
-    res.setHeader('upstash-sync-token', String(++this.syncToken));
+    res.setHeader('upstash-sync-token', randomBytes(12).toString('base64url'));
     if (url.pathname === '/pipeline' || url.pathname === '/multi-exec') {
       const commands = parseCommandList(body);
       if (typeof commands === 'string') return send(res, 400, { error: commands });
@@ -179,7 +182,7 @@ export class UpstashFixture {
    * Same bearer token; never counted, never subject to the fault mode.
    */
   private control(req: IncomingMessage, res: ServerResponse, url: URL, body: Buffer): void {
-    if (!this.authorized(req, url)) return send(res, 401, { error: 'Unauthorized' });
+    if (!this.authorized(req, url)) return send(res, 401, { error: UNAUTHORIZED });
     const action = url.pathname.slice(CONTROL_PREFIX.length);
     if (action === 'stats') return send(res, 200, this.stats);
     if (action === 'reset' && req.method === 'POST') {

@@ -84,12 +84,12 @@ describe('wire format', () => {
     expect((await post('/', { not: 'an array' })).status).toBe(400);
   });
 
-  it('refuses a missing or wrong token with 401 { error: "Unauthorized" }, and accepts ?_token=', async () => {
+  it("refuses a missing or wrong token with Upstash's 401 WRONGPASS answer, and accepts ?_token=", async () => {
     const missing = await fetch(fixture.url + '/', { method: 'POST', body: '["PING"]' });
     expect(missing.status).toBe(401);
-    expect(await missing.json()).toEqual({ error: 'Unauthorized' });
+    expect(await missing.json()).toEqual({ error: 'WRONGPASS invalid or missing auth token' });
     const wrong = await post('/', ['PING'], { authorization: 'Bearer not-the-token' });
-    expect(wrong).toEqual({ status: 401, json: { error: 'Unauthorized' } });
+    expect(wrong).toEqual({ status: 401, json: { error: 'WRONGPASS invalid or missing auth token' } });
     const viaQuery = await fetch(`${fixture.url}/ping?_token=fixture-token`);
     expect(await viaQuery.json()).toEqual({ result: 'PONG' });
     expect(fixture.stats.unauthorized).toBe(2);
@@ -221,9 +221,9 @@ describe('the real @upstash/redis client over HTTP', () => {
     expect(fixture.stats).toMatchObject({ requests: 3, command: 1, pipeline: 1, multiExec: 1 });
   });
 
-  it('surfaces a wrong token as an UpstashError saying Unauthorized', async () => {
+  it('surfaces a wrong token as an UpstashError saying WRONGPASS', async () => {
     const redis = new Redis({ url: fixture.url, token: 'wrong', enableAutoPipelining: false, enableTelemetry: false });
-    await expect(redis.ping()).rejects.toThrow(/Unauthorized/);
+    await expect(redis.ping()).rejects.toThrow(/^WRONGPASS invalid or missing auth token/);
   });
 
   it('works with responseEncoding turned off', async () => {

@@ -148,6 +148,6 @@ describe('sluice config on SQLite and Upstash', () => {
     ]);
     const wrongToken = await sluice(['config', 'off', '--name', 'edge', '--upstash-url', stores.fixture.url, '--upstash-token', 'nope']);
     expect(wrongToken.code).toBe(1);
-    expect(wrongToken.stderr).toMatch(/Unauthorized/);
+    expect(wrongToken.stderr).toMatch(/WRONGPASS invalid or missing auth token/);
   });
 });

@@ -6,10 +6,25 @@
 import { createLimiter, fixedWindow, isSluiceError, tokenBucket } from '@sluice/core';
 import { isNoScript } from '@sluice/redis-script';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { upstashConfigSource, upstashRest, upstashStore } from '../src/index.js';
+import { upstashConfigSource, upstashRest, upstashStore, type UpstashFetchInit, type UpstashFetchResponse } from '../src/index.js';
 import { client, control, identity, token, url } from './helpers.js';
 
 beforeEach(() => control.reset());
+
+/** A fetch answering like Upstash, one canned answer per request in order, recording what the client sent. */
+function upstash(answers: Array<{ status: number; body: unknown; syncToken?: string }>) {
+  const sent: UpstashFetchInit[] = [];
+  const fetch = (_input: string, init: UpstashFetchInit): Promise<UpstashFetchResponse> => {
+    const answer = answers[sent.length]!;
+    sent.push(init);
+    return Promise.resolve({
+      status: answer.status,
+      headers: { get: (name: string) => (name.toLowerCase() === 'upstash-sync-token' ? (answer.syncToken ?? null) : null) },
+      text: () => Promise.resolve(JSON.stringify(answer.body)),
+    });
+  };
+  return { fetch, sent };
+}
 afterEach(() => control.reset()); // also answers requests still held by `hang`
 
 describe('the protocol', () => {
@@ -48,21 +63,56 @@ describe('the protocol', () => {
     expect(await upstashRest({ url: `${url}/`, token }).get(identity('slash'))).toBeNull();
   });
 
-  it('sends the sync token of the latest answer with the next request (read your writes on global databases)', async () => {
-    const rest = upstashRest({ url, token });
-    await rest.get(identity('sync'));
-    await rest.get(identity('sync'));
-    await rest.get(identity('sync'));
-    const [first, second, third] = (await control.stats()).syncTokens;
-    expect(first).toBeNull();
-    expect(Number(third)).toBe(Number(second) + 1); // the fixture numbers its answers
+  it('sends back the sync token of the latest answer that had one, as the opaque string it is (read your writes on global databases)', async () => {
+    const { fetch: answering, sent } = upstash([
+      { status: 200, body: { result: 'OK' }, syncToken: 'ZW5kcG9pbnQ=:7f3a' },
+      { status: 200, body: { result: null } },
+      { status: 200, body: { result: 'v' }, syncToken: 'opaque/2+' },
+      { status: 200, body: { result: 1 } },
+    ]);
+    const rest = upstashRest({ url, token, fetch: answering });
+    await rest.set('k', 'v');
+    await rest.get('absent');
+    await rest.get('k');
+    await rest.del('k');
+    expect(sent.map((init) => init.headers['upstash-sync-token'] ?? null)).toEqual([
+      null,
+      'ZW5kcG9pbnQ=:7f3a',
+      'ZW5kcG9pbnQ=:7f3a',
+      'opaque/2+',
+    ]);
   });
 
-  it('a wrong token rejects with the answer (401 Unauthorized), sent once', async () => {
-    const error: unknown = await upstashRest({ url, token: 'wrong' })
+  it('over HTTP, each request carries the token the previous answer carried', async () => {
+    const answered: Array<string | null> = [];
+    const sent: Array<string | null> = [];
+    const rest = upstashRest({
+      url,
+      token,
+      fetch: async (input, init) => {
+        sent.push(init.headers['upstash-sync-token'] ?? null);
+        const response = await fetch(input, init);
+        answered.push(response.headers.get('upstash-sync-token'));
+        return response;
+      },
+    });
+    for (let i = 0; i < 3; i++) await rest.get(identity('sync'));
+    expect(answered.every((t) => typeof t === 'string' && t !== '')).toBe(true);
+    expect(sent).toEqual([null, answered[0], answered[1]]);
+  });
+
+  it("a wrong token rejects with Upstash's answer (401 WRONGPASS) leading the message, sent once", async () => {
+    const { fetch: answering, sent } = upstash([{ status: 401, body: { error: 'WRONGPASS invalid or missing auth token' } }]);
+    const error: unknown = await upstashRest({ url, token: 'wrong', fetch: answering })
       .get('k')
       .catch((e: unknown) => e);
-    expect((error as Error).message).toMatch(/^Unauthorized, command was: GET \(HTTP 401\)/);
+    expect((error as Error).message).toBe('WRONGPASS invalid or missing auth token, command was: GET (HTTP 401)');
+    expect(sent).toHaveLength(1);
+    // The same over HTTP: one request, refused.
+    const refused: unknown = await upstashRest({ url, token: 'wrong' })
+      .get('k')
+      .catch((e: unknown) => e);
+    expect((refused as Error).message).toMatch(/, command was: GET \(HTTP 401\)$/);
     expect(await control.stats()).toMatchObject({ requests: 1, unauthorized: 1 });
   });
 
