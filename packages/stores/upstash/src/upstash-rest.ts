@@ -5,7 +5,10 @@
  * bundle size and for one behaviour: @upstash/redis is 76 kB minified and resends a request whose `fetch` threw,
  * which for a rate limiter can run a decision twice. This client sends every request exactly once; a failure
  * (network error, HTTP error, a body that is not the protocol's JSON, the timeout) rejects, and the limiter's
- * failure policy answers for it.
+ * failure policy answers for it. Like @upstash/redis it asks for `cache: 'no-store'`, so no HTTP cache between the
+ * runtime and Upstash can answer a command; a runtime that refuses the field (Cloudflare Workers before the
+ * 2024-11-11 compatibility date throw a TypeError naming it, before anything is sent) gets the request again
+ * without it, and every later one without it.
  *
  * Protocol (Upstash's REST API): `POST <url>` with `Authorization: Bearer <token>` and the command as a JSON
  * array of strings; the answer is `{ "result": ... }` (200) or `{ "error": "..." }` (400 for a failed command,
@@ -56,6 +59,8 @@ export interface UpstashFetchInit {
   method: 'POST';
   headers: Record<string, string>;
   body: string;
+  /** Left out where the runtime's fetch refused it (see above). */
+  cache?: 'no-store';
 }
 
 /** What the client reads of fetch's Response. */
@@ -120,15 +125,26 @@ export function upstashRest(options: UpstashRestOptions): UpstashRestClient {
   const endpoint = url.replace(/\/+$/, '');
   const authorization = `Bearer ${token}`;
   let syncToken: string | null = null;
+  let noStore = true;
 
   const command = async (args: Array<string | number>): Promise<unknown> => {
     const headers: Record<string, string> = { authorization, 'content-type': 'application/json' };
     if (syncToken !== null) headers['upstash-sync-token'] = syncToken;
     const init: UpstashFetchInit = { method: 'POST', headers, body: JSON.stringify(args) };
+    if (noStore) init.cache = 'no-store';
     const signal = web.AbortSignal?.timeout?.(timeout);
     if (signal !== undefined) Object.assign(init, { signal });
-    // Called detached (no `this`): a runtime's own fetch called as a method of another object throws Illegal invocation.
-    const response = await send(endpoint, init);
+    let response: UpstashFetchResponse;
+    try {
+      // Called detached (no `this`): a runtime's own fetch called as a method of another object throws Illegal invocation.
+      response = await send(endpoint, init);
+    } catch (error) {
+      // Refused while building the request, so nothing was sent: once more without the field (see above).
+      if (!init.cache || !(error instanceof TypeError) || !/cache/.test(error.message)) throw error;
+      noStore = false;
+      delete init.cache;
+      response = await send(endpoint, init);
+    }
     const text = await response.text();
     let body: { result?: unknown; error?: unknown } | undefined;
     try {

@@ -126,6 +126,51 @@ describe('the protocol', () => {
   });
 });
 
+describe("fetch's cache mode", () => {
+  it("asks for cache: 'no-store' on every request, as @upstash/redis does", async () => {
+    const { fetch: answering, sent } = upstash([
+      { status: 200, body: { result: null } },
+      { status: 200, body: { result: 'OK' } },
+    ]);
+    const rest = upstashRest({ url, token, fetch: answering });
+    await rest.get('k');
+    await rest.set('k', 'v');
+    expect(sent.map((init) => init.cache)).toEqual(['no-store', 'no-store']);
+  });
+
+  it('a runtime whose fetch refuses the cache field (older Cloudflare Workers) gets the request without it, and every later one', async () => {
+    const tried: Array<string | undefined> = [];
+    const rest = upstashRest({
+      url,
+      token,
+      fetch: (input, init) => {
+        tried.push(init.cache);
+        // What workerd throws, before sending anything.
+        if ('cache' in init) return Promise.reject(new TypeError("The 'cache' field on 'RequestInitializerDict' is not implemented."));
+        return fetch(input, init);
+      },
+    });
+    expect(await rest.get(identity('no-cache-field'))).toBeNull();
+    expect(await rest.get(identity('no-cache-field'))).toBeNull();
+    expect(tried).toEqual(['no-store', undefined, undefined]);
+    expect((await control.stats()).requests).toBe(2);
+  });
+
+  it('any other error of fetch rejects as it is, sent once', async () => {
+    let calls = 0;
+    const rest = upstashRest({
+      url,
+      token,
+      fetch: () => {
+        calls++;
+        return Promise.reject(new TypeError('fetch failed'));
+      },
+    });
+    await expect(rest.get('k')).rejects.toThrow(/^fetch failed$/);
+    expect(calls).toBe(1);
+  });
+});
+
 describe('through the store', () => {
   it('upstashStore({ url, token }) decides with one request per decision, EVAL once on a fresh script cache', async () => {
     const limiter = createLimiter({
