@@ -4,10 +4,17 @@
 export {
   ANALYTICS_OUTCOMES,
   DEFAULT_ANALYTICS_RETENTION,
+  analyticsStoreSettings,
   DEFAULT_ANALYTICS_TOP_K,
   emptyAnalyticsCounts,
   topEntries,
 } from './analytics-store.js';
-export type { AnalyticsOutcome, AnalyticsSecond, AnalyticsStore } from './analytics-store.js';
+export type {
+  AnalyticsOutcome,
+  AnalyticsSecond,
+  AnalyticsStore,
+  AnalyticsStoreOptions,
+  AnalyticsStoreSettings,
+} from './analytics-store.js';
 export { fleetAnalytics } from './fleet-analytics.js';
 export type { FleetAnalytics, FleetAnalyticsOptions, FleetAnalyticsStats } from './fleet-analytics.js';

@@ -4,6 +4,10 @@
  * increments, and `read` returns their sums. Implemented by `memoryAnalyticsStore` (@sluice/memory),
  * `redisAnalyticsStore` (@sluice/redis) and `sqliteAnalyticsStore` (@sluice/sqlite).
  */
+import { describe } from './describe.js';
+import { durationOption, type Duration } from './duration.js';
+import { SluiceError } from './errors.js';
+import { optionalFunction, rejectUnknownOptions } from './validate.js';
 
 /**
  * What a decision counts as, one of five:
@@ -68,4 +72,47 @@ export function topEntries(counts: Iterable<readonly [string, number]>, topK: nu
   entries.sort((a, b) => b[1] - a[1] || (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0));
   if (entries.length > topK) entries.length = topK;
   return entries;
+}
+
+/** The options every analytics store takes; Redis and Upstash also take a key `prefix`. */
+export interface AnalyticsStoreOptions {
+  /** Seconds older than this are forgotten (pruned on publish, never read). @default '15m' */
+  retention?: Duration;
+  /** Limited identities `read` returns per second, summed over instances. @default 20 */
+  topK?: number;
+  /** Epoch milliseconds, for the retention. Inject a fake clock in tests. @default Date.now */
+  now?: () => number;
+}
+
+/** An analytics store's options, checked, with their defaults. `prefix` is undefined unless the store takes one. */
+export interface AnalyticsStoreSettings {
+  readonly prefix: string | undefined;
+  readonly retentionSeconds: number;
+  readonly topK: number;
+  readonly now: () => number;
+}
+
+/**
+ * Checks an analytics store's options (for store authors): unknown options and bad values throw `INVALID_OPTION`
+ * naming `where` and the field. With `{ prefix: true }` a non-empty `prefix` is accepted too (default `'sluice'`).
+ */
+export function analyticsStoreSettings(options: unknown, where: string, { prefix = false } = {}): AnalyticsStoreSettings {
+  if (typeof options !== 'object' || options === null) {
+    throw new SluiceError('INVALID_OPTION', `${where}: options must be an object, got ${describe(options)}`);
+  }
+  const raw = options as AnalyticsStoreOptions & { prefix?: unknown };
+  rejectUnknownOptions(raw, prefix ? ['prefix', 'retention', 'topK', 'now'] : ['retention', 'topK', 'now'], where);
+  const keyPrefix = prefix ? (raw.prefix ?? 'sluice') : undefined;
+  if (prefix && (typeof keyPrefix !== 'string' || keyPrefix.length === 0)) {
+    throw new SluiceError('INVALID_OPTION', `${where}: prefix must be a non-empty string, got ${describe(keyPrefix)}`);
+  }
+  const retentionSeconds = Math.ceil(
+    durationOption(raw.retention ?? DEFAULT_ANALYTICS_RETENTION, `${where}: retention`, { min: 1_000 }) / 1000,
+  );
+  const topK = raw.topK ?? DEFAULT_ANALYTICS_TOP_K;
+  if (!Number.isSafeInteger(topK) || topK < 1) {
+    throw new SluiceError('INVALID_OPTION', `${where}: topK must be a positive integer, got ${describe(topK)}`);
+  }
+  const now = optionalFunction(raw.now, `${where}: now`, '() => epoch ms') ?? Date.now;
+  return { prefix: keyPrefix as string | undefined, retentionSeconds, topK, now };
 }

@@ -1,15 +1,12 @@
-import { SluiceError } from '@sluice/core';
 import {
   ANALYTICS_OUTCOMES,
-  DEFAULT_ANALYTICS_RETENTION,
-  DEFAULT_ANALYTICS_TOP_K,
+  analyticsStoreSettings,
   emptyAnalyticsCounts,
   topEntries,
   type AnalyticsOutcome,
   type AnalyticsSecond,
   type AnalyticsStore,
 } from '@sluice/core/analytics';
-import { describeValue, durationOption, optionalFunction, rejectUnknownOptions } from '@sluice/internal';
 
 export interface MemoryAnalyticsStoreOptions {
   /** Seconds older than this are forgotten (pruned on publish, never read). @default '15m' */
@@ -34,18 +31,7 @@ const WHERE = 'memoryAnalyticsStore';
  * @example fleetAnalytics({ store: memoryAnalyticsStore() })
  */
 export function memoryAnalyticsStore(options: MemoryAnalyticsStoreOptions = {}): AnalyticsStore {
-  if (typeof options !== 'object' || options === null) {
-    throw new SluiceError('INVALID_OPTION', `${WHERE}: options must be an object, got ${describeValue(options)}`);
-  }
-  rejectUnknownOptions(options, ['retention', 'topK', 'now'], WHERE);
-  const retentionSeconds = Math.ceil(
-    durationOption(options.retention ?? DEFAULT_ANALYTICS_RETENTION, `${WHERE}: retention`, { min: 1_000 }) / 1000,
-  );
-  const topK = options.topK ?? DEFAULT_ANALYTICS_TOP_K;
-  if (!Number.isSafeInteger(topK) || topK < 1) {
-    throw new SluiceError('INVALID_OPTION', `${WHERE}: topK must be a positive integer, got ${describeValue(topK)}`);
-  }
-  const now = optionalFunction(options.now, `${WHERE}: now`, '() => epoch ms') ?? Date.now;
+  const { retentionSeconds, topK, now } = analyticsStoreSettings(options, WHERE);
   /** name → second → sums. */
   const names = new Map<string, Map<number, StoredSecond>>();
   const oldest = () => Math.floor(now() / 1000) - retentionSeconds;

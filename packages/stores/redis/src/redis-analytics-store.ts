@@ -1,15 +1,14 @@
 import { SluiceError } from '@sluice/core';
 import {
   ANALYTICS_OUTCOMES,
-  DEFAULT_ANALYTICS_RETENTION,
-  DEFAULT_ANALYTICS_TOP_K,
+  analyticsStoreSettings,
   emptyAnalyticsCounts,
   topEntries,
   type AnalyticsOutcome,
   type AnalyticsSecond,
   type AnalyticsStore,
 } from '@sluice/core/analytics';
-import { describeValue, durationOption, optionalFunction, rejectUnknownOptions } from '@sluice/internal';
+import { describeValue } from '@sluice/internal';
 import type { Cluster, Redis } from 'ioredis';
 
 export interface RedisAnalyticsStoreOptions {
@@ -59,22 +58,7 @@ export function redisAnalyticsStore(client: Redis | Cluster, options: RedisAnaly
       `${WHERE}: client must be an ioredis Redis or Cluster instance, e.g. redisAnalyticsStore(new Redis()), got ${describeValue(client)}`,
     );
   }
-  if (typeof options !== 'object' || options === null) {
-    throw new SluiceError('INVALID_OPTION', `${WHERE}: options must be an object, got ${describeValue(options)}`);
-  }
-  rejectUnknownOptions(options, ['prefix', 'retention', 'topK', 'now'], WHERE);
-  const prefix = options.prefix ?? 'sluice';
-  if (typeof prefix !== 'string' || prefix.length === 0) {
-    throw new SluiceError('INVALID_OPTION', `${WHERE}: prefix must be a non-empty string, got ${describeValue(prefix)}`);
-  }
-  const retentionSeconds = Math.ceil(
-    durationOption(options.retention ?? DEFAULT_ANALYTICS_RETENTION, `${WHERE}: retention`, { min: 1_000 }) / 1000,
-  );
-  const topK = options.topK ?? DEFAULT_ANALYTICS_TOP_K;
-  if (!Number.isSafeInteger(topK) || topK < 1) {
-    throw new SluiceError('INVALID_OPTION', `${WHERE}: topK must be a positive integer, got ${describeValue(topK)}`);
-  }
-  const now = optionalFunction(options.now, `${WHERE}: now`, '() => epoch ms') ?? Date.now;
+  const { prefix, retentionSeconds, topK, now } = analyticsStoreSettings(options, WHERE, { prefix: true });
   return new RedisAnalyticsStore(client as unknown as AnalyticsClient, `${prefix}:analytics:`, retentionSeconds, topK, now);
 }
 

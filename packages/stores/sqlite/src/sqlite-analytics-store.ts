@@ -1,12 +1,6 @@
 import { SluiceError } from '@sluice/core';
-import {
-  ANALYTICS_OUTCOMES,
-  DEFAULT_ANALYTICS_RETENTION,
-  DEFAULT_ANALYTICS_TOP_K,
-  type AnalyticsSecond,
-  type AnalyticsStore,
-} from '@sluice/core/analytics';
-import { describeValue, durationOption, optionalFunction, rejectUnknownOptions } from '@sluice/internal';
+import { ANALYTICS_OUTCOMES, analyticsStoreSettings, type AnalyticsSecond, type AnalyticsStore } from '@sluice/core/analytics';
+import { describeValue } from '@sluice/internal';
 import type { SqliteDatabase, SqliteStatement } from './database.js';
 import { sqliteCode } from './store-error.js';
 
@@ -57,18 +51,7 @@ export function sqliteAnalyticsStore(db: SqliteDatabase, options: SqliteAnalytic
       `${WHERE}: db must be a better-sqlite3 Database, e.g. sqliteAnalyticsStore(new Database('ratelimit.db')), got ${describeValue(db)}`,
     );
   }
-  if (typeof options !== 'object' || options === null) {
-    throw new SluiceError('INVALID_OPTION', `${WHERE}: options must be an object, got ${describeValue(options)}`);
-  }
-  rejectUnknownOptions(options, ['retention', 'topK', 'now'], WHERE);
-  const retentionSeconds = Math.ceil(
-    durationOption(options.retention ?? DEFAULT_ANALYTICS_RETENTION, `${WHERE}: retention`, { min: 1_000 }) / 1000,
-  );
-  const topK = options.topK ?? DEFAULT_ANALYTICS_TOP_K;
-  if (!Number.isSafeInteger(topK) || topK < 1) {
-    throw new SluiceError('INVALID_OPTION', `${WHERE}: topK must be a positive integer, got ${describeValue(topK)}`);
-  }
-  const now = optionalFunction(options.now, `${WHERE}: now`, '() => epoch ms') ?? Date.now;
+  const { retentionSeconds, topK, now } = analyticsStoreSettings(options, WHERE);
   const oldest = () => Math.floor(now() / 1000) - retentionSeconds;
   let statements: Statements | undefined;
   const prepared = (): Statements => (statements ??= prepare(db));

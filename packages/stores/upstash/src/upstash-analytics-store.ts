@@ -1,14 +1,13 @@
 import { SluiceError } from '@sluice/core';
 import {
   ANALYTICS_OUTCOMES,
-  DEFAULT_ANALYTICS_RETENTION,
-  DEFAULT_ANALYTICS_TOP_K,
+  analyticsStoreSettings,
   emptyAnalyticsCounts,
   topEntries,
   type AnalyticsSecond,
   type AnalyticsStore,
 } from '@sluice/core/analytics';
-import { describeValue, durationOption, optionalFunction, rejectUnknownOptions } from '@sluice/internal';
+import { describeValue } from '@sluice/internal';
 import { ANALYTICS_PUBLISH_SCRIPT, ANALYTICS_READ_SCRIPT } from '@sluice/redis-script';
 import type { UpstashRestOptions } from './upstash-rest.js';
 import { restClientFor } from './upstash-store.js';
@@ -51,22 +50,7 @@ export function upstashAnalyticsStore(
       `${WHERE}: redis must be { url, token } (the database's REST URL and token) or an @upstash/redis client, e.g. upstashAnalyticsStore(new Redis({ url, token })), got ${describeValue(redis)}`,
     );
   }
-  if (typeof options !== 'object' || options === null) {
-    throw new SluiceError('INVALID_OPTION', `${WHERE}: options must be an object, got ${describeValue(options)}`);
-  }
-  rejectUnknownOptions(options, ['prefix', 'retention', 'topK', 'now'], WHERE);
-  const prefix = options.prefix ?? 'sluice';
-  if (typeof prefix !== 'string' || prefix.length === 0) {
-    throw new SluiceError('INVALID_OPTION', `${WHERE}: prefix must be a non-empty string, got ${describeValue(prefix)}`);
-  }
-  const retentionSeconds = Math.ceil(
-    durationOption(options.retention ?? DEFAULT_ANALYTICS_RETENTION, `${WHERE}: retention`, { min: 1_000 }) / 1000,
-  );
-  const topK = options.topK ?? DEFAULT_ANALYTICS_TOP_K;
-  if (!Number.isSafeInteger(topK) || topK < 1) {
-    throw new SluiceError('INVALID_OPTION', `${WHERE}: topK must be a positive integer, got ${describeValue(topK)}`);
-  }
-  const now = optionalFunction(options.now, `${WHERE}: now`, '() => epoch ms') ?? Date.now;
+  const { prefix, retentionSeconds, topK, now } = analyticsStoreSettings(options, WHERE, { prefix: true });
   const base = `${prefix}:analytics:`;
   const namesKey = `${base}names`;
   const key = (name: string, second: number) => `${base}{${name}}:${second}`;
