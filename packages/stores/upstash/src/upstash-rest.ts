@@ -6,9 +6,9 @@
  * which for a rate limiter can run a decision twice. This client sends every request exactly once; a failure
  * (network error, HTTP error, a body that is not the protocol's JSON, the timeout) rejects, and the limiter's
  * failure policy answers for it. Like @upstash/redis it asks for `cache: 'no-store'`, so no HTTP cache between the
- * runtime and Upstash can answer a command; a runtime that refuses the field (Cloudflare Workers before the
- * 2024-11-11 compatibility date throw a TypeError naming it, before anything is sent) gets the request again
- * without it, and every later one without it.
+ * runtime and Upstash can answer a command; a runtime that refuses the field (workerd, Cloudflare Workers' runtime,
+ * at older compatibility dates, 2024-09-01 for one: "The 'cache' field on 'RequestInitializerDict' is not
+ * implemented.", thrown before anything is sent) gets the request again without it, and every later one without it.
  *
  * Protocol (Upstash's REST API): `POST <url>` with `Authorization: Bearer <token>` and the command as a JSON
  * array of strings; the answer is `{ "result": ... }` (200) or `{ "error": "..." }` (400 for a failed command,
@@ -140,7 +140,7 @@ export function upstashRest(options: UpstashRestOptions): UpstashRestClient {
       response = await send(endpoint, init);
     } catch (error) {
       // Refused while building the request, so nothing was sent: once more without the field (see above).
-      if (!init.cache || !(error instanceof TypeError) || !/cache/.test(error.message)) throw error;
+      if (!init.cache || !/\bcache\b/.test(String(error))) throw error;
       noStore = false;
       delete init.cache;
       response = await send(endpoint, init);

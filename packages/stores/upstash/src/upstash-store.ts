@@ -22,7 +22,8 @@ export interface UpstashStoreOptions {
    */
   batch?: boolean;
   /**
-   * Most decisions one script call carries (1 to 1000).
+   * Most decisions one script call carries (1 to 1000). A call also leaves before its request would pass
+   * UPSTASH_MAX_REQUEST_BYTES.
    * @default 64
    */
   maxBatch?: number;
