@@ -177,6 +177,9 @@ describe('scripts with Upstash-only flags', () => {
     // A later key of a multi-key command counts too (COMMAND GETKEYS positions).
     const mget = await post('/', ['EVAL', flagged("return redis.call('MGET', KEYS[1], 'locking:other')"), 1, 'locking:k']);
     expect((mget.json as { error: string }).error).toMatch(/^ERR Dynamic keys are not allowed/);
+    // A command outside the guard's table is checked by Redis's own key positions (COMMAND GETKEYS).
+    const copy = await post('/', ['EVAL', flagged("return redis.call('COPY', KEYS[1], 'locking:other')"), 1, 'locking:k']);
+    expect((copy.json as { error: string }).error).toMatch(/^ERR Dynamic keys are not allowed/);
     const declared = flagged(
       "redis.call('SET', KEYS[1], ARGV[1]) redis.call('PUBLISH', KEYS[1], 'x') return redis.call('MGET', KEYS[1], KEYS[2])",
     );
