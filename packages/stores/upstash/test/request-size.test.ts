@@ -4,7 +4,7 @@
  * EVAL body in UTF-8 JSON (the larger of the call's two forms). Checked at the edge, byte for byte, with keys
  * that JSON escapes, through a fetch that records every request the store sends to the fixture.
  */
-import { fixedWindow, isSluiceError } from '@sluice/core';
+import { createLimiter, fixedWindow, isSluiceError } from '@sluice/core';
 import type { LimitRequest } from '@sluice/core/store';
 import { encodeCall } from '@sluice/redis-script';
 import { beforeEach, describe, expect, it } from 'vitest';
@@ -25,19 +25,22 @@ const decision = (key: string): LimitRequest => ({ key, rules, cost: 1, operatio
 /** A store on the fixture whose every request is recorded: the number of decisions each EVALSHA carried. */
 function recordedStore(options: { batch?: boolean } = {}) {
   const sent: Array<{ command: string; keys: number }> = [];
+  /** The EVAL body each EVALSHA stands for: its bytes with the script in place of the digest. */
+  const bodies: number[] = [];
   const store = upstashStore(
     {
       url,
       token,
       fetch: (input: string, init: UpstashFetchInit) => {
-        const [command, , keys] = JSON.parse(init.body) as [string, string, number];
+        const [command, , keys, ...rest] = JSON.parse(init.body) as [string, string, number, ...string[]];
         sent.push({ command, keys });
+        bodies.push(utf8.encode(JSON.stringify(['EVAL', UPSTASH_LIMIT_SCRIPT, keys, ...rest])).length);
         return fetch(input, init);
       },
     },
     { maxBatch: 1000, ...options },
   );
-  return { store, sent };
+  return { store, sent, bodies };
 }
 
 /** `count` keys whose batch's EVAL body is exactly `bytes`: the last key takes up what the others leave. */
@@ -57,6 +60,7 @@ beforeEach(async () => {
   store = recordedStore();
   await store.store.limit(decision(identity('warm'))); // loads the script: later calls are one EVALSHA each
   store.sent.length = 0;
+  store.bodies.length = 0;
 });
 
 describe('a batch is split by its request body size', () => {
@@ -98,6 +102,23 @@ describe('a batch is split by its request body size', () => {
       at += count;
     }
     expect(at).toBe(1000);
+  });
+
+  it('through a limiter, the longest keys its options allow (64-character prefix, name and rule id, 128 control characters of identity): every decision answered, no request over the limit', async () => {
+    const limiter = createLimiter({
+      store: store.store,
+      rules: fixedWindow({ limit: 5, window: '1m', id: 'r'.repeat(64) }),
+      prefix: 'p'.repeat(64),
+      name: 'n'.repeat(64),
+      timeout: 10_000,
+    });
+    const identities = Array.from({ length: 1000 }, (_, i) => `${i}`.padEnd(128, '\u0001'));
+    const decisions = await Promise.all(identities.map((who) => limiter.limit(who)));
+    expect(decisions.filter((d) => d.degraded || !d.allowed)).toEqual([]);
+    expect(store.sent.reduce((sum, s) => sum + s.keys, 0)).toBe(1000);
+    // About 970,000 bytes as EVAL: a limiter's batch comes close to the limit, a store caller's keys can pass it.
+    expect(Math.max(...store.bodies)).toBeGreaterThan(900_000);
+    expect(Math.max(...store.bodies)).toBeLessThanOrEqual(UPSTASH_MAX_REQUEST_BYTES);
   });
 
   it('a decision whose request alone is over the limit fails alone, naming the size; the decisions around it are answered', async () => {
