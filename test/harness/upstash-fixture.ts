@@ -66,7 +66,10 @@ export interface UpstashFixtureStats {
 }
 
 const CONTROL_PREFIX = '/__fixture/';
-/** Upstash's request size limit (free and pay-as-you-go plans), in bytes of request body. */
+/**
+ * Upstash's request size limit, in bytes of request body: 1 MB for the free and pay-as-you-go plans by its
+ * troubleshooting page (a later version says 10 MB; the stricter one is modelled).
+ */
 export const MAX_REQUEST_BYTES = 1_048_576;
 /** Upstash's answer to a missing or wrong token (HTTP 401). */
 export const UNAUTHORIZED = 'WRONGPASS invalid or missing auth token';

@@ -43,8 +43,9 @@ const KNOWN = ['clock', 'batch', 'maxBatch'];
 
 /**
  * The largest request body the store sends, in bytes of UTF-8 JSON: a batch of decisions whose script call would
- * pass it is split. Upstash refuses a body over 1 MB (1,048,576 bytes, `ERR max request size exceeded`, the limit
- * of the free and pay-as-you-go plans) and every decision in it would fail; the rest is headroom. The bound holds
+ * pass it is split. Upstash refuses a larger body with `ERR max request size exceeded`, and every decision in it
+ * would fail: 1 MB (1,048,576 bytes) for the free and pay-as-you-go plans by its troubleshooting page (a later
+ * version of that page says 10 MB; staying under 1 MB holds for both), the rest is headroom. The bound holds
  * for the call's EVAL, the larger of its two forms (the NOSCRIPT fallback sends the script's text), and covers the
  * store's own command only: an @upstash/redis client that auto-pipelines may put other commands in the same body.
  */
