@@ -31,6 +31,7 @@ const ENTRY_SOURCES = {
     './shedding': 'src/shedding-api.ts',
     './config': 'src/config-api.ts',
     './analytics': 'src/analytics-api.ts',
+    './internal': 'src/internal-api.ts',
   },
   '@sluice/http': { './ip': 'src/ip-api.ts', './fetch': 'src/fetch-api.ts' },
   '@sluice/redis': { './scripts': 'src/scripts/index.ts' },

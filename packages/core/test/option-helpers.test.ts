@@ -1,6 +1,6 @@
 /**
  * The option check and the value description every package uses (stores, http, the adapters, conformance, through
- * the private @sluice/internal, which compiles these files): written once here, so every "unknown option" and every
+ * `@sluice/core/internal`, re-exported by the private @sluice/internal): written once here, so every "unknown option" and every
  * "got …" reads the same wherever it is raised.
  */
 import { describe, expect, test } from 'vitest';

@@ -10,7 +10,7 @@ const names = (module: object) =>
     .filter((name) => name !== 'default' && name !== '__esModule')
     .sort();
 
-const ENTRIES = ['index', 'store', 'concurrency', 'shedding', 'config', 'analytics'];
+const ENTRIES = ['index', 'store', 'concurrency', 'shedding', 'config', 'analytics', 'internal'];
 
 /** A call into each subpath that throws a SluiceError (an option the function does not know, or a bad document). */
 const THROWERS: Record<string, (entry: Record<string, (...args: unknown[]) => unknown>) => unknown> = {
@@ -19,6 +19,7 @@ const THROWERS: Record<string, (entry: Record<string, (...args: unknown[]) => un
   shedding: (shedding) => shedding.createUtilizationShedder!({ nope: 1 }),
   config: (config) => config.parseLimiterConfig!('not json'),
   analytics: (analytics) => analytics.fleetAnalytics!({ nope: 1 }),
+  internal: (internal) => internal.rejectUnknownOptions!({ nope: 1 }, [], 'someFunction'),
 };
 
 describe('public API (CommonJS build)', () => {

@@ -1,7 +1,6 @@
-// The helpers every sluice package shares. Their one copy is core's source: this package compiles those files
-// (tsup.config.ts), and each published package that imports it bundles the result, so none depends on it at run time.
-export { describe as describeValue } from '../../core/src/describe.js';
-export { optionalFunction, rejectUnknownOptions } from '../../core/src/validate.js';
-export { durationOption } from '../../core/src/duration.js';
-export type { DurationRange } from '../../core/src/duration.js';
-export { isPromiseLike } from '../../core/src/promise.js';
+// The helpers every sluice package shares. Their one copy is core's, exported as `@sluice/core/internal`: each
+// published package that imports this private package bundles this file, which only re-exports that subpath, so
+// a bundle of several sluice packages holds the helpers once (they stay imports of @sluice/core, a dependency of
+// every package that uses them).
+export { describeValue, durationOption, isPromiseLike, optionalFunction, rejectUnknownOptions } from '@sluice/core/internal';
+export type { DurationRange } from '@sluice/core/internal';

@@ -16,10 +16,12 @@ const built = (file: string) => readFileSync(fileURLToPath(new URL(`../dist/${fi
 describe.each(['index.js', 'index.cjs'])('dist/%s', (file) => {
   const code = built(file);
 
-  it('imports only @sluice/core (and its /analytics subpath) and @sluice/redis-script (the shared option checks are bundled)', () => {
+  it('imports only @sluice/core (its /analytics subpath, and /internal for the option checks every sluice package shares, one copy in a bundle) and @sluice/redis-script', () => {
     const specifiers = [...code.matchAll(/(?:from\s+|require\()\s*["']([^"']+)["']/g)].map((m) => m[1]);
     expect(specifiers.length).toBeGreaterThan(0);
-    expect(new Set(specifiers)).toEqual(new Set(['@sluice/core', '@sluice/core/analytics', '@sluice/redis-script']));
+    expect(new Set(specifiers)).toEqual(
+      new Set(['@sluice/core', '@sluice/core/analytics', '@sluice/core/internal', '@sluice/redis-script']),
+    );
   });
 
   it('touches no Node global (Buffer, process, __dirname)', () => {
