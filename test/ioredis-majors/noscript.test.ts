@@ -2,7 +2,7 @@
  * The NOSCRIPT replies of a real redis-server as both ioredis majors deliver them, through the one check both
  * Redis-protocol stores share (@sluice/redis-script's isNoScript): a miss is recognised, and a script's own error
  * that mentions NOSCRIPT is not (retrying that could count a decision twice). The @upstash/redis wordings are
- * checked in test/upstash/client-behaviour.test.ts.
+ * checked in packages/stores/upstash/test/upstash-redis-client.node.test.ts.
  */
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { isNoScript } from '@sluice/redis-script';

@@ -2,7 +2,7 @@
  * The NOSCRIPT fallback both Redis-protocol stores run: what counts as a script miss in each client's wording,
  * and that a miss is answered by exactly one EVAL while any other failure is passed on untouched (the script
  * may have run: a retry could count a decision twice). The real clients' errors from a real redis-server are
- * checked in test/ioredis-majors/noscript.test.ts and test/upstash/client-behaviour.test.ts.
+ * checked in test/ioredis-majors/noscript.test.ts and packages/stores/upstash/test/upstash-redis-client.node.test.ts.
  */
 import { ReplyError } from 'ioredis';
 import { describe, expect, test } from 'vitest';

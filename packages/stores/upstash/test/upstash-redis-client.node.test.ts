@@ -5,8 +5,8 @@
 import { isNoScript } from '@sluice/redis-script';
 import { Redis, type RedisConfigNodejs } from '@upstash/redis';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { startUpstashFixture, type UpstashFixture } from '../harness/upstash-fixture.js';
-import { startRedis, type RedisServer } from '../harness/redis.js';
+import { startUpstashFixture, type UpstashFixture } from '../../../../test/harness/upstash-fixture.js';
+import { startRedis, type RedisServer } from '../../../../test/harness/redis.js';
 
 let redisServer: RedisServer;
 let fixture: UpstashFixture;

@@ -5,10 +5,10 @@
  */
 import { Redis } from '@upstash/redis';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { MAX_REQUEST_BYTES, startUpstashFixture, type UpstashFixture } from '../harness/upstash-fixture.js';
-import { startRedis, type RedisServer } from '../harness/redis.js';
-import { ErrorReply, RespConnection } from '../harness/upstash-resp.js';
-import { sha1Hex, UNDECLARED_KEY_ERROR } from '../harness/upstash-script-flags.js';
+import { MAX_REQUEST_BYTES, startUpstashFixture, type UpstashFixture } from './upstash-fixture.js';
+import { startRedis, type RedisServer } from './redis.js';
+import { ErrorReply, RespConnection } from './upstash-resp.js';
+import { sha1Hex, UNDECLARED_KEY_ERROR } from './upstash-script-flags.js';
 import { REPLACE_CONFIG_SCRIPT } from '@sluice/redis-script';
 import { UPSTASH_LEASE_SCRIPT, UPSTASH_LIMIT_SCRIPT } from '@sluice/upstash';
 

@@ -5,11 +5,11 @@
  * nothing done by the app.
  */
 import { createLimiter, fixedWindow, isSluiceError, type Decision } from '@sluice/core';
-import { upstashStore } from '@sluice/upstash';
+import { upstashStore } from '../src/index.js';
 import { Redis } from '@upstash/redis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startRedis, type RedisServer } from '../harness/redis.js';
-import { startUpstashFixture, type UpstashFixture } from '../harness/upstash-fixture.js';
+import { startRedis, type RedisServer } from '../../../../test/harness/redis.js';
+import { startUpstashFixture, type UpstashFixture } from '../../../../test/harness/upstash-fixture.js';
 
 let redisServer: RedisServer;
 let fixture: UpstashFixture;
