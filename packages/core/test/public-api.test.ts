@@ -3,6 +3,7 @@
 // the limiter have a subpath each (`/concurrency`, `/shedding`, `/config`, `/analytics`), and internals are in none of them.
 import { describe, expect, test } from 'vitest';
 import * as analyticsSource from '../src/analytics-api.js';
+import * as internalSource from '../src/internal-api.js';
 import * as concurrencySource from '../src/concurrency-api.js';
 import * as configSource from '../src/config-api.js';
 import * as rootSource from '../src/index.js';
@@ -75,10 +76,14 @@ const ANALYTICS = [
   'ANALYTICS_OUTCOMES',
   'DEFAULT_ANALYTICS_RETENTION',
   'DEFAULT_ANALYTICS_TOP_K',
+  'analyticsStoreSettings',
   'emptyAnalyticsCounts',
   'fleetAnalytics',
   'topEntries',
 ];
+
+/** The option checks sluice's own packages share (through the private @sluice/internal), one copy in a bundle. */
+const INTERNAL_HELPERS = ['describeValue', 'durationOption', 'isPromiseLike', 'optionalFunction', 'rejectUnknownOptions'];
 
 /** Each entry: its name in dist/, its source module and the names it exports. */
 const ENTRIES = [
@@ -88,6 +93,7 @@ const ENTRIES = [
   { name: 'shedding', source: sheddingSource, exported: SHEDDING },
   { name: 'config', source: configSource, exported: CONFIG },
   { name: 'analytics', source: analyticsSource, exported: ANALYTICS },
+  { name: 'internal', source: internalSource, exported: INTERNAL_HELPERS },
 ];
 
 const INTERNAL = ['ceilDiv', 'STEPS', 'hash32', 'CircuitBreaker'];
@@ -106,11 +112,12 @@ describe('public API', () => {
     expect(names(storeSource)).toEqual(STORE);
   });
 
-  test('the /concurrency, /shedding, /config and /analytics exports are exactly their feature', () => {
+  test('the /concurrency, /shedding, /config, /analytics and /internal exports are exactly their feature', () => {
     expect(names(concurrencySource)).toEqual(CONCURRENCY);
     expect(names(sheddingSource)).toEqual(SHEDDING);
     expect(names(configSource)).toEqual(CONFIG);
     expect(names(analyticsSource)).toEqual(ANALYTICS);
+    expect(names(internalSource)).toEqual(INTERNAL_HELPERS);
   });
 
   test('no two entries share a runtime name and none exports an internal', () => {

@@ -20,12 +20,12 @@ describe('public API', () => {
     expect(names(await import('../dist/index.js'))).toEqual(ROOT);
   });
 
-  test('the built ESM and CJS entries import @sluice/core only, never @opentelemetry/api (types only)', () => {
+  test('the built ESM and CJS entries import @sluice/core only (root, and /internal for the shared option checks), never @opentelemetry/api (types only)', () => {
     for (const file of ['../dist/index.js', '../dist/index.cjs']) {
       const code = readFileSync(new URL(file, import.meta.url), 'utf8');
       const imported = [...code.matchAll(/(?:from\s*|import\s*\(|require\()\s*["']([^"']+)["']/g)].map((m) => m[1]);
       expect(imported.length).toBeGreaterThan(0);
-      expect(new Set(imported)).toEqual(new Set(['@sluice/core']));
+      expect(new Set(imported)).toEqual(new Set(['@sluice/core', '@sluice/core/internal']));
       expect(code).not.toMatch(/@opentelemetry/);
     }
   });

@@ -155,14 +155,17 @@ describe('on a real redis-server', () => {
 describe('the build (what the Upstash store ships to edge runtimes)', () => {
   const built = (file: string) => readFileSync(fileURLToPath(new URL(`../dist/${file}`, import.meta.url)), 'utf8');
 
-  test.each(['index.js', 'index.cjs'])('dist/%s imports only @sluice/core (root and /store) and touches no Node global', (file) => {
-    const code = built(file);
-    const specifiers = [...code.matchAll(/(?:from\s+|require\()\s*["']([^"']+)["']/g)].map((m) => m[1]);
-    expect(new Set(specifiers)).toEqual(new Set(['@sluice/core', '@sluice/core/store']));
-    // The Lua is data (a string literal) and comments are not code.
-    const codeOnly = code.replace(/"(?:[^"\\]|\\.)*"/g, '""').replace(/^\s*\/\/.*$/gm, '');
-    expect(codeOnly).not.toMatch(/\bBuffer\b|\bprocess\.|\b__dirname\b|\bnode:/);
-  });
+  test.each(['index.js', 'index.cjs'])(
+    'dist/%s imports only @sluice/core (root, /store and /internal) and touches no Node global',
+    (file) => {
+      const code = built(file);
+      const specifiers = [...code.matchAll(/(?:from\s+|require\()\s*["']([^"']+)["']/g)].map((m) => m[1]);
+      expect(new Set(specifiers)).toEqual(new Set(['@sluice/core', '@sluice/core/store', '@sluice/core/internal']));
+      // The Lua is data (a string literal) and comments are not code.
+      const codeOnly = code.replace(/"(?:[^"\\]|\\.)*"/g, '""').replace(/^\s*\/\/.*$/gm, '');
+      expect(codeOnly).not.toMatch(/\bBuffer\b|\bprocess\.|\b__dirname\b|\bnode:/);
+    },
+  );
 
   test('dist carries the digest the build computed', () => {
     expect(built('index.js')).toContain(JSON.stringify(LIMIT_SCRIPT_SHA1));
