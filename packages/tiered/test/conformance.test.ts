@@ -1,6 +1,7 @@
 import { describeStoreConformance } from '@sluice/conformance';
 import { memoryStore, type MemoryStore } from '@sluice/memory';
 import { tieredStore, type TieredStore } from '../src/index.js';
+import { TEST_MAX_KEYS } from './support.js';
 
 const remotes = new WeakMap<TieredStore, MemoryStore>();
 
@@ -11,8 +12,8 @@ const remotes = new WeakMap<TieredStore, MemoryStore>();
 describeStoreConformance<TieredStore>({
   name: 'tiered (deny cache) over memory',
   createStore: () => {
-    const remote = memoryStore();
-    const store = tieredStore({ remote, instances: 1, timers: false });
+    const remote = memoryStore({ maxKeys: TEST_MAX_KEYS });
+    const store = tieredStore({ remote, instances: 1, timers: false, maxKeys: TEST_MAX_KEYS });
     remotes.set(store, remote);
     return store;
   },

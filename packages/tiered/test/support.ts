@@ -2,12 +2,18 @@ import { memoryStore, type MemoryStore } from '@sluice/memory';
 import type { LimitRequest, LimitResult, Store, StoreCapabilities } from '@sluice/core/store';
 
 /**
+ * maxKeys for the stores the tests make, far above the identities any test uses: the default (100,000) preallocates
+ * about 1.5 MiB per store, and the property tests make a few stores per run, thousands of runs in all.
+ */
+export const TEST_MAX_KEYS = 4096;
+
+/**
  * A shared store for in-process fleets: a memory store seen as a remote one (every answer a promise, one
  * microtask later, as a network store's would be), which counts its calls, records them, and can be made to fail.
  */
 export class SharedStore implements Store {
   readonly capabilities: StoreCapabilities = { synchronous: false, clock: 'client', operations: ['limit', 'reset', 'take', 'reserve'] };
-  readonly inner: MemoryStore = memoryStore();
+  readonly inner: MemoryStore = memoryStore({ maxKeys: TEST_MAX_KEYS });
   calls = 0;
   readonly operations: string[] = [];
   failing = false;

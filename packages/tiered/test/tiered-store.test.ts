@@ -22,7 +22,7 @@ import {
 import type { LimitRequest, LimitResult } from '@sluice/core/store';
 import { memoryStore } from '@sluice/memory';
 import { tieredStore, type TieredStoreOptions, type TierStrategy } from '../src/index.js';
-import { SharedStore, prng } from './support.js';
+import { SharedStore, TEST_MAX_KEYS, prng } from './support.js';
 
 const T0 = 1_700_000_000_000;
 
@@ -48,7 +48,7 @@ const costArb = fc.oneof(fc.constant(1), fc.constant(1), fc.constant(0), fc.inte
 const eventArb = fc.record({ move: moveArb, cost: costArb, peek: fc.boolean() });
 
 function tier(remote: SharedStore, strategy: TierStrategy, clock: () => number, extra: Partial<TieredStoreOptions> = {}) {
-  return tieredStore({ remote, instances: 4, strategy, clock, timers: false, ...extra });
+  return tieredStore({ remote, instances: 4, strategy, clock, timers: false, maxKeys: TEST_MAX_KEYS, ...extra });
 }
 
 describe('options', () => {
@@ -91,7 +91,7 @@ describe('deny cache: one instance decides exactly as the shared store alone', (
         const clock = () => now;
         const shared = new SharedStore();
         const viaTier = createLimiter({ store: tier(shared, 'deny-cache', clock), rules: rule(), clock });
-        const alone = createLimiter({ store: memoryStore(), rules: rule(), clock });
+        const alone = createLimiter({ store: memoryStore({ maxKeys: TEST_MAX_KEYS }), rules: rule(), clock });
         let steppedBack = false;
         for (const event of events) {
           now = Math.max(0, now + event.move);
