@@ -63,6 +63,13 @@ describe('the Upstash-on-Hono worker bundle (everything the worker ships)', () =
     expect(text).not.toContain(LEASE_SCRIPT.slice(0, 120));
   });
 
+  it('holds one copy of the option checks every sluice package shares (@sluice/core/internal), not one per package', async () => {
+    // Messages only rejectUnknownOptions and durationOption build (packages/core/src/validate.ts, duration.ts).
+    const { text } = await honoUpstash();
+    expect(text.split('accepted options are').length - 1).toBe(1);
+    expect(text.split('a whole number of ms').length - 1).toBe(1);
+  });
+
   it(`does not grow past today's size + 5% (${RATCHET_BYTES} bytes gzipped) while the ${TARGET} target is missed`, async () => {
     const size = await honoUpstash();
     expect(size.gzipBytes, describeSize(size)).toBeLessThanOrEqual(RATCHET_BYTES);

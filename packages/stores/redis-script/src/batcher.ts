@@ -190,8 +190,12 @@ export class LimitBatcher {
     }
   };
 
+  private newBatch(): Batch {
+    return { call: newCall(this.clock), bytes: 0, requests: [], resolves: [], rejects: [] };
+  }
+
   private openBatch(id: string | number | undefined): Batch {
-    const batch: Batch = { call: newCall(this.clock), bytes: 0, requests: [], resolves: [], rejects: [] };
+    const batch = this.newBatch();
     if (id === undefined) this.single = batch;
     else this.open.set(id, batch);
     return batch;
@@ -203,10 +207,14 @@ export class LimitBatcher {
    */
   private append(batch: Batch, request: LimitRequest): number | undefined {
     const { call } = batch;
+    if (this.jsonBody === undefined) {
+      appendDecision(call, request);
+      return;
+    }
     const { keys, args, spec, now } = call;
-    const [keyCount, argCount] = [keys.length, args.length];
+    const keyCount = keys.length;
+    const argCount = args.length;
     appendDecision(call, request);
-    if (this.jsonBody === undefined) return;
     let added = 0;
     for (let i = keyCount; i < keys.length; i++) added += 1 + jsonStringBytes(keys[i]!);
     for (let i = argCount; i < args.length; i++) added += 1 + jsonStringBytes(args[i]!);
@@ -232,7 +240,7 @@ export class LimitBatcher {
   }
 
   private alone(request: LimitRequest): Promise<LimitResult> {
-    const batch: Batch = { call: newCall(this.clock), bytes: 0, requests: [], resolves: [], rejects: [] };
+    const batch = this.newBatch();
     const requests = [request];
     try {
       const over = this.append(batch, request);

@@ -140,7 +140,8 @@ export function upstashRest(options: UpstashRestOptions): UpstashRestClient {
       response = await send(endpoint, init);
     } catch (error) {
       // Refused while building the request, so nothing was sent: once more without the field (see above).
-      if (!init.cache || !/\bcache\b/.test(String(error))) throw error;
+      // Only the refusal of the field itself: a network error that merely mentions a cache may have been sent.
+      if (!init.cache || !/\bcache\b.*\bnot (?:yet )?(?:implemented|supported)/i.test(String(error))) throw error;
       noStore = false;
       delete init.cache;
       response = await send(endpoint, init);
