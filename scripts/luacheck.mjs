@@ -1,7 +1,9 @@
 #!/usr/bin/env node
 // `pnpm lint`'s Lua half: runs luacheck (config: .luacheckrc) on the Redis script, the Redis Function library and
-// the lease script exactly as they ship, assembled from packages/stores/redis-script/src/lua by its build step, and
-// reports each warning at its line in the .lua file it came from. Every .lua file there must be part of what ships
+// the lease, config and analytics scripts as they ship, assembled from packages/stores/redis-script/src/lua by its
+// build step, with their locals under the names the files give them (what ships has them shortened, the same
+// code: redis-script's lua.test.ts compares the two with luac), and reports each warning at its line in the .lua
+// file it came from. Every .lua file there must be part of what ships
 // (an orphan file would go unlinted). Exits 1 on any warning, and loudly when luacheck is missing.
 // Usage: node scripts/luacheck.mjs [lua-dir]   (the directory argument is for tests)
 import { spawnSync } from 'node:child_process';
@@ -35,12 +37,12 @@ try {
 const problems = [];
 const used = new Set();
 for (const [name, text, map] of [
-  ['script.lua', assembled.script, assembled.maps.script],
-  ['library.lua', assembled.library, assembled.maps.library],
-  ['lease.lua', assembled.lease, assembled.maps.lease],
-  ['config.lua', assembled.config, assembled.maps.config],
-  ['analytics.lua', assembled.analytics, assembled.maps.analytics],
-  ['analytics-read.lua', assembled.analyticsRead, assembled.maps.analyticsRead],
+  ['script.lua', assembled.readable.script, assembled.maps.script],
+  ['library.lua', assembled.readable.library, assembled.maps.library],
+  ['lease.lua', assembled.readable.lease, assembled.maps.lease],
+  ['config.lua', assembled.readable.config, assembled.maps.config],
+  ['analytics.lua', assembled.readable.analytics, assembled.maps.analytics],
+  ['analytics-read.lua', assembled.readable.analyticsRead, assembled.maps.analyticsRead],
 ]) {
   for (const { file } of map) used.add(file);
   const run = spawnSync(

@@ -3,6 +3,7 @@
  * from the script's own SHA-1 (computed, never written down), Redis agrees with that digest, and the build is
  * as edge-safe as the source (the Upstash store ships it to edge runtimes).
  */
+import { spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { cpSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -10,7 +11,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { Redis } from 'ioredis';
-import { assemble, compactText, LUA_DIR, STEPS } from '../build/lua.mjs';
+import { assemble, compactText, LUA_DIR, renameLocals, shortNames, STEPS } from '../build/lua.mjs';
 import {
   CLIENT_CLOCK_EXPIRY_SLACK_MS,
   LEASE_SCRIPT,
@@ -23,18 +24,34 @@ import {
 import { startRedis, type RedisServer } from '../../../../test/harness/redis.js';
 
 const stepFiles = readdirSync(join(LUA_DIR, 'steps')).filter((f) => f.endsWith('.lua'));
-/** A .lua file as it ships: its leading `---` documentation lines dropped, then compacted (comment and blank lines dropped, each other line squeezed). */
-const shipped = (file: string) => compactText(readFileSync(join(LUA_DIR, file), 'utf8').replace(/^(?:---.*\n)+/, ''));
+const { names } = assemble();
+/** Lines of a compacted text with its locals renamed by `map` (a text's entry in assemble().names). */
+const renamed = (text: string, map: Record<string, string>) =>
+  renameLocals(
+    text
+      .split('\n')
+      .slice(0, -1)
+      .map((line) => ({ text: line, file: 'text', line: 0 })),
+    new Map(Object.entries(map)),
+  )
+    .map((l) => `${l.text}\n`)
+    .join('');
+/**
+ * A .lua file as it ships: its leading `---` documentation lines dropped, then compacted (comment and blank lines
+ * dropped, each other line squeezed) and its locals renamed as the script's (or `map`'s).
+ */
+const shipped = (file: string, map = names.script) =>
+  renamed(compactText(readFileSync(join(LUA_DIR, file), 'utf8').replace(/^(?:---.*\n)+/, '')), map);
 
 describe('the script is src/lua assembled', () => {
   test('LIMIT_SCRIPT_SHA1 is the SHA-1 of LIMIT_SCRIPT, and the Function is named after it', () => {
     expect(LIMIT_SCRIPT_SHA1).toBe(createHash('sha1').update(LIMIT_SCRIPT).digest('hex'));
     expect(LIMIT_FUNCTION).toBe(`sluice_limit_${LIMIT_SCRIPT_SHA1.slice(0, 12)}`);
     expect(LIMIT_LIBRARY.startsWith(`#!lua name=sluice_${LIMIT_SCRIPT_SHA1.slice(0, 12)}\n`)).toBe(true);
-    expect(LIMIT_LIBRARY.endsWith(`redis.register_function('${LIMIT_FUNCTION}',limit)\n`)).toBe(true);
+    expect(LIMIT_LIBRARY.endsWith(`redis.register_function('${LIMIT_FUNCTION}',${names.library.limit})\n`)).toBe(true);
   });
 
-  test('what ships is the files, compacted: every step file, whole, with no include line, placeholder, doc header, comment, indentation or blank line left', () => {
+  test('what ships is the files, compacted and renamed: every step file, whole, with no include line, placeholder, doc header, comment, indentation or blank line left', () => {
     expect(stepFiles.length).toBe(STEPS.length);
     for (const text of [LIMIT_SCRIPT, LIMIT_LIBRARY]) {
       expect(text).not.toMatch(/--|@VERSION@|^\s/m);
@@ -45,19 +62,68 @@ describe('the script is src/lua assembled', () => {
     expect(assemble().script).toBe(LIMIT_SCRIPT);
   });
 
-  test('each shipped line is its source line, squeezed: the line maps name where it came from (luacheck reports by them)', () => {
-    const { script, lease, maps } = assemble();
-    for (const [text, map] of [
-      [script, maps.script],
-      [lease, maps.lease],
+  test('each shipped line is its source line, squeezed, then renamed: the line maps name where it came from (luacheck reports by them)', () => {
+    const { script, lease, readable, maps } = assemble();
+    for (const [text, readableText, map, localNames] of [
+      [script, readable.script, maps.script, names.script],
+      [lease, readable.lease, maps.lease, names.lease],
     ] as const) {
-      const lines = text.split('\n').slice(0, -1);
+      const lines = readableText.split('\n').slice(0, -1);
       expect(lines.length).toBe(map.length);
       lines.forEach((line, i) => {
         const origin = readFileSync(join(LUA_DIR, map[i]!.file), 'utf8').split('\n')[map[i]!.line - 1]!;
         // The step chain's `if code == ...` arms are generated at the `-- #include steps` line.
         if (!origin.includes('#include steps')) expect(`${line}\n`, `${map[i]!.file}:${map[i]!.line}`).toBe(compactText(origin));
       });
+      expect(text).toBe(renamed(readableText, localNames));
+    }
+  });
+
+  test('renaming gives locals short names and leaves fields, table keys, strings, globals and keywords alone', () => {
+    const lines = [
+      'local floor=math.floor',
+      'local function step(state,window)',
+      "local t={window=window,state='state'}",
+      'for key,value in pairs(t)do state=t.window+floor(value)end',
+      'return redis.call(KEYS[1],state,t:window())',
+      'end',
+      'local state_ttl=step({},1)',
+    ].map((text, i) => ({ text, file: 'sample.lua', line: i + 1 }));
+    const map = shortNames([lines]);
+    expect([...map.keys()].sort()).toEqual(['floor', 'key', 'state', 'state_ttl', 'step', 'value', 'window']);
+    // A short name is never a word the text already uses (`t` is taken), nor a keyword or a global.
+    expect([...map.values()]).not.toContain('t');
+    const [a, b, c] = [map.get('state'), map.get('window'), map.get('floor')];
+    const out = renameLocals(lines, map).map((l) => l.text);
+    expect(out[2]).toBe(`local t={window=${b},state='state'}`);
+    expect(out[3]).toBe(`for ${map.get('key')},${map.get('value')} in pairs(t)do ${a}=t.window+${c}(${map.get('value')})end`);
+    expect(out[4]).toBe(`return redis.call(KEYS[1],${a},t:window())`);
+  });
+
+  test('renaming changes no code: luac compiles every shipped text to the bytecode of its readable twin, debug information stripped', () => {
+    const luac = ['luac5.1', 'luac'].find((bin) => spawnSync(bin, ['-v']).status === 0);
+    if (luac === undefined) {
+      throw new Error(
+        'luac (Lua 5.1) is missing: install it with `sh scripts/install-luacheck.sh` (lua-check brings lua5.1) or `apt-get install -y lua5.1`',
+      );
+    }
+    const assembled = assemble();
+    const dir = mkdtempSync(join(tmpdir(), 'sluice-luac-'));
+    const bytecode = (text: string, name: string) => {
+      writeFileSync(join(dir, `${name}.lua`), text);
+      const run = spawnSync(luac, ['-s', '-o', join(dir, `${name}.out`), join(dir, `${name}.lua`)], { encoding: 'utf8' });
+      expect(run.status, run.stderr).toBe(0);
+      return readFileSync(join(dir, `${name}.out`));
+    };
+    try {
+      for (const name of ['script', 'library', 'lease', 'config', 'analytics', 'analyticsRead'] as const) {
+        expect(assembled[name], name).not.toBe(assembled.readable[name]);
+        expect(bytecode(assembled[name], `${name}-shipped`).equals(bytecode(assembled.readable[name], `${name}-readable`)), name).toBe(
+          true,
+        );
+      }
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
     }
   });
 
@@ -77,7 +143,7 @@ describe('the script is src/lua assembled', () => {
   test('the script and the Function share one text: the library is the script wrapped, its body the driver', () => {
     const body = shipped('driver.lua');
     expect(LIMIT_SCRIPT.endsWith(`\n${body}`)).toBe(true);
-    expect(LIMIT_LIBRARY).toContain(`if not floor then bind()end\n${body}end\n`);
+    expect(LIMIT_LIBRARY).toContain(`if not ${names.library.floor} then ${names.library.bind}()end\n${body}end\n`);
   });
 
   test('the client-clock slack in the driver and the lease script is CLIENT_CLOCK_EXPIRY_SLACK_MS', () => {
@@ -86,12 +152,12 @@ describe('the script is src/lua assembled', () => {
       `slack = ${CLIENT_CLOCK_EXPIRY_SLACK_MS} -- CLIENT_CLOCK_EXPIRY_SLACK_MS`,
     );
     expect(readFileSync(join(LUA_DIR, 'lease.lua'), 'utf8')).toContain(`, ${CLIENT_CLOCK_EXPIRY_SLACK_MS} -- CLIENT_CLOCK_EXPIRY_SLACK_MS`);
-    expect(LIMIT_SCRIPT).toContain(`slack=${CLIENT_CLOCK_EXPIRY_SLACK_MS}\n`);
+    expect(LIMIT_SCRIPT).toContain(`${names.script.slack}=${CLIENT_CLOCK_EXPIRY_SLACK_MS}\n`);
     expect(LEASE_SCRIPT).toContain(`,${CLIENT_CLOCK_EXPIRY_SLACK_MS}`);
   });
 
   test('the lease script is lease.lua as it ships, with its own SHA-1', () => {
-    expect(LEASE_SCRIPT).toBe(shipped('lease.lua'));
+    expect(LEASE_SCRIPT).toBe(shipped('lease.lua', names.lease));
     expect(LEASE_SCRIPT_SHA1).toBe(createHash('sha1').update(LEASE_SCRIPT).digest('hex'));
     expect(assemble().lease).toBe(LEASE_SCRIPT);
   });
