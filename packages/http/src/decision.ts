@@ -68,7 +68,7 @@ export function note<R>(o: CompiledOptions<R>, raw: R, entry: CompiledEntry<R>, 
  * Results as header reports. A failure-policy answer (reason `store_unavailable`) has no counts behind it, so it
  * reports no rules rather than an invented "full" or "empty"; a fallback store's answer has real counts and stays.
  */
-export function counted(results: readonly LimiterResult[]): readonly LimiterResult[] {
+export function reportableResults(results: readonly LimiterResult[]): readonly LimiterResult[] {
   let failed = false;
   for (let i = 0; i < results.length; i++) if (results[i]!.decision.reason === 'store_unavailable') failed = true;
   if (!failed) return results;

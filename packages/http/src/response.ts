@@ -1,6 +1,6 @@
 import type { Decision } from '@sluice/core';
 import type { CompiledOptions } from './compile-options.js';
-import { counted, leastRoom, type LimiterResult } from './decision.js';
+import { leastRoom, reportableResults, type LimiterResult } from './decision.js';
 import { ceilSeconds, rateLimitFields, type CachedFieldsOptions, type HeaderField } from './header-fields.js';
 import type { DenyContext } from './options.js';
 import { PROBLEM_CONTENT_TYPE, REFUSAL_STATUS, problemFor, type RefusalKind } from './problem.js';
@@ -90,7 +90,7 @@ export function allowedResult<R>(o: CompiledOptions<R>, tally: Tally): HandleRes
     allowed: true,
     outcome: tally.shadowed ? 'shadow' : 'allowed',
     status: 200,
-    headers: rateLimitFields(counted(results), decider, o),
+    headers: rateLimitFields(reportableResults(results), decider, o),
     body: undefined,
     decision: results[decider]!.decision,
     results,
@@ -117,7 +117,7 @@ export function refusedResult<R>(o: CompiledOptions<R>, raw: R, tally: Tally): H
     limited(o, { request: raw, identity: key, policy, decision, shadow: false, shadowBanned: true });
     // The same fields an allowed response carries (and no Retry-After): a ban the client can tell apart by its
     // header names is no shadow ban.
-    const headers = rateLimitFields(counted(results), refused, o);
+    const headers = rateLimitFields(reportableResults(results), refused, o);
     return {
       allowed: false,
       outcome: 'shadow_banned',
@@ -137,7 +137,7 @@ export function refusedResult<R>(o: CompiledOptions<R>, raw: R, tally: Tally): H
     maxWindowSeconds: retryAfterSeconds(REFUSAL_STATUS[kind], decision),
     policyItems: o.policyItems,
   };
-  const rateHeaders = rateLimitFields(counted(results), refused, capped);
+  const rateHeaders = rateLimitFields(reportableResults(results), refused, capped);
   return refusal(o, raw, { kind, decision, about: { policy, cost }, rateHeaders, identity, degraded, results });
 }
 
