@@ -226,9 +226,14 @@ export function createThrottledFetch<F extends FetchLike = FetchLike>(options: T
     const waitOptions = signal === undefined ? { maxWait: maxWaitMs } : { maxWait: maxWaitMs, signal };
     for (let attempt = 0; ; attempt++) {
       const booked = shared?.ticket(identity);
+      const waitStarted = Date.now();
       await limiter.wait(identity, waitOptions);
-      // A slot booked before the fleet lowered the limit is booked again, once, under the new limit.
-      if (booked !== undefined && shared!.loweredSince(identity, booked)) await limiter.wait(identity, waitOptions);
+      // A slot booked before the fleet lowered the limit is booked again, once, under the new limit, within what is
+      // left of maxWait: the caller's whole wait stays within maxWait.
+      if (booked !== undefined && shared!.loweredSince(identity, booked)) {
+        const left = Math.max(0, maxWaitMs - (Date.now() - waitStarted));
+        await limiter.wait(identity, signal === undefined ? { maxWait: left } : { maxWait: left, signal });
+      }
       const sentAt = Date.now();
       const ticket = shared?.ticket(identity);
       const response = original === undefined ? await fetchImpl(input, init) : await fetchImpl(original.clone());

@@ -5,7 +5,7 @@
  * and a failing source changes nothing and throws nothing.
  */
 import { describe, expect, test, vi } from 'vitest';
-import { createLimiter, gcra, type Limiter } from '@sluice/core';
+import { createLimiter, gcra, type Duration, type Limiter } from '@sluice/core';
 import { parseLimiterConfig, watchConfig, type ConfigSource } from '@sluice/core/config';
 import { memoryConfigSource, memoryStore } from '@sluice/memory';
 import { QUIET_WINDOWS_SHARED, SharedLimitLearner } from '../src/shared-limit-learner.js';
@@ -268,7 +268,7 @@ describe('createThrottledFetch learn: { source }', () => {
 
 describe('createThrottledFetch: a slot booked before a cut', () => {
   /** Worker A is a throttled fetch whose first wait is held until `release`; worker B is another process's learner. */
-  function workers() {
+  function workers(maxWait: Duration = '5s', holdMs = 0) {
     const source = new CasSource();
     const store = reserveStore();
     const limiter = createLimiter({ store, name: 'third-party', rules: gcra({ id: 'api', limit: 48, period: '1s' }) });
@@ -276,20 +276,26 @@ describe('createThrottledFetch: a slot booked before a cut', () => {
     let release!: () => void;
     const held = new Promise<void>((resolve) => (release = resolve));
     let waits = 0;
+    const maxWaits: Duration[] = [];
     vi.spyOn(limiter, 'wait').mockImplementation(async (identity, options) => {
       waits++;
-      if (waits === 1) await held;
+      maxWaits.push(options.maxWait);
+      if (waits === 1) {
+        await held;
+        // The first booking's slot started this long after it was booked.
+        await new Promise((resolve) => setTimeout(resolve, holdMs));
+      }
       return wait(identity, options);
     });
     const fetchApi = createThrottledFetch({
       limiter,
-      maxWait: '5s',
+      maxWait,
       learn: { source, refresh: '10ms' },
       fetch: async (_input: string) => ok,
     });
     const other = createLimiter({ store, name: 'third-party', rules: gcra({ id: 'api', limit: 48, period: '1s' }) });
     const b = new SharedLimitLearner(other, source, 1000);
-    return { fetchApi, b, release, waits: () => waits };
+    return { fetchApi, b, release, waits: () => waits, maxWaits };
   }
 
   test('is booked again under the lower limit once this process has adopted the cut', async () => {
@@ -302,6 +308,20 @@ describe('createThrottledFetch: a slot booked before a cut', () => {
     release();
     await first;
     expect(waits()).toBe(4); // both requests waited twice
+  });
+
+  test("is booked again within what is left of maxWait, so the caller's whole wait stays within it", async () => {
+    const { fetchApi, b, release, maxWaits } = workers(400, 300);
+    const first = fetchApi('https://api.example.com/v1');
+    await refuse(b);
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    await fetchApi('https://api.example.com/v1');
+    release();
+    await first;
+    // The first request waited at least 300 ms on its first booking: its second may wait 100 ms at most, not 400.
+    expect(maxWaits[0]).toBe(400);
+    expect(maxWaits.at(-1)).toBeLessThanOrEqual(100);
+    expect(maxWaits.at(-1)).toBeGreaterThanOrEqual(0);
   });
 
   test('is sent as booked when no limit was lowered while it waited', async () => {
