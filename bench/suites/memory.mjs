@@ -10,6 +10,7 @@ import {
   CLOCK,
   ERL,
   FLOOR,
+  FLOOR_DECISION,
   LIMITER,
   OBSERVED,
   RLF,
@@ -159,6 +160,13 @@ export async function run({ options, log }) {
         1,
         formatRatio,
       ),
+      target(
+        `sluice limitSync() ahead of express-rate-limit, ${countLabel} identities (time ÷ its time)`,
+        byName(SLUICE_SYNC).nsPerOp / byName(ERL).nsPerOp,
+        '<',
+        1,
+        formatRatio,
+      ),
       target(`sluice limitSync() within 2x of the floor, ${countLabel} identities`, syncVsFloor, '<=', 2, formatRatio),
       ...(largeRows === undefined
         ? []
@@ -191,7 +199,7 @@ export async function run({ options, log }) {
       'Ratios are time per decision divided by the base row\'s: below 1.00x is faster. "spread" is half the (max − min) range of the rounds around the median.',
       '"allowed" is each contestant\'s share of allowed decisions over the run; faster contestants spend tokens faster (real clocks), so they see more denials.',
       `onDecision: "sluice limitSync()" is the limiter with onDecision unset, the path it took before observers existed. Set, an observer adds, per decision, at ${countLabel} identities (mostly limited): a no-op ${added(SLUICE_NOOP)} (${added(SLUICE_NOOP, limitedRows)}), sluiceMetrics on an OpenTelemetry SDK MeterProvider ${added(SLUICE_OTEL)} (${added(SLUICE_OTEL, limitedRows)}), the same with duration: false ${added(SLUICE_OTEL_COUNTS)} (${added(SLUICE_OTEL_COUNTS, limitedRows)}). The SDK's reader exports hourly here, so no collection falls in those rounds; "${SLUICE_OTEL_COLLECTED}" collects at the end of each round, timed with it: ${added(SLUICE_OTEL_COLLECTED)} (${added(SLUICE_OTEL_COLLECTED, limitedRows)}). fleetAnalytics (per-second counts and top limited identities, published each second into a memory analytics store): ${added(SLUICE_ANALYTICS)} (${added(SLUICE_ANALYTICS, limitedRows)}).`,
-      `Beyond the clock (${byName(CLOCK).nsPerOp.toFixed(1)} ns here), limitSync() spent ${(byName(SLUICE_SYNC).nsPerOp - byName(CLOCK).nsPerOp).toFixed(1)} ns and the floor ${(byName(FLOOR).nsPerOp - byName(CLOCK).nsPerOp).toFixed(1)} ns per decision at ${countLabel} identities. limitSync() returns a Decision (10 fields and a one-rule report: three objects, its epoch-ms fields boxed); the floor and limiter return a boolean.`,
+      `Beyond the clock (${byName(CLOCK).nsPerOp.toFixed(1)} ns here), limitSync() spent ${(byName(SLUICE_SYNC).nsPerOp - byName(CLOCK).nsPerOp).toFixed(1)} ns and the floor ${(byName(FLOOR).nsPerOp - byName(CLOCK).nsPerOp).toFixed(1)} ns per decision at ${countLabel} identities. limitSync() returns a Decision (10 fields and a one-rule report: three objects, its epoch-ms fields boxed); the floor and limiter return a boolean. The floor returning a decision of that shape took ${byName(FLOOR_DECISION).nsPerOp.toFixed(1)} ns (${(byName(FLOOR_DECISION).nsPerOp / byName(FLOOR).nsPerOp).toFixed(2)}x the floor): the rest of limitSync()'s time is the limiter and the store.`,
     ],
     data: {
       heap,

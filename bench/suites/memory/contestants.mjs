@@ -8,7 +8,7 @@ import { AggregationTemporality, InMemoryMetricExporter, MeterProvider, Periodic
 import { MemoryStore as ExpressMemoryStore } from 'express-rate-limit';
 import { TokenBucket } from 'limiter';
 import { RateLimiterMemory, RateLimiterRes } from 'rate-limiter-flexible';
-import { createFloor } from './floor.mjs';
+import { createFloor, createFloorWithDecision } from './floor.mjs';
 import { CAPACITY, REFILL_PER_SECOND, SMALL, WINDOW_MS, consumeRlf } from './workload.mjs';
 
 function counted(name, body) {
@@ -63,6 +63,8 @@ export const RLF = 'rate-limiter-flexible consume';
 export const ERL = 'express-rate-limit increment';
 export const LIMITER = 'limiter tryRemoveTokens';
 export const FLOOR = 'floor (Map + arithmetic)';
+/** The floor returning a decision of sluice's shape: what the answer's objects cost, apart from the limiter. */
+export const FLOOR_DECISION = 'floor returning a Decision';
 export const CLOCK = 'clock (Date.now() alone)';
 
 /** sluiceMetrics on a fresh SDK meter: the observer, how to collect, and how to stop its provider. */
@@ -199,6 +201,19 @@ export function contestants(workload = SMALL, { maxKeys, skip = [] } = {}) {
           let allowed = 0;
           let c = tally.cursor;
           for (let i = 0; i < n; i++) if (take(ids[order[c++ & MASK]])) allowed++;
+          tally.cursor = c;
+          tally.allowed += allowed;
+          tally.total += n;
+        },
+      };
+    }),
+    counted(FLOOR_DECISION, (tally) => {
+      const decide = createFloorWithDecision();
+      return {
+        run(n) {
+          let allowed = 0;
+          let c = tally.cursor;
+          for (let i = 0; i < n; i++) if (decide(ids[order[c++ & MASK]]).allowed) allowed++;
           tally.cursor = c;
           tally.allowed += allowed;
           tally.total += n;
