@@ -3,8 +3,6 @@
 // store contract's types. The limiter, the rule factories and SluiceError are in the root export (src/index.ts).
 // The option checks the sluice packages share are in the private @sluice/internal, never published; internals
 // (ceilDiv, STEPS, hash32, CircuitBreaker) are exported from nowhere.
-export { combineOneOutcome, combineOutcomes } from './decision.js';
-
 export { fixedWindowStep } from './algorithms/fixed-window.js';
 export type { FixedWindowParams } from './algorithms/fixed-window.js';
 export { slidingWindowLogStep } from './algorithms/sliding-window-log.js';

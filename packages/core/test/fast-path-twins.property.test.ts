@@ -14,10 +14,9 @@
  */
 import fc from 'fast-check';
 import { describe, expect, test } from 'vitest';
-import { combineOneOutcome } from '../src/decision.js';
+import { combineOneOutcome, combineOutcomes } from '../src/decision.js';
 import { createLimiter, fixedWindow, tokenBucket, type Decision, type SyncStore } from '../src/index.js';
 import {
-  combineOutcomes,
   evaluate,
   identityKey,
   newStepScratch,

@@ -32,8 +32,6 @@ const STORE = [
   'LEASE_ID_PATTERN',
   'MAX_VERBATIM_IDENTITY',
   'NEVER',
-  'combineOneOutcome',
-  'combineOutcomes',
   'createFailurePolicy',
   'decodeState',
   'encodeState',
@@ -83,7 +81,16 @@ const ANALYTICS = [
 ];
 
 /** The option checks sluice's own packages share (through the private @sluice/internal), one copy in a bundle. */
-const INTERNAL_HELPERS = ['describeValue', 'durationOption', 'isPromiseLike', 'optionalFunction', 'rejectUnknownOptions'];
+const INTERNAL_HELPERS = [
+  'describeValue',
+  'durationOption',
+  'integerOption',
+  'isPromiseLike',
+  'optionalFunction',
+  'positiveInteger',
+  'rejectUnknownOptions',
+  'requireObject',
+];
 
 /** Each entry: its name in dist/, its source module and the names it exports. */
 const ENTRIES = [
