@@ -148,10 +148,7 @@ class Concurrency implements ConcurrencyLimiter {
     this.name = checkName(options.name ?? 'default', 'name');
     this.keyPrefix = `${checkName(options.prefix ?? 'sluice', 'prefix')}:${this.name}:{`;
     this.ttlMs = durationOption(options.ttl ?? 60_000, `${WHERE}: ttl`, TTL_RANGE);
-    if (options.clock !== undefined && typeof options.clock !== 'function') {
-      throw new SluiceError('INVALID_OPTION', `${WHERE}: clock must be a function returning epoch ms, got ${describe(options.clock)}`);
-    }
-    this.clock = options.clock ?? Date.now;
+    this.clock = optionalFunction(options.clock, `${WHERE}: clock`, 'returning epoch ms') ?? Date.now;
     const onStoreError = options.onStoreError ?? 'allow';
     if (onStoreError !== 'allow' && onStoreError !== 'deny') {
       throw new SluiceError('INVALID_OPTION', `${WHERE}: onStoreError must be 'allow' or 'deny', got ${describe(onStoreError)}`);

@@ -18,7 +18,7 @@ import { describe } from './describe.js';
 import { SluiceError, isSluiceError } from './errors.js';
 import type { LimitRequest, LimitResult, Store } from './store.js';
 import { isPromiseLike } from './promise.js';
-import { rejectUnknownOptions, requireObject } from './validate.js';
+import { optionalFunction, positiveInteger, rejectUnknownOptions, requireObject } from './validate.js';
 
 /** What to do when the store fails or misses its deadline: fail open, fail closed, or ask another store. */
 export type StoreErrorPolicy = 'allow' | 'deny' | Store;
@@ -105,10 +105,7 @@ class Policy implements FailurePolicy {
     else if (typeof policy === 'object' && policy !== null) this.fallback = checkStore(policy, `${caller}: onStoreError`);
     else throw new SluiceError('INVALID_OPTION', `${caller}: onStoreError must be 'allow', 'deny' or a store, got ${describe(policy)}`);
     this.synchronous = this.fallback === undefined || this.fallback.capabilities.synchronous === true;
-    if (options.clock !== undefined && typeof options.clock !== 'function') {
-      throw new SluiceError('INVALID_OPTION', `${caller}: clock must be a function returning epoch ms, got ${describe(options.clock)}`);
-    }
-    this.clock = options.clock ?? Date.now;
+    this.clock = optionalFunction(options.clock, `${caller}: clock`, 'returning epoch ms') ?? Date.now;
   }
 
   get circuit(): CircuitState {
@@ -201,13 +198,7 @@ function makeBreaker(value: CircuitBreakerOptions | false | undefined, caller: s
   if (value === false) return undefined;
   const options = value === undefined ? {} : requireObject(value, `${caller}: circuitBreaker`);
   rejectUnknownOptions(options, ['failureThreshold', 'cooldown'], `${caller}: circuitBreaker`);
-  const threshold = options.failureThreshold ?? 5;
-  if (typeof threshold !== 'number' || !Number.isSafeInteger(threshold) || threshold < 1) {
-    throw new SluiceError(
-      'INVALID_OPTION',
-      `${caller}: circuitBreaker.failureThreshold must be a positive integer, got ${describe(threshold)}`,
-    );
-  }
+  const threshold = positiveInteger(options.failureThreshold ?? 5, `${caller}: circuitBreaker.failureThreshold`);
   return new CircuitBreaker(threshold, durationOption(options.cooldown ?? 2000, `${caller}: circuitBreaker.cooldown`, COOLDOWN_RANGE));
 }
 

@@ -3,7 +3,7 @@
 // an adapter and a store) carries one copy of them instead of one per package. For sluice's own packages, through
 // the private @sluice/internal: not for applications, and not covered by semver.
 export { describe as describeValue } from './describe.js';
-export { optionalFunction, rejectUnknownOptions } from './validate.js';
+export { integerOption, optionalFunction, positiveInteger, rejectUnknownOptions, requireObject } from './validate.js';
 export { durationOption } from './duration.js';
 export type { DurationRange } from './duration.js';
 export { isPromiseLike } from './promise.js';

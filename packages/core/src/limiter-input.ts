@@ -13,7 +13,7 @@ import type { LimiterOptions, LimitOptions, ReserveOptions, TakeOptions } from '
 import type { FailurePolicy } from './failure-policy.js';
 import type { Store } from './store.js';
 import type { Rule } from './rules.js';
-import { rejectUnknownOptions } from './validate.js';
+import { optionalFunction, rejectUnknownOptions } from './validate.js';
 
 const NAME_PATTERN = /^[A-Za-z0-9_.-]{1,64}$/;
 
@@ -140,21 +140,9 @@ export function checkStoreOperations(store: Store): void {
 
 /** The limiter's optional callbacks are functions when given. */
 export function checkCallbacks(options: Pick<LimiterOptions, 'clock' | 'quota' | 'onDecision'>): void {
-  if (options.clock !== undefined && typeof options.clock !== 'function') {
-    throw new SluiceError('INVALID_OPTION', `createLimiter: clock must be a function returning epoch ms, got ${describe(options.clock)}`);
-  }
-  if (options.quota !== undefined && typeof options.quota !== 'function') {
-    throw new SluiceError(
-      'INVALID_OPTION',
-      `createLimiter: quota must be a function (identity) => rules | undefined, got ${describe(options.quota)}`,
-    );
-  }
-  if (options.onDecision !== undefined && typeof options.onDecision !== 'function') {
-    throw new SluiceError(
-      'INVALID_OPTION',
-      `createLimiter: onDecision must be a function (event) => void, got ${describe(options.onDecision)}`,
-    );
-  }
+  optionalFunction(options.clock, 'createLimiter: clock', 'returning epoch ms');
+  optionalFunction(options.quota, 'createLimiter: quota', '(identity) => rules | undefined');
+  optionalFunction(options.onDecision, 'createLimiter: onDecision', '(event) => void');
 }
 
 /** The *Sync methods are refused up front, before anything is counted, when an answer could need a promise. */

@@ -37,6 +37,14 @@ export function positiveInteger(value: unknown, field: string): number {
   return value;
 }
 
+/** An integer from `min` to `max`, both included: batch sizes, prefix lengths, hop counts. */
+export function integerOption(value: unknown, field: string, min: number, max: number): number {
+  if (typeof value !== 'number' || !Number.isInteger(value) || value < min || value > max) {
+    throw new SluiceError('INVALID_OPTION', `${field} must be an integer from ${min} to ${max}, got ${describe(value)}`);
+  }
+  return value;
+}
+
 /** Guards the integer arithmetic of the algorithms: every product they form must stay below 2^53. */
 export function boundedProduct(a: number, b: number, field: string): number {
   const product = a * b;

@@ -1,5 +1,5 @@
 import { SluiceError } from '@sluice/core';
-import { describeValue, rejectUnknownOptions } from '@sluice/internal';
+import { describeValue, integerOption, rejectUnknownOptions } from '@sluice/internal';
 import { parseForwarded, parseXForwardedFor } from './forwarded.js';
 import { formatIp, maskIp, parseAddressText, type IpAddress } from './ip-address.js';
 import { compileRanges } from './ip-range.js';
@@ -66,10 +66,7 @@ export function clientIpResolver(options: ClientIpOptions = {}): (request: HttpR
     throw new SluiceError('INVALID_OPTION', `clientIp must be an object or a function, got ${describe(options)}`);
   }
   rejectUnknownOptions(options, KNOWN, 'clientIp');
-  const prefix = options.ipv6Prefix ?? 56;
-  if (typeof prefix !== 'number' || !Number.isInteger(prefix) || prefix < 48 || prefix > 64) {
-    throw new SluiceError('INVALID_OPTION', `clientIp.ipv6Prefix must be an integer from 48 to 64, got ${describe(prefix)}`);
-  }
+  const prefix = integerOption(options.ipv6Prefix ?? 56, 'clientIp.ipv6Prefix', 48, 64);
   const header = options.header ?? 'x-forwarded-for';
   if (header !== 'x-forwarded-for' && header !== 'forwarded') {
     throw new SluiceError('INVALID_OPTION', `clientIp.header must be 'x-forwarded-for' or 'forwarded', got ${describe(header)}`);
@@ -165,10 +162,8 @@ interface Trust {
 function compileTrust(value: unknown): Trust | undefined {
   if (value === false) return undefined;
   if (typeof value === 'number') {
-    if (!Number.isInteger(value) || value < 1 || value > 32) {
-      throw new SluiceError('INVALID_OPTION', `clientIp.trustProxy as a hop count must be an integer from 1 to 32, got ${describe(value)}`);
-    }
-    return Object.assign((_address: IpAddress, hop: number) => hop < value, { byHops: true });
+    const hops = integerOption(value, 'clientIp.trustProxy as a hop count', 1, 32);
+    return Object.assign((_address: IpAddress, hop: number) => hop < hops, { byHops: true });
   }
   if (typeof value === 'string' || Array.isArray(value)) {
     const entries = typeof value === 'string' ? [value] : (value as readonly string[]);

@@ -1,5 +1,5 @@
 import { SluiceError } from '@sluice/core';
-import { describeValue, rejectUnknownOptions } from '@sluice/internal';
+import { describeValue, integerOption, rejectUnknownOptions, requireObject } from '@sluice/internal';
 
 /** The options every store running this script takes, checked once for `@sluice/redis` and `@sluice/upstash`. */
 export interface ScriptStoreOptions {
@@ -14,11 +14,8 @@ export interface ScriptStoreOptions {
  * well), and the shared `clock`, `batch` and `maxBatch`, with their defaults. `where` names the factory.
  */
 export function scriptStoreOptions(options: unknown, known: readonly string[], where: string): ScriptStoreOptions {
-  if (typeof options !== 'object' || options === null || Array.isArray(options)) {
-    throw new SluiceError('INVALID_OPTION', `${where}: options must be an object, got ${describeValue(options)}`);
-  }
-  rejectUnknownOptions(options, known, where);
-  const given = options as { clock?: unknown; batch?: unknown; maxBatch?: unknown };
+  const given: { clock?: unknown; batch?: unknown; maxBatch?: unknown } = requireObject(options, where);
+  rejectUnknownOptions(given, known, where);
   const clock = given.clock ?? 'store';
   if (clock !== 'store' && clock !== 'client') {
     throw new SluiceError('INVALID_OPTION', `${where}: clock must be 'store' or 'client', got ${describeValue(clock)}`);
@@ -26,9 +23,6 @@ export function scriptStoreOptions(options: unknown, known: readonly string[], w
   const batch = given.batch ?? true;
   if (typeof batch !== 'boolean')
     throw new SluiceError('INVALID_OPTION', `${where}: batch must be true or false, got ${describeValue(batch)}`);
-  const maxBatch = given.maxBatch ?? 64;
-  if (typeof maxBatch !== 'number' || !Number.isSafeInteger(maxBatch) || maxBatch < 1 || maxBatch > 1000) {
-    throw new SluiceError('INVALID_OPTION', `${where}: maxBatch must be an integer from 1 to 1000, got ${describeValue(maxBatch)}`);
-  }
+  const maxBatch = integerOption(given.maxBatch ?? 64, `${where}: maxBatch`, 1, 1000);
   return { clock, batch, maxBatch };
 }
