@@ -8,6 +8,7 @@ import { once } from 'node:events';
 import { Redis } from 'ioredis';
 import { createApp, TRUSTED_PROXIES } from './app.mjs';
 import { startRedisServer } from '../support/redis-server.mjs';
+import { table } from '../support/table.mjs';
 
 const watchdog = setTimeout(() => {
   console.error('express-redis: did not finish within 30 s');
@@ -65,20 +66,6 @@ async function send(method, path, { client, forged, apiKey, body } = {}) {
     json = undefined;
   }
   return { status: res.status, headers: res.headers, text, json, forwarded: headers['x-forwarded-for'] };
-}
-
-function table(rows) {
-  const widths = rows[0].map((_, i) => Math.max(...rows.map((row) => String(row[i]).length)));
-  return rows
-    .map(
-      (row) =>
-        '  ' +
-        row
-          .map((cell, i) => String(cell).padEnd(widths[i]))
-          .join('  ')
-          .trimEnd(),
-    )
-    .join('\n');
 }
 
 let sample;

@@ -8,6 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { createApp } from './app.mjs';
+import { table } from '../support/table.mjs';
 
 const watchdog = setTimeout(() => {
   console.error('fastify-sqlite: did not finish within 30 s');
@@ -42,20 +43,6 @@ async function send(base, method, path, { token, body } = {}) {
     json = undefined;
   }
   return { status: res.status, headers: res.headers, text, json };
-}
-
-function table(rows) {
-  const widths = rows[0].map((_, i) => Math.max(...rows.map((row) => String(row[i]).length)));
-  return rows
-    .map(
-      (row) =>
-        '  ' +
-        row
-          .map((cell, i) => String(cell).padEnd(widths[i]))
-          .join('  ')
-          .trimEnd(),
-    )
-    .join('\n');
 }
 
 const h = (r, name) => r.headers.get(name) ?? '-';

@@ -9,6 +9,7 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { startRedisServer } from '../support/redis-server.mjs';
 import { startThirdParty } from './third-party.mjs';
+import { table } from '../support/table.mjs';
 
 const here = dirname(fileURLToPath(import.meta.url));
 const LIMIT = 10; // per second, at the third party and in every worker's limiter
@@ -26,20 +27,6 @@ const failures = [];
 const expect = (ok, what) => {
   if (!ok) failures.push(what);
 };
-
-function table(rows) {
-  const widths = rows[0].map((_, i) => Math.max(...rows.map((row) => String(row[i]).length)));
-  return rows
-    .map(
-      (row) =>
-        '  ' +
-        row
-          .map((cell, i) => String(cell).padEnd(widths[i]))
-          .join('  ')
-          .trimEnd(),
-    )
-    .join('\n');
-}
 
 const thirdParty = await startThirdParty({ limit: LIMIT });
 const redisServer = await startRedisServer({ name: 'outbound-workers' });

@@ -13,6 +13,7 @@ import { Redis } from 'ioredis';
 import { runLoad } from './load.mjs';
 import { startProxy } from './proxy.mjs';
 import { startRedisServer } from '../support/redis-server.mjs';
+import { table } from '../support/table.mjs';
 
 const here = dirname(fileURLToPath(import.meta.url));
 const STRATEGIES = ['deny-cache', 'lease', 'async'];
@@ -36,20 +37,6 @@ const expect = (ok, what) => {
 };
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 const sum = (values) => values.reduce((a, b) => a + b, 0);
-
-function table(rows) {
-  const widths = rows[0].map((_, i) => Math.max(...rows.map((row) => String(row[i]).length)));
-  return rows
-    .map(
-      (row) =>
-        '  ' +
-        row
-          .map((cell, i) => String(cell).padEnd(widths[i]))
-          .join('  ')
-          .trimEnd(),
-    )
-    .join('\n');
-}
 
 const clock = (ms) => new Date(ms).toISOString().slice(11, 23);
 

@@ -13,6 +13,7 @@ import { Redis } from 'ioredis';
 import { CLASSES, WORK_MS } from './app.mjs';
 import { renderChart } from './chart.mjs';
 import { startRedisServer } from '../support/redis-server.mjs';
+import { table } from '../support/table.mjs';
 
 const watchdog = setTimeout(() => {
   console.error('traffic-stack: did not finish within 35 s');
@@ -54,19 +55,6 @@ const expect = (ok, what) => {
 };
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 
-function table(rows) {
-  const widths = rows[0].map((_, i) => Math.max(...rows.map((row) => String(row[i]).length)));
-  return rows
-    .map(
-      (row) =>
-        '  ' +
-        row
-          .map((cell, i) => String(cell).padEnd(widths[i]))
-          .join('  ')
-          .trimEnd(),
-    )
-    .join('\n');
-}
 const pct = (part, whole) => (whole === 0 ? '-' : `${Math.round((100 * part) / whole)}%`);
 const quantile = (values, q) => {
   if (values.length === 0) return '-';
