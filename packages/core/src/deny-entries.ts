@@ -33,37 +33,44 @@ const CONTROL = /[\u0000-\u001f\u007f-\u009f]/;
  * (INVALID_OPTION) that names the field, e.g. `deny[3].until: must be a non-negative integer (epoch ms), got -1`.
  */
 export function checkDenyEntry(value: unknown, field: string): DenyEntry {
+  const entry = readDenyEntry(value);
+  if (typeof entry === 'string') throw new SluiceError('INVALID_OPTION', field + entry);
+  return entry;
+}
+
+/**
+ * The entry as a frozen copy, or what is wrong with it, as the text that follows the field's name (`.until: must
+ * be ...`). The field's name is left to the caller, so a list of 100,000 good entries builds no name at all.
+ */
+function readDenyEntry(value: unknown): DenyEntry | string {
   if (typeof value !== 'object' || value === null || Array.isArray(value)) {
-    throw new SluiceError(
-      'INVALID_OPTION',
-      `${field}: must be an object such as { "match": "203.0.113.0/24", "reason": "scraper" }, got ${describe(value)}`,
-    );
+    return `: must be an object such as { "match": "203.0.113.0/24", "reason": "scraper" }, got ${describe(value)}`;
   }
   const entry = value as Record<string, unknown>;
-  for (const key of Object.keys(entry)) {
-    if (!FIELDS.includes(key)) {
-      throw new SluiceError('INVALID_OPTION', `${field}: unknown field ${JSON.stringify(key)}; accepted fields are ${FIELDS.join(', ')}`);
+  for (const key in entry) {
+    if (Object.hasOwn(entry, key) && key !== 'match' && key !== 'until' && key !== 'reason' && key !== 'addedAt') {
+      return `: unknown field ${JSON.stringify(key)}; accepted fields are ${FIELDS.join(', ')}`;
     }
   }
   const { match, until, reason, addedAt } = entry;
   if (typeof match !== 'string' || match.length === 0 || match.length > MAX_DENY_MATCH_LENGTH || CONTROL.test(match)) {
-    throw new SluiceError(
-      'INVALID_OPTION',
-      `${field}.match: must be an identity or an IP range, a non-empty string of at most ${MAX_DENY_MATCH_LENGTH} characters without control characters, got ${describe(match)}`,
-    );
+    return `.match: must be an identity or an IP range, a non-empty string of at most ${MAX_DENY_MATCH_LENGTH} characters without control characters, got ${describe(match)}`;
   }
   if (reason !== undefined && (typeof reason !== 'string' || reason.length > MAX_DENY_REASON_LENGTH)) {
-    throw new SluiceError(
-      'INVALID_OPTION',
-      `${field}.reason: must be a string of at most ${MAX_DENY_REASON_LENGTH} characters, got ${describe(reason)}`,
-    );
+    return `.reason: must be a string of at most ${MAX_DENY_REASON_LENGTH} characters, got ${describe(reason)}`;
   }
-  return Object.freeze({
-    match,
-    ...(until === undefined ? {} : { until: epochMs(until, `${field}.until`) }),
-    ...(reason === undefined ? {} : { reason: reason as string }),
-    ...(addedAt === undefined ? {} : { addedAt: epochMs(addedAt, `${field}.addedAt`) }),
-  });
+  // Written field by field, in the document's order (match, until, reason, addedAt), without a spread per field.
+  const copy: { match: string; until?: number; reason?: string; addedAt?: number } = { match };
+  if (until !== undefined) {
+    if (!isEpochMs(until)) return `.until: ${EPOCH_MS}, got ${describe(until)}`;
+    copy.until = until;
+  }
+  if (reason !== undefined) copy.reason = reason as string;
+  if (addedAt !== undefined) {
+    if (!isEpochMs(addedAt)) return `.addedAt: ${EPOCH_MS}, got ${describe(addedAt)}`;
+    copy.addedAt = addedAt;
+  }
+  return Object.freeze(copy);
 }
 
 /**
@@ -82,23 +89,27 @@ export function checkDenyList(
       `${field} must be an array of entries such as [{ "match": "203.0.113.0/24", "reason": "scraper" }], got ${describe(value)}`,
     );
   }
+  const items = value as unknown[];
   const entries: DenyEntry[] = [];
   const seen = new Set<string>();
-  for (const [i, item] of (value as unknown[]).entries()) {
-    try {
-      const entry = checkDenyEntry(item, `${field}[${i}]`);
-      if (seen.has(entry.match)) {
-        throw new SluiceError(
-          'INVALID_OPTION',
-          `${field}[${i}].match: another entry already matches ${JSON.stringify(entry.match)}; keep one entry per match`,
-        );
-      }
-      seen.add(entry.match);
-      entries.push(entry);
-    } catch (error) {
-      if (onBadEntry === undefined || !(error instanceof SluiceError)) throw error;
-      onBadEntry(i, error);
+  for (let i = 0; i < items.length; i++) {
+    const entry = readDenyEntry(items[i]);
+    let problem: SluiceError | undefined;
+    if (typeof entry === 'string') problem = new SluiceError('INVALID_OPTION', `${field}[${i}]${entry}`);
+    else if (seen.has(entry.match)) {
+      problem = new SluiceError(
+        'INVALID_OPTION',
+        `${field}[${i}].match: another entry already matches ${JSON.stringify(entry.match)}; keep one entry per match`,
+      );
     }
+    if (problem !== undefined) {
+      if (onBadEntry === undefined) throw problem;
+      onBadEntry(i, problem);
+      continue;
+    }
+    const good = entry as DenyEntry;
+    seen.add(good.match);
+    entries.push(good);
   }
   const list = Object.freeze(entries);
   CHECKED.add(list);
@@ -125,9 +136,8 @@ export function sameDenyList(a: readonly DenyEntry[], b: readonly DenyEntry[]): 
   return true;
 }
 
-function epochMs(value: unknown, field: string): number {
-  if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < 0) {
-    throw new SluiceError('INVALID_OPTION', `${field}: must be a non-negative integer (epoch ms), got ${describe(value)}`);
-  }
-  return value;
+const EPOCH_MS = 'must be a non-negative integer (epoch ms)';
+
+function isEpochMs(value: unknown): value is number {
+  return typeof value === 'number' && Number.isSafeInteger(value) && value >= 0;
 }
