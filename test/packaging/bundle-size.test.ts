@@ -4,17 +4,18 @@
 // workerd/worker/browser conditions, everything inlined (hono included), gzip level 9. The same code as
 // `pnpm bench bundles` (bench/suites/bundles/measure.mjs), so the test and the bench table cannot disagree.
 //
-// The target is NOT met: 34,456 bytes gzipped (33.6 kB) on the day this was written, down from 54,480 with
-// @upstash/redis (76 kB minified alone) before the store had its own REST client, the Lua shipped compacted and
-// squeezed, and the lease script only in upstashLeaseStore(). Of the 97.5 kB minified: @sluice/http 26.9 kB,
-// @sluice/core 22.6 kB, @sluice/redis-script 20.6 kB (14 kB of it Lua), hono 19.7 kB. Until the target is met, the
+// The target is NOT met: 35,129 bytes gzipped (34.3 kB) on 2026-11-28, down from 54,480 with @upstash/redis (76 kB
+// minified alone) before the store had its own REST client, the Lua shipped compacted, squeezed and with short
+// local names, and the lease script only in upstashLeaseStore(). Of the 95.4 kB minified: @sluice/http 28.3 kB,
+// @sluice/core 24.6 kB, hono 19.7 kB, @sluice/redis-script 16.3 kB (9.1 kB of it Lua). Until the target is met, the
 // target test is an `it.fails` (it fails the suite the day the bundle meets it: make it a plain `it` then), a
-// ratchet keeps the bundle from growing past today's size plus 5%, and the bundle must stay smaller than the same
+// ratchet keeps the bundle from growing past that size plus 1%, and the bundle must stay smaller than the same
 // worker on @upstash/ratelimit.
 import { describe, expect, it } from 'vitest';
 import { ENTRIES, HONO_UPSTASH_TARGET_BYTES, measureEntry, type BundleSize } from '../../bench/suites/bundles/measure.mjs';
 
-const RATCHET_BYTES = Math.round(34_456 * 1.05);
+const MEASURED_BYTES = 35_129;
+const RATCHET_BYTES = Math.round(MEASURED_BYTES * 1.01);
 const TARGET = `${HONO_UPSTASH_TARGET_BYTES / 1024} kB`;
 
 const measured = new Map<string, Promise<BundleSize>>();
@@ -70,13 +71,16 @@ describe('the Upstash-on-Hono worker bundle (everything the worker ships)', () =
     expect(text.split('a whole number of ms').length - 1).toBe(1);
   });
 
-  it(`does not grow past today's size + 5% (${RATCHET_BYTES} bytes gzipped) while the ${TARGET} target is missed`, async () => {
+  it(`does not grow past its measured size + 1% (${RATCHET_BYTES} bytes gzipped) while the ${TARGET} target is missed`, async () => {
     const size = await honoUpstash();
     expect(size.gzipBytes, describeSize(size)).toBeLessThanOrEqual(RATCHET_BYTES);
   });
 
-  it.fails(`is at most ${TARGET} gzipped (${HONO_UPSTASH_TARGET_BYTES} bytes), the size target: NOT met today (34,456 bytes)`, async () => {
-    const size = await honoUpstash();
-    expect(size.gzipBytes, describeSize(size)).toBeLessThanOrEqual(HONO_UPSTASH_TARGET_BYTES);
-  });
+  it.fails(
+    `is at most ${TARGET} gzipped (${HONO_UPSTASH_TARGET_BYTES} bytes), the size target: NOT met (${MEASURED_BYTES} bytes when measured)`,
+    async () => {
+      const size = await honoUpstash();
+      expect(size.gzipBytes, describeSize(size)).toBeLessThanOrEqual(HONO_UPSTASH_TARGET_BYTES);
+    },
+  );
 });
