@@ -4,7 +4,7 @@
 // workerd/worker/browser conditions, everything inlined (hono included), gzip level 9. The same code as
 // `pnpm bench bundles` (bench/suites/bundles/measure.mjs), so the test and the bench table cannot disagree.
 //
-// The target is NOT met: 35,129 bytes gzipped (34.3 kB) on 2026-11-28, down from 54,480 with @upstash/redis (76 kB
+// The target is NOT met: 35,222 bytes gzipped (34.4 kB) on 2026-11-28, down from 54,480 with @upstash/redis (76 kB
 // minified alone) before the store had its own REST client, the Lua shipped compacted, squeezed and with short
 // local names, and the lease script only in upstashLeaseStore(). Of the 95.4 kB minified: @sluice/http 28.3 kB,
 // @sluice/core 24.6 kB, hono 19.7 kB, @sluice/redis-script 16.3 kB (9.1 kB of it Lua). Until the target is met, the
@@ -14,7 +14,7 @@
 import { describe, expect, it } from 'vitest';
 import { ENTRIES, HONO_UPSTASH_TARGET_BYTES, measureEntry, type BundleSize } from '../../bench/suites/bundles/measure.mjs';
 
-const MEASURED_BYTES = 35_129;
+const MEASURED_BYTES = 35_222;
 const RATCHET_BYTES = Math.round(MEASURED_BYTES * 1.01);
 const TARGET = `${HONO_UPSTASH_TARGET_BYTES / 1024} kB`;
 
