@@ -5,8 +5,10 @@
  * ASCII, which is all a log's syntax is. Parsers turn the values they keep back into UTF-8 (`utf8Value`). A newline
  * byte never occurs inside a UTF-8 sequence, so cutting at the last one splits no character. A line that is not valid UTF-8 is skipped and
  * counted, never decoded with replacement characters (two different byte strings would read as one identity).
- * A line longer than `maxLineBytes` is skipped and counted; at most that much of a partial line is held between
- * chunks, so memory does not grow with a line that never ends.
+ * A line longer than `maxLineBytes` (its bytes before the newline, trailing CR and blanks included) is skipped and
+ * counted; at most that much of a partial line is held between chunks, so memory does not grow with a line that
+ * never ends. Every rule is decided per line, whatever the chunk boundaries: one line is read the same by one
+ * thread reading chunks and by a worker reading a byte range (tune-threads.ts).
  */
 import { isUtf8 } from 'node:buffer';
 import { INVALID_UTF8, TOO_LONG } from './line-result.js';
@@ -117,17 +119,17 @@ export class LineReader {
       this.splitText(bytes.toString('latin1'));
       return;
     }
-    // Rare: find the invalid lines one by one.
+    // Rare: find the invalid lines one by one (an over-long one is counted as such, as `splitText` would).
     let start = 0;
     while (start <= bytes.length) {
       let nl = bytes.indexOf(10, start);
       if (nl === -1) nl = bytes.length;
       const line = bytes.subarray(start, nl);
-      if (isUtf8(line)) {
-        this.splitText(line.toString('latin1'));
-      } else {
+      if (line.length <= this.maxLineBytes && !isUtf8(line)) {
         this.lines++;
         this.handler.skip(INVALID_UTF8);
+      } else {
+        this.splitText(line.toString('latin1'));
       }
       start = nl + 1;
     }
@@ -141,13 +143,19 @@ export class LineReader {
     while (start <= length) {
       let nl = text.indexOf('\n', start);
       if (nl === -1) nl = length;
-      let end = nl;
-      // Trailing CR (CRLF files) and blanks are not part of the line.
-      while (end > start && isTrailingBlank(text.charCodeAt(end - 1))) end--;
-      if (end > start) {
+      if (nl - start > this.maxLineBytes) {
+        // Measured with its line ending and blanks, as `push` measures a line that spans chunks: whether a line is
+        // too long never depends on where the input was cut (by chunks, or by byte ranges on threads).
         this.lines++;
-        if (end - start > this.maxLineBytes) handler.skip(TOO_LONG);
-        else handler.line(text, start, end);
+        handler.skip(TOO_LONG);
+      } else {
+        let end = nl;
+        // Trailing CR (CRLF files) and blanks are not part of the line.
+        while (end > start && isTrailingBlank(text.charCodeAt(end - 1))) end--;
+        if (end > start) {
+          this.lines++;
+          handler.line(text, start, end);
+        }
       }
       start = nl + 1;
     }

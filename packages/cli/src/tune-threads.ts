@@ -3,13 +3,18 @@
  * lookups: about three quarters of one thread's CPU time in `pnpm bench tune`), runs in worker threads; the replay
  * stays on the main thread, which alone sees every line in input order, so the result is exactly one thread's.
  *
- * The main thread cuts the input at line boundaries into jobs of about `JOB_BYTES` and hands them to the workers
- * in turn; it takes the answers back in the same order. Each worker numbers identities on its own; the main thread
- * gives a worker's identity its global number when it meets its first line, in input order, which is the order one
- * thread numbers them in. Skipped lines are counted where they are found (over-long lines on the main thread,
- * before any copy), and counts do not depend on order. Lines are then reordered and replayed as on one thread.
+ * A regular file (not gzip) is cut into byte ranges of `RANGE_BYTES` that the workers read themselves, each the
+ * lines that start in its range, so the main thread never reads, copies or transfers the input; any other input
+ * (standard input, gzip) is read by the main thread and cut at line boundaries into jobs of about `JOB_BYTES`.
+ * Jobs go to the workers in turn and their answers are taken back in the same order. A line is read the same
+ * whichever range or chunk holds it (line-reader.ts decides every rule per line).
+ *
+ * Each worker numbers identities on its own; the main thread gives a worker's identity its global number when it
+ * meets its first line, in input order, which is the order one thread numbers them in. Skipped lines are counted
+ * where they are found, and counts do not depend on order. Lines are then reordered and replayed as on one thread.
  */
 import { isUtf8 } from 'node:buffer';
+import { closeSync, openSync, readSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { Worker } from 'node:worker_threads';
 import { LineReader } from './line-reader.js';
@@ -17,6 +22,8 @@ import type { WorkerAnswer, WorkerJob, WorkerSetup } from './tune-worker.js';
 
 /** Bytes per job: large enough that a message costs little per line, small enough to keep every worker busy. */
 const JOB_BYTES = 1 << 20;
+/** Bytes of a regular file per range job (the worker reads them itself), for the same reasons. */
+export const RANGE_BYTES = 1 << 20;
 /** Jobs handed out and not yet applied, per worker: one being parsed, the next queued, one answered. */
 const IN_FLIGHT_PER_WORKER = 3;
 
@@ -48,8 +55,10 @@ export class ParserThreads {
   private readonly workers: Worker[];
   /** Per worker, its jobs not yet answered, oldest first (a worker answers in the order it was asked). */
   private readonly waiting: Pending[][];
-  /** Every job not yet applied, in input order. */
-  private readonly jobs: Array<{ worker: number; answer: Promise<WorkerAnswer> }> = [];
+  /** Every job not yet applied, in input order, with the index of the input it reads. */
+  private readonly jobs: Array<{ worker: number; answer: Promise<WorkerAnswer>; input: number }> = [];
+  /** Inputs a range job failed to read, with the error: their later jobs' lines are dropped, as one thread stops. */
+  readonly readErrors = new Map<number, string>();
   /** Per worker: its identity numbers' global numbers (-1: not met yet) and names. */
   private remaps: Int32Array[];
   private readonly localNames: string[][];
@@ -91,22 +100,23 @@ export class ParserThreads {
     this.skipped[-1 - code]!++;
   }
 
-  /** Hands a job to the next worker. */
-  dispatch(job: WorkerJob): void {
+  /** Hands a job reading input number `input` to the next worker. */
+  dispatch(job: WorkerJob, input: number): void {
     if (this.failure !== undefined) throw this.failure;
     const worker = this.next++ % this.workers.length;
     const answer = new Promise<WorkerAnswer>((resolve, reject) => this.waiting[worker]!.push({ resolve, reject }));
     // Handled when applied; a rejection before then must not count as unhandled.
     answer.catch(() => {});
-    this.workers[worker]!.postMessage(job, [job.bytes.buffer as ArrayBuffer]);
-    this.jobs.push({ worker, answer });
+    if ('bytes' in job) this.workers[worker]!.postMessage(job, [job.bytes.buffer as ArrayBuffer]);
+    else this.workers[worker]!.postMessage(job);
+    this.jobs.push({ worker, answer, input });
   }
 
   /** Applies answers, in input order, until at most `pending` jobs are out (`0`: all of them). */
   async settle(pending = IN_FLIGHT_PER_WORKER * this.workers.length): Promise<void> {
     while (this.jobs.length > pending) {
-      const { worker, answer } = this.jobs.shift()!;
-      this.apply(worker, await answer);
+      const { worker, answer, input } = this.jobs.shift()!;
+      this.apply(worker, await answer, input);
     }
   }
 
@@ -114,9 +124,12 @@ export class ParserThreads {
     await Promise.all(this.workers.map((w) => w.terminate()));
   }
 
-  private apply(worker: number, answer: WorkerAnswer): void {
+  private apply(worker: number, answer: WorkerAnswer, input: number): void {
     const names = this.localNames[worker]!;
     for (const name of answer.names) names.push(name);
+    // Past a read error one thread reads nothing more of that input (the worker's new names are still its own).
+    if (this.readErrors.has(input)) return;
+    if (answer.error !== undefined) this.readErrors.set(input, answer.error);
     let remap = this.remaps[worker]!;
     if (remap.length < names.length) {
       let length = remap.length;
@@ -157,6 +170,7 @@ export class JobReader extends LineReader {
 
   constructor(
     private readonly threads: ParserThreads,
+    private readonly input: number,
     maxLineBytes: number,
     private readonly chooseFormat: (bytes: Buffer) => 'json' | 'combined' | undefined,
   ) {
@@ -194,7 +208,7 @@ export class JobReader extends LineReader {
     this.parts = [];
     this.bytes = 0;
     // Before a line could be parsed any parser will do: the job has no line to parse.
-    this.threads.dispatch({ format: this.format ?? 'json', bytes: job });
+    this.threads.dispatch({ format: this.format ?? 'json', bytes: job }, this.input);
   }
 }
 
@@ -208,8 +222,47 @@ export function firstParsedCharacter(bytes: Buffer, maxLineBytes: number): numbe
     if (nl === -1) nl = bytes.length;
     let end = nl;
     while (end > start && (bytes[end - 1] === 13 || bytes[end - 1] === 32 || bytes[end - 1] === 9)) end--;
-    if (end > start && end - start <= maxLineBytes && isUtf8(bytes.subarray(start, nl))) return bytes[start]!;
+    if (end > start && nl - start <= maxLineBytes && isUtf8(bytes.subarray(start, nl))) return bytes[start]!;
     start = nl + 1;
   }
   return -1;
+}
+
+/**
+ * How a regular file is read on threads: `undefined` when it is gzip (its bytes cannot be cut by range), else the
+ * format of its first line the parser would be handed, as `JobReader` chooses it (`undefined` inside `format`
+ * when the file has no such line).
+ */
+export function plainFileFormat(
+  path: string,
+  maxLineBytes: number,
+  format: 'auto' | 'json' | 'combined',
+): { format: 'json' | 'combined' | undefined } | undefined {
+  const fd = openSync(path, 'r');
+  try {
+    const buffer = Buffer.allocUnsafe(1 << 16);
+    let read = readSync(fd, buffer, 0, buffer.length, 0);
+    if (read >= 2 && buffer[0] === 0x1f && buffer[1] === 0x8b) return undefined;
+    if (format !== 'auto') return { format };
+    let first = -1;
+    const reader = new LineReader(
+      {
+        newText() {},
+        skip() {},
+        line(text, start) {
+          if (first === -1) first = text.charCodeAt(start);
+        },
+      },
+      maxLineBytes,
+    );
+    for (let position = 0; read > 0 && first === -1;) {
+      reader.push(buffer.subarray(0, read));
+      position += read;
+      read = readSync(fd, buffer, 0, buffer.length, position);
+    }
+    if (first === -1) reader.end();
+    return { format: first === -1 ? undefined : first === 123 ? 'json' : 'combined' };
+  } finally {
+    closeSync(fd);
+  }
 }

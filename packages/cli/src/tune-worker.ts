@@ -1,9 +1,11 @@
 /**
- * A `tune` worker thread (see tune-threads.ts): parses the blocks of complete lines the main thread hands it and
- * answers, per block, the parsed lines as (identity, time) in line order, the names of the identities it met for
- * the first time, and what it skipped. Its identity numbers are its own; the main thread maps them to global ones
- * in input order, so identities are numbered as one thread numbers them.
+ * A `tune` worker thread (see tune-threads.ts): parses the lines of a job, either a byte range of a regular file,
+ * which it reads itself, or a block of complete lines the main thread cut (standard input, gzip), and answers, per
+ * job, the parsed lines as (identity, time) in line order, the names of the identities it met for the first time,
+ * and what it skipped. Its identity numbers are its own; the main thread maps them to global ones in input order,
+ * so identities are numbered as one thread numbers them.
  */
+import { closeSync, openSync, readSync } from 'node:fs';
 import { parentPort, workerData } from 'node:worker_threads';
 import { IdentityTable } from './identity.js';
 import { LineReader } from './line-reader.js';
@@ -18,10 +20,25 @@ export interface WorkerSetup {
   readonly maxLineBytes: number;
 }
 
-export interface WorkerJob {
+/** Complete lines, newline-separated, cut by the main thread (standard input, gzip). */
+export interface BytesJob {
   readonly format: 'json' | 'combined';
   readonly bytes: Uint8Array;
 }
+
+/**
+ * The lines of a regular file that start at a byte in [start, end): the worker reads them itself, so the main
+ * thread neither reads nor copies the input. A line starting before `start` is the previous range's; the last line
+ * is read past `end` to its newline.
+ */
+export interface RangeJob {
+  readonly format: 'json' | 'combined';
+  readonly path: string;
+  readonly start: number;
+  readonly end: number;
+}
+
+export type WorkerJob = BytesJob | RangeJob;
 
 export interface WorkerAnswer {
   /** Parsed lines, in line order: this worker's identity number and epoch ms. */
@@ -34,6 +51,50 @@ export interface WorkerAnswer {
   readonly skipped: number[];
   readonly scanned: number;
   readonly jsonParsed: number;
+  /** A range job's read error: the lines before it are answered, the input's later ranges are not read. */
+  readonly error?: string;
+}
+
+/** Bytes read at once from a range job's file. */
+const READ_BYTES = 1 << 20;
+
+/** Feeds `reader` the lines of `path` that start in [start, end) (see `RangeJob`), then ends it. */
+function readRange(reader: LineReader, buffer: Buffer, path: string, start: number, end: number): void {
+  const fd = openSync(path, 'r');
+  try {
+    // From the byte before `start`: when it is a newline, a line starts at `start`.
+    let position = start === 0 ? 0 : start - 1;
+    let skipping = start > 0;
+    for (;;) {
+      const read = readSync(fd, buffer, 0, buffer.length, position);
+      if (read === 0) break;
+      const chunk = buffer.subarray(0, read);
+      let from = 0;
+      if (skipping) {
+        const nl = chunk.indexOf(10);
+        if (nl === -1) {
+          position += read;
+          continue;
+        }
+        skipping = false;
+        from = nl + 1;
+        if (position + from >= end) break;
+      }
+      // The last line this range owns starts before `end`: stop at the first newline from byte end - 1 on.
+      const last = end - 1 - position;
+      if (last < read) {
+        const nl = chunk.indexOf(10, Math.max(from, last));
+        if (nl !== -1) {
+          reader.push(chunk.subarray(from, nl + 1));
+          break;
+        }
+      }
+      reader.push(chunk.subarray(from));
+      position += read;
+    }
+  } finally {
+    closeSync(fd);
+  }
 }
 
 function serve(setup: WorkerSetup): void {
@@ -73,10 +134,23 @@ function serve(setup: WorkerSetup): void {
   let lines = 0;
   let scanned = 0;
   let jsonParsed = 0;
+  let buffer: Buffer | undefined;
   parentPort!.on('message', (job: WorkerJob) => {
     parser = job.format === 'json' ? json : combined;
     count = 0;
-    reader.readLines(Buffer.from(job.bytes.buffer, job.bytes.byteOffset, job.bytes.byteLength));
+    let error: string | undefined;
+    if ('path' in job) {
+      buffer ??= Buffer.allocUnsafe(READ_BYTES);
+      try {
+        readRange(reader, buffer, job.path, job.start, job.end);
+      } catch (failure) {
+        error = (failure as Error).message;
+      }
+      // The range's last line even without a newline; after an error, what was read of a partial line.
+      reader.end();
+    } else {
+      reader.readLines(Buffer.from(job.bytes.buffer, job.bytes.byteOffset, job.bytes.byteLength));
+    }
     const answer: WorkerAnswer = {
       ids: ids.slice(0, count),
       times: times.slice(0, count),
@@ -85,6 +159,7 @@ function serve(setup: WorkerSetup): void {
       skipped,
       scanned: json.scanned - scanned,
       jsonParsed: json.parsed - jsonParsed,
+      ...(error === undefined ? {} : { error }),
     };
     namesSent = identities.names.length;
     lines = reader.lines;

@@ -12,7 +12,7 @@ import { LineReader, type LineHandler } from './line-reader.js';
 import { SKIP_CODES, SKIP_REASONS, type LineParser, type SkipReason } from './line-result.js';
 import { JsonLineParser, type JsonFields } from './parse-json.js';
 import { ReorderBuffer } from './reorder.js';
-import { firstParsedCharacter, IdentityNames, JobReader, ParserThreads } from './tune-threads.js';
+import { firstParsedCharacter, IdentityNames, JobReader, ParserThreads, plainFileFormat, RANGE_BYTES } from './tune-threads.js';
 import { Replay } from './replay.js';
 import { buildReport, type TuneReport } from './report.js';
 
@@ -140,8 +140,34 @@ export async function tune(options: TuneOptions = {}): Promise<TuneReport> {
           reorder.push(identity, time),
         );
 
+  const plainFile = (path: string) => {
+    try {
+      return plainFileFormat(path, maxLineBytes, format);
+    } catch {
+      // Unreadable here: read as a stream, which reports the error as one thread does.
+      return undefined;
+    }
+  };
+
   try {
-    for (const source of sources) {
+    for (const [input, source] of sources.entries()) {
+      // A regular file, not gzip, on threads: each worker reads its own byte ranges of it.
+      const plain = pool !== undefined && source.name !== '-' && source.size !== undefined ? plainFile(source.name) : undefined;
+      if (pool !== undefined && plain !== undefined) {
+        const size = source.size!;
+        for (let start = 0; start < size && !pool.readErrors.has(input); start += RANGE_BYTES) {
+          const end = Math.min(size, start + RANGE_BYTES);
+          pool.dispatch({ format: plain.format ?? 'json', path: source.name, start, end }, input);
+          progress.bytes += end - start;
+          await pool.settle();
+          options.onProgress?.({ bytes: progress.bytes, totalBytes, lines: lines + pool.lines });
+        }
+        await pool.settle(0);
+        const error = pool.readErrors.get(input);
+        if (error !== undefined) inputErrors.push({ input: source.name, error });
+        if (plain.format !== undefined) formats.add(plain.format);
+        continue;
+      }
       let reader: LineReader;
       let chosen: () => string | undefined;
       if (pool === undefined) {
@@ -161,7 +187,7 @@ export async function tune(options: TuneOptions = {}): Promise<TuneReport> {
           return used === undefined ? undefined : used === json ? 'json' : 'combined';
         };
       } else {
-        const jobs = new JobReader(pool, maxLineBytes, (bytes) => {
+        const jobs = new JobReader(pool, input, maxLineBytes, (bytes) => {
           if (format !== 'auto') return format;
           const first = firstParsedCharacter(bytes, maxLineBytes);
           return first === -1 ? undefined : first === 123 ? 'json' : 'combined';

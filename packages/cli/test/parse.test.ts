@@ -65,6 +65,15 @@ describe('JSON lines', () => {
     expect(limited.lines.replayed).toBe(1);
   });
 
+  it('measures a line against --max-line-bytes with its trailing CR, as it does a line cut across two chunks', async () => {
+    const head = `{"time":"${iso(T0)}","user_id":"`;
+    const sized = (bytes: number) => `${head}${'u'.repeat(bytes - head.length - 2)}"}`;
+    // 64 bytes and a CR: too long for 64; 63 and a CR: read; a blank line of 100 spaces: too long, never blank.
+    const report = await tuneText(`${sized(64)}\r\n${sized(63)}\r\n${' '.repeat(100)}\n`, { maxLineBytes: 64 });
+    expect(report.lines.skippedByReason.tooLong).toBe(2);
+    expect(report.lines.replayed).toBe(1);
+  });
+
   it('skips lines that are not UTF-8 and decodes multi-byte user ids', async () => {
     const good = Buffer.from(`${line({ time: iso(T0), user_id: 'zoë-日本' })}\n`);
     const bad = Buffer.concat([Buffer.from(`{"time":"${iso(T0)}","user_id":"`), Buffer.from([0xc3, 0x28, 0xff]), Buffer.from('"}\n')]);

@@ -5,6 +5,8 @@ import { existsSync, readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { beforeAll, describe, expect, it } from 'vitest';
+import { gzipSync } from 'node:zlib';
+import { RANGE_BYTES } from '../src/tune-threads.js';
 import { tempFile } from './helpers.js';
 
 const CLI = join(dirname(fileURLToPath(import.meta.url)), '..', 'dist', 'cli.js');
@@ -101,5 +103,57 @@ describe('tune --threads', () => {
     expect(three.text).toBe(one.text);
     expect(three.json).toBe(one.json);
     expect(three.html).toBe(one.html);
+  });
+});
+
+describe('tune --threads on byte ranges', () => {
+  it('reads lines cut at every kind of range boundary as one thread reads them', () => {
+    // Workers read a regular file by ranges of RANGE_BYTES, each the lines that start in it. Put a line start
+    // exactly on a boundary, a boundary inside an over-long line, one between a CR and its LF, one inside a line
+    // whose bytes are not UTF-8, lines just under and over --max-line-bytes (counting a trailing CR), and a line
+    // longer than a range.
+    const line = (i: number) => `{"time":"2024-05-01T00:00:${String(i % 60).padStart(2, '0')}.000Z","user_id":"u${i % 500}"}`;
+    const parts: string[] = [];
+    let size = 0;
+    const add = (text: string) => {
+      parts.push(text);
+      size += Buffer.byteLength(text, 'latin1');
+    };
+    const fillTo = (offset: number) => {
+      for (let i = 0; size + 100 < offset; i++) add(`${line(i)}\n`);
+      add(`${'z'.repeat(offset - size - 1)}\n`);
+    };
+    fillTo(RANGE_BYTES); // the next line starts exactly at the boundary
+    fillTo(2 * RANGE_BYTES - 1000);
+    add(`${'x'.repeat(3000)}\n`); // over-long, across the boundary
+    fillTo(3 * RANGE_BYTES - 1 - line(7).length);
+    add(`${line(7)}\r\n`); // its CR is the last byte of a range, its LF the next one's first
+    fillTo(4 * RANGE_BYTES - 10);
+    add(`{"time":"2024-05-01T00:00:01Z","user_id":"\xff\xfe"}\n`); // invalid UTF-8, across the boundary
+    const sized = (bytes: number) => {
+      const head = '{"time":"2024-05-01T00:00:02Z","user_id":"a';
+      return `${head}${'b'.repeat(bytes - head.length - 2)}"}`;
+    };
+    add(`${sized(2048)}\r\n`); // 2,049 bytes with its CR: too long for --max-line-bytes 2048
+    add(`${sized(2047)}\r\n`); // 2,048 with its CR: read
+    fillTo(5 * RANGE_BYTES - 10);
+    add(`${'x'.repeat(RANGE_BYTES + 9)}\n`); // a range with no line of its own: it ends where the next starts
+    for (let i = 0; i < 2000; i++) add(`${line(i)}\n`);
+    const file = tempFile(Buffer.from(parts.join(''), 'latin1'), '.json');
+    const one = reports([file], 1);
+    const two = reports([file], 2);
+    expect(one.report.lines.skipped).toBeGreaterThan(4);
+    expect(two.text).toBe(one.text);
+    expect(two.json).toBe(one.json);
+    expect(two.html).toBe(one.html);
+  });
+
+  it('reads a gzip input (cut into jobs by the main thread) beside a plain one, as one thread does', () => {
+    const plain = log('json');
+    const gzip = tempFile(gzipSync(readFileSync(plain)), '.gz');
+    const one = reports([gzip, plain], 1);
+    const two = reports([gzip, plain], 2);
+    expect(two.text).toBe(one.text);
+    expect(two.json).toBe(one.json);
   });
 });
