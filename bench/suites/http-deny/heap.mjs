@@ -1,6 +1,7 @@
 // Child process (run with --expose-gc): how much heap @sluice/http's compiled deny list holds for 100,000
 // entries, beyond the list itself (core's frozen copy, set before the baseline): the first request of a handler
-// compiles the matcher, which the handler keeps. Prints one JSON line (see lib/child.mjs).
+// compiles the matcher, which the handler keeps. Then times the requests while a replacement of that list is
+// compiled in parts. Prints one JSON line (see lib/child.mjs).
 //   node --expose-gc bench/suites/http-deny/heap.mjs [entries]
 import { createLimiter, fixedWindow } from '@sluice/core';
 import { createHandler, matchDenyList } from '@sluice/http';
@@ -28,4 +29,17 @@ const first = handler.run({ headers: {}, remoteAddress: '10.0.0.0' }); // compil
 const compileMs = Number(process.hrtime.bigint() - started) / 1e6;
 collect();
 const matcherBytes = process.memoryUsage().heapUsed - before;
-reply({ entries: count, firstRequestStatus: first.status, compileMs: Math.round(compileMs), matcherBytes });
+
+// The list replaced by one more entry (as `autoDeny` or `sluice config deny add` replaces it): compiled a part per
+// request while the replaced list applies. Requests are timed until the new entry is denied (no timer turn runs in
+// this loop: only the requests compile).
+limiter.configure({ deny: [...denyEntries(count), { match: '192.0.2.1' }] });
+const during = [];
+for (let denied = false; !denied; ) {
+  const t = process.hrtime.bigint();
+  denied = handler.run({ headers: {}, remoteAddress: '192.0.2.1' }).status === 403;
+  during.push(Number(process.hrtime.bigint() - t) / 1e6);
+}
+during.sort((a, b) => a - b);
+const replaced = { requests: during.length, medianMs: during[during.length >> 1], longestMs: during.at(-1) };
+reply({ entries: count, firstRequestStatus: first.status, compileMs: Math.round(compileMs), matcherBytes, replaced });

@@ -1,25 +1,20 @@
 /**
  * The deny list step of the handler, before any limiter decides: each consulted limiter's `deny` list (set by
- * `configure({ deny })` or `watchConfig`) is compiled once per list object (deny-list.ts) and matched against the
- * shared identity and the client address, read with the same trust rules as limiting. A limiter in mode `off`
+ * `configure({ deny })` or `watchConfig`) is compiled once per list object (deny-list.ts; when, deny-compile.ts) and
+ * matched against the shared identity and the client address, read with the same trust rules as limiting. A limiter in mode `off`
  * skips its list; in `shadow` (or with the handler's `shadow`) a match is reported to onDenied and the request goes on.
  */
 import { SluiceError } from '@sluice/core';
 import { isPromiseLike } from '@sluice/internal';
 import type { ClientIpResult } from './client-ip.js';
 import type { CompiledEntry, CompiledOptions } from './compile-options.js';
-import { compileDenyList, type DenyEntry, type DenyMatcher } from './deny-list.js';
+import { COMPILE_AT_ONCE, compileAPart, compileNow, compiledMatcher } from './deny-compile.js';
+import type { DenyEntry, DenyMatcher } from './deny-list.js';
 import { formatIp } from './ip-address.js';
 import type { DeniedEvent } from './options.js';
 import { report } from './report.js';
 import { refusal, type HandleResult } from './response.js';
 import { DENY_ADDRESS, DENY_IDENTITY, DENY_NONE, type DenyListStep, type DenyListSteps } from './deny-step.js';
-
-/**
- * Matchers by list object and IPv6 prefix, shared by every handler in the process: a list of 100,000 entries is
- * compiled once however many routes use its limiter. Weak, so a replaced list is collected.
- */
-const compiled = new WeakMap<readonly DenyEntry[], Map<number, DenyMatcher>>();
 
 /**
  * Whether the deny list step has anything to do for this request, compiling a list the first time it is seen
@@ -36,16 +31,34 @@ function denyNeeds<R>(o: CompiledOptions<R>, raw: R): number {
   return needs;
 }
 
-/** The matcher for the entry's limiter's current list, or undefined when its list is empty or its mode is `off`. */
+/**
+ * The matcher for the entry's limiter's current list, or undefined when its list is empty or its mode is `off`.
+ * While a long list that replaced another is compiled in parts, the replaced list's matcher (see deny-compile.ts).
+ */
 function current<R>(o: CompiledOptions<R>, entry: CompiledEntry<R>, raw: R): DenyMatcher | undefined {
   const limiter = entry.limiter;
   // `deny` may be absent on a Limiter implemented outside core, written before the deny list existed.
   const list: readonly DenyEntry[] | undefined = limiter.deny;
-  if (list === undefined || list.length === 0 || limiter.mode === 'off') return undefined;
+  if (list === undefined || limiter.mode === 'off') return undefined;
+  if (list.length === 0) {
+    // Nothing applies now; a long list after it is compiled in parts, nothing applying meanwhile.
+    if (entry.denySource !== list) {
+      entry.denySource = list;
+      entry.denyMatcher = EMPTY;
+    }
+    return undefined;
+  }
   if (entry.denySource !== list) {
+    const prefix = o.ipv6Prefix;
+    const matcher =
+      compiledMatcher(list, prefix) ??
+      (entry.denyMatcher === undefined || list.length <= COMPILE_AT_ONCE
+        ? compileNow(list, prefix)
+        : compileAPart(list, prefix, () => limiter.deny === list));
+    if (matcher === undefined) return entry.denyMatcher === EMPTY ? undefined : entry.denyMatcher;
     entry.denySource = list;
-    entry.denyMatcher = matcherFor(list, o.ipv6Prefix);
-    const problems = entry.denyMatcher.problems;
+    entry.denyMatcher = matcher;
+    const problems = matcher.problems;
     if (problems.length > 0) {
       const more = problems.length > 1 ? ` (and ${problems.length - 1} more)` : '';
       const error = new SluiceError('INVALID_OPTION', `deny list of "${entry.policy}": ${problems[0]}${more}; left out`);
@@ -55,13 +68,8 @@ function current<R>(o: CompiledOptions<R>, entry: CompiledEntry<R>, raw: R): Den
   return entry.denyMatcher;
 }
 
-function matcherFor(list: readonly DenyEntry[], ipv6Prefix: number): DenyMatcher {
-  let byPrefix = compiled.get(list);
-  if (byPrefix === undefined) compiled.set(list, (byPrefix = new Map()));
-  let matcher = byPrefix.get(ipv6Prefix);
-  if (matcher === undefined) byPrefix.set(ipv6Prefix, (matcher = compileDenyList(list, ipv6Prefix)));
-  return matcher;
-}
+/** The matcher of an empty list: what applies while a long list that replaced it is compiled. */
+const EMPTY: DenyMatcher = { size: 0, hasRanges: false, problems: [], match: () => undefined };
 
 /**
  * After `denyNeeds`: the 403 when a limiter in enforce mode denies the identity or address, else undefined (no

@@ -72,46 +72,76 @@ const EMPTY_FILTER: Filter = { bits: new Int32Array(1), shift: 27 };
  * read is in `problems`.
  */
 export function compileDenyList(entries: readonly DenyEntry[], ipv6Prefix: number): DenyMatcher {
-  const identities = new Map<string, DenyEntry>();
-  const v4 = new Map<number, V4Group>();
-  const v6 = new Map<number, V6Group>();
-  const problems: string[] = [];
-  let size = 0;
-  for (let i = 0; i < entries.length; i++) {
-    const raw = entries[i];
+  const compiler = new DenyListCompiler(entries, ipv6Prefix);
+  compiler.step(entries.length);
+  return compiler.finish();
+}
+
+/**
+ * A compile that can be done a part at a time: `step(n)` reads the next n entries, `finish()` (once every entry is
+ * read) builds the matcher. deny-check.ts compiles a long list in parts, between requests, so a change to a list of
+ * 100,000 entries never holds the event loop for the whole compile.
+ */
+export class DenyListCompiler {
+  private readonly identities = new Map<string, DenyEntry>();
+  private readonly v4 = new Map<number, V4Group>();
+  private readonly v6 = new Map<number, V6Group>();
+  private readonly problems: string[] = [];
+  private size = 0;
+  private next = 0;
+
+  constructor(
+    private readonly entries: readonly DenyEntry[],
+    private readonly ipv6Prefix: number,
+  ) {}
+
+  /** Whether every entry has been read. */
+  get done(): boolean {
+    return this.next >= this.entries.length;
+  }
+
+  /** Reads up to `count` more entries. */
+  step(count: number): void {
+    const end = Math.min(this.entries.length, this.next + count);
+    for (let i = this.next; i < end; i++) this.read(i);
+    this.next = end;
+  }
+
+  private read(i: number): void {
+    const raw = this.entries[i];
     const entry = readEntry(raw);
     if (typeof entry === 'string') {
-      problems.push(`deny[${i}]: ${entry}`);
-      continue;
+      this.problems.push(`deny[${i}]: ${entry}`);
+      return;
     }
     if (entry !== raw)
-      problems.push(`deny[${i}]: reason must be a string of at most ${MAX_REASON} characters; the entry applies with it cut`);
+      this.problems.push(`deny[${i}]: reason must be a string of at most ${MAX_REASON} characters; the entry applies with it cut`);
     const text = entry.match.startsWith('ip:') ? entry.match.slice(3) : entry.match;
     if (!ADDRESS_LIKE.test(text) || !/[.:/]/.test(text)) {
-      keep(identities, entry.match, entry);
-      size++;
-      continue;
+      keep(this.identities, entry.match, entry);
+      this.size++;
+      return;
     }
     const range = parseRange(text);
     if (range === undefined) {
-      problems.push(`deny[${i}]: ${JSON.stringify(entry.match)} looks like an IP address but is neither an address nor a CIDR block`);
-      continue;
+      this.problems.push(`deny[${i}]: ${JSON.stringify(entry.match)} looks like an IP address but is neither an address nor a CIDR block`);
+      return;
     }
-    size++;
+    this.size++;
     const bytes = range.network.bytes;
     if (range.network.version === 4) {
       const length = range.prefixLength;
-      let group = v4.get(length);
-      if (group === undefined) v4.set(length, (group = { length, mask: maskOf(length), networks: new Map(), filter: EMPTY_FILTER }));
+      let group = this.v4.get(length);
+      if (group === undefined) this.v4.set(length, (group = { length, mask: maskOf(length), networks: new Map(), filter: EMPTY_FILTER }));
       keep(group.networks, word(bytes, 0) & group.mask, entry);
     } else {
-      const length = Math.min(range.prefixLength, ipv6Prefix);
+      const length = Math.min(range.prefixLength, this.ipv6Prefix);
       const network = maskIp(range.network, length).bytes;
-      let group = v6.get(length);
+      let group = this.v6.get(length);
       if (group === undefined) {
         const highMask = maskOf(Math.min(length, 32));
         group = { length, highMask, lowMask: maskOf(Math.max(length - 32, 0)), networks: new Map(), filter: EMPTY_FILTER };
-        v6.set(length, group);
+        this.v6.set(length, group);
       }
       const high = word(network, 0);
       let lows = group.networks.get(high);
@@ -119,56 +149,61 @@ export function compileDenyList(entries: readonly DenyEntry[], ipv6Prefix: numbe
       keep(lows, word(network, 4), entry);
     }
   }
-  // Most specific first: the entry that names the client most closely gives the reason.
-  const v4Groups = [...v4.values()].sort((a, b) => b.length - a.length);
-  const v6Groups = [...v6.values()].sort((a, b) => b.length - a.length);
-  for (const group of v4Groups) group.filter = filterOf([...group.networks.keys()]);
-  for (const group of v6Groups) {
-    const hashes: number[] = [];
-    for (const [high, lows] of group.networks) for (const low of lows.keys()) hashes.push(hash6(high, low));
-    group.filter = filterOf(hashes);
-  }
-  // The shared identity of an anonymous client is `ip:…`, which only an identity entry that starts so can equal.
-  let ipIdentities = false;
-  for (const key of identities.keys()) if (key.startsWith('ip:')) ipIdentities = true;
-  const live = (entry: DenyEntry | undefined, now: () => number): entry is DenyEntry =>
-    entry !== undefined && (entry.until === undefined || entry.until > now());
 
-  return {
-    size,
-    hasRanges: v4Groups.length + v6Groups.length > 0,
-    problems,
-    match(identity, address, now) {
-      if (identity !== undefined && identities.size > 0 && (ipIdentities || !identity.startsWith('ip:'))) {
-        const entry = identities.get(identity);
-        if (live(entry, now)) return entry;
-      }
-      if (address === undefined) return undefined;
-      const bytes = address.bytes;
-      if (address.version === 4) {
-        const value = word(bytes, 0);
-        for (let g = 0; g < v4Groups.length; g++) {
-          const group = v4Groups[g]!;
-          const key = value & group.mask;
-          if (!mayHold(group.filter, key)) continue;
-          const entry = group.networks.get(key);
+  /** The matcher of every entry read (call once `done`). */
+  finish(): DenyMatcher {
+    const identities = this.identities;
+    // Most specific first: the entry that names the client most closely gives the reason.
+    const v4Groups = [...this.v4.values()].sort((a, b) => b.length - a.length);
+    const v6Groups = [...this.v6.values()].sort((a, b) => b.length - a.length);
+    for (const group of v4Groups) group.filter = filterOf([...group.networks.keys()]);
+    for (const group of v6Groups) {
+      const hashes: number[] = [];
+      for (const [high, lows] of group.networks) for (const low of lows.keys()) hashes.push(hash6(high, low));
+      group.filter = filterOf(hashes);
+    }
+    // The shared identity of an anonymous client is `ip:…`, which only an identity entry that starts so can equal.
+    let ipIdentities = false;
+    for (const key of identities.keys()) if (key.startsWith('ip:')) ipIdentities = true;
+    const live = (entry: DenyEntry | undefined, now: () => number): entry is DenyEntry =>
+      entry !== undefined && (entry.until === undefined || entry.until > now());
+
+    return {
+      size: this.size,
+      hasRanges: v4Groups.length + v6Groups.length > 0,
+      problems: this.problems,
+      match(identity, address, now) {
+        if (identity !== undefined && identities.size > 0 && (ipIdentities || !identity.startsWith('ip:'))) {
+          const entry = identities.get(identity);
+          if (live(entry, now)) return entry;
+        }
+        if (address === undefined) return undefined;
+        const bytes = address.bytes;
+        if (address.version === 4) {
+          const value = word(bytes, 0);
+          for (let g = 0; g < v4Groups.length; g++) {
+            const group = v4Groups[g]!;
+            const key = value & group.mask;
+            if (!mayHold(group.filter, key)) continue;
+            const entry = group.networks.get(key);
+            if (live(entry, now)) return entry;
+          }
+          return undefined;
+        }
+        const high = word(bytes, 0);
+        const low = word(bytes, 4);
+        for (let g = 0; g < v6Groups.length; g++) {
+          const group = v6Groups[g]!;
+          const h = high & group.highMask;
+          const l = low & group.lowMask;
+          if (!mayHold(group.filter, hash6(h, l))) continue;
+          const entry = group.networks.get(h)?.get(l);
           if (live(entry, now)) return entry;
         }
         return undefined;
-      }
-      const high = word(bytes, 0);
-      const low = word(bytes, 4);
-      for (let g = 0; g < v6Groups.length; g++) {
-        const group = v6Groups[g]!;
-        const h = high & group.highMask;
-        const l = low & group.lowMask;
-        if (!mayHold(group.filter, hash6(h, l))) continue;
-        const entry = group.networks.get(h)?.get(l);
-        if (live(entry, now)) return entry;
-      }
-      return undefined;
-    },
-  };
+      },
+    };
+  }
 }
 
 /** The entry as it will be matched, or what is wrong with it. */
