@@ -35,7 +35,7 @@ const matcherBytes = process.memoryUsage().heapUsed - before;
 // this loop: only the requests compile).
 limiter.configure({ deny: [...denyEntries(count), { match: '192.0.2.1' }] });
 const during = [];
-for (let denied = false; !denied; ) {
+for (let denied = false; !denied;) {
   const t = process.hrtime.bigint();
   denied = handler.run({ headers: {}, remoteAddress: '192.0.2.1' }).status === 403;
   during.push(Number(process.hrtime.bigint() - t) / 1e6);
