@@ -175,6 +175,21 @@ describe('sluice dashboard', () => {
     expect(answers.page.headers.get('content-security-policy')).toMatch(/(^|;\s*)frame-ancestors 'none'(;|$)/);
   });
 
+  test('the page is self-contained: it names no asset to load, and its policy allows no other origin', async () => {
+    const { url } = await dashboard();
+    const response = await fetch(url);
+    const html = await response.text();
+    // Inline script and style only, each carrying the policy's nonce; nothing fetched but the API on its own origin.
+    expect(html).toMatch(/<script nonce="[^"]+">/);
+    expect(html).toMatch(/<style nonce="[^"]+">/);
+    expect(html).not.toMatch(/<(script|img|iframe|link|source|video|audio|embed|object)\b[^>]*\b(src|href|data)\s*=/i);
+    expect(html).not.toMatch(/@import|url\(\s*['"]?(https?:)?\/\//i);
+    expect(html).not.toMatch(/https?:\/\/(?!www\.w3\.org\/2000\/svg)/i);
+    const policy = response.headers.get('content-security-policy')!;
+    expect(policy).toMatch(/(^|;\s*)default-src 'none'(;|$)/);
+    expect(policy).not.toMatch(/https?:|\*|'unsafe-inline'|'unsafe-eval'/);
+  });
+
   test('a Redis that cannot be reached at start is an error: exit 1, with a message', async () => {
     const unused = await new Promise<number>((resolve) => {
       const probe = createServer().listen(0, '127.0.0.1', () => {
