@@ -84,7 +84,7 @@ export async function run({ options, log }) {
       notes: [
         `Candidates: ${RULES.join(', ')}. "scanned" is the share of lines read by the field scan; the rest (lines with an escape) went to JSON.parse.`,
         'Peak RSS is the whole process (Node itself is about 45 MiB); it grows with identities, not lines.',
-        'With threads, worker threads parse and the main thread reads, reorders and replays: "CPU s" is every thread\'s time, "main thread CPU s" the main thread\'s (Linux), the floor of the wall time however many cores. On a machine shared with other work, wall time exceeds CPU time / cores.',
+        'With threads, worker threads read (their own byte ranges of the file) and parse, and the main thread reorders and replays: "CPU s" is every thread\'s time, "main thread CPU s" the main thread\'s (Linux), the floor of the wall time however many cores. On a machine shared with other work, wall time exceeds CPU time / cores.',
       ],
       data: { lines, bytes: size, rules: RULES, threads },
     };
