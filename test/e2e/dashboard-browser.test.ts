@@ -6,7 +6,8 @@
  * - for every second, the counts the page renders (the chart's data-seconds) equal the sum of what the processes
  *   decided in it, outcome by outcome;
  * - clicking "shadow" on the page switches every process within 1 s;
- * - a deny entry added with the page's form reaches every process's limiter.deny;
+ * - a deny entry added with the page's form reaches every process's limiter.deny, and, in enforce mode, the next
+ *   request from that client to any process gets a 403 while another client's is served;
  * - a bad quota shows its validation message; the store killed shows a banner, gone once it is back.
  * It takes a screenshot of the page; with SLUICE_UPDATE_SCREENSHOT=1 it saves it as packages/cli/docs/dashboard.png
  * (the one the CLI's README shows), else to a temporary file, so a test run leaves the checkout as it was.
@@ -41,6 +42,8 @@ let browser: Browser | undefined;
 let page: Page;
 let url: string;
 const workers: ChildProcess[] = [];
+/** Each process's HTTP port (@sluice/http's handler on its limiter, deny list enforced). */
+const httpPorts: number[] = [];
 /** Errors the page's script threw: none expected. */
 const pageErrors: string[] = [];
 
@@ -92,7 +95,7 @@ beforeAll(async () => {
   for (let i = 0; i < PROCESSES; i++) {
     workers.push(fork(new URL('./dashboard-instance.mjs', import.meta.url), [String(server.port)], { stdio: 'inherit' }));
   }
-  await Promise.all(workers.map((w) => next(w, 'ready')));
+  for (const ready of await Promise.all(workers.map((w) => next<{ httpPort: number }>(w, 'ready')))) httpPorts.push(ready.httpPort);
   const child = spawn(process.execPath, [CLI, 'dashboard', '--redis', `redis://127.0.0.1:${server.port}`], {
     stdio: ['ignore', 'pipe', 'inherit'],
   });
@@ -167,6 +170,19 @@ describe('sluice dashboard in a browser, over three processes on one redis-serve
     await page.screenshot({ path: SCREENSHOT, fullPage: true });
     expect(statSync(SCREENSHOT).size).toBeGreaterThan(10_000);
     if (process.env.SLUICE_UPDATE_SCREENSHOT !== '1') rmSync(SCREENSHOT);
+
+    // Back to enforce: the denied client's next request to any process is refused with the entry's reason (no rate
+    // decision is made for it), while another client is served.
+    const enforced = Date.now();
+    await page.click('section[data-name="api"] .modes button[data-mode="enforce"]');
+    await untilEvery((state) => state.mode === 'enforce', SWITCH_BOUND_MS, enforced);
+    for (const port of httpPorts) {
+      const refused = await fetch(`http://127.0.0.1:${port}/`, { headers: { 'x-user': 'mallory' } });
+      expect(refused.status).toBe(403);
+      expect(await refused.json()).toMatchObject({ status: 403, reason: 'denied', denyReason: 'scraping' });
+      const served = await fetch(`http://127.0.0.1:${port}/`, { headers: { 'x-user': 'dave' } });
+      expect(served.status).toBe(200);
+    }
 
     // Every process stops deciding and publishes all it counted; the page then shows the last of those seconds.
     const stopped = await Promise.all(workers.map((w) => ask<Stopped>(w, 'stop', 'stopped')));

@@ -3,10 +3,14 @@
 // 'start' it decides steadily over a few identities (one of them far over the limit) and counts every decision by
 // the second fleetAnalytics files it under (the decision's own time) and by the outcome the decision reports. It judges nothing: the parent asks ('state') for its
 // mode and deny list, and on 'stop' it publishes everything (analytics.stop()) and answers with its counts.
+// It also serves HTTP on 127.0.0.1 through @sluice/http's handler on the same limiter, deny list enforced, the
+// client being the user its x-user header names: the parent's requests are what a client of that process sees.
+import { createServer } from 'node:http';
 import { Redis } from 'ioredis';
 import { createLimiter, fixedWindow } from '@sluice/core';
 import { fleetAnalytics } from '@sluice/core/analytics';
 import { watchConfig } from '@sluice/core/config';
+import { createHandler, matchDenyList } from '@sluice/http';
 import { redisAnalyticsStore, redisConfigSource, redisStore } from '@sluice/redis';
 
 const [port] = process.argv.slice(2);
@@ -40,6 +44,21 @@ const limiter = createLimiter({
 });
 const watcher = watchConfig(limiter, redisConfigSource(client), { refresh: '1s' });
 
+const handler = createHandler({ limiter, denyList: matchDenyList, identify: (request) => request.headers['x-user'] });
+const http = createServer((req, res) => {
+  handler.handle({ headers: req.headers, remoteAddress: req.socket.remoteAddress }).then(
+    (result) => {
+      res.statusCode = result.allowed ? 200 : result.status;
+      res.end(result.body ?? 'ok');
+    },
+    () => {
+      res.statusCode = 500;
+      res.end();
+    },
+  );
+});
+await new Promise((resolve) => http.listen(0, '127.0.0.1', resolve));
+
 let running = false;
 let loop;
 let errors = 0;
@@ -72,6 +91,7 @@ process.on('message', async (message) => {
     await loop;
     await analytics.stop();
     await watcher.stop();
+    await new Promise((resolve) => http.close(resolve));
     process.send({
       type: 'stopped',
       outcomes: OUTCOMES,
@@ -86,4 +106,4 @@ process.on('message', async (message) => {
 });
 
 await watcher.ready;
-process.send({ type: 'ready' });
+process.send({ type: 'ready', httpPort: http.address().port });

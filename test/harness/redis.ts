@@ -36,14 +36,22 @@ process.once('exit', () => {
   }
 });
 
-/** A port that is free now for us (and, with `busPort`, its cluster bus port +10000 too). */
+/**
+ * A port that is free now for us (and, with `busPort`, its cluster bus port +10000 too). A cluster node's pair is
+ * drawn below the kernel's range of local ports for outgoing connections (Linux: 32768 and up), so a client socket
+ * of another test cannot take it between this check and the node's bind.
+ */
 export async function freePort(busPort = false): Promise<number> {
   for (let attempt = 0; attempt < 50; attempt++) {
-    const port = busPort ? 20_000 + Math.floor(Math.random() * 30_000) : await ephemeralPort();
+    const port = busPort ? CLUSTER_PORTS_FROM + Math.floor(Math.random() * CLUSTER_PORTS) : await ephemeralPort();
     if (!busPort || ((await isFree(port)) && (await isFree(port + 10_000)))) return port;
   }
   throw new Error('no free port pair found for a Redis Cluster node');
 }
+
+/** Cluster node ports: 12000 to 22767, their bus ports 22000 to 32767, all below the local port range. */
+const CLUSTER_PORTS_FROM = 12_000;
+const CLUSTER_PORTS = 10_768;
 
 function ephemeralPort(): Promise<number> {
   return new Promise((resolve, reject) => {
@@ -261,6 +269,20 @@ function redisCli(args: readonly string[]): Promise<string> {
  */
 export async function startCluster(): Promise<RedisCluster> {
   requireRedisBinaries();
+  let lastError: unknown;
+  for (let attempt = 0; attempt < 3; attempt++) {
+    try {
+      return await clusterOnFreePorts();
+    } catch (error) {
+      lastError = error;
+      // Lost a race for a port (another process bound it after the check): the whole cluster again, elsewhere.
+      if (!String((error as Error).message).includes('Address already in use')) throw error;
+    }
+  }
+  throw lastError;
+}
+
+async function clusterOnFreePorts(): Promise<RedisCluster> {
   const dir = mkdtempSync(join(tmpdir(), 'sluice-cluster-'));
   const nodes: NodeProcess[] = [];
   const ports: number[] = [];
