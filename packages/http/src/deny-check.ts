@@ -23,7 +23,7 @@ import { DENY_ADDRESS, DENY_IDENTITY, DENY_NONE, type DenyListStep, type DenyLis
 function denyNeeds<R>(o: CompiledOptions<R>, raw: R): number {
   let needs = DENY_NONE;
   for (let i = 0; i < o.entries.length; i++) {
-    const matcher = current(o, o.entries[i]!, raw);
+    const matcher = current(o, o.entries[i]!, raw, true);
     if (matcher === undefined) continue;
     if (matcher.hasRanges) return DENY_ADDRESS;
     if (matcher.size > 0) needs = DENY_IDENTITY;
@@ -33,9 +33,10 @@ function denyNeeds<R>(o: CompiledOptions<R>, raw: R): number {
 
 /**
  * The matcher for the entry's limiter's current list, or undefined when its list is empty or its mode is `off`.
- * While a long list that replaced another is compiled in parts, the replaced list's matcher (see deny-compile.ts).
+ * While a long list that replaced another is compiled in parts, the replaced list's matcher (see deny-compile.ts);
+ * `part` says whether this call may compile the next part (once per request).
  */
-function current<R>(o: CompiledOptions<R>, entry: CompiledEntry<R>, raw: R): DenyMatcher | undefined {
+function current<R>(o: CompiledOptions<R>, entry: CompiledEntry<R>, raw: R, part: boolean): DenyMatcher | undefined {
   const limiter = entry.limiter;
   // `deny` may be absent on a Limiter implemented outside core, written before the deny list existed.
   const list: readonly DenyEntry[] | undefined = limiter.deny;
@@ -54,7 +55,9 @@ function current<R>(o: CompiledOptions<R>, entry: CompiledEntry<R>, raw: R): Den
       compiledMatcher(list, prefix) ??
       (entry.denyMatcher === undefined || list.length <= COMPILE_AT_ONCE
         ? compileNow(list, prefix)
-        : compileAPart(list, prefix, () => limiter.deny === list));
+        : part
+          ? compileAPart(list, prefix, () => limiter.deny === list)
+          : undefined);
     if (matcher === undefined) return entry.denyMatcher === EMPTY ? undefined : entry.denyMatcher;
     entry.denySource = list;
     entry.denyMatcher = matcher;
@@ -84,7 +87,8 @@ function checkDeny<R>(
   const address = ip !== undefined && ip.ok ? ip.address : undefined;
   for (let i = 0; i < o.entries.length; i++) {
     const entry = o.entries[i]!;
-    const matcher = current(o, entry, raw);
+    // No part of a long list here: denyNeeds compiled this request's part (it may not have reached every entry).
+    const matcher = current(o, entry, raw, false);
     if (matcher === undefined) continue;
     const found = matcher.match(identity, address, entry.denyNow);
     if (found === undefined) continue;

@@ -6,7 +6,7 @@
  *   that first sees it: a list set at start applies from the first request;
  * - a longer list that replaces another is compiled `COMPILE_PART` entries at a time, a part on each request that
  *   sees it and a part per timer turn between requests, while the list it replaces goes on applying. It applies
- *   from the first request after its last part.
+ *   from the request that compiles its last part.
  * Matchers are kept by list object and IPv6 prefix and shared by every handler in the process, so a list is
  * compiled once however many routes use its limiter. Weak, so a replaced list is collected with its matcher.
  */
