@@ -18,15 +18,17 @@ import { DENY_ADDRESS, DENY_IDENTITY, DENY_NONE, type DenyListStep, type DenyLis
 
 /**
  * Whether the deny list step has anything to do for this request, compiling a list the first time it is seen
- * (and reporting its malformed entries once, to onError). Allocates nothing when no limiter has a list.
+ * (and reporting its malformed entries once, to onError). Allocates nothing when no limiter has a list. Every
+ * limiter's list is visited, never stopping at the first that needs the address: this is where a long list that
+ * replaced another gets this request's part.
  */
 function denyNeeds<R>(o: CompiledOptions<R>, raw: R): number {
   let needs = DENY_NONE;
   for (let i = 0; i < o.entries.length; i++) {
     const matcher = current(o, o.entries[i]!, raw, true);
     if (matcher === undefined) continue;
-    if (matcher.hasRanges) return DENY_ADDRESS;
-    if (matcher.size > 0) needs = DENY_IDENTITY;
+    if (matcher.hasRanges) needs = DENY_ADDRESS;
+    else if (matcher.size > 0 && needs === DENY_NONE) needs = DENY_IDENTITY;
   }
   return needs;
 }

@@ -94,6 +94,21 @@ describe('the deny list step: when a list is compiled', () => {
     expect(outcome('198.51.100.1')).toBe('allowed');
   });
 
+  it("compiles a long list of a handler's second limiter too, when the first limiter's list holds an address block", () => {
+    vi.useFakeTimers();
+    const first = memoryLimiter({ name: 'first', rules: fixedWindow({ limit: 1000, window: '10s' }) });
+    first.configure({ deny: [{ match: '192.0.2.0/24' }] });
+    const { limiter: second } = setup();
+    const handler = createHandler({ denyList: matchDenyList, limiter: [first, second] });
+    const outcome = (ip: string): string => (handler.run(request(ip)) as HandleResult).outcome;
+    second.configure({ deny: longList(COMPILE_AT_ONCE * 2, 0) });
+    expect(outcome('203.0.113.7')).toBe('allowed');
+    second.configure({ deny: longList(COMPILE_AT_ONCE * 3, 10, { match: '203.0.113.7' }) });
+    let requests = 0;
+    while (outcome('203.0.113.7') === 'allowed') expect(++requests).toBeLessThan(100);
+    expect(outcome('192.0.2.5')).toBe('denied');
+  });
+
   it("reports a long list's malformed entries once, when it applies", () => {
     vi.useFakeTimers();
     const { limiter, outcome, errors } = setup();
