@@ -231,7 +231,8 @@ export function createThrottledFetch<F extends FetchLike = FetchLike>(options: T
       // A slot booked before the fleet lowered the limit is booked again, once, under the new limit, within what is
       // left of maxWait: the caller's whole wait stays within maxWait.
       if (booked !== undefined && shared!.loweredSince(identity, booked)) {
-        const left = Math.max(0, maxWaitMs - (Date.now() - waitStarted));
+        // Clamped both ways: a wall clock stepped back during the first wait must not grant more than maxWait.
+        const left = Math.min(maxWaitMs, Math.max(0, maxWaitMs - (Date.now() - waitStarted)));
         await limiter.wait(identity, signal === undefined ? { maxWait: left } : { maxWait: left, signal });
       }
       const sentAt = Date.now();

@@ -268,7 +268,7 @@ describe('createThrottledFetch learn: { source }', () => {
 
 describe('createThrottledFetch: a slot booked before a cut', () => {
   /** Worker A is a throttled fetch whose first wait is held until `release`; worker B is another process's learner. */
-  function workers(maxWait: Duration = '5s', holdMs = 0) {
+  function workers(maxWait: Duration = '5s', holdMs = 0, onHeld: () => void = () => {}) {
     const source = new CasSource();
     const store = reserveStore();
     const limiter = createLimiter({ store, name: 'third-party', rules: gcra({ id: 'api', limit: 48, period: '1s' }) });
@@ -280,12 +280,13 @@ describe('createThrottledFetch: a slot booked before a cut', () => {
     vi.spyOn(limiter, 'wait').mockImplementation(async (identity, options) => {
       waits++;
       maxWaits.push(options.maxWait);
-      if (waits === 1) {
-        await held;
-        // The first booking's slot started this long after it was booked.
-        await new Promise((resolve) => setTimeout(resolve, holdMs));
-      }
-      return wait(identity, options);
+      if (waits !== 1) return wait(identity, options);
+      await held;
+      // The first booking's slot started this long after it was booked.
+      await new Promise((resolve) => setTimeout(resolve, holdMs));
+      const booked = await wait(identity, options);
+      onHeld();
+      return booked;
     });
     const fetchApi = createThrottledFetch({
       limiter,
@@ -322,6 +323,26 @@ describe('createThrottledFetch: a slot booked before a cut', () => {
     expect(maxWaits[0]).toBe(400);
     expect(maxWaits.at(-1)).toBeLessThanOrEqual(100);
     expect(maxWaits.at(-1)).toBeGreaterThanOrEqual(0);
+  });
+
+  test('is booked again within maxWait even when the wall clock stepped back during the first wait', async () => {
+    const realNow = Date.now.bind(Date);
+    let offset = 0;
+    const clock = vi.spyOn(Date, 'now').mockImplementation(() => realNow() + offset);
+    try {
+      const { fetchApi, b, release, maxWaits } = workers(400, 50, () => (offset = -60_000));
+      const first = fetchApi('https://api.example.com/v1');
+      await refuse(b);
+      await new Promise((resolve) => setTimeout(resolve, 20));
+      await fetchApi('https://api.example.com/v1');
+      release();
+      // Booked again for at most maxWait: the limiter, on the same stepped-back clock, finds no slot that soon and
+      // says so at once (with the clock's 60 s added, the caller would wait a minute).
+      await expect(first).rejects.toMatchObject({ code: 'WAIT_TOO_LONG' });
+      expect(maxWaits.at(-1)).toBeLessThanOrEqual(400);
+    } finally {
+      clock.mockRestore();
+    }
   });
 
   test('is sent as booked when no limit was lowered while it waited', async () => {
