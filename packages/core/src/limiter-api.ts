@@ -41,10 +41,14 @@ export interface LimiterOptions<S extends Store = Store> {
   /**
    * `'allow'` fails open, `'deny'` fails closed, a store (e.g. `memoryStore()`) keeps limiting locally. Every
    * answer given by the policy has `degraded: true` and `error.code` STORE_TIMEOUT, STORE_ERROR or CIRCUIT_OPEN.
-   * @default 'allow' (fail open, so a store outage does not become an API outage)
+   * @default 'allow' (fail open, so a store outage does not become an API outage); `'deny'` on a store that answers
+   * its own failures (`capabilities.answersFailures`: `@sluice/tiered`), whose safe answers are already given
    */
   onStoreError?: StoreErrorPolicy;
-  /** Stop calling a failing store for a while. `false` turns it off. @default { failureThreshold: 5, cooldown: '2s' } */
+  /**
+   * Stop calling a failing store for a while. `false` turns it off. @default { failureThreshold: 5, cooldown: '2s' };
+   * `false` on a store that answers its own failures (`@sluice/tiered` has its own breaker)
+   */
   circuitBreaker?: CircuitBreakerOptions | false;
   /**
    * Called after every decision with what was decided and how long it took (metrics, logs, audits; see

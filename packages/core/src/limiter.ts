@@ -103,19 +103,19 @@ class LimiterImpl implements SyncLimiter {
     const prefix = checkName(options.prefix ?? 'sluice', 'prefix');
     this.keyPrefix = `${prefix}:${this.name}:{`;
     this.keys = new KeyCache(this.keyPrefix, this.store.capabilities.synchronous === true || this.store.capabilities.memoryFirst === true);
+    const { synchronous, clock, answersFailures } = this.store.capabilities;
     const bind = (this.store as Partial<FastPathStore>).bindFastPath;
     this.fastPath =
-      this.store.capabilities.synchronous === true && this.store.capabilities.clock === 'client' && typeof bind === 'function'
-        ? bind.call(this.store, this.keyPrefix)
-        : undefined;
+      synchronous === true && clock === 'client' && typeof bind === 'function' ? bind.call(this.store, this.keyPrefix) : undefined;
     checkCallbacks(options);
     this.clock = options.clock ?? Date.now;
     this.quota = options.quota;
     this.onDecision = options.onDecision;
+    // A store that answers its own failures (a tier) gave every answer it could prove safe (see answersFailures).
     this.policy = createFailurePolicy({
       timeout: options.timeout,
-      onStoreError: options.onStoreError,
-      circuitBreaker: options.circuitBreaker,
+      onStoreError: options.onStoreError ?? (answersFailures === true ? 'deny' : 'allow'),
+      circuitBreaker: options.circuitBreaker ?? (answersFailures === true ? false : undefined),
       clock: () => this.now(),
       caller: 'createLimiter',
     });

@@ -39,6 +39,14 @@ export interface StoreCapabilities {
    * local answer does not pay for building and hashing the key string. @default false
    */
   readonly memoryFirst?: boolean;
+  /**
+   * True for a store that answers its own remote store's failures, within a deadline shorter than the limiter's (a
+   * local tier such as `@sluice/tiered`: on its local share where that is safe, otherwise with a degraded refusal).
+   * A limiter over it changes two defaults: `onStoreError` is `'deny'` (an answer the store could not give in time
+   * was not proven safe, so it must not admit) and `circuitBreaker` is `false` (the store has its own breaker; the
+   * limiter's would also stop the answers it gives from memory). Options given explicitly win. @default false
+   */
+  readonly answersFailures?: boolean;
 }
 
 export interface LimitRequest {

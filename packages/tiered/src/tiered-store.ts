@@ -89,7 +89,7 @@ export class TieredStore implements Store {
       (op): op is StoreOperation =>
         op === 'limit' || op === 'reset' || op === 'take' || op === 'reserve' || (op === 'lease' && typeof remote.lease === 'function'),
     );
-    this.capabilities = { synchronous: false, clock: 'client', operations, memoryFirst: true };
+    this.capabilities = { synchronous: false, clock: 'client', operations, memoryFirst: true, answersFailures: true };
     this.outage = new Outage(new LocalShare(this.options.instances, this.options.maxKeys), this.options.clock, this.counters);
     const policy = createFailurePolicy({
       timeout: this.options.timeout,
