@@ -89,5 +89,7 @@ export interface Entry {
   denial: Denial | undefined;
   lease: Lease | undefined;
   fetching: Promise<LimitResult> | undefined;
+  /** `lease`: cost-1 requests waiting on `fetching`; the batch taken covers them (see Leases.fetch). */
+  waiting: number;
   counts: Counts | undefined;
 }

@@ -44,12 +44,14 @@ export class Leases {
     // If that fetch failed, the remote store is down: the share answers at once rather than a second remote call
     // (two calls in a row could outlast the limiter's own deadline).
     if (entry.fetching !== undefined) {
+      if (request.cost === 1) entry.waiting++;
       return entry.fetching.then((result) =>
         result.error !== undefined ? this.outage.answer(request, result.error) : this.afterSharedFetch(entry, request),
       );
     }
     // A cost above one is decided remotely, exactly; batches serve the usual cost of 1.
     if (request.cost !== 1) return this.host.decideRemotely(request, entry);
+    entry.waiting = 0;
     const fetch = this.fetch(entry, request);
     entry.fetching = fetch;
     return fetch.finally(() => {
@@ -63,15 +65,22 @@ export class Leases {
   }
 
   /**
-   * Takes a batch (a sixteenth of the smallest limit, at most maxBatch; fewer if less is left), spends one unit of
-   * it on this request and keeps the rest until its window ends or its ttl passes.
+   * Takes a batch (a sixteenth of the smallest limit, or one unit for each request waiting for it if more, at most
+   * maxBatch; fewer if less is left), spends one unit of it on this request and keeps the rest until its window
+   * ends or its ttl passes.
+   *
+   * The take is sent one microtask later, so that the requests that waited on the previous batch and found it spent
+   * (they resume together, in the microtasks already queued) are counted first: one take serves them all, instead
+   * of one take each after the other, a chain of round trips that could outlast the limiter's deadline. They spend
+   * their units as soon as it answers, so what is left unspent is still less than a sixteenth of the limit.
    */
   private async fetch(entry: Entry, request: LimitRequest): Promise<LimitResult> {
+    await undefined;
     const sentAt = this.options.clock();
     const take: LimitRequest = {
       key: request.key,
       rules: request.rules,
-      cost: this.batchSize(request.rules),
+      cost: Math.min(this.options.maxBatch, Math.max(this.batchSize(request.rules), entry.waiting + 1)),
       operation: 'take',
       now: request.now,
     };

@@ -249,6 +249,7 @@ export class TieredStore implements Store {
       denial: undefined,
       lease: undefined,
       fetching: undefined,
+      waiting: 0,
       counts: undefined,
     };
     return fresh;

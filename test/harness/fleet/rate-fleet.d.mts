@@ -13,7 +13,10 @@ export const FLEET_DEFAULTS: {
 export interface FleetOptions extends Partial<typeof FLEET_DEFAULTS> {
   port: number;
   contestant: 'plain' | 'lua-incr' | 'reference-lease' | 'deny-cache' | 'lease' | 'async';
+  /** Further tieredStore options. */
   tier?: Record<string, unknown>;
+  /** Further createLimiter options (none: the README's configuration). */
+  limiter?: Record<string, unknown>;
   during?: (startAt: number, stopAt: number) => Promise<void>;
   seed?: number;
 }
@@ -25,6 +28,9 @@ export interface FleetRun {
   commandsPerDecision: number;
   degraded: number;
   degradedAdmitted: number;
+  /** Degraded decisions by error code, and those that admitted by the decision's reason ('store_unavailable': the limiter's failure policy). */
+  degradedCodes: Record<string, number>;
+  degradedAdmittedReasons: Record<string, number>;
   lastDegradedAt: number;
   rejected: number;
   unhandled: string[];

@@ -132,8 +132,12 @@ function summarize(o, reports, commands) {
   const verdict = judgeFixedWindow({ identity, start, end, length }, { limit: o.limit, windowMs: o.windowMs });
   const sum = (key) => reports.reduce((total, r) => total + r[key], 0);
   const decisions = sum('decisions');
-  const stats = {};
-  for (const r of reports) for (const [k, v] of Object.entries(r.stats ?? {})) stats[k] = (stats[k] ?? 0) + v;
+  const add = (key) => {
+    const total = {};
+    for (const r of reports) for (const [k, v] of Object.entries(r[key] ?? {})) total[k] = (total[k] ?? 0) + v;
+    return total;
+  };
+  const stats = add('stats');
   return {
     contestant: o.contestant,
     verdict,
@@ -143,6 +147,8 @@ function summarize(o, reports, commands) {
     commandsPerDecision: decisions > 0 && commands >= 0 && o.during === undefined ? commands / decisions : Number.NaN,
     degraded: sum('degraded'),
     degradedAdmitted: sum('degradedAdmitted'),
+    degradedCodes: add('degradedCodes'),
+    degradedAdmittedReasons: add('degradedAdmittedReasons'),
     lastDegradedAt: Math.max(...reports.map((r) => r.lastDegradedAt)),
     rejected: sum('rejected'),
     unhandled: reports.flatMap((r) => r.unhandled),

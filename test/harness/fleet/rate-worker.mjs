@@ -45,9 +45,13 @@ function mix(random) {
   };
 }
 
-// ioredis as a fleet runs it: no offline queue (a decision never waits for a reconnect), reconnecting every 100 ms
-// while the server is away.
-const client = new Redis({ host: '127.0.0.1', port, enableOfflineQueue: false, retryStrategy: () => 100, maxRetriesPerRequest: 1 });
+// The sluice contestants use ioredis as the root README's fleet example does: `new Redis(url)`, every option at its
+// default. The hand-written contestants run it as a fleet would for a script of its own: no offline queue (a
+// decision never waits for a reconnect), reconnecting every 100 ms while the server is away.
+const handWritten = contestant === 'lua-incr' || contestant === 'reference-lease';
+const client = handWritten
+  ? new Redis({ host: '127.0.0.1', port, enableOfflineQueue: false, retryStrategy: () => 100, maxRetriesPerRequest: 1 })
+  : new Redis(`redis://127.0.0.1:${port}`);
 let connectionErrors = 0;
 client.on('error', () => connectionErrors++);
 
@@ -59,18 +63,12 @@ if (contestant === 'lua-incr') {
 } else if (contestant === 'reference-lease') {
   decide = referenceLease(client, { limit, windowMs, prefix: `fleet:${name}` });
 } else {
-  // A decision while the client is disconnected fails at once (offlineWait: 0), as the tier's README asks: the tier
-  // reads a connection error as an outage, and a timeout as a slow store (see "When the remote store fails").
+  // The root README's fleet example, verbatim: tieredStore({ remote: redisStore(redis, { offlineWait: 0 }), instances,
+  // strategy }) under createLimiter({ name, store, rules }), every other option at its default (the limiter's
+  // failure policy included). `config.limiter` and `config.tier` add options only where a test says so.
   const remote = redisStore(client, contestant === 'plain' ? {} : { offlineWait: 0 });
   const store = contestant === 'plain' ? remote : (tier = tieredStore({ remote, instances, strategy: contestant, ...(config.tier ?? {}) }));
-  // The tier has its own breaker; the limiter's is off, and a limiter deadline that passes fails closed (counted as degraded).
-  const limiter = createLimiter({
-    store,
-    rules: fixedWindow({ limit, window: windowMs }),
-    name,
-    onStoreError: 'deny',
-    circuitBreaker: false,
-  });
+  const limiter = createLimiter({ name, store, rules: fixedWindow({ limit, window: windowMs }), ...(config.limiter ?? {}) });
   decide = (id) => limiter.limit(id);
 }
 
@@ -86,6 +84,9 @@ let degradedAdmitted = 0;
 let rejected = 0;
 /** Date.now() at the answer of the last degraded decision (-Infinity: none). */
 let lastDegradedAt = Number.NEGATIVE_INFINITY;
+/** Degraded decisions by error code (STORE_TIMEOUT, STORE_ERROR, CIRCUIT_OPEN), and those that admitted by reason. */
+const degradedCodes = {};
+const admittedBy = {};
 
 function record(i, start, end) {
   if (admitted === size) {
@@ -126,6 +127,11 @@ async function run(startAt, stopAt) {
       if (decision.degraded) {
         degraded++;
         lastDegradedAt = end;
+        const code = decision.error?.code ?? 'none';
+        degradedCodes[code] = (degradedCodes[code] ?? 0) + 1;
+        // What admitted: the store's own answer (the tier's local share: reason 'ok'), or the limiter's failure
+        // policy, which answered without any store (reason 'store_unavailable').
+        if (decision.allowed) admittedBy[decision.reason] = (admittedBy[decision.reason] ?? 0) + 1;
       }
       if (decision.allowed) {
         record(i, start, end);
@@ -145,6 +151,8 @@ async function run(startAt, stopAt) {
       decisions,
       degraded,
       degradedAdmitted,
+      degradedCodes,
+      degradedAdmittedReasons: admittedBy,
       lastDegradedAt,
       rejected,
       connectionErrors,
