@@ -287,7 +287,7 @@ describe('errors', () => {
       () => 'resolved',
       (error: unknown) => (isSluiceError(error) ? error.code : 'other'),
     );
-    await vi.advanceTimersByTimeAsync(100);
+    await vi.advanceTimersByTimeAsync(101); // the deadline, plus one loop turn for a reply already read
     expect(await outcome).toBe('STORE_TIMEOUT');
   });
 });
@@ -315,7 +315,7 @@ describe('fallback store', () => {
     fallback.behaviour = 'hang';
     const limiter = createLimiter({ store, rules, timeout: 100, onStoreError: fallback, circuitBreaker: false });
     const { value, elapsedMs } = await timed(() => limiter.limit('u'));
-    expect(elapsedMs).toBe(201); // the store's deadline (one loop turn of grace) then the fallback's;
+    expect(elapsedMs).toBe(202); // the store's deadline then the fallback's, each with one loop turn of grace;
     expect(value).toMatchObject({ allowed: true, reason: 'store_unavailable', degraded: true });
     expect(vi.getTimerCount()).toBe(0);
   });
