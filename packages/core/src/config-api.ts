@@ -19,6 +19,6 @@ export {
   setQuota,
   writeLimiterConfig,
 } from './config-writers.js';
-export type { AddDenyEntryOptions, LimiterConfigChanges, RulesInput } from './config-writers.js';
+export type { AddDenyEntryOptions, LimiterConfigChanges, ReadLimiterConfigOptions, RulesInput } from './config-writers.js';
 export { watchConfig } from './watch-config.js';
 export type { ConfigWarning, ConfigWatcher, WatchConfigOptions } from './watch-config.js';

@@ -53,8 +53,8 @@ export interface CompiledConfig {
 export interface CompileProblems {
   /** One identity's quota is not valid. */
   onBadQuota?: (identity: string, error: SluiceError) => void;
-  /** One entry of `deny` (at `index`) is not valid. */
-  onBadDenyEntry?: (index: number, error: SluiceError) => void;
+  /** One entry of `deny` (at `index`, `entry` as given) is not valid. */
+  onBadDenyEntry?: (index: number, error: SluiceError, entry: unknown) => void;
 }
 
 const FIELDS = ['version', 'revision', 'updatedAt', 'rules', 'mode', 'quotas', 'deny'];

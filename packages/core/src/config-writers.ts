@@ -7,13 +7,13 @@
  */
 import { compileLimiterConfig, parseLimiterConfig, type LimiterConfig } from './config-document.js';
 import type { ConfigSource } from './config-source.js';
-import { checkDenyEntry, type DenyEntry } from './deny-entries.js';
+import { checkDenyEntry, MAX_EPOCH_MS, type DenyEntry } from './deny-entries.js';
 import { describe } from './describe.js';
 import { SluiceError, isSluiceError } from './errors.js';
 import type { LimiterMode } from './limiter.js';
 import { ruleSpec, type RuleSpec } from './rule-spec.js';
 import type { Rule } from './rules.js';
-import { rejectUnknownOptions } from './validate.js';
+import { optionalFunction, rejectUnknownOptions } from './validate.js';
 
 /** Rules as a writer may give them: specs (JSON) or rules made by the factories, one or a list. */
 export type RulesInput = RuleSpec | Rule | readonly (RuleSpec | Rule)[];
@@ -38,12 +38,35 @@ export interface AddDenyEntryOptions {
   maxEntries?: number;
 }
 
-/** The stored document, checked; undefined when there is none. A stored document that is not valid throws. */
-export async function readLimiterConfig(source: ConfigSource, name: string): Promise<LimiterConfig | undefined> {
+/** Options of `readLimiterConfig`. */
+export interface ReadLimiterConfigOptions {
+  /**
+   * Called with each deny entry that is not valid (written by hand, or by another version), which is then left out
+   * of the document returned, as instances leave it out; `entry` is the entry as stored. Without it, such an entry
+   * makes the read throw.
+   */
+  onBadDenyEntry?: (index: number, error: SluiceError, entry: unknown) => void;
+}
+
+/**
+ * The stored document, checked; undefined when there is none. A stored document that is not valid throws; with
+ * `onBadDenyEntry`, a bad deny entry is reported and left out instead (anything else still throws).
+ * @example const config = await readLimiterConfig(source, 'api', { onBadDenyEntry: (i, error) => console.warn(error.message) })
+ */
+export async function readLimiterConfig(
+  source: ConfigSource,
+  name: string,
+  options: ReadLimiterConfigOptions = {},
+): Promise<LimiterConfig | undefined> {
+  if (typeof options !== 'object' || options === null) {
+    throw new SluiceError('INVALID_OPTION', `readLimiterConfig: options must be an object, got ${describe(options)}`);
+  }
+  rejectUnknownOptions(options, ['onBadDenyEntry'], 'readLimiterConfig');
+  const onBadDenyEntry = optionalFunction(options.onBadDenyEntry, 'readLimiterConfig: onBadDenyEntry', '(index, error, entry) => void');
   const text = await source.read(checkName(name));
   if (text === undefined || text === null) return undefined;
   try {
-    return parseLimiterConfig(text);
+    return compileLimiterConfig(text, onBadDenyEntry === undefined ? {} : { onBadDenyEntry }).document;
   } catch (error) {
     const message = isSluiceError(error) ? error.detail : String((error as Error)?.message ?? error);
     throw new SluiceError(
@@ -54,19 +77,22 @@ export async function readLimiterConfig(source: ConfigSource, name: string): Pro
   }
 }
 
+/** The stored document as a writer starts from, and the `match` of each deny entry left out of it. */
+interface ReadForWrite {
+  readonly current: LimiterConfig | undefined;
+  readonly dropped: ReadonlySet<unknown>;
+}
+
 /**
  * The stored document as a writer starts from: read as instances read it, so a deny entry they ignore (written by
  * hand, or by another version) is left out rather than blocking every writer, `deny remove` included; the next
  * write stores the list without it. Anything else that is not valid throws, as readLimiterConfig does.
  */
-async function readForWrite(source: ConfigSource, name: string): Promise<LimiterConfig | undefined> {
-  const text = await source.read(checkName(name));
-  if (text === undefined || text === null) return undefined;
-  try {
-    return compileLimiterConfig(text, { onBadDenyEntry: () => {} }).document;
-  } catch {
-    return readLimiterConfig(source, name); // throws with the message that names the problem
-  }
+async function readForWrite(source: ConfigSource, name: string): Promise<ReadForWrite> {
+  const dropped = new Set<unknown>();
+  const onBadDenyEntry = (_index: number, _error: SluiceError, entry: unknown) =>
+    void dropped.add(typeof entry === 'object' && entry !== null ? (entry as { match?: unknown }).match : undefined);
+  return { current: await readLimiterConfig(source, name, { onBadDenyEntry }), dropped };
 }
 
 /**
@@ -101,11 +127,11 @@ async function updateLimiterConfig(
   source: ConfigSource,
   name: string,
   caller: string,
-  edit: (current: LimiterConfig | undefined) => LimiterConfig | undefined,
+  edit: (current: LimiterConfig | undefined, dropped: ReadonlySet<unknown>) => LimiterConfig | undefined,
 ): Promise<LimiterConfig | undefined> {
   for (let attempt = 1; ; attempt++) {
-    const current = await readForWrite(source, name);
-    const document = edit(current);
+    const { current, dropped } = await readForWrite(source, name);
+    const document = edit(current, dropped);
     if (document === undefined) return undefined;
     const text = JSON.stringify(document);
     if (source.replace === undefined) {
@@ -225,8 +251,8 @@ async function addEntries(
   }
   rejectUnknownOptions(options, ['now', 'maxEntries'], caller);
   const now = options.now ?? Date.now();
-  if (!Number.isSafeInteger(now) || now < 0) {
-    throw new SluiceError('INVALID_OPTION', `${caller}: now must be a non-negative integer (epoch ms), got ${describe(now)}`);
+  if (!Number.isSafeInteger(now) || now < 0 || now > MAX_EPOCH_MS) {
+    throw new SluiceError('INVALID_OPTION', `${caller}: now must be an integer from 0 to ${MAX_EPOCH_MS} (epoch ms), got ${describe(now)}`);
   }
   const maxEntries = options.maxEntries ?? DEFAULT_MAX_DENY_ENTRIES;
   if (!Number.isSafeInteger(maxEntries) || maxEntries < 1) {
@@ -266,14 +292,18 @@ async function addEntries(
   return written!;
 }
 
-/** Removes the deny entry with this `match` (exactly as it was added); answers whether there was one. */
+/**
+ * Removes the deny entry with this `match` (exactly as it was added); answers whether there was one. An entry that
+ * is not valid (instances ignore it) is removed by its `match` too, with every other such entry: the list written
+ * holds only valid entries.
+ */
 export async function removeDenyEntry(source: ConfigSource, name: string, match: string): Promise<boolean> {
   if (typeof match !== 'string' || match.length === 0) {
     throw new SluiceError('INVALID_OPTION', `removeDenyEntry: match must be the entry's match, a non-empty string, got ${describe(match)}`);
   }
-  const written = await updateLimiterConfig(source, checkName(name), 'removeDenyEntry', (current) => {
+  const written = await updateLimiterConfig(source, checkName(name), 'removeDenyEntry', (current, dropped) => {
     const list = current?.deny ?? [];
-    if (!list.some((entry) => entry.match === match)) return undefined;
+    if (!list.some((entry) => entry.match === match) && !dropped.has(match)) return undefined;
     const next = nextRevision(current, Date.now());
     const rest = list.filter((entry) => entry.match !== match);
     if (rest.length === 0) delete next.deny;

@@ -11,7 +11,7 @@ import { SluiceError } from './errors.js';
 export interface DenyEntry {
   /** An identity, matched exactly (`user:42`, an API key), or an IP range in CIDR (`203.0.113.0/24`, `2001:db8::/56`) or a single address. */
   readonly match: string;
-  /** Epoch ms after which the entry no longer applies (a temporary block); absent: until removed. */
+  /** Epoch ms after which the entry no longer applies (a temporary block), at most MAX_EPOCH_MS; absent: until removed. */
   readonly until?: number;
   /** Why, for the operator and the 403's body; at most 200 characters. */
   readonly reason?: string;
@@ -30,7 +30,8 @@ const CONTROL = /[\u0000-\u001f\u007f-\u009f]/;
 
 /**
  * Checks one entry and returns a frozen copy holding only its fields. A problem throws a SluiceError
- * (INVALID_OPTION) that names the field, e.g. `deny[3].until: must be a non-negative integer (epoch ms), got -1`.
+ * (INVALID_OPTION) that names the field, e.g. `deny[3].until: must be an integer from 0 to 8640000000000000 (epoch
+ * ms, within what a Date holds), got -1`.
  */
 export function checkDenyEntry(value: unknown, field: string): DenyEntry {
   const entry = readDenyEntry(value);
@@ -53,8 +54,14 @@ function readDenyEntry(value: unknown): DenyEntry | string {
     }
   }
   const { match, until, reason, addedAt } = entry;
-  if (typeof match !== 'string' || match.length === 0 || match.length > MAX_DENY_MATCH_LENGTH || CONTROL.test(match)) {
-    return `.match: must be an identity or an IP range, a non-empty string of at most ${MAX_DENY_MATCH_LENGTH} characters without control characters, got ${describe(match)}`;
+  if (
+    typeof match !== 'string' ||
+    match.length === 0 ||
+    match.length > MAX_DENY_MATCH_LENGTH ||
+    CONTROL.test(match) ||
+    match !== match.trim()
+  ) {
+    return `.match: must be an identity or an IP range, a non-empty string of at most ${MAX_DENY_MATCH_LENGTH} characters without control characters or spaces around it, got ${describe(match)}`;
   }
   if (reason !== undefined && (typeof reason !== 'string' || reason.length > MAX_DENY_REASON_LENGTH)) {
     return `.reason: must be a string of at most ${MAX_DENY_REASON_LENGTH} characters, got ${describe(reason)}`;
@@ -81,7 +88,7 @@ function readDenyEntry(value: unknown): DenyEntry | string {
 export function checkDenyList(
   value: unknown,
   field: string,
-  onBadEntry?: (index: number, error: SluiceError) => void,
+  onBadEntry?: (index: number, error: SluiceError, entry: unknown) => void,
 ): readonly DenyEntry[] {
   if (!Array.isArray(value)) {
     throw new SluiceError(
@@ -104,7 +111,7 @@ export function checkDenyList(
     }
     if (problem !== undefined) {
       if (onBadEntry === undefined) throw problem;
-      onBadEntry(i, problem);
+      onBadEntry(i, problem, items[i]);
       continue;
     }
     const good = entry as DenyEntry;
@@ -136,8 +143,14 @@ export function sameDenyList(a: readonly DenyEntry[], b: readonly DenyEntry[]): 
   return true;
 }
 
-const EPOCH_MS = 'must be a non-negative integer (epoch ms)';
+/**
+ * The latest time a JavaScript Date holds (8.64e15 ms, 275760-09-13): an `until` past it is a time no reader can
+ * print or compare as a date, however far below 2^53 it is.
+ */
+export const MAX_EPOCH_MS = 8_640_000_000_000_000;
+
+const EPOCH_MS = `must be an integer from 0 to ${MAX_EPOCH_MS} (epoch ms, within what a Date holds)`;
 
 function isEpochMs(value: unknown): value is number {
-  return typeof value === 'number' && Number.isSafeInteger(value) && value >= 0;
+  return typeof value === 'number' && Number.isSafeInteger(value) && value >= 0 && value <= MAX_EPOCH_MS;
 }

@@ -42,10 +42,15 @@ describe('deny entries: the shape core checks', () => {
     [[{ match: 'user:\n42' }], 'deny[0].match: must be'],
     [
       [{ match: 'a' }, { match: 'b' }, { match: 'c' }, { match: 'd', until: -1 }],
-      'deny[3].until: must be a non-negative integer (epoch ms), got -1',
+      'deny[3].until: must be an integer from 0 to 8640000000000000 (epoch ms, within what a Date holds), got -1',
     ],
-    [[{ match: 'a', until: 1.5 }], 'deny[0].until: must be a non-negative integer'],
-    [[{ match: 'a', addedAt: '2026' }], 'deny[0].addedAt: must be a non-negative integer'],
+    [[{ match: 'a', until: 1.5 }], 'deny[0].until: must be an integer from 0 to 8640000000000000'],
+    [[{ match: 'a', addedAt: '2026' }], 'deny[0].addedAt: must be an integer from 0 to 8640000000000000'],
+    // Past the latest time a Date holds though below 2^53: no reader could print it as a date.
+    [[{ match: 'a', until: 8_640_000_000_000_001 }], 'deny[0].until: must be an integer from 0 to 8640000000000000'],
+    [[{ match: 'a', addedAt: 9_000_000_000_000_000 }], 'deny[0].addedAt: must be an integer from 0 to 8640000000000000'],
+    [[{ match: ' ' }], 'deny[0].match: must be an identity or an IP range'],
+    [[{ match: 'user:42 ' }], 'without control characters or spaces around it, got "user:42 "'],
     [[{ match: 'a', reason: 'r'.repeat(201) }], 'deny[0].reason: must be a string of at most 200 characters'],
     [[{ match: 'a', why: 'x' }], 'deny[0]: unknown field "why"'],
     [[{ match: 'a' }, { match: 'a' }], 'deny[1].match: another entry already matches "a"'],
@@ -59,7 +64,7 @@ describe('deny entries: the shape core checks', () => {
     const deny = [
       { match: '203.0.113.0/24', until: 5_000, reason: 'r'.repeat(200), addedAt: 1_000 },
       { match: 'k'.repeat(256) },
-      { match: '2001:db8::/56' },
+      { match: '2001:db8::/56', until: 8_640_000_000_000_000 },
     ];
     expect(parseLimiterConfig(document(deny)).deny).toEqual(deny);
   });
@@ -90,7 +95,7 @@ describe('limiter.deny and configure({ deny })', () => {
     l.configure({ deny: [{ match: 'a' }] });
     const before = l.deny;
     expect(() => l.configure({ mode: 'off', deny: [{ match: 'b' }, { match: 'c', until: -5 }] as DenyEntry[] })).toThrow(
-      'configure: deny[1].until: must be a non-negative integer',
+      'configure: deny[1].until: must be an integer from 0 to 8640000000000000',
     );
     expect(l.deny).toBe(before);
     expect(l.mode).toBe('enforce');
@@ -156,7 +161,7 @@ describe('watchConfig and deny', () => {
     expect(warnings).toHaveLength(1);
     expect(warnings[0]!.code).toBe('invalid_deny_entry');
     expect(warnings[0]!.message).toContain('revision 7: 4 deny entries are not valid and ignored');
-    expect(warnings[0]!.message).toContain('deny[1].until: must be a non-negative integer');
+    expect(warnings[0]!.message).toContain('deny[1].until: must be an integer from 0 to 8640000000000000');
     expect(warnings[0]!.message).toContain('and 1 more');
     await watcher.refresh(); // the same text again: not handled, not reported again
     await vi.advanceTimersByTimeAsync(3_000);
@@ -263,6 +268,43 @@ describe('addDenyEntry and removeDenyEntry', () => {
     source.write('api', document([{ match: 'bad', until: 'soon' }], 8));
     await addDenyEntry(source, 'api', { match: 'c' }, { now: 1 });
     expect((await readLimiterConfig(source, 'api'))?.deny?.map((entry) => entry.match)).toEqual(['c']);
+  });
+
+  test('an entry past the latest Date, or that is not an object, is removed by its match (it used to stay: remove found nothing)', async () => {
+    const source = new CasConfigSource();
+    const far = { match: 'user:x', until: 8_640_001_800_000_000 };
+    source.write('api', document([{ match: 'a' }, far, { match: 'key:y', until: 'soon' }, 'plain text'], 3));
+    const problems: Array<[number, string, unknown]> = [];
+    const read = await readLimiterConfig(source, 'api', { onBadDenyEntry: (i, error, entry) => problems.push([i, error.detail, entry]) });
+    expect(read?.deny?.map((entry) => entry.match)).toEqual(['a']);
+    expect(problems).toEqual([
+      [1, expect.stringMatching(/^deny\[1\]\.until: must be an integer from 0 to 8640000000000000/), far],
+      [2, expect.stringMatching(/^deny\[2\]\.until: must be/), { match: 'key:y', until: 'soon' }],
+      [3, expect.stringMatching(/^deny\[3\]: must be an object/), 'plain text'],
+    ]);
+    expect(await removeDenyEntry(source, 'api', 'user:x')).toBe(true);
+    const after = JSON.parse(source.documents.get('api')!) as { revision: number; deny: unknown[] };
+    expect([after.revision, after.deny]).toEqual([4, [{ match: 'a' }]]); // every entry instances ignore is gone
+    expect(await removeDenyEntry(source, 'api', 'user:x')).toBe(false);
+  });
+
+  test('readLimiterConfig checks its options', async () => {
+    const source = new CasConfigSource();
+    await expect(readLimiterConfig(source, 'api', { onBadDenyEntry: 'warn' } as never)).rejects.toThrow(
+      'readLimiterConfig: onBadDenyEntry must be',
+    );
+    await expect(readLimiterConfig(source, 'api', { onBad: () => {} } as never)).rejects.toThrow('unknown option "onBad"');
+  });
+
+  test('addDenyEntry refuses a now past the latest Date before reading anything', async () => {
+    const source = new CasConfigSource();
+    await expect(addDenyEntry(source, 'api', { match: 'a' }, { now: 8_640_000_000_000_001 })).rejects.toThrow(
+      'addDenyEntry: now must be an integer from 0 to 8640000000000000 (epoch ms)',
+    );
+    await expect(addDenyEntry(source, 'api', { match: 'a', until: 8_640_000_000_000_001 }, { now: 1 })).rejects.toThrow(
+      'addDenyEntry: entry.until: must be an integer from 0 to 8640000000000000',
+    );
+    expect(source.reads).toBe(0);
   });
 
   test('a document that is not valid otherwise still blocks writers, with the reason', async () => {

@@ -105,7 +105,8 @@ const badDurations: unknown[] = [
   'ms',
   '1e3ms',
   '1.5.5s',
-  '10',
+  '1h 30m',
+  '30m1h',
   true,
   {},
 ];
