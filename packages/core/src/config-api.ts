@@ -16,6 +16,7 @@ export {
   removeQuota,
   setConfigMode,
   setConfigRules,
+  setDenyMode,
   setQuota,
   writeLimiterConfig,
 } from './config-writers.js';

@@ -9,11 +9,12 @@
  *     "rules": [{ "algorithm": "gcra", "limit": 10, "period": "1s" }],   optional: absent = the code's rules
  *     "mode": "shadow",                                                  optional: absent = the code's mode
  *     "quotas": { "acme": [{ "algorithm": "gcra", "limit": 100, "period": "1s" }] },   optional
- *     "deny": [{ "match": "203.0.113.0/24", "until": 1767229200000, "reason": "scraper" }] }   optional (deny-entries.ts)
+ *     "deny": [{ "match": "203.0.113.0/24", "until": 1767229200000, "reason": "scraper" }],  optional (deny-entries.ts)
+ *     "denyMode": "shadow" }                                             optional: absent = the code's deny mode
  * Rules are rule specs (rule-spec.ts), built by the factories themselves, so the store accepts exactly what code
  * accepts. `revision` counts writes (config-writers.ts).
  */
-import type { LimiterMode } from './limiter.js';
+import type { DenyMode, LimiterMode } from './limiter-api.js';
 import { checkDenyList, type DenyEntry } from './deny-entries.js';
 import { describe } from './describe.js';
 import { SluiceError } from './errors.js';
@@ -36,6 +37,11 @@ export interface LimiterConfig {
   readonly quotas?: Readonly<Record<string, readonly RuleSpec[]>>;
   /** Identities and IP ranges refused outright by the HTTP layer (403), replacing the code's (`configure({ deny })`). */
   readonly deny?: readonly DenyEntry[];
+  /**
+   * Replaces the code's deny mode when present: the deny list's own switch (`off`, `shadow`, `enforce`), apart from
+   * `mode`, so the kill switch does not lift the list and a new list can be dark-launched.
+   */
+  readonly denyMode?: DenyMode;
 }
 
 /** A document checked and its rules built: what the watcher applies. */
@@ -47,6 +53,7 @@ export interface CompiledConfig {
   readonly quotas: ReadonlyMap<string, readonly Rule[]>;
   /** The deny entries that are valid (all of them, when compiled strictly); undefined when the document has none. */
   readonly deny: readonly DenyEntry[] | undefined;
+  readonly denyMode: DenyMode | undefined;
 }
 
 /** Where a lenient read reports what it leaves out; without them the first problem throws. */
@@ -57,7 +64,7 @@ export interface CompileProblems {
   onBadDenyEntry?: (index: number, error: SluiceError, entry: unknown) => void;
 }
 
-const FIELDS = ['version', 'revision', 'updatedAt', 'rules', 'mode', 'quotas', 'deny'];
+const FIELDS = ['version', 'revision', 'updatedAt', 'rules', 'mode', 'quotas', 'deny', 'denyMode'];
 const MODES: readonly string[] = ['enforce', 'shadow', 'off'];
 
 /**
@@ -109,6 +116,10 @@ export function compileLimiterConfig(input: unknown, problems: CompileProblems =
     throw new SluiceError('INVALID_OPTION', `mode must be 'enforce', 'shadow' or 'off', got ${describe(doc.mode)}`);
   }
   const mode = doc.mode as LimiterMode | undefined;
+  if (doc.denyMode !== undefined && (typeof doc.denyMode !== 'string' || !MODES.includes(doc.denyMode))) {
+    throw new SluiceError('INVALID_OPTION', `denyMode must be 'enforce', 'shadow' or 'off', got ${describe(doc.denyMode)}`);
+  }
+  const denyMode = doc.denyMode as DenyMode | undefined;
   const quotas = new Map<string, readonly Rule[]>();
   let quotaSpecs: Record<string, readonly RuleSpec[]> | undefined;
   if (doc.quotas !== undefined) {
@@ -140,8 +151,9 @@ export function compileLimiterConfig(input: unknown, problems: CompileProblems =
     ...(mode === undefined ? {} : { mode }),
     ...(quotaSpecs === undefined ? {} : { quotas: quotaSpecs }),
     ...(deny === undefined ? {} : { deny }),
+    ...(denyMode === undefined ? {} : { denyMode }),
   };
-  return { document, rules, mode, quotas, deny };
+  return { document, rules, mode, quotas, deny, denyMode };
 }
 
 function buildRules(specs: unknown, field: string): readonly Rule[] {

@@ -10,7 +10,7 @@ import type { ConfigSource } from './config-source.js';
 import { checkDenyEntry, MAX_EPOCH_MS, type DenyEntry } from './deny-entries.js';
 import { describe } from './describe.js';
 import { SluiceError, isSluiceError } from './errors.js';
-import type { LimiterMode } from './limiter.js';
+import type { DenyMode, LimiterMode } from './limiter-api.js';
 import { ruleSpec, type RuleSpec } from './rule-spec.js';
 import type { Rule } from './rules.js';
 import { optionalFunction, rejectUnknownOptions } from './validate.js';
@@ -28,6 +28,8 @@ export interface LimiterConfigChanges {
   quotas?: Readonly<Record<string, RulesInput | null>>;
   /** A new deny list, replacing the stored one; `null` removes it (instances use their code's). */
   deny?: readonly DenyEntry[] | null;
+  /** The deny list's own mode; `null` removes it (instances use their code's, `enforce` by default). */
+  denyMode?: DenyMode | null;
 }
 
 /** Options of `addDenyEntry`. */
@@ -107,7 +109,7 @@ export async function writeLimiterConfig(source: ConfigSource, name: string, cha
       `writeLimiterConfig: changes must be an object such as { mode: 'off' }, got ${describe(changes)}`,
     );
   }
-  rejectUnknownOptions(changes, ['rules', 'mode', 'quotas', 'deny'], 'writeLimiterConfig');
+  rejectUnknownOptions(changes, ['rules', 'mode', 'quotas', 'deny', 'denyMode'], 'writeLimiterConfig');
   if (changes.quotas !== undefined && (typeof changes.quotas !== 'object' || changes.quotas === null || Array.isArray(changes.quotas))) {
     throw new SluiceError(
       'INVALID_OPTION',
@@ -174,6 +176,8 @@ function applyChanges(current: LimiterConfig | undefined, changes: LimiterConfig
   }
   if (changes.deny === null) delete next.deny;
   else if (changes.deny !== undefined) next.deny = changes.deny;
+  if (changes.denyMode === null) delete next.denyMode;
+  else if (changes.denyMode !== undefined) next.denyMode = changes.denyMode;
   return parseLimiterConfig(next);
 }
 
@@ -195,6 +199,14 @@ export async function setConfigRules(source: ConfigSource, name: string, rules: 
 /** Sets the mode: `'off'` is the kill switch, `'shadow'` a dark launch, `'enforce'` limits (`null`: the code's mode). */
 export async function setConfigMode(source: ConfigSource, name: string, mode: LimiterMode | null): Promise<LimiterConfig> {
   return writeLimiterConfig(source, name, { mode });
+}
+
+/**
+ * Sets the deny list's mode, apart from the limiter's: `'shadow'` reports listed clients and serves them (a new
+ * list's dark launch), `'off'` ignores the list, `'enforce'` refuses them (`null`: the code's deny mode).
+ */
+export async function setDenyMode(source: ConfigSource, name: string, denyMode: DenyMode | null): Promise<LimiterConfig> {
+  return writeLimiterConfig(source, name, { denyMode });
 }
 
 /** Sets one identity's quota: its rules replace the limiter's for that identity alone. */

@@ -16,6 +16,7 @@ export type {
   SyncLimiter,
   TakeOptions,
 } from './limiter.js';
+export type { DenyMode } from './limiter-api.js';
 export type { WaitOptions } from './wait.js';
 export type { Decision, DecisionReason, RuleReport } from './decision.js';
 

@@ -14,6 +14,13 @@ import type { WaitOptions } from './wait.js';
 /** `enforce` denies; `shadow` counts and reports but never denies (dark launch); `off` is the kill switch. */
 export type LimiterMode = 'enforce' | 'shadow' | 'off';
 
+/**
+ * The deny list's own switch, apart from the limiter's mode (the kill switch turns off limits, not the list):
+ * `enforce` refuses a listed client (403), `shadow` reports it (`onDenied` with `shadow: true`) and serves it, `off`
+ * ignores the list.
+ */
+export type DenyMode = 'enforce' | 'shadow' | 'off';
+
 export type { StoreErrorPolicy };
 
 export interface LimiterOptions<S extends Store = Store> {
@@ -83,6 +90,8 @@ export interface LimiterChanges {
    * Replaces the previous list; `[]` empties it. The limiter only holds the list: its decisions do not read it.
    */
   deny?: readonly DenyEntry[];
+  /** Whether the HTTP layer enforces the deny list, reports it only (`shadow`) or ignores it (`off`), whatever `mode` is. */
+  denyMode?: DenyMode;
 }
 
 export interface LimitOptions {
@@ -125,6 +134,8 @@ export interface Limiter {
    * the list changes, so a reader may cache what it builds from it (a compiled matcher) keyed by the array.
    */
   readonly deny: readonly DenyEntry[];
+  /** The deny list's mode, set by `configure({ denyMode })`, independent of `mode`. @default 'enforce' */
+  readonly denyMode: DenyMode;
   /** Changes rules, mode, per-identity quotas or the deny list at run time, validated like the constructor; counters are kept per rule id. */
   configure(changes: LimiterChanges): void;
   /**

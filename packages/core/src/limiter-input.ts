@@ -9,7 +9,7 @@ import { durationOption, type DurationRange } from './duration.js';
 import { checkDenyList, isCheckedDenyList, sameDenyList, type DenyEntry } from './deny-entries.js';
 import { describe } from './describe.js';
 import { SluiceError } from './errors.js';
-import type { LimiterOptions, LimitOptions, ReserveOptions, TakeOptions } from './limiter-api.js';
+import type { DenyMode, LimiterChanges, LimiterOptions, LimitOptions, ReserveOptions, TakeOptions } from './limiter-api.js';
 import type { FailurePolicy } from './failure-policy.js';
 import type { Store } from './store.js';
 import type { Rule } from './rules.js';
@@ -73,10 +73,26 @@ export function checkQuotas(value: unknown): ReadonlyMap<string, readonly Rule[]
  * the array object, and whatever a reader built from it, stays), else the new list, checked and frozen. A list
  * already checked (the watcher giving back the code's list, or a document's) is taken as it is, array and all.
  */
-export function nextDenyList(value: unknown, current: readonly DenyEntry[]): readonly DenyEntry[] {
+/** `configure()`'s deny list and deny mode: each the new one when given (checked), else the current one. */
+export function nextDeny(
+  changes: LimiterChanges,
+  current: { readonly deny: readonly DenyEntry[]; readonly denyMode: DenyMode },
+): { deny: readonly DenyEntry[]; denyMode: DenyMode } {
+  return { deny: nextDenyList(changes.deny, current.deny), denyMode: nextDenyMode(changes.denyMode, current.denyMode) };
+}
+
+function nextDenyList(value: unknown, current: readonly DenyEntry[]): readonly DenyEntry[] {
   if (value === undefined || value === current) return current;
   const checked = isCheckedDenyList(value) ? value : checkDenyList(value, 'configure: deny');
   return sameDenyList(checked, current) ? current : checked;
+}
+
+function nextDenyMode(value: unknown, current: DenyMode): DenyMode {
+  if (value === undefined) return current;
+  if (value !== 'enforce' && value !== 'shadow' && value !== 'off') {
+    throw new SluiceError('INVALID_OPTION', `configure: denyMode must be 'enforce', 'shadow' or 'off', got ${describe(value)}`);
+  }
+  return value;
 }
 
 export function readCost(options: LimitOptions, operation: Operation): number {

@@ -34,7 +34,7 @@ import {
   checkRules,
   checkStoreOperations,
   checkSynchronous,
-  nextDenyList,
+  nextDeny,
   readCost,
   readMaxWait,
 } from './limiter-input.js';
@@ -86,6 +86,7 @@ class LimiterImpl implements SyncLimiter {
   private currentMode!: LimiterMode;
   private currentQuotas: ReadonlyMap<string, readonly Rule[]> = new Map();
   deny: readonly DenyEntry[] = checkDenyList([], 'deny');
+  denyMode: Limiter['denyMode'] = 'enforce';
   private readonly onDecision: ((event: DecisionEvent) => void) | undefined;
   /**
    * The rule when every `limit`/`limitSync` call without options can go straight to the fast path (`limitOneRule`): a
@@ -151,15 +152,14 @@ class LimiterImpl implements SyncLimiter {
 
   configure(changes: LimiterChanges): void {
     const known = requireObject(changes, 'configure');
-    rejectUnknownOptions(known, ['rules', 'mode', 'quotas', 'deny'], 'configure');
+    rejectUnknownOptions(known, ['rules', 'mode', 'quotas', 'deny', 'denyMode'], 'configure');
     const rules = changes.rules === undefined ? this.currentRules : checkRules(changes.rules, 'rules');
     const mode = changes.mode ?? this.currentMode;
     if (mode !== 'enforce' && mode !== 'shadow' && mode !== 'off') {
       throw new SluiceError('INVALID_OPTION', `mode must be 'enforce', 'shadow' or 'off', got ${describe(mode)}`);
     }
     const quotas = changes.quotas === undefined ? this.currentQuotas : checkQuotas(changes.quotas);
-    const deny = nextDenyList(changes.deny, this.deny);
-    this.deny = deny;
+    ({ deny: this.deny, denyMode: this.denyMode } = nextDeny(changes, this));
     this.currentRules = rules;
     this.currentMode = mode;
     this.currentQuotas = quotas;

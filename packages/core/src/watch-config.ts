@@ -10,14 +10,14 @@
  * - a document that is not valid is ignored whole, and one bad quota is ignored alone (that identity keeps its
  *   last good quota, or the limiter's rules): a bad rule in the store never switches limiting off;
  * - a bad deny entry is dropped alone (one warning per document revision names them); the rest of the list applies;
- * - a document without `rules` (or `mode`, or `deny`) keeps the code's; a deleted document returns to the code's
+ * - a document without `rules` (or `mode`, `deny`, `denyMode`) keeps the code's; a deleted document returns to the code's
  *   configuration;
  * - reads run one at a time, in order, so an older read never overwrites a newer one.
  */
 import { durationOption, type Duration, type DurationRange } from './duration.js';
 import { describe } from './describe.js';
 import { SluiceError, isSluiceError } from './errors.js';
-import type { Limiter, LimiterMode } from './limiter.js';
+import type { DenyMode, Limiter, LimiterMode } from './limiter-api.js';
 import { isPromiseLike } from './promise.js';
 import { compileLimiterConfig, type LimiterConfig } from './config-document.js';
 import type { ConfigSource, Unsubscribe } from './config-source.js';
@@ -107,6 +107,7 @@ interface Configuration {
   readonly mode: LimiterMode;
   readonly quotas: ReadonlyMap<string, readonly Rule[]>;
   readonly deny: readonly DenyEntry[];
+  readonly denyMode: DenyMode;
 }
 
 class Watcher implements ConfigWatcher {
@@ -132,7 +133,9 @@ class Watcher implements ConfigWatcher {
     private readonly timeoutMs: number,
     private readonly onWarning: (warning: ConfigWarning) => void,
   ) {
-    this.code = { rules: limiter.rules, mode: limiter.mode, quotas: limiter.quotas, deny: limiter.deny };
+    // `denyMode` may be absent on a Limiter implemented outside core, written before the deny list had a mode.
+    const denyMode = limiter.denyMode ?? 'enforce';
+    this.code = { rules: limiter.rules, mode: limiter.mode, quotas: limiter.quotas, deny: limiter.deny, denyMode };
     this.interval = timers.setInterval(() => void this.refresh(), refreshMs);
     unref(this.interval);
     // A subscription that takes longer than a read may (a store still connecting) goes on in the background:
@@ -262,6 +265,7 @@ class Watcher implements ConfigWatcher {
       mode: compiled.mode ?? this.code.mode,
       quotas: merged,
       deny: compiled.deny ?? this.code.deny,
+      denyMode: compiled.denyMode ?? this.code.denyMode,
     };
     if (this.configure(configuration)) {
       this.goodQuotas = quotas;

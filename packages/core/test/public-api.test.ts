@@ -65,6 +65,7 @@ const CONFIG = [
   'removeQuota',
   'setConfigMode',
   'setConfigRules',
+  'setDenyMode',
   'setQuota',
   'watchConfig',
   'writeLimiterConfig',

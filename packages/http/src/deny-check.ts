@@ -1,8 +1,9 @@
 /**
  * The deny list step of the handler, before any limiter decides: each consulted limiter's `deny` list (set by
  * `configure({ deny })` or `watchConfig`) is compiled once per list object (deny-list.ts; when, deny-compile.ts) and
- * matched against the shared identity and the client address, read with the same trust rules as limiting. A limiter in mode `off`
- * skips its list; in `shadow` (or with the handler's `shadow`) a match is reported to onDenied and the request goes on.
+ * matched against the shared identity and the client address, read with the same trust rules as limiting. The list has a mode of its own,
+ * the limiter's `denyMode`, apart from the limiter's `mode` (the kill switch turns off limits, not the list): `off`
+ * skips the list; `shadow` (or the handler's `shadow`) reports a match to onDenied and the request goes on.
  */
 import { SluiceError } from '@sluice/core';
 import { isPromiseLike } from '@sluice/internal';
@@ -34,7 +35,7 @@ function denyNeeds<R>(o: CompiledOptions<R>, raw: R): number {
 }
 
 /**
- * The matcher for the entry's limiter's current list, or undefined when its list is empty or its mode is `off`.
+ * The matcher for the entry's limiter's current list, or undefined when its list is empty or its deny mode is `off`.
  * While a long list that replaced another is compiled in parts, the replaced list's matcher (see deny-compile.ts);
  * `part` says whether this call may compile the next part (once per request).
  */
@@ -42,7 +43,7 @@ function current<R>(o: CompiledOptions<R>, entry: CompiledEntry<R>, raw: R, part
   const limiter = entry.limiter;
   // `deny` may be absent on a Limiter implemented outside core, written before the deny list existed.
   const list: readonly DenyEntry[] | undefined = limiter.deny;
-  if (list === undefined || limiter.mode === 'off') return undefined;
+  if (list === undefined || limiter.denyMode === 'off') return undefined;
   if (list.length === 0) {
     // Nothing applies now; a long list after it is compiled in parts, nothing applying meanwhile.
     if (entry.denySource !== list) {
@@ -77,8 +78,8 @@ function current<R>(o: CompiledOptions<R>, entry: CompiledEntry<R>, raw: R, part
 const EMPTY: DenyMatcher = { size: 0, hasRanges: false, problems: [], match: () => undefined };
 
 /**
- * After `denyNeeds`: the 403 when a limiter in enforce mode denies the identity or address, else undefined (no
- * match, or only shadow ones, which are reported). `ip` is the client address when it was resolved.
+ * After `denyNeeds`: the 403 when a limiter whose deny mode is `enforce` lists the identity or address, else
+ * undefined (no match, or only shadow ones, which are reported). The limiter's own `mode` plays no part. `ip` is the client address when it was resolved.
  */
 function checkDeny<R>(
   o: CompiledOptions<R>,
@@ -94,7 +95,7 @@ function checkDeny<R>(
     if (matcher === undefined) continue;
     const found = matcher.match(identity, address, entry.denyNow);
     if (found === undefined) continue;
-    const shadow = o.shadow || entry.limiter.mode === 'shadow';
+    const shadow = o.shadow || entry.limiter.denyMode === 'shadow';
     denied(o, {
       request: raw,
       identity,

@@ -44,7 +44,8 @@ export function unenforcedDenyList<R>(o: CompiledOptions<R>, raw: R): number {
   for (let i = 0; i < o.entries.length; i++) {
     const entry = o.entries[i]!;
     const list = entry.limiter.deny;
-    if (list === undefined || list.length === 0 || entry.denySource === list) continue;
+    // A list switched off (its deny mode) is not enforced on purpose: reported once it is switched on.
+    if (list === undefined || list.length === 0 || entry.denySource === list || entry.limiter.denyMode === 'off') continue;
     entry.denySource = list;
     const error = new SluiceError(
       'INVALID_OPTION',

@@ -134,26 +134,56 @@ describe('createHandler: the deny list', () => {
     expect(sync(handler.run(request())).outcome).toBe('allowed');
   });
 
-  it('in shadow mode reports the would-be denial to onDenied and lets the request through; off skips the list', () => {
+  it("keeps refusing a listed client when the limiter's mode is off (the kill switch) or shadow: the list has its own mode", () => {
+    const events: DeniedEvent<HttpRequest>[] = [];
+    const limiter = deniedLimiter([{ match: '203.0.113.0/24', reason: 'scraper' }]);
+    const handler = createHandler({ denyList: matchDenyList, limiter, onDenied: (e) => events.push(e) });
+    for (const mode of ['off', 'shadow', 'enforce'] as const) {
+      limiter.configure({ mode });
+      expect(sync(handler.run(request('203.0.113.7'))).status, `limiter mode ${mode}`).toBe(403);
+    }
+    expect(events.map((e) => e.shadow)).toEqual([false, false, false]);
+    // The kill switch still lifts the limits for everyone else: far past the limit of 2, nothing is refused.
+    limiter.configure({ mode: 'off' });
+    expect([1, 2, 3, 4].map(() => sync(handler.run(request('198.51.100.1'))).outcome)).toEqual([
+      'allowed',
+      'allowed',
+      'allowed',
+      'allowed',
+    ]);
+  });
+
+  it('with the deny mode shadow serves a listed client and reports it to onDenied; off serves it unreported', () => {
     const events: DeniedEvent<HttpRequest>[] = [];
     const limiter = deniedLimiter([{ match: '203.0.113.0/24', reason: 'test' }]);
-    limiter.configure({ mode: 'shadow' });
+    expect(limiter.denyMode).toBe('enforce');
+    limiter.configure({ denyMode: 'shadow' });
     const handler = createHandler({ denyList: matchDenyList, limiter, onDenied: (e) => events.push(e) });
     expect(sync(handler.run(request())).allowed).toBe(true);
     expect(events).toMatchObject([
       { identity: 'ip:203.0.113.7', address: '203.0.113.7', policy: 'api', shadow: true, entry: { reason: 'test' } },
     ]);
-    limiter.configure({ mode: 'enforce' });
+    limiter.configure({ denyMode: 'enforce' });
     expect(sync(handler.run(request())).status).toBe(403);
     expect(events[1]).toMatchObject({ shadow: false });
-    limiter.configure({ mode: 'off' });
+    limiter.configure({ denyMode: 'off' });
     expect(sync(handler.run(request())).allowed).toBe(true);
     expect(events).toHaveLength(2);
+    // The deny mode leaves the limits alone: the client is counted like any other (limit 2, two served already).
+    expect(sync(handler.run(request())).outcome).toBe('limited');
     // The handler's own shadow option lets denied clients through as well.
-    limiter.configure({ mode: 'enforce' });
+    limiter.configure({ denyMode: 'enforce' });
     const shadowed = createHandler({ denyList: matchDenyList, limiter, shadow: true, onDenied: (e) => events.push(e) });
-    expect(sync(shadowed.run(request())).allowed).toBe(true);
+    expect(shadowed.run(request())).toMatchObject({ allowed: true });
     expect(events[2]).toMatchObject({ shadow: true });
+  });
+
+  it('refuses a deny mode other than enforce, shadow or off, naming the field, and changes nothing', () => {
+    const limiter = deniedLimiter([{ match: '203.0.113.7' }]);
+    expect(() => limiter.configure({ deny: [], denyMode: 'dry-run' as never })).toThrow(
+      /configure: denyMode must be 'enforce', 'shadow' or 'off', got "dry-run"/,
+    );
+    expect([limiter.deny.length, limiter.denyMode]).toEqual([1, 'enforce']);
   });
 
   it('reports malformed entries once per list to onError and applies the others', () => {
@@ -177,6 +207,10 @@ describe('createHandler: the deny list', () => {
     expect(String((errors[0]![0] as Error).message)).toContain('denyList: matchDenyList');
     limiter.configure({ deny: [{ match: '203.0.113.8' }] });
     expect(sync(handler.run(request())).status).toBe(429);
+    expect(errors).toHaveLength(2);
+    // A list switched off on purpose (its deny mode) is not reported as unenforced.
+    limiter.configure({ deny: [{ match: '203.0.113.9' }], denyMode: 'off' });
+    sync(handler.run(request()));
     expect(errors).toHaveLength(2);
   });
 

@@ -3,7 +3,8 @@
  * config-document.ts), which every instance running `watchConfig` applies without a restart. Each write goes
  * through core's writeLimiterConfig, so a rule is checked by the same factories as in code and a bad one is
  * refused before it is stored. Exit codes: 0 done, 1 the store failed (unreachable, refused, a stored document
- * that is not valid), 2 the command or its input is wrong (config-connection.ts); `deny` is in config-deny.ts.
+ * that is not valid), 2 the command or its input is wrong (config-connection.ts); `deny` is in config-deny.ts
+ * and config-deny-mode.ts.
  */
 import { SluiceError } from '@sluice/core';
 import {
@@ -19,6 +20,7 @@ import {
 import type { Command } from 'commander';
 import { messageOf, pickUp, run, withConnection, type Connection, type ConnectionFlags } from './config-connection.js';
 import { registerDeny } from './config-deny.js';
+import { registerDenyMode } from './config-deny-mode.js';
 
 const RULES_EXAMPLE = `'[{"algorithm":"gcra","limit":10,"period":"1s"}]'`;
 
@@ -63,7 +65,7 @@ export function registerConfig(program: Command): void {
     );
 
   const modes: Array<[string, 'enforce' | 'shadow' | 'off', string]> = [
-    ['off', 'off', 'Kill switch: every instance allows everything and counts nothing'],
+    ['off', 'off', 'Kill switch: every instance allows everything and counts nothing (the deny list still applies: deny mode)'],
     ['shadow', 'shadow', 'Dark launch: count and report what would be refused, refuse nothing'],
     ['on', 'enforce', 'Enforce the rules again (mode enforce)'],
   ];
@@ -106,6 +108,8 @@ export function registerConfig(program: Command): void {
   );
 
   registerDeny(config);
+  // The deny list's own switch (config-deny-mode.ts): the kill switch above leaves the list alone.
+  registerDenyMode(config.commands.find((command) => command.name() === 'deny')!);
 }
 
 async function report(connection: Connection, name: string, written: Promise<LimiterConfig>): Promise<void> {

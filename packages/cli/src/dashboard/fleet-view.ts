@@ -11,6 +11,7 @@ import {
   removeDenyEntry,
   removeQuota,
   setConfigMode,
+  setDenyMode,
   setQuota,
   type ConfigSource,
   type DenyEntry,
@@ -77,6 +78,7 @@ export interface FleetViewOptions {
 /** An action from the page, as its JSON body says it. */
 export type Action =
   | { action: 'mode'; name: string; mode: 'enforce' | 'shadow' | 'off' }
+  | { action: 'denyMode'; name: string; mode: 'enforce' | 'shadow' | 'off' }
   | { action: 'setQuota'; name: string; identity: string; rules: string }
   | { action: 'removeQuota'; name: string; identity: string }
   | { action: 'addDeny'; name: string; match: string; for?: string; reason?: string }
@@ -181,6 +183,8 @@ export class FleetView {
     switch (action.action) {
       case 'mode':
         return setConfigMode(source, action.name, action.mode);
+      case 'denyMode':
+        return setDenyMode(source, action.name, action.mode);
       case 'setQuota':
         return setQuota(source, action.name, action.identity, parseRules(action.rules, 'rules'));
       case 'removeQuota':
@@ -209,6 +213,7 @@ export class FleetView {
 
 const FIELDS: Record<Action['action'], { required: string[]; optional: string[] }> = {
   mode: { required: ['name', 'mode'], optional: [] },
+  denyMode: { required: ['name', 'mode'], optional: [] },
   setQuota: { required: ['name', 'identity', 'rules'], optional: [] },
   removeQuota: { required: ['name', 'identity'], optional: [] },
   addDeny: { required: ['name', 'match'], optional: ['for', 'reason'] },
@@ -238,7 +243,7 @@ function checkAction(input: unknown): Action {
     }
     action[field] = value;
   }
-  if (action.action === 'mode' && !['enforce', 'shadow', 'off'].includes(action.mode!)) {
+  if ((action.action === 'mode' || action.action === 'denyMode') && !['enforce', 'shadow', 'off'].includes(action.mode!)) {
     throw new SluiceError('INVALID_OPTION', `mode must be enforce, shadow or off, got ${JSON.stringify(action.mode)}`);
   }
   return action as unknown as Action;

@@ -38,6 +38,7 @@ function banner(message) {
 
 const ACTION_LABELS = {
   mode: 'mode',
+  denyMode: 'deny list mode',
   setQuota: 'set quota',
   removeQuota: 'remove quota',
   addDeny: 'deny',
@@ -98,6 +99,17 @@ function card(name) {
     }),
   );
   c.modeNote = el('span', { class: 'note' });
+  // The deny list's own switch: the mode above (the kill switch) does not lift the list.
+  c.denyMode = el(
+    'div',
+    { class: 'modes deny-modes' },
+    ...['enforce', 'shadow', 'off'].map((mode) => {
+      const button = el('button', { type: 'button', 'data-deny-mode': mode }, mode);
+      button.addEventListener('click', () => act(c, { action: 'denyMode', mode }));
+      return button;
+    }),
+  );
+  c.denyModeNote = el('span', { class: 'note' });
   c.rules = el('pre');
   c.quotas = el('tbody');
   c.deny = el('tbody');
@@ -149,7 +161,7 @@ function card(name) {
       ),
       el('div', {}, el('h3', {}, 'Mode'), c.mode, c.modeNote, el('h3', {}, 'Rules'), c.rules, c.configError),
       el('div', {}, el('h3', {}, 'Quotas'), el('table', { class: 'quotas' }, c.quotas), quotaForm),
-      el('div', {}, el('h3', {}, 'Deny list'), el('table', { class: 'deny' }, c.deny), denyForm),
+      el('div', {}, el('h3', {}, 'Deny list'), c.denyMode, c.denyModeNote, el('table', { class: 'deny' }, c.deny), denyForm),
     ),
     c.message,
   );
@@ -239,6 +251,10 @@ function renderConfig(c, config, configError) {
     button.classList.toggle('current', (config && config.mode) === button.dataset.mode);
   c.root.setAttribute('data-mode', (config && config.mode) || '');
   c.modeNote.textContent = config && config.mode ? '' : " (none stored: the code's mode)";
+  for (const button of c.denyMode.querySelectorAll('button'))
+    button.classList.toggle('current', (config && config.denyMode) === button.dataset.denyMode);
+  c.root.setAttribute('data-deny-mode', (config && config.denyMode) || '');
+  c.denyModeNote.textContent = config && config.denyMode ? '' : " (none stored: the code's, enforce by default)";
   c.rules.textContent = config && config.rules ? JSON.stringify(config.rules, null, 1) : "none stored: the code's rules";
   c.configError.textContent = configError ? 'the stored configuration is not valid, instances ignore it: ' + configError : '';
   const quotas = Object.entries((config && config.quotas) || {});
