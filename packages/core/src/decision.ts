@@ -84,9 +84,10 @@ export function combineOutcomes(rules: readonly Rule[], outcomes: readonly RuleO
 }
 
 /**
- * `combineOutcomes` for one rule answered through a FastPathStore's `limitOne`: the same decision, field for field
- * (test/fast-path-twins.property.test.ts), without the outcome and report arrays. Part of the limiter's one
- * fast-path seam, kept because `pnpm bench memory` shows it pays (about 20% of a limitSync decision).
+ * `combineOutcomes` for one rule answered through a store's seam (a FastPathStore's or a MemoryFirstStore's
+ * `limitOne`): the same decision, field for field (test/fast-path-twins.property.test.ts), without the outcome and
+ * report arrays. Part of the limiter's one seam, kept because `pnpm bench memory` shows it pays (about 20% of a
+ * limitSync decision).
  */
 export function combineOneOutcome(rule: Rule, answer: RuleAnswer, now: number): Decision {
   const allowed = answer.allowed;

@@ -11,7 +11,8 @@ import { hasStagger, stagger } from './stagger.js';
 import { isStepOperation, type Operation } from './algorithm.js';
 import { checkDenyList, type DenyEntry } from './deny-entries.js';
 import type { Rule } from './rules.js';
-import type { FastPath, FastPathStore, LimitRequest, LimitResult, RuleAnswer, Store, SyncStore } from './store.js';
+import type { LimitRequest, LimitResult, RuleAnswer, Store, SyncStore } from './store.js';
+import { StoreCalls, type StoreAnswer } from './store-calls.js';
 import { rejectUnknownOptions, requireObject } from './validate.js';
 import { waitForSlot, type WaitOptions } from './wait.js';
 import { EVENT_OPERATIONS, notify, performanceNow } from './observe.js';
@@ -73,15 +74,8 @@ class LimiterImpl implements SyncLimiter {
   private readonly policy: FailurePolicy;
   private readonly quotaCache = new WeakMap<object, readonly Rule[]>();
   private readonly keys: KeyCache;
-  /** The store's fast path over this limiter's keys (a FastPathStore, see store.ts): single-rule step-operation requests, into `answer`. */
-  private readonly fastPath: FastPath | undefined;
-  private readonly answer: RuleAnswer = { allowed: true, remaining: 0, resetAt: 0, retryAt: 0 };
-  /** The two ways of running the store, made once (the policy calls them; no closure per decision). */
-  private readonly callLimit = (request: LimitRequest): LimitResult | Promise<LimitResult> => this.store.limit(request);
-  private readonly callLimitOne = (request: LimitRequest): RuleAnswer => {
-    this.fastPath!.limitOne(request as IdentityRequest, this.answer);
-    return this.answer;
-  };
+  /** How the store is called: `limit`, or its seam (a FastPathStore's or a MemoryFirstStore's) for single-rule step operations. */
+  private readonly calls: StoreCalls;
   private currentRules!: readonly Rule[];
   private currentMode!: LimiterMode;
   private currentQuotas: ReadonlyMap<string, readonly Rule[]> = new Map();
@@ -89,9 +83,9 @@ class LimiterImpl implements SyncLimiter {
   denyMode: Limiter['denyMode'] = 'enforce';
   private readonly onDecision: ((event: DecisionEvent) => void) | undefined;
   /**
-   * The rule when every `limit`/`limitSync` call without options can go straight to the fast path (`limitOneRule`): a
-   * FastPathStore, a synchronous failure policy, no quota, one unstaggered rule, enforce mode (shadow mode takes
-   * the pipeline, which lets its denials through). Set by configure().
+   * The rule when every `limit`/`limitSync` call without options can go straight to the seam (`limitOneRule`): a
+   * FastPathStore with a synchronous failure policy (`limit` only: a MemoryFirstStore), no quota, one unstaggered
+   * rule, enforce mode (shadow mode takes the pipeline, which lets its denials through). Set by configure().
    */
   private fastRule: Rule | undefined;
 
@@ -104,10 +98,8 @@ class LimiterImpl implements SyncLimiter {
     const prefix = checkName(options.prefix ?? 'sluice', 'prefix');
     this.keyPrefix = `${prefix}:${this.name}:{`;
     this.keys = new KeyCache(this.keyPrefix, this.store.capabilities.synchronous === true || this.store.capabilities.memoryFirst === true);
-    const { synchronous, clock, answersFailures } = this.store.capabilities;
-    const bind = (this.store as Partial<FastPathStore>).bindFastPath;
-    this.fastPath =
-      synchronous === true && clock === 'client' && typeof bind === 'function' ? bind.call(this.store, this.keyPrefix) : undefined;
+    const { answersFailures } = this.store.capabilities;
+    this.calls = new StoreCalls(this.store, this.keyPrefix, typeof options.onStoreError === 'object');
     checkCallbacks(options);
     this.clock = options.clock ?? Date.now;
     this.quota = options.quota;
@@ -165,17 +157,16 @@ class LimiterImpl implements SyncLimiter {
     this.currentQuotas = quotas;
     const only = rules.length === 1 ? rules[0]! : undefined;
     const plain = this.quota === undefined && quotas.size === 0 && this.onDecision === undefined;
-    this.fastRule =
-      this.fastPath !== undefined && this.policy.synchronous && plain && only !== undefined && !only.stagger && mode === 'enforce'
-        ? only
-        : undefined;
+    const seam = (this.calls.fastPath !== undefined && this.policy.synchronous) || this.calls.memoryPath !== undefined;
+    this.fastRule = seam && plain && only !== undefined && !only.stagger && mode === 'enforce' ? only : undefined;
   }
 
   limit(identity: string, options?: LimitOptions): Promise<Decision> {
     const rule = this.fastRule;
     if (rule === undefined || options !== undefined) return this.run(identity, options, 'consume');
     try {
-      return Promise.resolve(this.limitOneRule(identity, rule));
+      const decided = this.limitOneRule(identity, rule);
+      return isPromise(decided) ? decided : Promise.resolve(decided);
     } catch (error) {
       return Promise.reject(error);
     }
@@ -210,9 +201,9 @@ class LimiterImpl implements SyncLimiter {
 
   limitSync(identity: string, options?: LimitOptions): Decision {
     const rule = this.fastRule;
-    return rule === undefined || options !== undefined
+    return rule === undefined || options !== undefined || this.calls.fastPath === undefined
       ? this.runSync(identity, options, 'consume', 'limitSync')
-      : this.limitOneRule(identity, rule);
+      : (this.limitOneRule(identity, rule) as Decision);
   }
 
   peekSync(identity: string, options?: LimitOptions): Decision {
@@ -306,8 +297,7 @@ class LimiterImpl implements SyncLimiter {
     const rules = this.rulesFor(identity);
     const request = this.request(identity, options, operation, rules);
     if (this.currentMode === 'off') return withOperationFields(disabled(rules, request.now), request);
-    const call: (request: LimitRequest) => LimitResult | RuleAnswer | Promise<LimitResult> =
-      request instanceof IdentityRequest ? this.callLimitOne : this.callLimit;
+    const call = this.calls.callFor(request);
     if (sync)
       return this.toDecision(rules, request, this.policy.runSync(request, call as (request: LimitRequest) => LimitResult | RuleAnswer));
     const answer = this.policy.run(request, call);
@@ -317,19 +307,25 @@ class LimiterImpl implements SyncLimiter {
   /**
    * `decision()` for a `limit`/`limitSync` call of cost 1 when `fastRule` is set: the same steps (request, store
    * under the policy, toDecision), with what configure() already knows left out. The pipeline's one seam, kept because
-   * `pnpm bench memory` shows it pays.
+   * `pnpm bench memory` and `pnpm bench fleet` show it pays. A promise only when a MemoryFirstStore's answer is one.
    */
-  private limitOneRule(identity: string, rule: Rule): Decision {
+  private limitOneRule(identity: string, rule: Rule): Decision | Promise<Decision> {
     if (typeof identity !== 'string' || identity.length === 0) identityKey(identity);
     const rules = this.currentRules;
     const request = new IdentityRequest(identity, this.keyPrefix, rules, 1, 'consume', this.now());
-    const answer = this.policy.runSync(request, this.callLimitOne);
-    return answer === this.answer ? combineOneOutcome(rule, answer, request.now) : this.toDecision(rules, request, answer);
+    const calls = this.calls;
+    if (calls.fastPath !== undefined) {
+      const answer = this.policy.runSync(request, calls.limitOne);
+      return answer === calls.answer ? combineOneOutcome(rule, answer, request.now) : this.toDecision(rules, request, answer);
+    }
+    const answer = this.policy.run(request, calls.limitFromMemory);
+    if (answer === calls.memoryAnswer) return combineOneOutcome(rule, answer, calls.memoryAnswer.now);
+    return isPromise(answer) ? this.decideWhenSettled(answer, rules, request) : this.toDecision(rules, request, answer);
   }
 
   /** Turns an answer that comes later into a decision. A method of its own: a closure in decision() would make every call allocate a context. */
   private decideWhenSettled(
-    answer: Promise<LimitResult | RuleAnswer | FailureAnswer>,
+    answer: Promise<StoreAnswer | FailureAnswer>,
     rules: readonly Rule[],
     request: LimitRequest,
   ): Promise<Decision> {
@@ -354,7 +350,7 @@ class LimiterImpl implements SyncLimiter {
   }
 
   private request(identity: string, options: LimitOptions | undefined, operation: Operation, rules: readonly Rule[]): LimitRequest {
-    if (this.fastPath !== undefined && rules.length === 1 && !rules[0]!.stagger && isStepOperation(operation)) {
+    if (this.calls.seam && rules.length === 1 && !rules[0]!.stagger && isStepOperation(operation)) {
       // The fast path finds the identity without its key (the store builds it only for an identity it does not hold).
       if (typeof identity !== 'string' || identity.length === 0) identityKey(identity);
       const cost = options === undefined ? 1 : readCost(options, operation);
@@ -379,7 +375,9 @@ class LimiterImpl implements SyncLimiter {
    */
   private toDecision(rules: readonly Rule[], request: LimitRequest, answer: LimitResult | RuleAnswer | FailureAnswer): Decision {
     let decision: Decision;
-    if (answer === this.answer) decision = this.applyMode(combineOneOutcome(rules[0]!, this.answer, request.now));
+    const { answer: one, memoryAnswer } = this.calls;
+    if (answer === one) decision = this.applyMode(combineOneOutcome(rules[0]!, one, request.now));
+    else if (answer === memoryAnswer) decision = this.applyMode(combineOneOutcome(rules[0]!, memoryAnswer, memoryAnswer.now));
     else if (answer instanceof FailureAnswer) {
       decision =
         answer.result !== undefined

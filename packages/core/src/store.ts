@@ -13,7 +13,8 @@
  * `createLimiter` refuses a store that does not list `limit` and `reset` (INVALID_OPTION), and every `take` or
  * `reserve` is refused with UNSUPPORTED_OPERATION, before the store is called, unless the store lists that operation.
  *
- * `FastPathStore` (below) is an optional seam for in-process stores, not part of the contract.
+ * `FastPathStore` and `MemoryFirstStore` (below) are optional seams for in-process and memory-first stores, not part of
+ * the contract.
  */
 import type { Operation, StepOperation, State } from './algorithm.js';
 import type { SluiceError } from './errors.js';
@@ -129,6 +130,32 @@ export interface FastPath {
    * on first read.
    */
   limitOne(request: FastRequest, out: RuleAnswer): void;
+}
+
+/**
+ * Not part of the contract: the same seam for an asynchronous store that answers most requests from process memory
+ * (`memoryFirst`, a local tier). A `memoryFirst` store with a `bindMemoryPath` method is asked once per limiter
+ * for a `MemoryPath` over that limiter's keys, and gets the requests a FastPathStore's `limitOne` would get. An
+ * answer it gives from memory comes back without a promise or a result object; any other comes back as `limit`
+ * would return it. `@sluice/tiered` implements it; `test/memory-path.test.ts` here and there prove it equal to `limit`.
+ */
+export interface MemoryFirstStore extends Store {
+  /** A path for requests whose keys are `keyPrefix + identityKey(identity) + '}'` (one limiter's keys). */
+  bindMemoryPath(keyPrefix: string): MemoryPath;
+}
+
+export interface MemoryPath {
+  /**
+   * Exactly `limit(request)` for this request, state and counters included. An answer given from process memory,
+   * not degraded, is written into `out` (its time included) and `undefined` returned; any other is returned as
+   * `limit` returns it (a result or a promise of one). A failure throws or rejects as `limit` would.
+   */
+  limitOne(request: FastRequest, out: MemoryAnswer): LimitResult | Promise<LimitResult> | undefined;
+}
+
+/** Where a MemoryPath writes an answer from memory: a `RuleAnswer` and the time it was given at (`LimitResult.now`). */
+export interface MemoryAnswer extends RuleAnswer {
+  now: number;
 }
 
 /** A single-rule step-operation request on a fast path: a `LimitRequest` that also carries the identity it is for. */
