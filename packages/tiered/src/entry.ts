@@ -92,4 +92,9 @@ export interface Entry {
   /** `lease`: cost-1 requests waiting on `fetching`; the batch taken covers them (see Leases.fetch). */
   waiting: number;
   counts: Counts | undefined;
+  /** The tier's move count when the entry was last put at the front of its LRU (recency is kept lazily: Entries.touch). */
+  movedAt: number;
+  /** The memory path's index that holds this entry (identity to entry, one per limiter key prefix), and its identity there. */
+  index: Map<string, Entry> | undefined;
+  identity: string;
 }

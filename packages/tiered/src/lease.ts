@@ -3,7 +3,7 @@
  * limit), spent from process memory while the remote store's window that counted them is open, and given back
  * where no fixed window dates them. Over-admission is impossible by construction: see `Lease.spendBefore`.
  */
-import { FailureAnswer, type LimitRequest, type LimitResult, type ResolvedRule } from '@sluice/core/store';
+import { FailureAnswer, type LimitRequest, type LimitResult, type MemoryAnswer, type ResolvedRule } from '@sluice/core/store';
 import { denied, remember, withoutModeFields } from './deny-cache.js';
 import type { Entry, Lease, TierStats } from './entry.js';
 import type { ResolvedOptions } from './options.js';
@@ -29,17 +29,8 @@ export class Leases {
   ) {}
 
   leased(entry: Entry, request: LimitRequest): LimitResult | Promise<LimitResult> {
-    let lease = entry.lease;
-    if (lease !== undefined && this.options.clock() >= lease.spendBefore) {
-      this.host.background(this.release(entry));
-      lease = undefined;
-    }
-    if (lease !== undefined && lease.balance >= request.cost) {
-      lease.balance -= request.cost;
-      this.counters.local++;
-      // Never stamped before the take that counted the unit (the offset is shared by every identity and moves).
-      return this.leaseAnswer(request, lease, Math.max(request.now + this.remote.offset, lease.takenAt));
-    }
+    const now = this.spend(entry, request);
+    if (now !== undefined) return this.leaseAnswer(request, entry.lease!, now);
     // Another call is fetching a batch for this identity: wait for it rather than fetch a second one.
     // If that fetch failed, the remote store is down: the share answers at once rather than a second remote call
     // (two calls in a row could outlast the limiter's own deadline).
@@ -118,6 +109,37 @@ export class Leases {
     let least = Number.POSITIVE_INFINITY;
     for (const rule of rules) if (rule.limit < least) least = rule.limit;
     return Math.max(1, Math.min(this.options.maxBatch, Math.floor(least / 16)));
+  }
+
+  /** `leased` for a single-rule request (core's memory path) the lease answers, written into `out`: false when it cannot. */
+  leasedInto(entry: Entry, request: LimitRequest, out: MemoryAnswer): boolean {
+    const now = this.spend(entry, request);
+    if (now === undefined) return false;
+    const lease = entry.lease!;
+    const limit = request.rules[0]!.limit;
+    out.allowed = true;
+    out.remaining = Math.min(limit, (lease.remaining[0] ?? 0) + lease.balance);
+    out.resetAt = Math.max(now, lease.resetAt[0] ?? now);
+    out.retryAt = now;
+    out.now = now;
+    return true;
+  }
+
+  /**
+   * Spends the request's cost from the identity's lease, if it holds that many and may still spend them (a lease past
+   * its time goes back first): the time to stamp the answer with, or undefined when the lease cannot answer.
+   */
+  private spend(entry: Entry, request: LimitRequest): number | undefined {
+    let lease = entry.lease;
+    if (lease !== undefined && this.options.clock() >= lease.spendBefore) {
+      this.host.background(this.release(entry));
+      lease = undefined;
+    }
+    if (lease === undefined || lease.balance < request.cost) return undefined;
+    lease.balance -= request.cost;
+    this.counters.local++;
+    // Never stamped before the take that counted the unit (the offset is shared by every identity and moves).
+    return Math.max(request.now + this.remote.offset, lease.takenAt);
   }
 
   private leaseAnswer(request: LimitRequest, lease: Lease, now: number): LimitResult {

@@ -2,24 +2,25 @@ import { SluiceError } from '@sluice/core';
 import {
   FailureAnswer,
   createFailurePolicy,
+  type FastRequest,
   type LeaseRequest,
   type LeaseResult,
   type LimitRequest,
   type LimitResult,
-  type ResolvedRule,
-  type Store,
+  type MemoryAnswer,
+  type MemoryFirstStore,
+  type MemoryPath,
   type StoreCapabilities,
   type StoreOperation,
 } from '@sluice/core/store';
 import { isPromiseLike } from '@sluice/internal';
-import { LRUCache } from 'lru-cache';
 import { LocalShare } from './local-share.js';
 import { Outage } from './outage.js';
 import { resolveOptions, type ResolvedOptions, type TierStrategy, type TieredStoreOptions } from './options.js';
 import type { Entry, TierStats } from './entry.js';
-import { leasable } from './rule-windows.js';
+import { Entries } from './entries.js';
 import { AsyncCounts } from './async-counts.js';
-import { denied, remember } from './deny-cache.js';
+import { denied, deniedInto, remember } from './deny-cache.js';
 import { Leases, type TierHost } from './lease.js';
 import { Remote } from './remote.js';
 
@@ -30,10 +31,6 @@ const timers = globalThis as unknown as {
   setInterval?: (callback: () => void, ms: number) => unknown;
   clearInterval?: (handle: unknown) => void;
 };
-
-/** lru-cache's get and peek default their options to a new `{}` per call; one shared object instead (lru-cache only writes `status` on it, with diagnostics on). */
-const GET_OPTIONS = {};
-const PEEK_OPTIONS = {};
 
 const SWEEP_EVERY = 64;
 const SWEEP_BATCH = 8;
@@ -49,14 +46,14 @@ export function tieredStore(options: TieredStoreOptions): TieredStore {
   return new TieredStore(options);
 }
 
-export class TieredStore implements Store {
+export class TieredStore implements MemoryFirstStore {
   readonly capabilities: StoreCapabilities;
   readonly strategy: TierStrategy;
   private readonly options: ResolvedOptions;
   private readonly remote: Remote;
   /** The remote store's outages, and the local share that limits while it is down. */
   private readonly outage: Outage;
-  private readonly entries: LRUCache<string, Entry>;
+  private readonly entries: Entries;
   private readonly counters: TierStats = {
     decisions: 0,
     local: 0,
@@ -75,9 +72,6 @@ export class TieredStore implements Store {
   private timerTried = false;
   private closed = false;
   private readonly pending = new Set<Promise<unknown>>();
-  private readonly signatures = new WeakMap<readonly ResolvedRule[], string>();
-  private lastRules: readonly ResolvedRule[] | undefined;
-  private lastSignature = '';
   private readonly leases: Leases;
   private readonly counts: AsyncCounts;
 
@@ -107,10 +101,15 @@ export class TieredStore implements Store {
     };
     this.leases = new Leases(this.remote, this.outage, this.options, this.counters, host);
     this.counts = new AsyncCounts(this.remote, this.options, this.counters, host);
-    this.entries = new LRUCache<string, Entry>({
-      max: this.options.maxKeys,
-      dispose: (entry, _key, reason) => this.evicted(entry, reason),
-    });
+    this.entries = new Entries(
+      this.options.maxKeys,
+      (entry, reason) => this.evicted(entry, reason),
+      (entry) => {
+        // The rules changed (configure, a quota): local state was built for others. Leases go back, counts are sent.
+        this.background(this.leases.release(entry));
+        this.background(this.counts.flushAll(entry));
+      },
+    );
   }
 
   /** A copy of the counters. */
@@ -123,7 +122,38 @@ export class TieredStore implements Store {
     if (this.closed) return this.decideRemotely(request, undefined);
     this.housekeeping();
     if (this.outage.recovering(request)) return this.outage.finishing(request);
-    const entry = this.entryFor(request);
+    return this.decide(this.entries.find(request), request);
+  }
+
+  /** Core's memory-path seam (see MemoryFirstStore): one limiter's single-rule step operations, found by identity. */
+  bindMemoryPath(keyPrefix: string): MemoryPath {
+    const index = this.entries.index(keyPrefix);
+    const verbatimLength = keyPrefix.length + 1;
+    return { limitOne: (request, out) => this.limitIndexed(index, verbatimLength, request, out) };
+  }
+
+  /**
+   * `limit(request)` found through the identity index; a refusal the deny cache replays and a unit spent from a lease
+   * are written into `out` (undefined returned), every other answer comes from `decide` as `limit` gives it. What
+   * goes on to the remote store or the local share is a plain request: core's has its key as a getter on its
+   * prototype, which a store that copies a request with a spread would lose (the local share does).
+   */
+  private limitIndexed(index: Map<string, Entry>, verbatimLength: number, request: FastRequest, out: MemoryAnswer) {
+    this.counters.decisions++;
+    if (this.closed) return this.decideRemotely(plain(request), undefined);
+    this.housekeeping();
+    if (this.outage.recovering(request)) return this.outage.finishing(plain(request));
+    const entry = this.entries.findIndexed(index, verbatimLength, request);
+    if (request.operation !== 'refund') {
+      if (entry.denial !== undefined && deniedInto(entry, request, this.remote.offset, this.counters, out)) return undefined;
+      if (request.operation === 'consume' && this.strategy === 'lease' && entry.leasable && this.leases.leasedInto(entry, request, out))
+        return undefined;
+    }
+    return this.decide(entry, plain(request));
+  }
+
+  /** The strategy's decision for an entry found: the deny cache, then a lease, async counts or the remote store. */
+  private decide(entry: Entry, request: LimitRequest): LimitResult | Promise<LimitResult> {
     const { operation } = request;
     if (operation === 'consume' || operation === 'peek') {
       const replay = denied(entry, request, this.remote.offset, this.counters);
@@ -153,7 +183,7 @@ export class TieredStore implements Store {
 
   reset(key: string, ruleIds: readonly string[]): void | Promise<void> {
     // Local state goes without being returned or flushed: the remote state it belongs to is being forgotten too.
-    const entry = this.entries.peek(key, PEEK_OPTIONS);
+    const entry = this.entries.peek(key);
     if (entry !== undefined) {
       entry.lease = undefined;
       entry.counts = undefined;
@@ -219,53 +249,7 @@ export class TieredStore implements Store {
   }
 
   // ---------------------------------------------------------------------------------------------------------------
-  // Entries and housekeeping
-
-  private entryFor(request: LimitRequest): Entry {
-    const signature = this.signatureOf(request.rules);
-    let entry = this.entries.get(request.key, GET_OPTIONS);
-    if (entry === undefined) {
-      entry = this.newEntry(request, signature);
-      this.entries.set(request.key, entry);
-    } else if (entry.signature !== signature) {
-      // The rules changed (configure, a quota): local state was built for others. Leases go back, counts are sent.
-      this.background(this.leases.release(entry));
-      this.background(this.counts.flushAll(entry));
-      entry = this.newEntry(request, signature);
-      this.entries.set(request.key, entry);
-    }
-    entry.rules = request.rules;
-    entry.lastSeen = request.now;
-    return entry;
-  }
-
-  private newEntry(request: LimitRequest, signature: string): Entry {
-    const fresh: Entry = {
-      key: request.key,
-      signature,
-      leasable: leasable(request.rules),
-      rules: request.rules,
-      lastSeen: 0,
-      denial: undefined,
-      lease: undefined,
-      fetching: undefined,
-      waiting: 0,
-      counts: undefined,
-    };
-    return fresh;
-  }
-
-  private signatureOf(rules: readonly ResolvedRule[]): string {
-    if (rules === this.lastRules) return this.lastSignature;
-    let signature = this.signatures.get(rules);
-    if (signature === undefined) {
-      signature = rules.map((r) => `${r.id}:${r.algorithm}:${r.limit}:${JSON.stringify(r.params)}`).join('|');
-      this.signatures.set(rules, signature);
-    }
-    this.lastRules = rules;
-    this.lastSignature = signature;
-    return signature;
-  }
+  // Housekeeping
 
   /** Every 64 calls, the least recently used entries get their housekeeping; a timer does it too where one can be unref'd. */
   private housekeeping(): void {
@@ -340,4 +324,9 @@ export class TieredStore implements Store {
     this.pending.add(settled);
     void settled.then(() => this.pending.delete(settled));
   }
+}
+
+/** A request as an object of its own fields (see limitIndexed). */
+function plain(request: LimitRequest): LimitRequest {
+  return { key: request.key, rules: request.rules, cost: request.cost, operation: request.operation, now: request.now };
 }
