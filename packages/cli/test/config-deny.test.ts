@@ -2,12 +2,14 @@
  * `sluice config deny`, the built binary run as a process, against a real redis-server, a SQLite file and the
  * Upstash REST fixture on a real Redis: add (an identity, IPv4 and IPv6 blocks, a temporary block), list (table and
  * JSON), remove, the exit codes (0 done, 1 the store failed, 2 the input is wrong, 3 nothing to remove), and that a
- * match written like an address that is not one is refused before anything is stored.
+ * match or a duration that is not accepted is refused before anything is stored. What `add` accepts is
+ * deny-input.ts's, tested here by a table; entries already stored that are not valid: deny-stored-entries.test.ts.
  */
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, test } from 'vitest';
-import { denyKind, denyTable } from '../src/commands/config-deny.js';
+import { denyTable } from '../src/commands/config-deny.js';
+import { checkMatch, denyKind } from '../src/commands/deny-input.js';
 import { sluice, useStores } from './run-cli.js';
 
 const stores = useStores('sluice-cli-deny-');
@@ -30,6 +32,78 @@ describe('how a match is read (as @sluice/http reads it)', () => {
     ['203.0.113.0/024', 'invalid'],
   ])('%s is %s', (match, kind) => {
     expect(denyKind(match)).toBe(kind);
+  });
+
+  test.each([
+    // addresses and blocks, also after ip:
+    ['203.0.113.7', {}, 'IPv4'],
+    ['203.0.113.0/24', {}, 'IPv4'],
+    ['ip:198.51.100.0/24', {}, 'IPv4'],
+    ['::ffff:203.0.113.0/120', {}, 'IPv4'],
+    ['2001:db8::/56', {}, 'IPv6'],
+    ['2001:db8::1', {}, 'IPv6'],
+    ['0.0.0.0/0', {}, 'IPv4'],
+    // identities that say they are: a prefix, or --identity
+    ['user:42', {}, 'ident'],
+    ['key:abc', {}, 'ident'],
+    ['tenant.eu-1:acme', {}, 'ident'],
+    ['sk_live_abc123', { identity: true }, 'ident'],
+    ['cafe', { identity: true }, 'ident'],
+    ['10.0.0.1O', {}, 'refused: is written like an IP address or CIDR block but is not one'],
+  ])('add accepts %j %j as %s', (match, options, kind) => {
+    if (kind.startsWith('refused: ')) {
+      expect(() => checkMatch(match, options)).toThrow(kind.slice('refused: '.length));
+      return;
+    }
+    expect(checkMatch(match, options)).toBe(kind);
+  });
+
+  test.each([
+    // a slash that is not a block, or a block with a bad prefix
+    ['1.2.3.4/-1', {}, 'is written like an IP address or CIDR block but is not one'],
+    ['not-an-ip/24', {}, 'is written like an IP address or CIDR block but is not one'],
+    ['not-an-ip/24', { identity: true }, 'is written like an IP address or CIDR block but is not one'],
+    ['user:1/2', {}, 'is written like an IP address or CIDR block but is not one'],
+    ['203.0.113.0/33', {}, 'is written like an IP address or CIDR block but is not one'],
+    ['2001:db8::/129', {}, 'is written like an IP address or CIDR block but is not one'],
+    ['203.0.113.0/024', {}, 'is written like an IP address or CIDR block but is not one'],
+    // written like an address, not one
+    ['1.2.3', {}, 'is written like an IP address or CIDR block but is not one'],
+    ['1.2.3.256', {}, 'is written like an IP address or CIDR block but is not one'],
+    ['1.2.3.4:8080', {}, 'is written like an IP address or CIDR block but is not one'],
+    ['[2001:db8::1]', {}, 'is written like an IP address or CIDR block but is not one'],
+    ['cafe:babe', { identity: true }, 'is written like an IP address or CIDR block but is not one'],
+    ['ip:user', {}, 'is written like an IP address or CIDR block but is not one'],
+    ['2001:db8::1%eth0', {}, 'has a zone index (%...), which is not part of a client address'],
+    ['fe80::1%25eth0', { identity: true }, 'has a zone index'],
+    // host bits past the prefix: refused, naming the block
+    ['10.9.8.7/24', {}, 'has bits set past its /24 prefix, so it would match the whole block 10.9.8.0/24'],
+    ['ip:10.9.8.7/24', {}, 'would match the whole block ip:10.9.8.0/24'],
+    ['2001:db8::1/56', {}, 'has bits set past its /56 prefix, so it would match the whole block 2001:db8::/56'],
+    // empty or spaces around
+    [' ', {}, 'is empty or has spaces around it'],
+    ['', { identity: true }, 'is empty or has spaces around it'],
+    [' user:42', {}, 'is empty or has spaces around it'],
+    ['user:42\t', { identity: true }, 'is empty or has spaces around it'],
+    // an identity without a prefix, unless said so
+    ['sk_live_abc123', {}, 'is neither an address or block nor an identity with a prefix'],
+    ['cafe', {}, 'is neither an address or block nor an identity with a prefix'],
+    ['user:', {}, 'is neither an address or block nor an identity with a prefix'],
+    ['42', {}, 'is neither an address or block nor an identity with a prefix'],
+    // an address said to be an identity: the HTTP layer would match it as an address
+    ['203.0.113.7', { identity: true }, 'is an IP address or block, which the HTTP layer matches as one: leave out --identity'],
+  ])('add refuses %j %j: it %s, naming the accepted forms', (match, options, why) => {
+    let message = '';
+    try {
+      checkMatch(match, options);
+    } catch (error) {
+      message = (error as Error).message;
+    }
+    expect(message).toContain(`<match> ${JSON.stringify(match)} `);
+    expect(message).toContain(why);
+    expect(message).toMatch(
+      /; give an address \(203\.0\.113\.7, 2001:db8::1\), a block .*, an identity with a prefix \(user:42, key:abc\), or any other identity with --identity/,
+    );
   });
 
   test('the table: one header, left-aligned columns, no time for a block until removed, expired entries marked', () => {
@@ -98,19 +172,72 @@ describe('sluice config deny on Redis', () => {
     expect(((await stored()) ?? []).length).toBe(2);
   });
 
-  test.each([['203.0.113.0/33'], ['2001:db8::/129'], ['1.2.3']])(
-    'the malformed match %s is refused with exit 2 before anything is stored',
-    async (match) => {
-      await stores.redis.del('sluice:config:bad');
-      const args = ['--name', 'bad', '--redis', `redis://127.0.0.1:${stores.server.port}`];
-      const refused = await sluice(['config', 'deny', 'add', match, ...args]);
-      expect([refused.code, refused.stdout]).toEqual([2, '']);
-      expect(refused.stderr).toBe(
-        `sluice config: <match> ${JSON.stringify(match)} is written like an IP address or CIDR block but is not one; give an IPv4 or IPv6 address, or a block such as 203.0.113.0/24 (prefix 0 to 32) or 2001:db8::/56 (prefix 0 to 128)\n`,
-      );
-      expect(await stores.redis.exists('sluice:config:bad')).toBe(0);
-    },
-  );
+  test.each([
+    ['203.0.113.0/33', 'is written like an IP address or CIDR block but is not one'],
+    ['2001:db8::/129', 'is written like an IP address or CIDR block but is not one'],
+    ['1.2.3', 'is written like an IP address or CIDR block but is not one'],
+    ['1.2.3.4/-1', 'is written like an IP address or CIDR block but is not one'],
+    ['not-an-ip/24', 'is written like an IP address or CIDR block but is not one'],
+    [' ', 'is empty or has spaces around it'],
+    ['2001:db8::1%eth0', 'has a zone index (%...), which is not part of a client address'],
+    [
+      '10.9.8.7/24',
+      'has bits set past its /24 prefix, so it would match the whole block 10.9.8.0/24: write the block so, or the address alone',
+    ],
+    ['sk_live_abc123', 'is neither an address or block nor an identity with a prefix'],
+  ])('the match %j is refused with exit 2 before anything is stored: it %s', async (match, why) => {
+    await stores.redis.del('sluice:config:bad');
+    const args = ['--name', 'bad', '--redis', `redis://127.0.0.1:${stores.server.port}`];
+    const refused = await sluice(['config', 'deny', 'add', match, ...args]);
+    expect([refused.code, refused.stdout]).toEqual([2, '']);
+    expect(refused.stderr).toBe(
+      `sluice config: <match> ${JSON.stringify(match)} ${why}; give an address (203.0.113.7, 2001:db8::1), a block (203.0.113.0/24 with a prefix of 0 to 32, 2001:db8::/56 with 0 to 128, optionally after ip:), an identity with a prefix (user:42, key:abc), or any other identity with --identity (an API key)\n`,
+    );
+    expect(await stores.redis.exists('sluice:config:bad')).toBe(0);
+  });
+
+  test('--identity stores an identity without a prefix (an API key), read back as an identity', async () => {
+    const args = ['--name', 'keys', '--redis', `redis://127.0.0.1:${stores.server.port}`];
+    const added = await sluice(['config', 'deny', 'add', 'sk_live_abc123', '--identity', '--reason', 'leaked', ...args]);
+    expect(added.code, added.stderr).toBe(0);
+    expect(added.stderr).toMatch(/^denied "sk_live_abc123" \(ident\) until removed/);
+    expect(JSON.parse((await stores.redis.get('sluice:config:keys'))!).deny).toMatchObject([{ match: 'sk_live_abc123', reason: 'leaked' }]);
+    expect((await sluice(['config', 'deny', 'list', ...args])).stdout).toMatch(/^sk_live_abc123 +ident +- +leaked$/m);
+  });
+
+  test.each([
+    ['2000', 2_000],
+    ['1h30m', 5_400_000],
+    ['1.5h', 5_400_000],
+    ['3650d', 315_360_000_000],
+  ])("--for %s is core's duration grammar: the entry ends %i ms after it was added", async (duration, ms) => {
+    const args = ['--name', 'durations', '--redis', `redis://127.0.0.1:${stores.server.port}`];
+    const added = await sluice(['config', 'deny', 'add', 'user:timed', '--for', duration, ...args]);
+    expect(added.code, added.stderr).toBe(0);
+    const entry = JSON.parse(added.stdout) as { until: number; addedAt: number };
+    expect(entry.until - entry.addedAt).toBe(ms);
+  });
+
+  test.each([
+    ['100000000d', 'from 1 ms to 3650d'],
+    ['3651d', 'from 1 ms to 3650d'],
+    ['0', 'from 1 ms to 3650d'],
+    ['-5m', 'from 1 ms to 3650d'],
+    [' 1h', 'got " 1h" (no spaces around it)'],
+    ['1.5ms', 'got "1.5ms" (not a whole number of ms)'],
+    ['30m1h', 'got "30m1h" (units go largest first, each once: d, h, m, s, ms)'],
+    ['soon', 'got "soon"'],
+  ])('--for %j is refused with exit 2 and nothing is written (%s)', async (duration, why) => {
+    await stores.redis.del('sluice:config:bad');
+    const args = ['--name', 'bad', '--redis', `redis://127.0.0.1:${stores.server.port}`];
+    const refused = await sluice(['config', 'deny', 'add', 'user:x', '--for', duration, ...args]);
+    expect([refused.code, refused.stdout]).toEqual([2, '']);
+    expect(refused.stderr).toMatch(
+      /^sluice config: --for must be a duration from 1 ms to 3650d \(a whole number of ms or a string like '250ms', '1s', '5m', '1h', '1d'\), got /,
+    );
+    expect(refused.stderr).toContain(why);
+    expect(await stores.redis.exists('sluice:config:bad')).toBe(0);
+  });
 
   test('other bad input exits 2 naming it: a duration, a long reason, a control character, a missing match', async () => {
     const args = ['--name', 'bad', '--redis', `redis://127.0.0.1:${stores.server.port}`];

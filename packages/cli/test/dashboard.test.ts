@@ -1,7 +1,8 @@
 /**
  * `sluice dashboard`'s API, served by the built binary against a real redis-server: the token off loopback, the
  * cross-site guard on changes, a change through the page's API stored as `sluice config` stores it, a bad quota
- * answered with the validation message and nothing written, and a store that dies: 503 with a message while it is
+ * answered with the validation message and nothing written, deny entries that are not valid written into the store
+ * directly (left out, listed, removable), a deny entry checked as the CLI checks it, and a store that dies: 503 with a message while it is
  * down, the process still up, the answers back once it restarts on the same port. And the other stores: on a SQLite
  * file the sums of what instances published and the names listed from the configuration table; on Upstash (the
  * local REST fixture) the analytics published there, and documents by the names the page gives (none listed).
@@ -242,6 +243,74 @@ describe('sluice dashboard', () => {
     // The page's state shows the document, listed from the store though no instance published analytics for it.
     const state = await api(url, '/api/state');
     expect(state.body.limiters).toMatchObject([{ name: 'api', config: { quotas: { acme: expect.any(Array) } } }]);
+  });
+
+  test('deny entries that are not valid, written into the store directly, are left out and listed; the page can remove them; the limiters after still show', async () => {
+    const good = [{ match: '203.0.113.0/24', reason: 'scraper', addedAt: 1_700_000_000_000 }];
+    // Past the latest Date (8.64e15 ms) though below 2^53, as `deny add --for 100000000d` used to store it.
+    const far = { match: 'user:x', until: 8_640_000_000_000_000 + 1_800_000_000_000, addedAt: 1_700_000_000_000 };
+    const stored = { version: 1, revision: 4, updatedAt: 0, deny: [good[0], far, { match: 'key:y', until: -1 }, 'plain text'] };
+    await redis.set('sluice:config:broken', JSON.stringify(stored));
+    await redis.set('sluice:config:zz-after', JSON.stringify({ version: 1, revision: 1, updatedAt: 0, mode: 'shadow' }));
+    try {
+      const { url } = await dashboard();
+      const secret = await pageSecret(url);
+      const state = await api(url, '/api/state');
+      expect(state.status).toBe(200);
+      const views = state.body.limiters as Array<{ name: string; config: { deny?: unknown; mode?: string } | null; denySkipped?: unknown }>;
+      const broken = views.find((view) => view.name === 'broken')!;
+      expect(broken.config?.deny).toEqual(good);
+      expect(broken).not.toHaveProperty('configError');
+      expect(broken.denySkipped).toEqual([
+        { index: 1, match: 'user:x', problem: expect.stringMatching(/^deny\[1\]\.until: must be an integer from 0 to 8640000000000000/) },
+        { index: 2, match: 'key:y', problem: expect.stringMatching(/^deny\[2\]\.until: must be/) },
+        { index: 3, problem: expect.stringMatching(/^deny\[3\]: must be an object/) },
+      ]);
+      expect(views.find((view) => view.name === 'zz-after')?.config?.mode).toBe('shadow');
+
+      const removed = await post(url, secret, { action: 'removeDeny', name: 'broken', match: 'user:x' });
+      expect([removed.status, (removed.body.config as { deny: unknown }).deny]).toEqual([200, good]);
+      expect(JSON.parse((await redis.get('sluice:config:broken'))!).deny).toEqual(good);
+      const after = (await api(url, '/api/state')).body.limiters as Array<{ name: string; denySkipped?: unknown }>;
+      expect(after.find((view) => view.name === 'broken')).not.toHaveProperty('denySkipped');
+    } finally {
+      await redis.del('sluice:config:broken', 'sluice:config:zz-after');
+    }
+  });
+
+  test('a deny entry from the page is checked as the CLI checks it: the match, the kind and the duration; nothing is written when refused', async () => {
+    const { url } = await dashboard();
+    const secret = await pageSecret(url);
+    await redis.del('sluice:config:form');
+    const refusals: Array<[Record<string, string>, RegExp]> = [
+      [{ match: '1.2.3.4/-1' }, /^match "1\.2\.3\.4\/-1" is written like an IP address or CIDR block but is not one; give an address/],
+      [{ match: 'not-an-ip/24' }, /is written like an IP address or CIDR block but is not one/],
+      [{ match: ' ' }, /^addDeny: match must be a non-empty string, got " "$/],
+      [{ match: 'user:1 ' }, /^match "user:1 " is empty or has spaces around it/],
+      [{ match: '2001:db8::1%eth0' }, /has a zone index/],
+      [{ match: '10.9.8.7/24' }, /would match the whole block 10\.9\.8\.0\/24/],
+      [{ match: 'sk_live_abc' }, /is neither an address or block nor an identity with a prefix/],
+      [{ match: '203.0.113.7', kind: 'identity' }, /is an IP address or block, which the HTTP layer matches as one/],
+      [{ match: 'user:1', kind: 'ip' }, /^addDeny: kind must be identity .* or auto/],
+      [{ match: 'user:1', for: '100000000d' }, /^for must be a duration from 1 ms to 3650d .*, got "100000000d"$/],
+      [{ match: 'user:1', for: ' 1h' }, /^for must be a duration .*, got " 1h" \(no spaces around it\)$/],
+      [{ match: 'user:1', for: '1.5ms' }, /\(not a whole number of ms\)$/],
+    ];
+    for (const [fields, message] of refusals) {
+      const refused = await post(url, secret, { action: 'addDeny', name: 'form', ...fields });
+      expect([refused.status, refused.body.error], JSON.stringify(fields)).toEqual([400, expect.stringMatching(message)]);
+    }
+    expect(await redis.exists('sluice:config:form')).toBe(0);
+    const key = await post(url, secret, { action: 'addDeny', name: 'form', match: 'sk_live_abc', kind: 'identity', for: '1h30m' });
+    expect(key.status).toBe(200);
+    const timed = await post(url, secret, { action: 'addDeny', name: 'form', match: '198.51.100.0/24', kind: 'auto', for: '2000' });
+    expect(timed.status).toBe(200);
+    const deny = JSON.parse((await redis.get('sluice:config:form'))!).deny as Array<{ match: string; until: number; addedAt: number }>;
+    expect(deny.map((entry) => [entry.match, entry.until - entry.addedAt])).toEqual([
+      ['sk_live_abc', 5_400_000],
+      ['198.51.100.0/24', 2_000],
+    ]);
+    await redis.del('sluice:config:form');
   });
 
   test('with the store killed the API answers 503 with a message and the process stays up; it recovers when Redis is back', async () => {

@@ -4,35 +4,20 @@
  * before any limiter decides. Writes go through core's addDenyEntry and removeDenyEntry (compare and set, so two
  * operators at once both land).
  *
- * A `match` is read as @sluice/http reads it: text made only of hex digits, `.`, `:` and `/` (after an optional
- * `ip:`) is an address or CIDR block and must parse as one, so `203.0.113.0/33` or `1.2.3` is refused here (exit
- * 2) instead of being stored and ignored by every instance; anything else is an identity, matched exactly.
+ * What `add` accepts is deny-input.ts's: an address or block that parses, an identity with a prefix (`user:42`), or
+ * another identity with `--identity`; anything else is refused (exit 2) before anything is stored. `list` and
+ * `remove` read the list as instances do: an entry that is not valid (written by hand, or by another version) is
+ * left out with one warning, and `remove` removes it by its match.
  * Exit codes: those of config-connection.ts (0, 1, 2), and 3 when `remove` finds no entry with that match.
  */
-import { SluiceError, parseDuration } from '@sluice/core';
 import { addDenyEntry, readLimiterConfig, removeDenyEntry, type DenyEntry } from '@sluice/core/config';
-import { parseRange } from '@sluice/http/ip';
 import type { Command } from 'commander';
 import { isoTime } from '../format.js';
 import { fail, pickUp, run, withConnection, type Connection, type ConnectionFlags } from './config-connection.js';
-
-/** What a `match` is: an identity, an IPv4 or IPv6 address or block, or (a stored entry only) neither. */
-export type DenyKind = 'ident' | 'IPv4' | 'IPv6' | 'invalid';
-
-/** Characters an IP address or block is written with (the HTTP layer's test): such a match must parse. */
-const ADDRESS_LIKE = /^[0-9a-fA-F:./]+$/;
+import { checkMatch, denyKind, denyUntil, skippedDenyEntries, skippedWarning, type DenyKind } from './deny-input.js';
 
 /** Exit code of `remove` when no entry has that match: nothing failed, but nothing was removed either. */
 const NOT_FOUND = 3;
-
-/** How the HTTP layer will read `match`. */
-export function denyKind(match: string): DenyKind {
-  const text = match.startsWith('ip:') ? match.slice(3) : match;
-  if (!ADDRESS_LIKE.test(text) || !/[.:/]/.test(text)) return 'ident';
-  const range = parseRange(text);
-  if (range === undefined) return 'invalid';
-  return range.network.version === 4 ? 'IPv4' : 'IPv6';
-}
 
 export function registerDeny(config: Command): void {
   const deny = config
@@ -43,33 +28,38 @@ export function registerDeny(config: Command): void {
     deny
       .command('add')
       .description('Deny an identity (exactly) or an IP address or CIDR block; an entry with the same match is replaced')
-      .argument('<match>', 'an identity (user:42, an API key) or an address or block (203.0.113.0/24, 2001:db8::/56)'),
+      .argument('<match>', 'an address or block (203.0.113.0/24, 2001:db8::/56), or an identity with a prefix (user:42)'),
   )
-    .option('--for <duration>', 'a temporary block: it ends after this long (1h, 30m, 7d); default: until removed')
+    .option('--identity', 'the match is an identity as the limiter sees it, without a prefix (an API key)')
+    .option(
+      '--for <duration>',
+      'a temporary block: it ends after this long (30m, 1h30m, 7d, or whole ms; at most 3650d); default: until removed',
+    )
     .option('--reason <text>', 'why, for operators and the 403 body (at most 200 characters)')
-    .action((match: string, flags: ConnectionFlags & { for?: string; reason?: string }) => {
+    .action((match: string, flags: ConnectionFlags & { identity?: boolean; for?: string; reason?: string }) => {
       let kind: DenyKind;
-      let forMs: number | undefined;
+      // Everything is checked before connecting: a bad match or duration exits 2 with nothing written.
+      const now = Date.now();
+      let until: number | undefined;
       try {
-        kind = checkMatch(match);
-        forMs = flags.for === undefined ? undefined : parseDuration(flags.for, '--for');
+        kind = checkMatch(match, { identity: flags.identity === true });
+        until = flags.for === undefined ? undefined : denyUntil(flags.for, now, '--for');
       } catch (error) {
         fail(error);
         return;
       }
       return run(flags, true, async (connection) => {
-        const now = Date.now();
         const entry: DenyEntry = {
           match,
-          ...(forMs === undefined ? {} : { until: now + forMs }),
+          ...(until === undefined ? {} : { until }),
           ...(flags.reason === undefined ? {} : { reason: flags.reason }),
         };
         const written = await addDenyEntry(connection.source, flags.name, entry, { now });
         const stored = written.deny?.find((kept) => kept.match === match);
         process.stdout.write(`${JSON.stringify(stored, null, 2)}\n`);
-        const until = stored?.until === undefined ? 'until removed' : `until ${isoTime(stored.until)}`;
+        const ends = stored?.until === undefined ? 'until removed' : `until ${isoTime(stored.until)}`;
         process.stderr.write(
-          `denied ${JSON.stringify(match)} (${kind}) ${until}: revision ${written.revision} of ${JSON.stringify(flags.name)} holds ${count(written.deny?.length ?? 0)} at ${connection.where}; ${pickUp(connection)}\n`,
+          `denied ${JSON.stringify(match)} (${kind}) ${ends}: revision ${written.revision} of ${JSON.stringify(flags.name)} holds ${count(written.deny?.length ?? 0)} at ${connection.where}; ${pickUp(connection)}\n`,
         );
       });
     });
@@ -99,24 +89,16 @@ export function registerDeny(config: Command): void {
     .option('--json', 'print the entries as a JSON array instead of a table')
     .action((flags: ConnectionFlags & { json?: boolean }) =>
       run(flags, false, async (connection) => {
-        const entries = (await readLimiterConfig(connection.source, flags.name))?.deny ?? [];
+        const skipped = skippedDenyEntries();
+        const read = await readLimiterConfig(connection.source, flags.name, { onBadDenyEntry: skipped.onBadDenyEntry });
+        const entries = read?.deny ?? [];
+        const warning = skippedWarning(skipped.entries, flags.name);
+        if (warning !== '') process.stderr.write(`sluice config deny list: ${warning}\n`);
         if (flags.json === true) process.stdout.write(`${JSON.stringify(entries, null, 2)}\n`);
         else if (entries.length > 0) process.stdout.write(`${denyTable(entries, Date.now())}\n`);
         process.stderr.write(summary(entries, flags.name, connection));
       }),
     );
-}
-
-/** The kind of a match given to `add`; one that looks like an address but is not one is refused. */
-export function checkMatch(match: string): DenyKind {
-  const kind = denyKind(match);
-  if (kind === 'invalid') {
-    throw new SluiceError(
-      'INVALID_OPTION',
-      `<match> ${JSON.stringify(match)} is written like an IP address or CIDR block but is not one; give an IPv4 or IPv6 address, or a block such as 203.0.113.0/24 (prefix 0 to 32) or 2001:db8::/56 (prefix 0 to 128)`,
-    );
-  }
-  return kind;
 }
 
 /** The entries as a table with a header, every column left-aligned; a past `until` is marked, as instances ignore it. */

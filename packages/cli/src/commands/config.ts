@@ -6,10 +6,10 @@
  * that is not valid), 2 the command or its input is wrong (config-connection.ts); `deny` is in config-deny.ts
  * and config-deny-mode.ts.
  */
-import { SluiceError } from '@sluice/core';
+import { SluiceError, isSluiceError } from '@sluice/core';
 import {
   deleteLimiterConfig,
-  parseLimiterConfig,
+  readLimiterConfig,
   setConfigMode,
   setConfigRules,
   setQuota,
@@ -20,6 +20,8 @@ import {
 import type { Command } from 'commander';
 import { messageOf, pickUp, run, withConnection, type Connection, type ConnectionFlags } from './config-connection.js';
 import { registerDeny } from './config-deny.js';
+import { skippedDenyEntries, skippedWarning } from './deny-input.js';
+import { registerBackup } from './config-backup.js';
 import { registerDenyMode } from './config-deny-mode.js';
 
 const RULES_EXAMPLE = `'[{"algorithm":"gcra","limit":10,"period":"1s"}]'`;
@@ -34,24 +36,28 @@ export function registerConfig(program: Command): void {
   withConnection(config.command('get').description('Print the stored configuration as JSON (null when none is stored)')).action(
     (flags: ConnectionFlags) =>
       run(flags, false, async ({ source }) => {
-        const text = await source.read(flags.name);
-        if (text === undefined || text === null) {
+        // Read as instances read it: a deny entry they leave out is left out here too, with one warning.
+        const skipped = skippedDenyEntries();
+        let document: LimiterConfig | undefined;
+        try {
+          document = await readLimiterConfig(source, flags.name, { onBadDenyEntry: skipped.onBadDenyEntry });
+        } catch (error) {
+          if (!isSluiceError(error) || error.code !== 'INVALID_OPTION') throw error;
+          process.stdout.write(`${await source.read(flags.name)}\n`);
+          throw new SluiceError(
+            'STORE_ERROR',
+            `the stored configuration of ${JSON.stringify(flags.name)} is not valid, so instances ignore it and keep their last good one: ${messageOf(error.cause ?? error)}; write a good one (sluice config set ...) or delete it (sluice config clear)`,
+          );
+        }
+        if (document === undefined) {
           process.stdout.write('null\n');
           process.stderr.write(
             `no configuration is stored for ${JSON.stringify(flags.name)}: instances use the rules and mode in their code\n`,
           );
           return;
         }
-        let document: LimiterConfig;
-        try {
-          document = parseLimiterConfig(text);
-        } catch (error) {
-          process.stdout.write(`${text}\n`);
-          throw new SluiceError(
-            'STORE_ERROR',
-            `the stored configuration of ${JSON.stringify(flags.name)} is not valid, so instances ignore it and keep their last good one: ${messageOf(error)}; write a good one (sluice config set ...) or delete it (sluice config clear)`,
-          );
-        }
+        const warning = skippedWarning(skipped.entries, flags.name);
+        if (warning !== '') process.stderr.write(`sluice config get: ${warning}\n`);
         process.stdout.write(`${JSON.stringify(document, null, 2)}\n`);
       }),
   );
@@ -110,6 +116,7 @@ export function registerConfig(program: Command): void {
   registerDeny(config);
   // The deny list's own switch (config-deny-mode.ts): the kill switch above leaves the list alone.
   registerDenyMode(config.commands.find((command) => command.name() === 'deny')!);
+  registerBackup(config);
 }
 
 async function report(connection: Connection, name: string, written: Promise<LimiterConfig>): Promise<void> {

@@ -4,7 +4,7 @@
  * actions (mode, quota, deny entry), each through core's validated compare-and-set writers, the ones `sluice config`
  * uses. A wrong input throws INVALID_OPTION and writes nothing; anything else that throws is the store failing.
  */
-import { SluiceError, parseDuration } from '@sluice/core';
+import { SluiceError, isSluiceError } from '@sluice/core';
 import {
   addDenyEntry,
   readLimiterConfig,
@@ -17,8 +17,8 @@ import {
   type DenyEntry,
   type LimiterConfig,
 } from '@sluice/core/config';
-import { checkMatch } from '../commands/config-deny.js';
 import { messageOf } from '../commands/config-connection.js';
+import { checkMatch, denyUntil, skippedDenyEntries, type SkippedDenyEntry } from '../commands/deny-input.js';
 import { parseRules } from '../commands/config.js';
 import type { AnalyticsSecond, AnalyticsStore } from '@sluice/core/analytics';
 
@@ -54,6 +54,11 @@ export interface LimiterView {
   config: LimiterConfig | null;
   /** Set when the stored document is not valid (instances ignore it). */
   configError?: string;
+  /**
+   * Deny entries of the stored document that are not valid (written by hand, or by another version): left out of
+   * `config`, as instances leave them out, and listed here so the page can say so and remove them by their match.
+   */
+  denySkipped?: readonly SkippedDenyEntry[];
 }
 
 export interface FleetState {
@@ -81,7 +86,7 @@ export type Action =
   | { action: 'denyMode'; name: string; mode: 'enforce' | 'shadow' | 'off' }
   | { action: 'setQuota'; name: string; identity: string; rules: string }
   | { action: 'removeQuota'; name: string; identity: string }
-  | { action: 'addDeny'; name: string; match: string; for?: string; reason?: string }
+  | { action: 'addDeny'; name: string; match: string; for?: string; reason?: string; kind?: 'identity' | 'auto' }
   | { action: 'removeDeny'; name: string; match: string };
 
 export class FleetView {
@@ -133,17 +138,14 @@ export class FleetView {
   }
 
   private async limiter(name: string, from: number, to: number): Promise<LimiterView> {
-    const { analytics, source } = this.options;
+    const { analytics } = this.options;
     const [seconds, config] = await Promise.all([
       analytics === undefined ? [] : this.seconds(analytics, name, from, to),
-      readLimiterConfig(source, name).then(
-        (document) => ({ document: document ?? null }),
-        (error: unknown) => {
-          // A document that is not valid is shown as such; a store that failed fails the whole answer.
-          if (error instanceof SluiceError && error.code === 'INVALID_OPTION') return { document: null, error: messageOf(error) };
-          throw error;
-        },
-      ),
+      this.readConfig(name).catch((error: unknown) => {
+        // A document that is not valid is shown as such; a store that failed fails the whole answer.
+        if (isSluiceError(error) && error.code === 'INVALID_OPTION') return { document: null, skipped: [], error: messageOf(error) };
+        throw error;
+      }),
     ]);
     const totals = new Map<string, number>();
     for (const second of seconds) {
@@ -157,7 +159,15 @@ export class FleetView {
       topLimited,
       config: config.document,
       ...('error' in config ? { configError: config.error } : {}),
+      ...(config.skipped.length > 0 ? { denySkipped: config.skipped } : {}),
     };
+  }
+
+  /** The stored document as instances read it: a bad deny entry left out, and listed. */
+  private async readConfig(name: string): Promise<{ document: LimiterConfig | null; skipped: readonly SkippedDenyEntry[] }> {
+    const skipped = skippedDenyEntries();
+    const document = await readLimiterConfig(this.options.source, name, { onBadDenyEntry: skipped.onBadDenyEntry });
+    return { document: document ?? null, skipped: skipped.entries };
   }
 
   /** `name`'s seconds in [from, to]: the last minute read now, the rest as read within WINDOW_READ_MS. */
@@ -190,11 +200,11 @@ export class FleetView {
       case 'removeQuota':
         return removeQuota(source, action.name, action.identity);
       case 'addDeny': {
-        checkMatch(action.match);
+        checkMatch(action.match, { identity: action.kind === 'identity', field: 'match' });
         const now = this.now();
         const entry: DenyEntry = {
           match: action.match,
-          ...(action.for === undefined ? {} : { until: now + parseDuration(action.for, 'for') }),
+          ...(action.for === undefined ? {} : { until: denyUntil(action.for, now, 'for') }),
           ...(action.reason === undefined ? {} : { reason: action.reason }),
         };
         return addDenyEntry(source, action.name, entry, { now });
@@ -206,7 +216,7 @@ export class FleetView {
             `no deny entry of ${JSON.stringify(action.name)} matches ${JSON.stringify(action.match)} exactly`,
           );
         }
-        return (await readLimiterConfig(source, action.name)) ?? null;
+        return (await this.readConfig(action.name)).document;
     }
   }
 }
@@ -216,7 +226,7 @@ const FIELDS: Record<Action['action'], { required: string[]; optional: string[] 
   denyMode: { required: ['name', 'mode'], optional: [] },
   setQuota: { required: ['name', 'identity', 'rules'], optional: [] },
   removeQuota: { required: ['name', 'identity'], optional: [] },
-  addDeny: { required: ['name', 'match'], optional: ['for', 'reason'] },
+  addDeny: { required: ['name', 'match'], optional: ['for', 'reason', 'kind'] },
   removeDeny: { required: ['name', 'match'], optional: [] },
 };
 
@@ -245,6 +255,12 @@ function checkAction(input: unknown): Action {
   }
   if ((action.action === 'mode' || action.action === 'denyMode') && !['enforce', 'shadow', 'off'].includes(action.mode!)) {
     throw new SluiceError('INVALID_OPTION', `mode must be enforce, shadow or off, got ${JSON.stringify(action.mode)}`);
+  }
+  if (action.kind !== undefined && action.kind !== 'identity' && action.kind !== 'auto') {
+    throw new SluiceError(
+      'INVALID_OPTION',
+      `addDeny: kind must be identity (the match is an identity as it is, such as an API key) or auto (an address, a block or an identity with a prefix), got ${JSON.stringify(action.kind)}`,
+    );
   }
   return action as unknown as Action;
 }

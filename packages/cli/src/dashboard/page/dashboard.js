@@ -130,7 +130,8 @@ function card(name) {
   const denyForm = el(
     'form',
     { class: 'inline deny-form' },
-    el('input', { name: 'match', placeholder: 'identity, address or CIDR', required: '' }),
+    el('input', { name: 'match', placeholder: 'address, CIDR or user:42', required: '' }),
+    el('label', { class: 'note' }, el('input', { type: 'checkbox', name: 'identity' }), ' identity as it is'),
     el('input', { name: 'for', placeholder: 'for (1h; empty: until removed)', size: '14' }),
     el('input', { name: 'reason', placeholder: 'reason', size: '20' }),
     el('button', { type: 'submit' }, 'deny'),
@@ -138,7 +139,8 @@ function card(name) {
   denyForm.addEventListener('submit', (event) => {
     event.preventDefault();
     const form = new FormData(denyForm);
-    act(c, { action: 'addDeny', match: form.get('match'), for: form.get('for'), reason: form.get('reason') }, () => denyForm.reset());
+    const kind = form.get('identity') ? 'identity' : 'auto';
+    act(c, { action: 'addDeny', match: form.get('match'), for: form.get('for'), reason: form.get('reason'), kind }, () => denyForm.reset());
   });
   c.root.append(
     el('h2', {}, name),
@@ -246,7 +248,13 @@ function renderTop(c, view) {
   if (view.topLimited.length === 0) c.top.append(el('tr', {}, el('td', { class: 'note' }, 'none')));
 }
 
-function renderConfig(c, config, configError) {
+/** An epoch-ms time as text; one a Date cannot hold (a bad stored entry) as the number, never an exception. */
+function timeText(ms) {
+  const date = new Date(ms);
+  return Number.isNaN(date.getTime()) ? String(ms) + ' (not a time)' : date.toISOString().replace('.000', '');
+}
+
+function renderConfig(c, config, configError, denySkipped) {
   for (const button of c.mode.querySelectorAll('button'))
     button.classList.toggle('current', (config && config.mode) === button.dataset.mode);
   c.root.setAttribute('data-mode', (config && config.mode) || '');
@@ -273,9 +281,7 @@ function renderConfig(c, config, configError) {
       const remove = el('button', { type: 'button' }, 'remove');
       remove.addEventListener('click', () => act(c, { action: 'removeDeny', match: entry.match }));
       const until =
-        entry.until === undefined
-          ? 'until removed'
-          : 'until ' + new Date(entry.until).toISOString().replace('.000', '') + (entry.until <= now ? ' (expired)' : '');
+        entry.until === undefined ? 'until removed' : 'until ' + timeText(entry.until) + (entry.until <= now ? ' (expired)' : '');
       return el(
         'tr',
         { 'data-match': entry.match },
@@ -286,7 +292,21 @@ function renderConfig(c, config, configError) {
       );
     }),
   );
-  if (deny.length === 0) c.deny.append(el('tr', {}, el('td', { class: 'note' }, 'none')));
+  // Entries the server left out as not valid (instances ignore them): said so, and removable by their match.
+  for (const skipped of denySkipped || []) {
+    const cells = [
+      el('td', {}, skipped.match === undefined ? '(no match)' : skipped.match),
+      el('td', { class: 'error' }, 'not valid, ignored: ' + skipped.problem),
+      el('td', {}),
+    ];
+    if (skipped.match !== undefined) {
+      const remove = el('button', { type: 'button' }, 'remove');
+      remove.addEventListener('click', () => act(c, { action: 'removeDeny', match: skipped.match }));
+      cells.push(el('td', {}, remove));
+    }
+    c.deny.append(el('tr', { 'data-skipped': String(skipped.index) }, ...cells));
+  }
+  if (deny.length === 0 && !(denySkipped && denySkipped.length > 0)) c.deny.append(el('tr', {}, el('td', { class: 'note' }, 'none')));
 }
 
 async function poll() {
@@ -303,9 +323,15 @@ async function poll() {
         (answer.namesListed ? '' : 'This store cannot list configuration names: add them here.');
       for (const view of answer.limiters) {
         const c = card(view.name);
-        renderChart(c, view, answer.from, answer.to);
-        renderTop(c, view);
-        renderConfig(c, view.config, view.configError);
+        // One card that cannot be drawn says so on itself; the cards after it are drawn all the same.
+        try {
+          renderChart(c, view, answer.from, answer.to);
+          renderTop(c, view);
+          renderConfig(c, view.config, view.configError, view.denySkipped);
+        } catch (error) {
+          c.message.className = 'error';
+          c.message.textContent = 'this limiter could not be shown: ' + error.message;
+        }
       }
     }
   } catch (error) {
