@@ -12,6 +12,7 @@
  */
 import { fixedWindow, gcra, slidingWindowCounter, slidingWindowLog, type Rule } from '@sluice/core';
 import { fieldMembers } from './header-fields.js';
+import { matchesStatedWindow } from './third-party-limit.js';
 import type { ResponseLike } from './throttled-fetch.js';
 
 /** A limit a third party states: `limit` per `windowMs`, or per an unstated window. */
@@ -108,14 +109,17 @@ export function withLimit(rule: Rule, limit: number): Rule {
   }
 }
 
-/** Each stated limit sets the rules of its window (or, unstated, the shortest learnable one), capped at what was written. */
+/**
+ * Each stated limit sets the rules of its window (or, unstated, the shortest learnable one), capped at what was
+ * written. A thirdPartyLimit rule's window is the stated one plus its margin, and matches it.
+ */
 export function followStated(written: readonly Rule[], stated: readonly StatedLimit[], current: readonly number[]): number[] {
   const next = [...current];
   const shortest = shortestWindow(written);
   for (const { limit, windowMs } of stated) {
-    const window = windowMs ?? shortest;
     written.forEach((rule, i) => {
-      if (learnableWindow(rule) === window) next[i] = Math.min(writtenLimit(rule), limit);
+      const matches = matchesStatedWindow(learnableWindow(rule), windowMs ?? shortest);
+      if (matches) next[i] = Math.min(writtenLimit(rule), limit);
     });
   }
   return next;

@@ -15,6 +15,7 @@ import { describeValue as describe, durationOption, optionalFunction, rejectUnkn
 import { fieldMembers } from './header-fields.js';
 import { LimitLearner } from './learn-limit.js';
 import { SharedLimitLearner } from './shared-limit-learner.js';
+import { StoreClock } from './store-clock.js';
 
 /** The parts of a URL the `key` option reads (the global URL class has them all). */
 export interface UrlLike {
@@ -70,11 +71,23 @@ const KNOWN = ['limiter', 'maxWait', 'key', 'fetch', 'retries', 'learn'];
 /** The limiter's own bound on a wait: its latest clock reading, 2^47 ms (about the year 6429). */
 const MAX_WAIT_RANGE: DurationRange = { min: 0, max: 2 ** 47 };
 const REFRESH_RANGE: DurationRange = { min: 10, max: 2 ** 31 - 1 };
+/**
+ * A send that would leave more than this after its booked slot is not sent on it: the slot is left empty and the
+ * request books again. Below thirdPartyLimit's default margin (25 ms), which also has to cover the time between
+ * handing the request to fetch and its arrival.
+ */
+export const LATE_SEND_MS = 10;
+/** Slots missed in a row before a request gives up with WAIT_TOO_LONG (each one booked and left empty). */
+export const MAX_MISSED_SLOTS = 8;
 /** A push back books at most this many slots (a Retry-After of hours on a per-second rule is not booked to its end). */
 export const MAX_PUSH_BACK_BOOKINGS = 100;
 /** An `X-RateLimit-Reset` this large is an epoch time in seconds, not a delay (one year of seconds). */
 const EPOCH_SECONDS_FROM = 365 * 24 * 3600;
 
+const timers = globalThis as unknown as {
+  setTimeout(callback: () => void, ms: number): unknown;
+  clearTimeout(handle: unknown): void;
+};
 const global = globalThis as unknown as {
   URL: new (input: string) => UrlLike;
   fetch?: (input: unknown, init?: unknown) => Promise<ResponseLike>;
@@ -209,6 +222,72 @@ export function createThrottledFetch<F extends FetchLike = FetchLike>(options: T
   const learner =
     options.learn === false || shared !== undefined ? undefined : new LimitLearner(limiter.rules, (rules) => limiter.configure({ rules }));
 
+  // Node loads its HTTP client (undici) on the first use of fetch, Request or Response: 20 to 60 ms of one thread
+  // on an idle machine, several times that while other processes start too. Loaded by the first send, it would hold
+  // that send and every slot of this process due meanwhile; loaded now, it holds nothing.
+  if (send === undefined) void global.Request;
+  const storeClock = new StoreClock();
+  /**
+   * Resolves when this process may send to `identity`: at its booked slot on this process's clock (store-clock.ts:
+   * never before it, and not later by the time a reply sat unread), and no later than LATE_SEND_MS after it. A slot
+   * woken for too late (a late timer, a busy event loop) is not used: sent then, it would bunch with the slots booked
+   * after it. It is left empty and the request books again, within what is left of maxWait; so is a slot booked
+   * before the fleet lowered the limit (once), closer to the one before it than the new limit allows. The whole wait
+   * stays within maxWait, clamped both ways (a wall clock stepped back during a wait must not grant more).
+   */
+  const waitToSend = async (identity: string, signal: AbortSignalLike | undefined): Promise<void> => {
+    if (signal !== undefined && typeof signal.addEventListener !== 'function') {
+      throw new SluiceError('INVALID_OPTION', `createThrottledFetch: a request's signal must be an AbortSignal, got ${describe(signal)}`);
+    }
+    const started = Date.now();
+    // Before the first booking, one read of the store's clock (a peek: nothing booked). It is also the call that
+    // loads the store's script and opens its connection: a booking made cold would wait for its reply.
+    if (!storeClock.known) await observe(() => limiter.peek(identity)).catch(() => undefined);
+    let afterCut = false;
+    for (let missed = 0; ;) {
+      if (signal?.aborted === true) throw aborted();
+      const left = Math.min(maxWaitMs, Math.max(0, maxWaitMs - (Date.now() - started)));
+      const ticket = shared?.ticket(identity);
+      let decision = await observe(() => limiter.reserve(identity, { maxWait: left }));
+      const read = Date.now();
+      if (!decision.allowed) {
+        // Refused (too far, never, the store down): the limiter's own wait books again and says why, or waits.
+        decision = await limiter.wait(identity, signal === undefined ? { maxWait: left } : { maxWait: left, signal });
+      } else if (!decision.degraded) {
+        // Until the slot on the store clock's estimate, or its wait counted from the reply's reading, whichever
+        // comes first: both are at or after the slot, and the second holds when the local clock was stepped.
+        const start = decision.startAt ?? decision.now;
+        const delay = Math.min(storeClock.latest(start)! - Date.now(), start - decision.now - (Date.now() - read));
+        await sleep(delay, signal).catch(async (error: unknown) => {
+          // Aborted: the booking is given back where the rules allow it, as the limiter's wait does.
+          if (limiter.rules.every((rule) => REFUNDABLE.has(rule.algorithm))) await limiter.refund(identity).catch(() => undefined);
+          throw error;
+        });
+      }
+      if (ticket !== undefined && !afterCut && shared!.loweredSince(identity, ticket)) {
+        afterCut = true;
+        continue;
+      }
+      // A degraded answer has no slot to miss.
+      const slot = decision.degraded ? undefined : storeClock.earliest(decision.startAt ?? decision.now);
+      const late = slot === undefined ? 0 : Date.now() - slot;
+      if (late <= LATE_SEND_MS) return;
+      if (++missed >= MAX_MISSED_SLOTS) {
+        throw new SluiceError(
+          'WAIT_TOO_LONG',
+          `createThrottledFetch: ${missed} slots in a row for "${identity}" were woken for more than ${LATE_SEND_MS} ms late (the last by ${late} ms): this process cannot send on time (a busy event loop or a slow store); nothing was sent`,
+        );
+      }
+    }
+  };
+  /** Runs a store call and feeds its answer's time to the store clock (degraded answers carry the local clock). */
+  const observe = async (call: () => Promise<Decision>): Promise<Decision> => {
+    const asked = Date.now();
+    const decision = await call();
+    if (!decision.degraded) storeClock.observe(decision.now, asked, Date.now());
+    return decision;
+  };
+
   const throttled = async (input: unknown, init?: unknown): Promise<ResponseLike> => {
     const fetchImpl = send ?? global.fetch;
     if (typeof fetchImpl !== 'function')
@@ -223,18 +302,8 @@ export function createThrottledFetch<F extends FetchLike = FetchLike>(options: T
     const signal = readSignal(init) ?? readSignal(input);
     // A request sent more than once needs its body again: clone a Request built once from input and init.
     const original = retries > 0 && global.Request !== undefined ? new global.Request(input, init) : undefined;
-    const waitOptions = signal === undefined ? { maxWait: maxWaitMs } : { maxWait: maxWaitMs, signal };
     for (let attempt = 0; ; attempt++) {
-      const booked = shared?.ticket(identity);
-      const waitStarted = Date.now();
-      await limiter.wait(identity, waitOptions);
-      // A slot booked before the fleet lowered the limit is booked again, once, under the new limit, within what is
-      // left of maxWait: the caller's whole wait stays within maxWait.
-      if (booked !== undefined && shared!.loweredSince(identity, booked)) {
-        // Clamped both ways: a wall clock stepped back during the first wait must not grant more than maxWait.
-        const left = Math.min(maxWaitMs, Math.max(0, maxWaitMs - (Date.now() - waitStarted)));
-        await limiter.wait(identity, signal === undefined ? { maxWait: left } : { maxWait: left, signal });
-      }
+      await waitToSend(identity, signal);
       const sentAt = Date.now();
       const ticket = shared?.ticket(identity);
       const response = original === undefined ? await fetchImpl(input, init) : await fetchImpl(original.clone());
@@ -282,4 +351,33 @@ function readSignal(value: unknown): AbortSignalLike | undefined {
   if (typeof value !== 'object' || value === null || !('signal' in value)) return undefined;
   const signal = (value as { signal: unknown }).signal;
   return typeof signal === 'object' && signal !== null ? (signal as AbortSignalLike) : undefined;
+}
+
+/** Algorithms whose refund gives a booked slot back to the next caller (as the limiter's wait refunds). */
+const REFUNDABLE = new Set(['token-bucket', 'leaky-bucket', 'gcra']);
+/** setTimeout clamps longer delays to 1 ms in every runtime: long waits sleep in steps of this. */
+const MAX_TIMER_MS = 2_147_483_647;
+
+/** Sleeps `ms`, in steps a timer can take; rejects with ABORTED when `signal` aborts. */
+async function sleep(ms: number, signal: AbortSignalLike | undefined): Promise<void> {
+  for (let left = ms; left > 0; left -= MAX_TIMER_MS) {
+    await new Promise<void>((resolve, reject) => {
+      const onAbort = () => {
+        timers.clearTimeout(timer);
+        reject(aborted());
+      };
+      const timer = timers.setTimeout(
+        () => {
+          signal?.removeEventListener('abort', onAbort);
+          resolve();
+        },
+        Math.min(left, MAX_TIMER_MS),
+      );
+      signal?.addEventListener('abort', onAbort, { once: true });
+    });
+  }
+}
+
+function aborted(): SluiceError {
+  return new SluiceError('ABORTED', 'createThrottledFetch: aborted by its signal; the booking was given back where the rules allow it');
 }

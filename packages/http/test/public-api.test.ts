@@ -41,7 +41,7 @@ const IP = [
   'parseXForwardedFor',
 ];
 
-const FETCH = ['createThrottledFetch', 'pushBack'];
+const FETCH = ['createThrottledFetch', 'pushBack', 'thirdPartyLimit'];
 
 const names = (module: object) =>
   Object.keys(module)
