@@ -8,7 +8,9 @@
  * - clicking "shadow" on the page switches every process within 1 s;
  * - a deny entry added with the page's form reaches every process's limiter.deny, and, in enforce mode, the next
  *   request from that client to any process gets a 403 while another client's is served;
- * - a bad quota shows its validation message; the store killed shows a banner, gone once it is back.
+ * - a bad quota shows its validation message; the store killed shows a banner, gone once it is back;
+ * - a stored deny entry no page can show as a date (written into the store directly) is listed as not valid with a
+ *   remove button that removes it, and the other cards are still drawn.
  * It takes a screenshot of the page; with SLUICE_UPDATE_SCREENSHOT=1 it saves it as packages/cli/docs/dashboard.png
  * (the one the CLI's README shows), else to a temporary file, so a test run leaves the checkout as it was.
  */
@@ -17,6 +19,7 @@ import { fileURLToPath } from 'node:url';
 import { rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { Redis } from 'ioredis';
 import puppeteer, { type Browser, type Page } from 'puppeteer-core';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { startRedis, type RedisServer } from '../harness/redis.js';
@@ -248,6 +251,42 @@ describe('sluice dashboard in a browser, over three processes on one redis-serve
     expect(shown).toEqual({ reason: markup, elements: 0 });
     expect(await page.$$eval('section[data-name="api"] .deny img, section[data-name="api"] .deny b', (found) => found.length)).toBe(0);
     expect(pageErrors).toEqual([]);
+  });
+
+  test('a stored deny entry past the latest Date is listed as not valid and removable, and the other cards go on being drawn', async () => {
+    const redis = new Redis({ host: server.host, port: server.port });
+    try {
+      // Written into the store directly, as an older version stored `deny add user:far --for 100000000d`: an until
+      // past the latest time a Date holds. The page used to stop on it ("Invalid time value"), and every card after.
+      const far = { match: 'user:far', until: 8_640_000_000_000_000 + 1_800_000_000_000 };
+      const stored = { version: 1, revision: 1, updatedAt: 0, deny: [{ match: 'user:ok' }, far] };
+      await redis.set('sluice:config:aa-broken', JSON.stringify(stored));
+      await page.type('#add-name input[name="name"]', 'aa-broken');
+      await page.keyboard.press('Enter');
+      const skipped = 'section[data-name="aa-broken"] .deny tr[data-skipped="1"]';
+      await page.waitForSelector(skipped, { timeout: 5_000 });
+      const cells = await page.$$eval(`${skipped} td`, (tds) => tds.map((td) => (td as unknown as { textContent: string }).textContent));
+      expect(cells.slice(0, 2)).toEqual([
+        'user:far',
+        expect.stringMatching(/^not valid, ignored: deny\[1\]\.until: must be an integer from 0 to 8640000000000000/),
+      ]);
+      expect(await page.$('section[data-name="aa-broken"] .deny tr[data-match="user:ok"]')).not.toBeNull();
+      // 'aa-broken' comes first in every answer: the 'api' card after it is still drawn, poll after poll.
+      const drawnTo = () => page.$eval('section[data-name="api"] svg.chart', (chart) => Number(chart.getAttribute('data-to')));
+      const before = await drawnTo();
+      await page.waitForFunction(
+        `Number(document.querySelector('section[data-name="api"] svg.chart').getAttribute('data-to')) > ${before}`,
+        { timeout: 5_000 },
+      );
+      expect(await page.$eval('#banner', (banner) => (banner as unknown as { hidden: boolean }).hidden)).toBe(true);
+      await page.click(`${skipped} button`);
+      await page.waitForFunction(`document.querySelector(${JSON.stringify(skipped)}) === null`, { timeout: 5_000 });
+      expect(JSON.parse((await redis.get('sluice:config:aa-broken'))!).deny).toEqual([{ match: 'user:ok' }]);
+      expect(pageErrors).toEqual([]);
+    } finally {
+      await redis.del('sluice:config:aa-broken');
+      redis.disconnect();
+    }
   });
 
   test('the page removes the token from the address bar once loaded', async () => {
