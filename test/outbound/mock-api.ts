@@ -1,20 +1,17 @@
 /**
  * A mock third party for the outbound suite (calls to a rate-limited third party, as in the article 'Rate limiting
- * with Redis'): an HTTP server on 127.0.0.1 that enforces its own limit in fixed 1 s windows on its own clock (the
- * window of a request is floor(Date.now() / 1000)), answers 429 with `Retry-After` (whole seconds to the window's
- * end, rounded up, as real APIs send it) past the limit, and every answer with `X-RateLimit-Limit`,
- * `X-RateLimit-Remaining` and `X-RateLimit-Reset` (epoch seconds of the window's end, with milliseconds). It records
- * every request: arrival time, window, status. `setLimit(limit, fromSecond)` changes the limit from that window on
- * (the mid-run drop of the second test), so no window has two limits. `statesLimit(false)` leaves the X-RateLimit-*
- * headers out: a 429 then says only `Retry-After` (the third test).
+ * with Redis'): an HTTP server on 127.0.0.1 that allows `limit` requests in any sliding second on its own clock (a
+ * request is answered while fewer than `limit` answered requests arrived in the 1000 ms up to it; refusals do not
+ * count), and answers 429 with `Retry-After` (whole seconds until one more fits, at least 1) past it. With
+ * `statesLimit(true)` every answer also carries `X-RateLimit-Limit` (the limit in force) and `X-RateLimit-Remaining`;
+ * without, a 429 says only `Retry-After`: a bare 429. It records every request: arrival time, status, the limit in
+ * force. `setLimit(limit, fromMs)` changes the limit from that instant (epoch ms) on: the mid-run drop.
  */
 import { createServer, type Server } from 'node:http';
 
 export interface MockRequest {
   /** Arrival, epoch ms (the mock's clock). */
   readonly at: number;
-  /** The mock's second: floor(at / 1000). */
-  readonly second: number;
   readonly status: 200 | 429;
   /** The limit in force when it arrived. */
   readonly limit: number;
@@ -23,44 +20,43 @@ export interface MockRequest {
 export interface MockApi {
   readonly url: string;
   readonly requests: readonly MockRequest[];
-  /** The limit from window `fromSecond` (epoch seconds) on; from the current window when omitted. */
-  setLimit(limit: number, fromSecond?: number): void;
-  /** Whether answers carry X-RateLimit-Limit, -Remaining and -Reset (they do at first). */
+  /** The limit from the instant `fromMs` (epoch ms) on; from now when omitted. */
+  setLimit(limit: number, fromMs?: number): void;
+  /** Whether answers carry X-RateLimit-Limit and -Remaining (they do not at first). */
   statesLimit(states: boolean): void;
-  /** Forgets the recorded requests and window counts (between runs). */
+  /** Forgets the recorded requests, the answered ones in the sliding second and any limit change (between runs). */
   clear(): void;
   close(): Promise<void>;
 }
 
 export async function startMockApi(initialLimit: number): Promise<MockApi> {
   let changes: Array<{ from: number; limit: number }> = [{ from: 0, limit: initialLimit }];
-  const limitAt = (second: number) => changes.filter((c) => c.from <= second).at(-1)!.limit;
+  const limitAt = (at: number) => changes.filter((c) => c.from <= at).at(-1)!.limit;
   let requests: MockRequest[] = [];
-  let stating = true;
-  const served = new Map<number, number>();
+  let stating = false;
+  /** Arrival times of the answered requests in the last second, oldest first. */
+  let answered: number[] = [];
   const server: Server = createServer((req, res) => {
     const at = Date.now();
-    const second = Math.floor(at / 1000);
-    const used = served.get(second) ?? 0;
-    const limit = limitAt(second);
-    const resetAt = (second + 1) * 1000;
-    const stated = (remaining: number): Record<string, string> =>
-      stating
-        ? {
-            'x-ratelimit-limit': String(limit),
-            'x-ratelimit-remaining': String(remaining),
-            'x-ratelimit-reset': (resetAt / 1000).toFixed(3),
-          }
-        : {};
+    const limit = limitAt(at);
+    let expired = 0;
+    while (expired < answered.length && answered[expired]! <= at - 1000) expired++;
+    if (expired > 0) answered.splice(0, expired);
+    const allowed = answered.length < limit;
+    if (allowed) answered.push(at);
+    requests.push({ at, status: allowed ? 200 : 429, limit });
+    const stated: Record<string, string> = stating
+      ? { 'x-ratelimit-limit': String(limit), 'x-ratelimit-remaining': String(Math.max(0, limit - answered.length)) }
+      : {};
     req.resume();
-    if (used < limit) {
-      served.set(second, used + 1);
-      requests.push({ at, second, status: 200, limit });
-      res.writeHead(200, { 'content-type': 'text/plain', ...stated(limit - used - 1) });
+    if (allowed) {
+      res.writeHead(200, { 'content-type': 'text/plain', ...stated });
       res.end('ok');
     } else {
-      requests.push({ at, second, status: 429, limit });
-      res.writeHead(429, { 'content-type': 'text/plain', ...stated(0), 'retry-after': String(Math.ceil((resetAt - at) / 1000)) });
+      // The oldest of the `limit` newest answered requests must leave the second before one more fits.
+      const oldest = answered[answered.length - limit] ?? at;
+      const retryAfter = Math.max(1, Math.ceil((oldest + 1000 - at) / 1000));
+      res.writeHead(429, { 'content-type': 'text/plain', ...stated, 'retry-after': String(retryAfter) });
       res.end('too many requests');
     }
   });
@@ -76,8 +72,8 @@ export async function startMockApi(initialLimit: number): Promise<MockApi> {
     get requests() {
       return requests;
     },
-    setLimit(next: number, fromSecond = Math.floor(Date.now() / 1000)) {
-      changes = [...changes.filter((c) => c.from < fromSecond), { from: fromSecond, limit: next }];
+    setLimit(next: number, fromMs = Date.now()) {
+      changes = [...changes.filter((c) => c.from < fromMs), { from: fromMs, limit: next }];
     },
     statesLimit(states: boolean) {
       stating = states;
@@ -85,7 +81,8 @@ export async function startMockApi(initialLimit: number): Promise<MockApi> {
     clear() {
       changes = [{ from: 0, limit: initialLimit }];
       requests = [];
-      served.clear();
+      answered = [];
+      stating = false;
     },
     close: () =>
       new Promise<void>((resolve) => {
@@ -93,4 +90,14 @@ export async function startMockApi(initialLimit: number): Promise<MockApi> {
         server.close(() => resolve());
       }),
   };
+}
+
+/** The most requests that arrived in any sliding second (the 1000 ms up to and including an arrival) among `times`. */
+export function maxInSlidingSecond(times: readonly number[]): number {
+  let most = 0;
+  for (let i = 0, from = 0; i < times.length; i++) {
+    while (times[from]! <= times[i]! - 1000) from++;
+    most = Math.max(most, i - from + 1);
+  }
+  return most;
 }

@@ -1,17 +1,19 @@
-// The fleet's outbound part: 8 worker processes × 4 loops calling one third party that allows 50 requests per
+// The fleet's outbound part: 8 worker processes × 4 loops calling one third party that allows 50 requests in any
 // sliding second, each call waiting for its turn, then the third party halves its limit to 25 and answers only
 // `429` + `Retry-After` (no limit header): a bare 429. Three contestants, on the same mock (each counted apart, as a
-// client of its own) and the same redis-server this part starts; all their processes are started and warmed up
-// first, then the contestants run one after the other (24 busy processes at once starve a 2-core machine):
-// - sluice, shared learning: limiter.wait (GCRA at 98% of the rate, redisStore) through createThrottledFetch with
-//   learn: { source: redisConfigSource(redis) }: a bare 429 halves the limit in the limiter's configuration in
-//   Redis, once per window fleet-wide, and every worker uses it;
+// client of its own) and the same redis-server this part starts; all their processes are started first, then the
+// contestants run one after the other (24 busy processes at once starve a 2-core machine). Every contestant starts
+// cold: its processes send nothing to Redis or the mock before its start (outbound/learn-worker.mjs).
+// - sluice, shared learning: the fleet configuration of packages/http/README.md as written there
+//   (thirdPartyLimit({ requests: 50, per: '1s' }) on redisStore, onStoreError 'deny', createThrottledFetch with
+//   learn: { source: redisConfigSource(redis) }, watchConfig on the same source, every other option at its default);
 // - sluice, pushBack alone: the same with learn: false (Retry-After pushes the shared queue back, the rate stays);
-// - reference: written here (outbound/learn-worker.mjs): a rate and a next-slot time in Redis, the rate halved on
-//   a 429 at most once per 2.5 s fleet-wide.
-// Judged at the third party, on its clock: 429s before and after the drop, the last 429 after it, the requests it
-// answered per sliding second after the contestant settled (from 1 s after its last 429) as a share of the new
-// limit, and the waits (enqueue to send, the workers' clocks).
+// - reference: written here (outbound/learn-worker.mjs): a rate (98% of the limit) and a next-slot time in Redis,
+//   the rate halved on a 429 at most once per 2.5 s fleet-wide.
+// Judged at the third party, on its clock, over the whole run from its first request: 429s before the drop, the
+// most requests in any sliding second before it, the share of the allowance answered before it; after the drop,
+// the 429s, the last one, and the requests answered per sliding second once the contestant settled (from 1 s after
+// its last 429) as a share of the new limit; and the waits (enqueue to answer, the workers' clocks).
 import { fork } from 'node:child_process';
 import { Redis } from 'ioredis';
 import { target } from '../../lib/report.mjs';
@@ -20,9 +22,11 @@ import { startRedisServer } from '../outbound/redis-server.mjs';
 
 export const description =
   'a fleet calling a third party that drops to half its limit with bare 429s: sluice limiter.wait + shared learning vs pushBack alone vs a reference that halves a Redis rate';
-export const builds = ['@sluice/core', '@sluice/redis'];
+export const builds = ['@sluice/core', '@sluice/http', '@sluice/redis'];
 
 const WORKER = new URL('../outbound/learn-worker.mjs', import.meta.url);
+/** The identity the throttled fetch keys the mock by (its default: the URL's host). */
+const IDENTITY = (port) => `127.0.0.1:${port}`;
 const SHARED = 'sluice wait + shared learning';
 const PUSHBACK = 'sluice wait + pushBack alone';
 const REFERENCE = 'reference: halve a Redis rate on a 429';
@@ -33,9 +37,10 @@ const CONTESTANTS = [
   { name: SHARED, kind: 'shared' },
   { name: REFERENCE, kind: 'reference' },
 ];
-/** Targets for shared learning: no 429 later than this after the drop, and this share of the new limit used. */
+/** Targets for shared learning: no 429 later than this after the drop, and these shares of the limits used. */
 const SETTLE_BOUND_MS = 2000;
 const USE_FLOOR_PCT = 90;
+const USE_BEFORE_FLOOR_PCT = 95;
 /** Utilisation after settling is measured only over at least this long a stretch. */
 const MIN_MEASURED_MS = 2000;
 
@@ -53,6 +58,9 @@ export async function run({ options, log }) {
   const server = await startRedisServer();
   const mock = await startSlidingThirdParty({ limit });
   const admin = new Redis({ host: '127.0.0.1', port: server.port });
+  // The third party is a server that has been running: its request handling is compiled before the fleets call it
+  // (from this process, as a client of its own that no contestant's count includes). The workers start cold.
+  for (let i = 0; i < 50; i++) await (await fetch(`http://127.0.0.1:${mock.port}/call`, { headers: { 'x-client': 'warm-up' } })).text();
   log(
     `redis-server ${server.version} on port ${server.port} (pid ${server.pid}); mock third party on port ${mock.port}: ${limit} per sliding second, then ${lower}, bare 429 + Retry-After`,
   );
@@ -72,10 +80,14 @@ export async function run({ options, log }) {
     const ready = [];
     for (const contestant of runs) {
       for (let i = 0; i < workers; i++) {
-        const child = fork(WORKER, [contestant.kind, String(server.port), String(mock.port), String(jobs), String(rate), contestant.id], {
-          stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
-          execArgv: [],
-        });
+        const child = fork(
+          WORKER,
+          [contestant.kind, String(server.port), String(mock.port), String(jobs), String(limit), String(rate), contestant.id],
+          {
+            stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+            execArgv: [],
+          },
+        );
         children.push(child);
         contestant.children.push(child);
         const exited = new Promise((resolve, reject) => {
@@ -109,7 +121,7 @@ export async function run({ options, log }) {
             writes.get(id).push({
               revision: document.revision,
               updatedAt: document.updatedAt,
-              limit: document.quotas?.['third-party']?.[0]?.limit ?? rate,
+              limit: document.quotas?.[IDENTITY(mock.port)]?.[0]?.limit ?? limit,
             });
         })),
     );
@@ -159,7 +171,7 @@ export async function run({ options, log }) {
           0.99,
         ),
         afterP99Ms: quantile(after, 0.99),
-        finalLimit: await finalLimit(admin, contestant, rate),
+        finalLimit: await finalLimit(admin, contestant, { limit, rate, identity: IDENTITY(mock.port) }),
         errors,
       });
       refusalLines.push(
@@ -176,12 +188,27 @@ export async function run({ options, log }) {
         (c) =>
           `${c.name}: ${(writes.get(c.id) ?? []).map((w) => `${w.limit}/s at ${w.updatedAt - c.dropAt >= 0 ? '+' : ''}${w.updatedAt - c.dropAt} ms`).join(', ') || 'none'}`,
       );
-    const none = { before429: NaN, lastRefusalMs: NaN, settledUsePct: NaN };
+    const none = { before429: NaN, maxBefore: NaN, beforeUsePct: NaN, lastRefusalMs: NaN, settledUsePct: NaN };
     const shared = rows.find((r) => r.name === SHARED) ?? none;
     const reference = rows.find((r) => r.name === REFERENCE) ?? none;
     const ms = (v) => (Number.isFinite(v) ? `${v} ms` : 'never (429s to the end)');
+    const percent = (v) => (Number.isFinite(v) ? `${v.toFixed(1)}%` : '-');
     const targets = [
       target(`${SHARED}: no 429 before the drop`, shared.before429, '<=', 0, (v) => `${v} (reference ${reference.before429})`),
+      target(
+        `${SHARED}: no sliding second over ${limit} before the drop, from the first request`,
+        shared.maxBefore,
+        '<=',
+        limit,
+        (v) => `most in one sliding second ${v} (reference ${reference.maxBefore})`,
+      ),
+      target(
+        `${SHARED}: >= ${USE_BEFORE_FLOOR_PCT}% of ${limit}/s answered before the drop, from the first request`,
+        shared.beforeUsePct,
+        '>=',
+        USE_BEFORE_FLOOR_PCT,
+        (v) => `${percent(v)} (reference ${percent(reference.beforeUsePct)})`,
+      ),
       target(
         `${SHARED}: no 429 more than ${SETTLE_BOUND_MS / 1000} s after the drop`,
         shared.lastRefusalMs,
@@ -194,8 +221,7 @@ export async function run({ options, log }) {
         shared.settledUsePct,
         '>=',
         USE_FLOOR_PCT,
-        (v) =>
-          `${Number.isFinite(v) ? v.toFixed(1) : '-'}% (reference ${Number.isFinite(reference.settledUsePct) ? reference.settledUsePct.toFixed(1) : '-'}%)`,
+        (v) => `${percent(v)} (reference ${percent(reference.settledUsePct)})`,
       ),
     ];
     const pct = (v) => (Number.isFinite(v) ? `${v.toFixed(1)}%` : '-');
@@ -203,12 +229,16 @@ export async function run({ options, log }) {
       title: `Fleet outbound: ${workers} worker processes × ${jobs} loops per contestant, one after the other, one mock third party (${limit} per sliding second, then ${lower} with bare 429 + Retry-After) and one local redis-server ${server.version}; ${steadyMs / 1000} s steady, ${afterMs / 1000} s after the drop`,
       rows,
       columns: [
-        { key: 'steadyUsePct', label: `use of ${limit}/s`, format: pct },
+        { key: 'firstMs', label: 'first ms' },
+        { key: 'beforeUsePct', label: `use of ${limit}/s`, format: pct },
+        { key: 'maxBefore', label: 'max 1 s' },
+        { key: 'slackBeforeMs', label: 'slack ms', format: (v) => (Number.isFinite(v) ? String(v) : '-') },
         { key: 'before429', label: '429s before' },
         { key: 'after429', label: '429s after' },
         { key: 'lastRefusalMs', label: 'last 429 ms', format: (v) => (Number.isFinite(v) ? String(v) : 'end') },
         { key: 'settledUsePct', label: `use of ${lower}/s`, format: pct },
         { key: 'settledMinPerSecond', label: 'min/s', format: (v) => (Number.isFinite(v) ? String(v) : '-') },
+        { key: 'settledMaxPerSecond', label: 'max/s', format: (v) => (Number.isFinite(v) ? String(v) : '-') },
         { key: 'waitP50Ms', label: 'wait p50 ms' },
         { key: 'waitP99Ms', label: 'wait p99 ms' },
         { key: 'afterP99Ms', label: 'p99 after ms' },
@@ -224,9 +254,9 @@ export async function run({ options, log }) {
       ],
       targets,
       notes: [
-        `Configurations. sluice: createLimiter({ store: redisStore(ioredis), name, rules: gcra({ id: 'api', limit: ${rate}, period: '1s', burst: 1 }), onStoreError: 'deny', timeout: '2s' }) and createThrottledFetch({ limiter, maxWait: '30s', key: () => 'third-party', learn }), learn = { source: redisConfigSource(ioredis) } (shared learning) or false (pushBack alone). Reference: one Lua call books the next slot 1/rate s after the last (Redis TIME, µs); on a 429, SET NX PX 2500 and, if set, the rate stored in Redis is halved.`,
-        '"use of N/s": requests the third party answered per second ÷ N; before the drop over the steady phase minus its first second; after it over the stretch from 1 s after the contestant\'s last 429 to the end (the sliding second then holds only settled traffic), shown only when that stretch is 2 s or more. "min/s": the fewest answered in any sliding second of that stretch (100 ms steps).',
-        '"last 429 ms": the third party\'s time of the last refusal after the drop, counted from the drop; "end" when refusals went on into the last 2 s. "wait": enqueue to send on the workers\' clocks, all calls ("p99 after": calls sent after the drop). "limit at end": the rate each fleet was sending at (sluice: the learned quota stored in Redis; reference: its Redis rate).',
+        `Configurations. sluice, as packages/http/README.md shows it for a fleet: createLimiter({ store: redisStore(ioredis), name, rules: thirdPartyLimit({ requests: ${limit}, per: '1s' }), onStoreError: 'deny' }), createThrottledFetch({ limiter, maxWait: '30s', learn }) with learn = { source: redisConfigSource(ioredis) } and watchConfig(limiter, redisConfigSource(ioredis)) (shared learning), or learn: false (pushBack alone); every other option at its default (the identity is the URL's host, the fetch is the global one). Reference: one Lua call books the next slot 1/${rate} s after the last (Redis TIME, µs); on a 429, SET NX PX 2500 and, if set, the rate stored in Redis is halved.`,
+        '"first ms": from the start time the parent gave to the first request the third party saw (connections, scripts and modules load in it: the processes start cold). "use of N/s": requests the third party answered ÷ (N × the time): before the drop, from the first request to the drop; after it, over the stretch from 1 s after the contestant\'s last 429 to the end (the sliding second then holds only settled traffic), shown only when that stretch is 2 s or more. "max 1 s": the most requests that arrived in any sliding second (the 1000 ms up to an arrival, as the third party counts) before the drop; "slack ms": how much closer together the busiest run of limit + 1 consecutive requests before the drop could have arrived before one second held limit + 1 (negative: it did). "min/s" and "max/s": the fewest answered and the most arrived in any sliding second of the settled stretch.',
+        '"last 429 ms": the third party\'s time of the last refusal after the drop, counted from the drop; "end" when refusals went on into the last 2 s. "wait": enqueue to answer on the workers\' clocks, all calls ("p99 after": calls answered after the drop). "limit at end": the rate each fleet was sending at (sluice: the learned quota stored in Redis; reference: its Redis rate).',
         `The shared learner probes upward only after ${30} quiet windows (30 s here), later than this run: a probe that is refused costs a burst of 429s and goes back (see packages/core/README.md).`,
       ],
       data: { limit, lower, rate, workers, jobs, steadyMs, afterMs },
@@ -239,8 +269,29 @@ export async function run({ options, log }) {
   }
 }
 
+/** The most arrivals in any sliding second (the 1000 ms up to and including an arrival, as the mock counts) among `times`. */
+function maxInSlidingSecond(times) {
+  let most = 0;
+  for (let i = 0, from = 0; i < times.length; i++) {
+    while (times[from] <= times[i] - 1000) from++;
+    most = Math.max(most, i - from + 1);
+  }
+  return most;
+}
+
+/**
+ * How far the busiest stretch of `limit + 1` consecutive arrivals was from fitting in one sliding second: the least
+ * (arrival k + limit) − (arrival k) − 1000 ms; negative when some second held more than `limit`.
+ */
+function slackMs(times, limit) {
+  let least = Infinity;
+  for (let k = 0; k + limit < times.length; k++) least = Math.min(least, times[k + limit] - times[k] - 1000);
+  return least;
+}
+
 /** What the third party saw from one contestant: the row's counts, the settled rate and a per-second timeline. */
 function judge(arrivals, { startAt, dropAt, endAt, limit, lower }) {
+  const first = arrivals[0]?.at ?? startAt;
   const before = arrivals.filter((a) => a.at < dropAt);
   const after = arrivals.filter((a) => a.at >= dropAt);
   const refusedAfter = after.filter((a) => a.status === 429);
@@ -251,42 +302,52 @@ function judge(arrivals, { startAt, dropAt, endAt, limit, lower }) {
   const answeredIn = (from, to) => ok.filter((at) => at > from && at <= to).length;
   let settledUsePct = NaN;
   let settledMinPerSecond = NaN;
+  let settledMaxPerSecond = NaN;
   let settledPerSecond = NaN;
   if (measured >= MIN_MEASURED_MS) {
     settledPerSecond = answeredIn(settledFrom, endAt) / (measured / 1000);
     settledUsePct = Math.round((settledPerSecond / lower) * 1000) / 10;
     settledMinPerSecond = Infinity;
     for (let t = settledFrom + 1000; t <= endAt; t += 100) settledMinPerSecond = Math.min(settledMinPerSecond, answeredIn(t - 1000, t));
+    settledMaxPerSecond = maxInSlidingSecond(arrivals.filter((a) => a.at > settledFrom).map((a) => a.at));
   }
-  const steadyFrom = startAt + 1000;
   const perSecond = [];
   for (let t = startAt; t < endAt; t += 1000) {
     const inSecond = arrivals.filter((a) => a.at >= t && a.at < t + 1000);
     perSecond.push({ ok: inSecond.filter((a) => a.status === 200).length, refused: inSecond.filter((a) => a.status === 429).length });
   }
+  // Answered before the drop, counted from the first request (at least one: `first` itself is a request).
+  const answeredBefore = before.filter((a) => a.status === 200).length;
   return {
     perSecond,
     settledPerSecond,
     refusedAfterMs: refusedAfter.map((a) => a.at - dropAt),
     row: {
       requests: arrivals.length,
-      steadyUsePct: Math.round((answeredIn(steadyFrom, dropAt) / (limit * ((dropAt - steadyFrom) / 1000))) * 1000) / 10,
+      firstMs: first - startAt,
+      beforeUsePct: Math.round((answeredBefore / (limit * ((dropAt - first) / 1000))) * 1000) / 10,
+      maxBefore: maxInSlidingSecond(before.map((a) => a.at)),
+      slackBeforeMs: slackMs(
+        before.map((a) => a.at),
+        limit,
+      ),
       before429: before.filter((a) => a.status === 429).length,
       after429: refusedAfter.length,
       lastRefusalMs: lastRefusal === undefined ? 0 : lastRefusal > endAt - MIN_MEASURED_MS ? Infinity : lastRefusal - dropAt,
       settledUsePct,
       settledMinPerSecond,
+      settledMaxPerSecond,
     },
   };
 }
 
 /** The rate a contestant's fleet was sending at when the run ended, as stored in Redis. */
-async function finalLimit(admin, contestant, rate) {
+async function finalLimit(admin, contestant, { limit, rate, identity }) {
   if (contestant.kind === 'reference') return Number(await admin.get(`reference:{${contestant.id}}:rate`)) || rate;
-  if (contestant.kind === 'pushback') return rate;
+  if (contestant.kind === 'pushback') return limit;
   const text = await admin.get(`sluice:config:${contestant.id}`);
-  const learned = text === null ? undefined : JSON.parse(text).quotas?.['third-party']?.[0]?.limit;
-  return learned ?? rate;
+  const learned = text === null ? undefined : JSON.parse(text).quotas?.[identity]?.[0]?.limit;
+  return learned ?? limit;
 }
 
 function raise(message) {

@@ -1,31 +1,33 @@
 // One worker process of the fleet's outbound part (forked with an IPC channel): `jobs` loops calling the sliding-second
-// mock third party until `endAt`, each call waiting for its turn first. Contestants:
-// - shared:    createThrottledFetch({ limiter, learn: { source: redisConfigSource(redis) } }) over limiter.wait
-//              (GCRA on redisStore): a bare 429 halves the limit the whole fleet uses, stored in Redis;
-// - pushback:  the same throttled fetch with learn: false: a 429's Retry-After pushes the shared queue back, the
-//              rate stays as written (the behaviour before the fleet learned);
+// mock third party until `endAt`, each call waiting for its turn first. It starts cold: nothing is sent to Redis or
+// to the mock before the parent's start time (no script loaded, no connection to the mock opened), as a process
+// that was just deployed. Contestants:
+// - shared:    the configuration packages/http/README.md shows for a fleet, as written there:
+//              createLimiter({ store: redisStore(redis), name, rules: thirdPartyLimit({ requests, per: '1s' }),
+//              onStoreError: 'deny' }), createThrottledFetch({ limiter, maxWait: '30s', learn: { source:
+//              redisConfigSource(redis) } }) and watchConfig(limiter, redisConfigSource(redis)); the global fetch;
+// - pushback:  the same with learn: false: a 429's Retry-After pushes the shared queue back, the rate stays;
 // - reference: the bench's own, below: a rate and a next-slot time in Redis (one Lua call books a slot), and on a
 //              429 the rate is halved, at most once per 2.5 s fleet-wide (SET NX PX).
-// It reports every call's wait (enqueue to send, ms) and status, and failed calls.
-// argv: contestant, redis port, mock port, jobs, rate (per second, as written), client id (mock header, limiter name).
-import { createLimiter, gcra } from '@sluice/core';
-import { createThrottledFetch } from '@sluice/http/fetch';
+// It reports every call's wait (enqueue to answer, ms) and status, and failed calls.
+// argv: contestant, redis port, mock port, jobs, limit (the third party's, per second), reference rate (per second),
+// client id (mock header, limiter name).
+import { createLimiter } from '@sluice/core';
+import { watchConfig } from '@sluice/core/config';
+import { createThrottledFetch, thirdPartyLimit } from '@sluice/http/fetch';
 import { redisConfigSource, redisStore } from '@sluice/redis';
 import { Redis } from 'ioredis';
 import { runLoops } from './loops.mjs';
 
-const [contestant, redisPortText, mockPortText, jobsText, rateText, id] = process.argv.slice(2);
+const [contestant, redisPortText, mockPortText, jobsText, limitText, rateText, id] = process.argv.slice(2);
 const jobs = Number(jobsText);
+const limit = Number(limitText);
 const rate = Number(rateText);
 const url = `http://127.0.0.1:${mockPortText}/call`;
-const client = new Redis({ host: '127.0.0.1', port: Number(redisPortText) });
+const redis = new Redis({ host: '127.0.0.1', port: Number(redisPortText) });
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
-/** The call itself: one GET with the client header, the body read. */
-const send = async (clientId = id) => {
-  const response = await fetch(url, { headers: { 'x-client': clientId } });
-  await response.arrayBuffer();
-  return response;
-};
+/** The mock tells contestants apart by this header. */
+const init = { headers: { 'x-client': id } };
 
 // The reference: KEYS[1] the rate (per s), KEYS[2] the next free slot (µs, Redis TIME). Books the next slot and
 // returns the wait in µs; the second script halves the rate unless it was halved in the last ARGV[2] ms.
@@ -45,48 +47,41 @@ return 1`;
 function reference() {
   const keys = [`reference:{${id}}:rate`, `reference:{${id}}:next`];
   const cutKeys = [keys[0], `reference:{${id}}:cut`];
-  return async (call) => {
-    const waitUs = Number(await client.eval(BOOK, 2, ...keys, String(rate)));
+  return async () => {
+    const waitUs = Number(await redis.eval(BOOK, 2, ...keys, String(rate)));
     await sleep(waitUs / 1000);
-    const response = await call();
-    if (response.status === 429) await client.eval(HALVE, 2, ...cutKeys, String(rate), '2500');
-    return response;
+    const response = await fetch(url, init);
+    await response.arrayBuffer();
+    if (response.status === 429) await redis.eval(HALVE, 2, ...cutKeys, String(rate), '2500');
+    return response.status;
   };
 }
 
+let watcher;
 function sluice(learn) {
+  // As packages/http/README.md shows it for a fleet (its `redis` is this process's ioredis client).
   const limiter = createLimiter({
-    store: redisStore(client),
+    store: redisStore(redis),
     name: id,
-    rules: gcra({ id: 'api', limit: rate, period: '1s', burst: 1 }),
+    rules: thirdPartyLimit({ requests: limit, per: '1s' }),
     onStoreError: 'deny',
-    timeout: '2s',
   });
-  const fetchApi = createThrottledFetch({
-    limiter,
-    maxWait: '30s',
-    key: () => 'third-party',
-    learn: learn ? { source: redisConfigSource(client) } : false,
-    // The throttled fetch calls `fetch` once its slot has started: that is when the call is sent.
-    fetch: (_input, init) => init.call(),
-  });
-  const call = (fn) => fetchApi(url, { call: fn });
-  call.warm = () =>
-    Promise.all([limiter.reserve(`warmup-${process.pid}`, { maxWait: '1s' }), redisConfigSource(client).read(`warmup-${process.pid}`)]);
-  return call;
+  const fetchApi = createThrottledFetch({ limiter, maxWait: '30s', learn: learn ? { source: redisConfigSource(redis) } : false });
+  if (learn) watcher = watchConfig(limiter, redisConfigSource(redis));
+  return async () => {
+    const response = await fetchApi(url, init);
+    await response.arrayBuffer();
+    return response.status;
+  };
 }
 
-const run = contestant === 'reference' ? reference() : sluice(contestant === 'shared');
-// Warm-up: connections to Redis and the mock open, scripts loaded, before the parent starts the clock.
-await client.eval(BOOK, 2, `warmup:{${process.pid}}:rate`, `warmup:{${process.pid}}:next`, '1000');
-await run.warm?.();
-await Promise.all(Array.from({ length: jobs }, () => send(`${id}-warmup`)));
-
+const call = contestant === 'reference' ? reference() : sluice(contestant === 'shared');
 const go = await new Promise((resolve) => {
   process.once('message', resolve);
   process.send({ ready: true });
 });
 await sleep(go.startAt - Date.now());
-const { waits, statuses, errors } = await runLoops({ jobs, endAt: go.endAt, schedule: async (call) => (await run(call)).status, send });
-await client.quit();
+const { waits, statuses, errors } = await runLoops({ jobs, endAt: go.endAt, call });
+await watcher?.stop();
+await redis.quit();
 process.send({ waits, statuses, errors: errors.slice(0, 5), errorCount: errors.length }, () => process.disconnect());
