@@ -233,6 +233,26 @@ describe('sluice dashboard in a browser, over three processes on one redis-serve
     );
     await server.restart();
     await page.waitForSelector('#banner[hidden]', { timeout: 5_000 });
+    // The restart emptied the store (no persistence) and no operator deleted the document: the card says it is lost,
+    // with the revision instances keep, and its button writes back the document the dashboard last read.
+    const lost = 'section[data-name="api"] .lost:not([hidden]) button[data-restore]';
+    await page.waitForSelector(lost, { timeout: 5_000 });
+    await page.click(lost);
+    await page.waitForSelector('section[data-name="api"][data-lost=""] .lost[hidden]', { timeout: 5_000 });
+    const store = new Redis({ host: server.host, port: server.port });
+    try {
+      expect(JSON.parse((await store.get('sluice:config:api'))!)).toMatchObject({ mode: 'enforce', deny: [{ match: 'user:mallory' }] });
+      // The deny list's own switch, beside the list: written to the document, shown as current.
+      await page.click('section[data-name="api"] .deny-modes button[data-deny-mode="off"]');
+      await page.waitForSelector('section[data-name="api"][data-deny-mode="off"] .deny-modes button.current[data-deny-mode="off"]', {
+        timeout: 3_000,
+      });
+      expect(JSON.parse((await store.get('sluice:config:api'))!)).toMatchObject({ mode: 'enforce', denyMode: 'off' });
+      await page.click('section[data-name="api"] .deny-modes button[data-deny-mode="enforce"]');
+      await page.waitForSelector('section[data-name="api"][data-deny-mode="enforce"]', { timeout: 3_000 });
+    } finally {
+      store.disconnect();
+    }
     expect(dashboard!.exitCode).toBeNull();
     expect(pageErrors).toEqual([]);
   }, 45_000);

@@ -1,7 +1,7 @@
 // End to end: the deny list on a real server per framework (Express 5, Express 4, Fastify 5, Hono 4) on 127.0.0.1,
 // a real HTTP client connecting from chosen loopback addresses. A denied address gets 403 with reason 'denied' and
-// no rate-limit fields, whatever forwarding headers it sends; others are limited as before; shadow mode reports
-// and lets through.
+// no rate-limit fields, whatever forwarding headers it sends; others are limited as before; the limiter's kill
+// switch and shadow mode leave the list applying; the list's own shadow mode (denyMode) reports and lets through.
 import { createLimiter, fixedWindow, type Limiter } from '@sluice/core';
 import { matchDenyList, type DeniedEvent, type DenyEntry } from '@sluice/http';
 import { memoryStore } from '@sluice/memory';
@@ -57,10 +57,21 @@ for (const framework of FRAMEWORKS) {
       expect(app.ran('/')).toBe(0);
     });
 
-    it('shadow mode reports the would-be denial and lets the request through', async () => {
+    it("still refuses a denied client with the limiter's mode off (the kill switch) or shadow", async () => {
+      const limiter = deniedLimiter([{ match: '127.0.0.6', reason: 'abuse report' }]);
+      const app = await track(serve(framework, { limiter, denyList: matchDenyList }, [{ path: '/' }]));
+      const denied = await track(client('127.0.0.6'));
+      for (const mode of ['off', 'shadow'] as const) {
+        limiter.configure({ mode });
+        expect((await denied.get(app.url)).status, `limiter mode ${mode}`).toBe(403);
+      }
+      expect(app.ran('/')).toBe(0);
+    });
+
+    it("the deny list's shadow mode reports the would-be denial and lets the request through", async () => {
       const events: DeniedEvent<unknown>[] = [];
       const limiter = deniedLimiter([{ match: '127.0.0.5', reason: 'trial' }]);
-      limiter.configure({ mode: 'shadow' });
+      limiter.configure({ denyMode: 'shadow' });
       const onDenied = (event: DeniedEvent<never>) => void events.push(event);
       const app = await track(serve(framework, { limiter, denyList: matchDenyList, onDenied }, [{ path: '/' }]));
       const denied = await track(client('127.0.0.5'));

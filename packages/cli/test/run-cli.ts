@@ -20,14 +20,15 @@ export interface Run {
   stderr: string;
 }
 
-export function sluice(args: string[], env: Record<string, string> = {}): Promise<Run> {
+/** `input`, when given, is written to the process's standard input (which is otherwise closed). */
+export function sluice(args: string[], env: Record<string, string> = {}, input?: string): Promise<Run> {
   return new Promise((resolve, reject) => {
     // A clean environment, but NODE_OPTIONS goes through: on Node 22 and 24 it preloads the better-sqlite3 built for
     // that Node (scripts/test-node-versions.mjs).
     const inherited = process.env.NODE_OPTIONS === undefined ? {} : { NODE_OPTIONS: process.env.NODE_OPTIONS };
     const child = spawn(process.execPath, [CLI, ...args], {
       env: { PATH: process.env.PATH, ...inherited, ...env },
-      stdio: ['ignore', 'pipe', 'pipe'],
+      stdio: [input === undefined ? 'ignore' : 'pipe', 'pipe', 'pipe'],
     });
     let stdout = '';
     let stderr = '';
@@ -35,6 +36,7 @@ export function sluice(args: string[], env: Record<string, string> = {}): Promis
     child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
     child.once('error', reject);
     child.once('close', (code) => resolve({ code, stdout, stderr }));
+    if (input !== undefined) child.stdin!.end(input);
   });
 }
 

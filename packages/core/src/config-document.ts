@@ -13,6 +13,11 @@
  *     "denyMode": "shadow" }                                             optional: absent = the code's deny mode
  * Rules are rule specs (rule-spec.ts), built by the factories themselves, so the store accepts exactly what code
  * accepts. `revision` counts writes (config-writers.ts).
+ *
+ * A document deleted on purpose (deleteLimiterConfig, `sluice config clear`) is a tombstone, not a missing key:
+ *   { "version": 1, "revision": 8, "updatedAt": 1767225600000, "deleted": true }
+ * Instances go back to their code's configuration on it, while a document that is simply gone (a store restarted
+ * empty) leaves them on the last configuration they applied (watch-config.ts).
  */
 import type { DenyMode, LimiterMode } from './limiter-api.js';
 import { checkDenyList, type DenyEntry } from './deny-entries.js';
@@ -42,6 +47,8 @@ export interface LimiterConfig {
    * `mode`, so the kill switch does not lift the list and a new list can be dark-launched.
    */
   readonly denyMode?: DenyMode;
+  /** A tombstone: an operator deleted the configuration on purpose, and instances return to their code's. Holds no other field. */
+  readonly deleted?: true;
 }
 
 /** A document checked and its rules built: what the watcher applies. */
@@ -54,6 +61,8 @@ export interface CompiledConfig {
   /** The deny entries that are valid (all of them, when compiled strictly); undefined when the document has none. */
   readonly deny: readonly DenyEntry[] | undefined;
   readonly denyMode: DenyMode | undefined;
+  /** The document is a tombstone (deleted on purpose). */
+  readonly deleted: boolean;
 }
 
 /** Where a lenient read reports what it leaves out; without them the first problem throws. */
@@ -64,7 +73,9 @@ export interface CompileProblems {
   onBadDenyEntry?: (index: number, error: SluiceError, entry: unknown) => void;
 }
 
-const FIELDS = ['version', 'revision', 'updatedAt', 'rules', 'mode', 'quotas', 'deny', 'denyMode'];
+const FIELDS = ['version', 'revision', 'updatedAt', 'rules', 'mode', 'quotas', 'deny', 'denyMode', 'deleted'];
+/** What a tombstone may hold besides `deleted`. */
+const TOMBSTONE_FIELDS = ['version', 'revision', 'updatedAt', 'deleted'];
 const MODES: readonly string[] = ['enforce', 'shadow', 'off'];
 
 /**
@@ -111,6 +122,19 @@ export function compileLimiterConfig(input: unknown, problems: CompileProblems =
   }
   const revision = doc.revision === undefined ? 0 : wholeNumber(doc.revision, 'revision');
   const updatedAt = doc.updatedAt === undefined ? 0 : wholeNumber(doc.updatedAt, 'updatedAt');
+  if (doc.deleted !== undefined) {
+    if (doc.deleted !== true)
+      throw new SluiceError('INVALID_OPTION', `deleted must be true (a tombstone) or absent, got ${describe(doc.deleted)}`);
+    const other = Object.keys(doc).find((field) => !TOMBSTONE_FIELDS.includes(field));
+    if (other !== undefined) {
+      throw new SluiceError(
+        'INVALID_OPTION',
+        `a deleted configuration ("deleted": true) holds only version, revision and updatedAt, got ${JSON.stringify(other)} too`,
+      );
+    }
+    const document: LimiterConfig = { version: 1, revision, updatedAt, deleted: true };
+    return { document, rules: undefined, mode: undefined, quotas: new Map(), deny: undefined, denyMode: undefined, deleted: true };
+  }
   const rules = doc.rules === undefined ? undefined : buildRules(doc.rules, 'rules');
   if (doc.mode !== undefined && (typeof doc.mode !== 'string' || !MODES.includes(doc.mode))) {
     throw new SluiceError('INVALID_OPTION', `mode must be 'enforce', 'shadow' or 'off', got ${describe(doc.mode)}`);
@@ -153,7 +177,7 @@ export function compileLimiterConfig(input: unknown, problems: CompileProblems =
     ...(deny === undefined ? {} : { deny }),
     ...(denyMode === undefined ? {} : { denyMode }),
   };
-  return { document, rules, mode, quotas, deny, denyMode };
+  return { document, rules, mode, quotas, deny, denyMode, deleted: false };
 }
 
 function buildRules(specs: unknown, field: string): readonly Rule[] {

@@ -12,7 +12,10 @@ export interface ConfigSource {
   read(name: string): string | undefined | PromiseLike<string | undefined>;
   /** Stores the text (already validated by the caller) and tells subscribers. */
   write(name: string, text: string): void | PromiseLike<void>;
-  /** Deletes the document: instances go back to the configuration their code gave. */
+  /**
+   * Deletes the document outright. Watchers read a missing document as lost (a store restarted empty) and keep
+   * their last configuration; an operator's deletion is a tombstone instead, written by deleteLimiterConfig.
+   */
   remove(name: string): void | PromiseLike<void>;
   /**
    * Compare and set: stores `text` (and tells subscribers) only if the stored document's `revision` is

@@ -183,12 +183,25 @@ function applyChanges(current: LimiterConfig | undefined, changes: LimiterConfig
 
 /** `current` as the start of the next revision (not yet checked). */
 function nextRevision(current: LimiterConfig | undefined, now: number): Record<string, unknown> {
-  return { ...current, version: 1, revision: (current?.revision ?? 0) + 1, updatedAt: now };
+  // A write over a tombstone (a deleted configuration) starts a document again, from the tombstone's revision.
+  return { ...current, version: 1, revision: (current?.revision ?? 0) + 1, updatedAt: now, deleted: undefined };
 }
 
-/** Deletes the document: every instance goes back to the configuration its code gave. */
+/**
+ * Deletes the configuration on purpose: writes a tombstone (`{ "deleted": true }`, the next revision), on which every
+ * instance goes back to the configuration its code gave. A document that is simply gone (a store restarted empty)
+ * is not a deletion: instances keep what they applied (watchConfig). A stored document that is not valid is
+ * written over.
+ */
 export async function deleteLimiterConfig(source: ConfigSource, name: string): Promise<void> {
-  await source.remove(checkName(name));
+  const tombstone = (revision: number) => ({ version: 1, revision, updatedAt: Date.now(), deleted: true }) as const;
+  try {
+    await updateLimiterConfig(source, checkName(name), 'deleteLimiterConfig', (current) => tombstone((current?.revision ?? 0) + 1));
+  } catch (error) {
+    if (!isSluiceError(error) || error.code !== 'INVALID_OPTION') throw error;
+    // Not valid, so without a revision to compare: the way out is to write over it (a deletion is meant to win).
+    await source.write(name, JSON.stringify(tombstone(1)));
+  }
 }
 
 /** Sets the rules every instance uses (`null`: their code's again). */

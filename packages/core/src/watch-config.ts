@@ -10,8 +10,11 @@
  * - a document that is not valid is ignored whole, and one bad quota is ignored alone (that identity keeps its
  *   last good quota, or the limiter's rules): a bad rule in the store never switches limiting off;
  * - a bad deny entry is dropped alone (one warning per document revision names them); the rest of the list applies;
- * - a document without `rules` (or `mode`, `deny`, `denyMode`) keeps the code's; a deleted document returns to the code's
- *   configuration;
+ * - a document without `rules` (or `mode`, `deny`, `denyMode`) keeps the code's; a document deleted on purpose (a
+ *   tombstone, written by deleteLimiterConfig and `sluice config clear`) returns to the code's configuration;
+ * - a document that is gone without a tombstone (a store restarted empty, a key evicted or deleted by hand) keeps
+ *   the last configuration applied, deny list included, with one `document_lost` warning: a restart of the store
+ *   must not un-deny every client or lift every quota;
  * - reads run one at a time, in order, so an older read never overwrites a newer one.
  */
 import { durationOption, type Duration, type DurationRange } from './duration.js';
@@ -38,10 +41,12 @@ export interface WatchConfigOptions {
 }
 
 export interface ConfigWarning {
-  /** `read_failed`: the store did not answer (the last configuration stays); `invalid_document` / `invalid_quota` /
+  /** `read_failed`: the store did not answer (the last configuration stays); `document_lost`: the document applied
+   * is gone without a tombstone (the last configuration stays); `invalid_document` / `invalid_quota` /
    * `invalid_deny_entry`: ignored; `subscribe_failed`: changes arrive by the periodic read only; `apply_failed`:
    * configure() refused it. */
-  readonly code: 'read_failed' | 'invalid_document' | 'invalid_quota' | 'invalid_deny_entry' | 'subscribe_failed' | 'apply_failed';
+  readonly code:
+    'read_failed' | 'document_lost' | 'invalid_document' | 'invalid_quota' | 'invalid_deny_entry' | 'subscribe_failed' | 'apply_failed';
   readonly message: string;
   readonly cause?: unknown;
 }
@@ -49,7 +54,7 @@ export interface ConfigWarning {
 export interface ConfigWatcher {
   /** Settles (never rejects) once the first read is applied or has failed and the subscription is in place. */
   readonly ready: Promise<void>;
-  /** The document applied now; undefined while the code's configuration applies. */
+  /** The document applied now (kept when the store loses it); undefined while the code's configuration applies. */
   readonly config: LimiterConfig | undefined;
   /** Reads now (after a read in flight) and applies what it finds. Never rejects. */
   refresh(): Promise<void>;
@@ -212,8 +217,24 @@ class Watcher implements ConfigWatcher {
     }
     if (text === this.lastText) return;
     this.lastText = text;
-    if (text === undefined) this.applyCode();
+    if (text === undefined) this.documentGone();
     else this.applyDocument(text);
+  }
+
+  /**
+   * No document is stored. Without a tombstone, nobody deleted it: the store lost it (restarted empty, evicted it),
+   * and every instance dropping its deny list and quotas at once is what an attacker waits for. The last document
+   * applied stays until the store holds one again or an operator deletes it (a tombstone); one warning says so.
+   */
+  private documentGone(): void {
+    const kept = this.applied;
+    if (kept === undefined) return this.applyCode();
+    this.warn(
+      'document_lost',
+      `the stored configuration is gone without being deleted (the store restarted empty?); keeping revision ${kept.revision}` +
+        `${kept.deny === undefined ? '' : ` and its ${kept.deny.length} deny ${kept.deny.length === 1 ? 'entry' : 'entries'}`}` +
+        ': restore it (sluice config import) or write a new one; sluice config clear deletes it on purpose',
+    );
   }
 
   private applyCode(): void {
@@ -242,6 +263,7 @@ class Watcher implements ConfigWatcher {
       );
       return;
     }
+    if (compiled.deleted) return this.applyCode();
     const quotas = new Map(compiled.quotas);
     for (const identity of bad) {
       const kept = this.goodQuotas.get(identity);

@@ -5,7 +5,7 @@
  */
 import { afterEach, beforeEach, describe, expect, test, vi } from 'vitest';
 import { createLimiter, fixedWindow, type Limiter } from '../src/index.js';
-import { setConfigMode, setConfigRules, setQuota, watchConfig, type ConfigWarning } from '../src/config-api.js';
+import { deleteLimiterConfig, setConfigMode, setConfigRules, setQuota, watchConfig, type ConfigWarning } from '../src/config-api.js';
 import { MapStore } from './support/map-store.js';
 import { MapConfigSource } from './support/map-config-source.js';
 
@@ -92,7 +92,7 @@ describe('watchConfig', () => {
     expect([l.mode, source.reads]).toEqual(['shadow', reads]);
   });
 
-  test("a deleted document returns the limiter to the code's rules, mode and quotas", async () => {
+  test("a document deleted on purpose returns the limiter to the code's rules, mode and quotas", async () => {
     const source = new MapConfigSource();
     const l = limiter();
     const own = new Map([['partner', [fixedWindow({ id: 'w', limit: 7, window: '1h' })]]]);
@@ -104,7 +104,7 @@ describe('watchConfig', () => {
     await setQuota(source, 'api', 'partner', spec(1));
     await watcher.refresh();
     expect([l.rules[0]!.limit, l.mode, l.quotas.get('partner')?.[0]?.limit]).toEqual([9, 'shadow', 1]);
-    source.remove('api');
+    await deleteLimiterConfig(source, 'api'); // a tombstone: deleted on purpose
     await watcher.refresh();
     expect([l.rules, l.mode, l.quotas]).toEqual([[CODE_RULE], 'enforce', own]);
     expect(watcher.config).toBeUndefined();

@@ -1,7 +1,7 @@
 /**
  * What the dashboard shows and changes, apart from HTTP: the fleet's state (each limiter's decisions per second from
  * the analytics store, the identities it limited most in the last minute, its stored configuration) and the
- * actions (mode, quota, deny entry), each through core's validated compare-and-set writers, the ones `sluice config`
+ * actions (mode, quota, deny entry, the deny list's mode), each through core's validated compare-and-set writers, the ones `sluice config`
  * uses. A wrong input throws INVALID_OPTION and writes nothing; anything else that throws is the store failing.
  */
 import { SluiceError, isSluiceError } from '@sluice/core';
@@ -20,6 +20,7 @@ import {
 import { messageOf } from '../commands/config-connection.js';
 import { checkMatch, denyUntil, skippedDenyEntries, type SkippedDenyEntry } from '../commands/deny-input.js';
 import { parseRules } from '../commands/config.js';
+import { ConfigMemory, type LostConfig } from './config-memory.js';
 import type { AnalyticsSecond, AnalyticsStore } from '@sluice/core/analytics';
 
 /** The chart's span: the last 15 minutes. */
@@ -55,6 +56,11 @@ export interface LimiterView {
   /** Set when the stored document is not valid (instances ignore it). */
   configError?: string;
   /**
+   * Set when no document is stored but the dashboard read one earlier and no operator deleted it (no tombstone): the
+   * store lost it (restarted empty). Instances that applied it keep it; `restore` writes it back.
+   */
+  lost?: LostConfig;
+  /**
    * Deny entries of the stored document that are not valid (written by hand, or by another version): left out of
    * `config`, as instances leave them out, and listed here so the page can say so and remove them by their match.
    */
@@ -87,12 +93,15 @@ export type Action =
   | { action: 'setQuota'; name: string; identity: string; rules: string }
   | { action: 'removeQuota'; name: string; identity: string }
   | { action: 'addDeny'; name: string; match: string; for?: string; reason?: string; kind?: 'identity' | 'auto' }
-  | { action: 'removeDeny'; name: string; match: string };
+  | { action: 'removeDeny'; name: string; match: string }
+  | { action: 'restore'; name: string };
 
 export class FleetView {
   private readonly options: FleetViewOptions;
   private configNames: { at: number; names: readonly string[] } | undefined;
   /** Per name: the seconds last read, and when the whole window was. */
+  /** The documents read, to tell one the store lost from one deleted on purpose. */
+  private readonly memory = new ConfigMemory();
   private readonly series = new Map<string, { windowReadAt: number; seconds: readonly AnalyticsSecond[] }>();
   /** The state being read: polls that arrive meanwhile (several pages open) share it. */
   private reading: { key: string; state: Promise<FleetState> } | undefined;
@@ -124,6 +133,7 @@ export class FleetView {
     if (analytics !== undefined) for (const name of await analytics.names()) names.add(name);
     for (const name of await this.listConfigNames()) names.add(name);
     for (const name of extraNames) names.add(name);
+    for (const name of this.memory.names()) names.add(name);
     const limiters = await Promise.all([...names].sort().map((name) => this.limiter(name, from, to)));
     for (const name of this.series.keys()) if (!names.has(name)) this.series.delete(name);
     return { from, to, analytics: analytics !== undefined, namesListed: this.options.listConfigNames !== undefined, limiters };
@@ -158,6 +168,7 @@ export class FleetView {
       seconds: seconds.filter((second) => second.second >= from && second.second <= to),
       topLimited,
       config: config.document,
+      ...this.lostField(name, config),
       ...('error' in config ? { configError: config.error } : {}),
       ...(config.skipped.length > 0 ? { denySkipped: config.skipped } : {}),
     };
@@ -168,6 +179,13 @@ export class FleetView {
     const skipped = skippedDenyEntries();
     const document = await readLimiterConfig(this.options.source, name, { onBadDenyEntry: skipped.onBadDenyEntry });
     return { document: document ?? null, skipped: skipped.entries };
+  }
+
+  /** `{ lost }` when the store lost `name`'s document (see ConfigMemory); nothing for a document that is not valid. */
+  private lostField(name: string, config: { document: LimiterConfig | null; error?: string }): { lost?: LostConfig } {
+    if (config.error !== undefined) return {};
+    const lost = this.memory.note(name, config.document);
+    return lost === undefined ? {} : { lost };
   }
 
   /** `name`'s seconds in [from, to]: the last minute read now, the rest as read within WINDOW_READ_MS. */
@@ -191,6 +209,8 @@ export class FleetView {
     const action = checkAction(input);
     const { source } = this.options;
     switch (action.action) {
+      case 'restore':
+        return this.memory.restore(source, action.name);
       case 'mode':
         return setConfigMode(source, action.name, action.mode);
       case 'denyMode':
@@ -228,6 +248,7 @@ const FIELDS: Record<Action['action'], { required: string[]; optional: string[] 
   removeQuota: { required: ['name', 'identity'], optional: [] },
   addDeny: { required: ['name', 'match'], optional: ['for', 'reason', 'kind'] },
   removeDeny: { required: ['name', 'match'], optional: [] },
+  restore: { required: ['name'], optional: [] },
 };
 
 /** The body's shape: an action the page can send, its fields strings; an empty optional field counts as absent. */

@@ -35,7 +35,7 @@ describe('memoryConfigSource', () => {
     await deleteLimiterConfig(source, 'api');
     await settle();
     expect(l.quotas.size).toBe(0);
-    expect(await readLimiterConfig(source, 'api')).toBeUndefined();
+    expect(await readLimiterConfig(source, 'api')).toMatchObject({ deleted: true }); // a tombstone
     await Promise.all(watchers.map((w) => w.stop()));
     expect(warnings).toEqual([]);
   });

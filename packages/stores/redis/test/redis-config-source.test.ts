@@ -6,7 +6,7 @@
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { Cluster, Redis } from 'ioredis';
 import { createLimiter, fixedWindow, type Limiter } from '@sluice/core';
-import { readLimiterConfig, setConfigMode, setQuota, watchConfig, type ConfigWarning } from '@sluice/core/config';
+import { deleteLimiterConfig, readLimiterConfig, setConfigMode, setQuota, watchConfig, type ConfigWarning } from '@sluice/core/config';
 import { redisConfigSource, redisStore } from '../src/index.js';
 import { startCluster, startRedis, type RedisCluster, type RedisServer } from '../../../../test/harness/redis.js';
 
@@ -69,9 +69,9 @@ describe('redisConfigSource (standalone)', () => {
     expect(JSON.parse(raw!)).toMatchObject({ version: 1, revision: 1, mode: 'off' });
     await setQuota(writer, 'push', 'acme', { algorithm: 'fixed-window', id: 'w', limit: 5, window: '1h' });
     await until(() => limiters.every((l) => l.quotas.has('acme')));
-    await writer.remove('push');
+    await deleteLimiterConfig(writer, 'push'); // a tombstone, pushed like any write
     await until(() => limiters.every((l) => l.mode === 'enforce' && l.quotas.size === 0));
-    expect(await readLimiterConfig(writer, 'push')).toBeUndefined();
+    expect(await readLimiterConfig(writer, 'push')).toMatchObject({ revision: 3, deleted: true });
     await Promise.all(watchers.map((w) => w.stop()));
     expect(warnings).toEqual([]);
   });
@@ -96,7 +96,7 @@ describe('redisConfigSource (standalone)', () => {
     expect(await connections()).toBe(0);
   });
 
-  test('Redis killed: the last configuration stays, one warning; restarted empty: the watcher reads again at reconnect', async () => {
+  test('Redis killed: the last configuration stays, one warning; restarted empty: the watcher reads again at reconnect and keeps it', async () => {
     const l = limiter('outage');
     const warnings: ConfigWarning[] = [];
     const source = redisConfigSource(connect());
@@ -111,8 +111,10 @@ describe('redisConfigSource (standalone)', () => {
     expect(l.mode).toBe('shadow');
     expect(warnings.map((w) => w.code)).toEqual(['read_failed']);
     expect((await l.limit('x')).allowed).toBe(true);
-    await server.restart(); // no persistence: the document is gone, so the code's mode comes back
-    await until(() => l.mode === 'enforce', 5_000);
+    await server.restart(); // no persistence: the document is gone, and no operator deleted it
+    await until(() => warnings.length === 2, 5_000);
+    expect(warnings.map((w) => w.code)).toEqual(['read_failed', 'document_lost']);
+    expect(l.mode).toBe('shadow');
     await watcher.stop();
   });
 

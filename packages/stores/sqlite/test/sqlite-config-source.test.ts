@@ -59,7 +59,7 @@ describe('sqliteConfigSource', () => {
     expect(limiter.limitSync('b').reason).toBe('disabled');
     await deleteLimiterConfig(writer, 'api');
     await until(() => limiter.mode === 'enforce' && limiter.quotas.size === 0, 2_000);
-    expect(await readLimiterConfig(writer, 'api')).toBeUndefined();
+    expect(await readLimiterConfig(writer, 'api')).toMatchObject({ deleted: true }); // a tombstone
     await watcher.stop();
     expect(warnings).toEqual([]);
   });

@@ -43,6 +43,7 @@ const ACTION_LABELS = {
   removeQuota: 'remove quota',
   addDeny: 'deny',
   removeDeny: 'remove deny entry',
+  restore: 'restore',
 };
 
 async function act(card, body, done) {
@@ -114,6 +115,7 @@ function card(name) {
   c.quotas = el('tbody');
   c.deny = el('tbody');
   c.configError = el('div', { class: 'error' });
+  c.lost = el('div', { class: 'error lost', hidden: '' });
   c.message = el('div', { role: 'status' });
   const quotaForm = el(
     'form',
@@ -144,6 +146,7 @@ function card(name) {
   });
   c.root.append(
     el('h2', {}, name),
+    c.lost,
     legend,
     el(
       'div',
@@ -309,6 +312,22 @@ function renderConfig(c, config, configError, denySkipped) {
   if (deny.length === 0 && !(denySkipped && denySkipped.length > 0)) c.deny.append(el('tr', {}, el('td', { class: 'note' }, 'none')));
 }
 
+/** A document the store lost (no tombstone): what instances keep, and a button that writes it back. */
+function renderLost(c, lost) {
+  c.lost.hidden = !lost;
+  c.root.setAttribute('data-lost', lost ? String(lost.revision) : '');
+  if (!lost) return c.lost.replaceChildren();
+  const restore = el('button', { type: 'button', 'data-restore': '' }, 'restore revision ' + lost.revision);
+  restore.addEventListener('click', () => act(c, { action: 'restore' }));
+  c.lost.replaceChildren(
+    'The stored configuration is gone and no operator deleted it (the store restarted empty?). Instances that applied it keep revision ' +
+      lost.revision +
+      (lost.denyEntries > 0 ? ' and its ' + lost.denyEntries + ' deny ' + (lost.denyEntries === 1 ? 'entry' : 'entries') : '') +
+      "; instances started since have only their code's. ",
+    restore,
+  );
+}
+
 async function poll() {
   try {
     const response = await fetch('/api/state?names=' + encodeURIComponent([...added].join(',')), { headers, cache: 'no-store' });
@@ -323,6 +342,7 @@ async function poll() {
         (answer.namesListed ? '' : 'This store cannot list configuration names: add them here.');
       for (const view of answer.limiters) {
         const c = card(view.name);
+        renderLost(c, view.lost);
         // One card that cannot be drawn says so on itself; the cards after it are drawn all the same.
         try {
           renderChart(c, view, answer.from, answer.to);

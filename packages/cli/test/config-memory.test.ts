@@ -1,0 +1,51 @@
+/**
+ * The dashboard telling a configuration document the store lost (gone without a tombstone: a store restarted empty)
+ * from one an operator deleted (a tombstone), on the memory stores: the lost one is shown with the revision instances
+ * keep, listed though the store no longer holds it, and written back by `restore` only while none is stored.
+ */
+import { addDenyEntry, deleteLimiterConfig, readLimiterConfig, setConfigMode } from '@sluice/core/config';
+import { memoryConfigSource } from '@sluice/memory';
+import { describe, expect, test } from 'vitest';
+import { FleetView } from '../src/dashboard/fleet-view.js';
+
+function setup() {
+  const source = memoryConfigSource();
+  const names = new Set<string>();
+  const view = new FleetView({ source, analytics: undefined, listConfigNames: async () => [...names] });
+  return { source, names, view };
+}
+
+describe('the dashboard and a lost configuration', () => {
+  test('a document gone without a tombstone is shown as lost and restored by the restore action', async () => {
+    const { source, names, view } = setup();
+    names.add('api');
+    await addDenyEntry(source, 'api', { match: 'user:1' });
+    const written = await setConfigMode(source, 'api', 'shadow');
+    expect((await view.state([])).limiters).toMatchObject([{ name: 'api', config: { revision: 2 } }]);
+    expect((await view.state([])).limiters[0]).not.toHaveProperty('lost');
+    source.remove('api');
+    names.delete('api'); // a SCAN of the restarted store no longer finds it
+    expect((await view.state([])).limiters).toMatchObject([{ name: 'api', config: null, lost: { revision: 2, denyEntries: 1 } }]);
+    expect(await view.act({ action: 'restore', name: 'api' })).toEqual(written);
+    expect(await readLimiterConfig(source, 'api')).toEqual(written);
+    expect((await view.state([])).limiters[0]).not.toHaveProperty('lost');
+  });
+
+  test('a tombstone is not a loss; restore refuses when it has no copy or a document is stored again', async () => {
+    const { source, names, view } = setup();
+    names.add('api');
+    await setConfigMode(source, 'api', 'off');
+    await view.state([]);
+    await deleteLimiterConfig(source, 'api');
+    expect((await view.state([])).limiters).toMatchObject([{ name: 'api', config: { deleted: true } }]);
+    expect((await view.state([])).limiters[0]).not.toHaveProperty('lost');
+    await expect(view.act({ action: 'restore', name: 'api' })).rejects.toThrow(/the dashboard has no copy of the configuration of "api"/);
+    await setConfigMode(source, 'api', 'off');
+    await view.state([]);
+    source.remove('api');
+    await view.state([]);
+    await setConfigMode(source, 'api', 'enforce'); // an operator wrote a new one since the loss
+    await expect(view.act({ action: 'restore', name: 'api' })).rejects.toThrow(/is stored again .*nothing was restored/);
+    expect((await readLimiterConfig(source, 'api'))?.mode).toBe('enforce');
+  });
+});
