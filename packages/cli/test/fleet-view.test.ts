@@ -99,7 +99,10 @@ describe('FleetView', () => {
     expect(await view.act({ action: 'mode', name: 'api', mode: 'shadow' })).toMatchObject({ mode: 'shadow', revision: 1 });
     const refusals: Array<[unknown, RegExp]> = [
       [{ action: 'mode', name: 'api', mode: 'loud' }, /mode must be enforce, shadow or off, got "loud"/],
-      [{ action: 'drop', name: 'api' }, /action must be one of mode, denyMode, setQuota, removeQuota, addDeny, removeDeny, restore, got "drop"/],
+      [
+        { action: 'drop', name: 'api' },
+        /action must be one of mode, denyMode, setQuota, removeQuota, addDeny, removeDeny, restore, got "drop"/,
+      ],
       [{ action: 'denyMode', name: 'api', mode: 'on' }, /mode must be enforce, shadow or off, got "on"/],
       [{ action: 'setQuota', name: 'api', identity: 'acme', rules: 'gcra 10/s' }, /rules must be JSON rule specs/],
       [{ action: 'setQuota', name: 'api', identity: 'acme', rules: '{"algorithm":"gcra","limit":10}' }, /gcra: period/],

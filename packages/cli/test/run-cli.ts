@@ -32,8 +32,8 @@ export function sluice(args: string[], env: Record<string, string> = {}, input?:
     });
     let stdout = '';
     let stderr = '';
-    child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
-    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+    child.stdout!.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
+    child.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
     child.once('error', reject);
     child.once('close', (code) => resolve({ code, stdout, stderr }));
     if (input !== undefined) child.stdin!.end(input);

@@ -33,13 +33,13 @@ function limiter(): Limiter {
 }
 
 /** A source holding a deny entry, a mode and a quota, and a watcher that has applied them. */
-async function watched(refresh = '1s') {
+async function watched() {
   const source = new MapConfigSource();
   await addDenyEntry(source, 'api', { match: 'user:scraper', reason: 'scraper' });
   await setConfigMode(source, 'api', 'shadow');
   await setQuota(source, 'api', 'acme', spec(9));
   const l = limiter();
-  const watcher = watchConfig(l, source, { refresh, onWarning: (w) => void warnings.push(w) });
+  const watcher = watchConfig(l, source, { refresh: '1s', onWarning: (w) => void warnings.push(w) });
   await watcher.ready;
   expect([l.deny.map((e) => e.match), l.mode, l.quotas.get('acme')?.[0]?.limit]).toEqual([['user:scraper'], 'shadow', 9]);
   return { source, l, watcher };
