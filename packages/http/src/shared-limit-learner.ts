@@ -126,6 +126,13 @@ export class SharedLimitLearner {
     return known.version;
   }
 
+  /** Reads the stored limits for `identity` now; resolves when read (never rejects). */
+  prime(identity: string): Promise<void> {
+    const known = this.state(identity);
+    this.read(identity, known);
+    return known.busy ?? Promise.resolve();
+  }
+
   /**
    * Whether a limit was lowered in this process since `ticket` was taken: a slot booked under the old limits is
    * closer to the one before it than the new limits allow, and sending every such slot after a cut (the workers'

@@ -15,6 +15,7 @@ import { describeValue as describe, durationOption, optionalFunction, rejectUnkn
 import { fieldMembers } from './header-fields.js';
 import { LimitLearner } from './learn-limit.js';
 import { SharedLimitLearner } from './shared-limit-learner.js';
+import { aborted, sleep } from './sleep.js';
 import { StoreClock } from './store-clock.js';
 
 /** The parts of a URL the `key` option reads (the global URL class has them all). */
@@ -84,10 +85,6 @@ export const MAX_PUSH_BACK_BOOKINGS = 100;
 /** An `X-RateLimit-Reset` this large is an epoch time in seconds, not a delay (one year of seconds). */
 const EPOCH_SECONDS_FROM = 365 * 24 * 3600;
 
-const timers = globalThis as unknown as {
-  setTimeout(callback: () => void, ms: number): unknown;
-  clearTimeout(handle: unknown): void;
-};
 const global = globalThis as unknown as {
   URL: new (input: string) => UrlLike;
   fetch?: (input: unknown, init?: unknown) => Promise<ResponseLike>;
@@ -227,6 +224,8 @@ export function createThrottledFetch<F extends FetchLike = FetchLike>(options: T
   // that send and every slot of this process due meanwhile; loaded now, it holds nothing.
   if (send === undefined) void global.Request;
   const storeClock = new StoreClock();
+  let firstAnswer: Promise<void> | undefined;
+  let answered = false;
   /**
    * Resolves when this process may send to `identity`: at its booked slot on this process's clock (store-clock.ts:
    * never before it, and not later by the time a reply sat unread), and no later than LATE_SEND_MS after it. A slot
@@ -242,7 +241,8 @@ export function createThrottledFetch<F extends FetchLike = FetchLike>(options: T
     const started = Date.now();
     // Before the first booking, one read of the store's clock (a peek: nothing booked). It is also the call that
     // loads the store's script and opens its connection: a booking made cold would wait for its reply.
-    if (!storeClock.known) await observe(() => limiter.peek(identity)).catch(() => undefined);
+    // The fleet's learner reads the stored limit then too, so its first read is not done while a send is due.
+    if (!storeClock.known) await Promise.all([observe(() => limiter.peek(identity)).catch(() => undefined), shared?.prime(identity)]);
     let afterCut = false;
     for (let missed = 0; ;) {
       if (signal?.aborted === true) throw aborted();
@@ -302,11 +302,26 @@ export function createThrottledFetch<F extends FetchLike = FetchLike>(options: T
     const signal = readSignal(init) ?? readSignal(input);
     // A request sent more than once needs its body again: clone a Request built once from input and init.
     const original = retries > 0 && global.Request !== undefined ? new global.Request(input, init) : undefined;
+    // The first request this throttled fetch sends runs the HTTP client's request and answer code for the first time
+    // (compiled then: milliseconds of the event loop, more on a busy machine) and opens a connection. Booked beside
+    // it, the other requests' slots would pass meanwhile: they book once its answer is in (or it failed).
+    let opened: (() => void) | undefined;
+    if (firstAnswer === undefined)
+      firstAnswer = new Promise<void>((resolve) => {
+        opened = () => {
+          answered = true;
+          resolve();
+        };
+      });
+    else if (!answered) await firstAnswer;
     for (let attempt = 0; ; attempt++) {
-      await waitToSend(identity, signal);
+      await waitToSend(identity, signal).catch((error: unknown) => {
+        opened?.();
+        throw error;
+      });
       const sentAt = Date.now();
       const ticket = shared?.ticket(identity);
-      const response = original === undefined ? await fetchImpl(input, init) : await fetchImpl(original.clone());
+      const response = await (original === undefined ? fetchImpl(input, init) : fetchImpl(original.clone())).finally(() => opened?.());
       learner?.observe(response, sentAt, Date.now());
       if (shared !== undefined) await shared.observe(identity, response, ticket!);
       const hold = holdOffMs(response, Date.now());
@@ -355,29 +370,3 @@ function readSignal(value: unknown): AbortSignalLike | undefined {
 
 /** Algorithms whose refund gives a booked slot back to the next caller (as the limiter's wait refunds). */
 const REFUNDABLE = new Set(['token-bucket', 'leaky-bucket', 'gcra']);
-/** setTimeout clamps longer delays to 1 ms in every runtime: long waits sleep in steps of this. */
-const MAX_TIMER_MS = 2_147_483_647;
-
-/** Sleeps `ms`, in steps a timer can take; rejects with ABORTED when `signal` aborts. */
-async function sleep(ms: number, signal: AbortSignalLike | undefined): Promise<void> {
-  for (let left = ms; left > 0; left -= MAX_TIMER_MS) {
-    await new Promise<void>((resolve, reject) => {
-      const onAbort = () => {
-        timers.clearTimeout(timer);
-        reject(aborted());
-      };
-      const timer = timers.setTimeout(
-        () => {
-          signal?.removeEventListener('abort', onAbort);
-          resolve();
-        },
-        Math.min(left, MAX_TIMER_MS),
-      );
-      signal?.addEventListener('abort', onAbort, { once: true });
-    });
-  }
-}
-
-function aborted(): SluiceError {
-  return new SluiceError('ABORTED', 'createThrottledFetch: aborted by its signal; the booking was given back where the rules allow it');
-}

@@ -145,6 +145,33 @@ describe('the throttled fetch on its slots', () => {
     expect(sent).toEqual([0, 100 + LATE_SEND_MS]);
   });
 
+  test('a throttled fetch that has sent nothing books its first request alone: the others book once its answer is in', async () => {
+    const limiter = createLimiter({ store: reserveStore(), rules: gcra({ limit: 10, period: '1s', burst: 1 }), clock: () => Date.now() });
+    const booked: number[] = [];
+    const reserve = limiter.reserve.bind(limiter);
+    vi.spyOn(limiter, 'reserve').mockImplementation((identity, options) => {
+      booked.push(Date.now() - T0);
+      return reserve(identity, options);
+    });
+    const fetchApi = createThrottledFetch({
+      limiter,
+      maxWait: '10s',
+      learn: false,
+      // The third party answers 50 ms after each request.
+      fetch: (_input: string) => new Promise<Response>((resolve) => setTimeout(() => resolve(new Response('ok')), 50)),
+    });
+    const calls = [0, 1, 2].map((i) => fetchApi(`https://api.example.com/${i}`));
+    await vi.advanceTimersByTimeAsync(400);
+    await Promise.all(calls);
+    expect(booked).toEqual([0, 50, 50]);
+    // Once answered, requests book at once.
+    const later = fetchApi('https://api.example.com/3');
+    await vi.advanceTimersByTimeAsync(0);
+    expect(booked).toEqual([0, 50, 50, 400]);
+    await vi.advanceTimersByTimeAsync(100);
+    await later;
+  });
+
   test('a request that misses eight slots in a row rejects with WAIT_TOO_LONG and sends nothing', async () => {
     const { limiter, sent, fetchApi } = setup();
     // Every booking's reply is read 50 ms after the slot it books: this process can never send on time.
