@@ -312,7 +312,7 @@ async function addEntries(
       at.set(entry.match, list.length);
       list.push(entry);
     }
-    return parseLimiterConfig({ ...nextRevision(current, now), deny: list });
+    return nextWithDenyList(nextRevision(current, now), list);
   });
   return written!;
 }
@@ -329,13 +329,29 @@ export async function removeDenyEntry(source: ConfigSource, name: string, match:
   const written = await updateLimiterConfig(source, checkName(name), 'removeDenyEntry', (current, dropped) => {
     const list = current?.deny ?? [];
     if (!list.some((entry) => entry.match === match) && !dropped.has(match)) return undefined;
-    const next = nextRevision(current, Date.now());
-    const rest = list.filter((entry) => entry.match !== match);
-    if (rest.length === 0) delete next.deny;
-    else next.deny = rest;
-    return parseLimiterConfig(next);
+    return nextWithDenyList(
+      nextRevision(current, Date.now()),
+      list.filter((entry) => entry.match !== match),
+    );
   });
   return written !== undefined;
+}
+
+/**
+ * The next document with `list` as its deny list (none when it is empty), checked as instances will check it. The
+ * list's entries are checked already (read from the stored document, or given to the writer and checked one by one)
+ * and their matches are distinct, so they are not checked and copied a second time: on a list of 100,000 entries
+ * that second pass was a third of a write's time. The rest of the document is checked as every writer checks it.
+ */
+function nextWithDenyList(next: Record<string, unknown>, list: DenyEntry[]): LimiterConfig {
+  const { deny: _replaced, ...rest } = next;
+  const { denyMode, ...document } = parseLimiterConfig(rest);
+  // The document's own field order: deny before denyMode.
+  return {
+    ...document,
+    ...(list.length === 0 ? {} : { deny: Object.freeze(list) }),
+    ...(denyMode === undefined ? {} : { denyMode }),
+  };
 }
 
 /** The deny list's default bound: a list a watcher reads whole on every change must stay a few megabytes. */

@@ -80,6 +80,16 @@ export async function run(flags: ConnectionFlags, writes: boolean, action: (conn
   } finally {
     await connection?.close().catch(() => {});
   }
+  endWhenFlushed();
+}
+
+/**
+ * Ends a one-shot command once what it wrote is flushed. After a reply of megabytes (a deny list of 100,000 entries)
+ * ioredis's reply parser keeps an interval running that shrinks its buffer pool by a tenth every 50 ms, which held
+ * the process open for about 2.7 s after the command was done.
+ */
+function endWhenFlushed(): void {
+  process.stdout.write('', () => process.stderr.write('', () => process.exit()));
 }
 
 /** Reports a failure as one line on stderr and sets the exit code: 2 for a wrong input, 1 for anything else. */
