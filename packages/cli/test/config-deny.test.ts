@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { describe, expect, test } from 'vitest';
 import { denyTable } from '../src/commands/config-deny.js';
 import { checkMatch, denyKind } from '../src/commands/deny-input.js';
-import { sluice, useStores } from './run-cli.js';
+import { ndjson, sluice, useStores } from './run-cli.js';
 
 const stores = useStores('sluice-cli-deny-');
 
@@ -159,7 +159,7 @@ describe('sluice config deny on Redis', () => {
     const replaced = await sluice(['config', 'deny', 'add', 'user:42', '--reason', 'chargebacks', ...at()]);
     expect(replaced.stderr).toMatch(/revision 4 of "api" holds 3 entries/);
     const json = await sluice(['config', 'deny', 'list', '--json', ...at()]);
-    expect((JSON.parse(json.stdout) as Array<{ match: string; reason?: string }>).map((e) => [e.match, e.reason])).toEqual([
+    expect(ndjson<{ match: string; reason?: string }>(json.stdout).map((e) => [e.match, e.reason])).toEqual([
       ['203.0.113.0/24', 'scraper'],
       ['user:42', 'chargebacks'],
       ['2001:db8::/56', 'abuse'],
@@ -269,9 +269,9 @@ describe('sluice config deny on SQLite and Upstash', () => {
     expect(added.stderr).toMatch(/watching instances read it at their next refresh/);
     expect((await sluice(['config', 'deny', 'add', 'key:abc', ...at])).code).toBe(0);
     const json = await sluice(['config', 'deny', 'list', '--json', ...at]);
-    expect((JSON.parse(json.stdout) as Array<{ match: string }>).map((e) => e.match)).toEqual(['198.51.100.0/24', 'key:abc']);
+    expect(ndjson<{ match: string }>(json.stdout).map((e) => e.match)).toEqual(['198.51.100.0/24', 'key:abc']);
     expect((await sluice(['config', 'deny', 'remove', '198.51.100.0/24', ...at])).code).toBe(0);
-    expect(JSON.parse((await sluice(['config', 'deny', 'list', '--json', ...at])).stdout)).toMatchObject([{ match: 'key:abc' }]);
+    expect(ndjson((await sluice(['config', 'deny', 'list', '--json', ...at])).stdout)).toMatchObject([{ match: 'key:abc' }]);
     const missing = join(stores.folder, 'typo.db');
     const listed = await sluice(['config', 'deny', 'list', '--name', 'api', '--sqlite', missing]);
     expect([listed.code, listed.stderr]).toEqual([1, expect.stringMatching(/could not open the SQLite file/)]);

@@ -14,7 +14,7 @@ import { watchConfig, type ConfigSource, type ConfigWarning } from '@sluice/core
 import { memoryStore } from '@sluice/memory';
 import { redisConfigSource } from '@sluice/redis';
 import { sqliteConfigSource } from '@sluice/sqlite';
-import { sluice, useStores } from './run-cli.js';
+import { ndjson, sluice, useStores } from './run-cli.js';
 
 const stores = useStores('sluice-cli-stored-deny-');
 const databases: Database.Database[] = [];
@@ -111,7 +111,7 @@ describe.each(places)('deny entries that are not valid, written directly into $l
     expect(warning[0]).toContain('sluice config deny remove <match> removes one');
     expect(list.stderr).toMatch(/the deny list of "listed" holds 2 entries/);
     const json = await sluice(['config', 'deny', 'list', '--json', ...place.flags('listed')]);
-    expect([json.code, JSON.parse(json.stdout)]).toEqual([0, GOOD]);
+    expect([json.code, ndjson(json.stdout)]).toEqual([0, GOOD]);
   });
 
   test('an entry past the latest Date, as --for 100000000d stored it, no longer stops list: the others are listed, exit 0', async () => {

@@ -65,3 +65,13 @@ export function useStores(folderPrefix: string): Stores {
   });
   return stores;
 }
+
+/** Output of one JSON value per line (NDJSON, as `sluice config deny list --json` prints), parsed; every line must be one. */
+export function ndjson<T = unknown>(stdout: string): T[] {
+  if (stdout === '') return [];
+  if (!stdout.endsWith('\n')) throw new Error(`NDJSON output must end with a newline, got ${JSON.stringify(stdout.slice(-40))}`);
+  return stdout
+    .slice(0, -1)
+    .split('\n')
+    .map((line) => JSON.parse(line) as T);
+}
