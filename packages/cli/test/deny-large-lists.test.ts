@@ -47,7 +47,7 @@ const places: Place[] = [
   },
   {
     label: 'SQLite',
-    write: async (name, document) => withSqlite((db) => sqliteConfigSource(db).write(name, JSON.stringify(document))),
+    write: async (name, document) => withSqlite(async (db) => void (await sqliteConfigSource(db).write(name, JSON.stringify(document)))),
     read: async (name) => withSqlite(async (db) => (await sqliteConfigSource(db).read(name)) ?? undefined),
     flags: (name) => ['--name', name, '--sqlite', join(stores.folder, 'fleet.db')],
   },
