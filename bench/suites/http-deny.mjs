@@ -3,6 +3,8 @@
 // and an empty list, and the lookup alone. In-process (no sockets): the handler's synchronous path on a memory
 // store, 10,000 clients (three in four IPv4), none of them denied, so every request pays for the whole lookup
 // and then for its rate decision. The heap the compiled list holds is measured in a child (http-deny/heap.mjs).
+// Then the operator's side (http-deny/cli.mjs, a child): `sluice config deny` add, remove, list and import on a
+// 100,000-entry list kept on a real redis-server, each command the built binary in a process of its own, wall time.
 import { createLimiter, fixedWindow } from '@sluice/core';
 import { createHandler, matchDenyList } from '@sluice/http';
 import { memoryStore } from '@sluice/memory';
@@ -14,14 +16,17 @@ import { target } from '../lib/report.mjs';
 import { addRatios, formatInteger } from '../lib/table.mjs';
 import { clientAddresses, denyEntries } from './http-deny/entries.mjs';
 
-export const builds = ['@sluice/http', '@sluice/memory'];
-export const description = 'in-process: @sluice/http handler with a 100,000-entry deny list vs an empty one; the lookup alone; its heap';
+export const builds = ['@sluice/http', '@sluice/memory', '@sluice/cli'];
+export const description =
+  'in-process: @sluice/http handler with a 100,000-entry deny list vs an empty one; the lookup alone; its heap; sluice config deny on it (redis-server)';
 
 const EMPTY = 'handler, empty deny list';
 const FULL = 'handler, 100,000-entry deny list';
 const CLIENTS = 10_000;
 const ENTRIES = 100_000;
 const TARGET_ADDED_NS = 1_000;
+/** `sluice config deny add` and `remove` on a 100,000-entry list, the whole command as the operator waits for it. */
+const TARGET_CLI_WRITE_MS = 500;
 
 function handlerContestant(name, deny) {
   const limiter = createLimiter({ name: 'bench', store: memoryStore(), rules: fixedWindow({ limit: 1_000_000_000, window: '1h' }) });
@@ -71,6 +76,29 @@ export async function run({ options, log }) {
   const heap = await runNodeChild(join(dirname(fileURLToPath(import.meta.url)), 'http-deny', 'heap.mjs'), { args: [String(ENTRIES)] });
   if (heap.firstRequestStatus !== 403) throw new Error(`heap.mjs: the denied request got ${heap.firstRequestStatus}, not 403`);
 
+  log('sluice config deny on a redis-server (child process, each command a process of its own)');
+  const cliRuns = Number(options['cli-runs'] ?? (quick ? 3 : 7));
+  const cli = await runNodeChild(join(dirname(fileURLToPath(import.meta.url)), 'http-deny', 'cli.mjs'), {
+    args: [String(cliRuns)],
+    execArgv: ['--import', import.meta.resolve('tsx')],
+  });
+  const ms = (v) => `${Math.round(v)} ms`;
+  const commandRows = [
+    ['sluice --version (Node start and CLI load, the floor)', cli.commands.floor],
+    [`config deny remove <match> (${formatInteger(cli.entries)} to ${formatInteger(cli.entries - 1)})`, cli.commands.remove],
+    [`config deny add <match> (back to ${formatInteger(cli.entries)})`, cli.commands.add],
+    ['config deny list --limit 100', cli.commands.page],
+    [`config deny list --json (all ${formatInteger(cli.entries)}, NDJSON)`, cli.commands.json],
+    [`config deny import <${formatInteger(cli.feedLines)}-line feed> --replace (${cli.changes} changes)`, cli.commands.import],
+  ];
+  const width = Math.max(...commandRows.map(([name]) => name.length));
+  const cliLines = [
+    `${'command'.padEnd(width)}  median     min     max`,
+    ...commandRows.map(
+      ([name, s]) => `${name.padEnd(width)}  ${ms(s.medianMs).padStart(6)}  ${ms(s.minMs).padStart(6)}  ${ms(s.maxMs).padStart(6)}`,
+    ),
+  ];
+
   return {
     title: `@sluice/http handler, ${formatInteger(CLIENTS)} clients (three in four IPv4, the rest IPv6), memory store, none denied; ${formatInteger(timing.ops)} requests per round, median of ${timing.rounds} rounds, ${rows[0].clock === 'cpu' ? 'process CPU time' : 'wall time'}`,
     rows,
@@ -84,6 +112,10 @@ export async function run({ options, log }) {
           `the list replaced by one with an entry more: compiled in parts over ${heap.replaced.requests} requests (the replaced list applying meanwhile), each taking a median of ${heap.replaced.medianMs.toFixed(2)} ms and at most ${heap.replaced.longestMs.toFixed(2)} ms`,
         ],
       },
+      {
+        heading: `sluice config deny on a ${formatInteger(cli.entries)}-entry list (${(cli.documentBytes / 2 ** 20).toFixed(1)} MiB document) on a local redis-server ${cli.redisVersion}: wall time from spawn to exit and the process's CPU time, ${cli.commands.add.runs} runs each`,
+        lines: cliLines,
+      },
     ],
     targets: [
       target(
@@ -93,7 +125,22 @@ export async function run({ options, log }) {
         TARGET_ADDED_NS,
         (v) => `${Math.round(v)} ns`,
       ),
+      target(
+        `sluice config deny remove on a ${formatInteger(cli.entries)}-entry list <= ${TARGET_CLI_WRITE_MS} ms (median)`,
+        cli.commands.remove.medianMs,
+        '<=',
+        TARGET_CLI_WRITE_MS,
+        ms,
+      ),
+      target(
+        `sluice config deny add on a ${formatInteger(cli.entries)}-entry list <= ${TARGET_CLI_WRITE_MS} ms (median)`,
+        cli.commands.add.medianMs,
+        '<=',
+        TARGET_CLI_WRITE_MS,
+        ms,
+      ),
     ],
     heap,
+    cli,
   };
 }
