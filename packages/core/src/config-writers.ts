@@ -296,9 +296,11 @@ async function addEntries(
   });
   const written = await updateLimiterConfig(source, checkName(name), caller, (current) => {
     const list = (current?.deny ?? []).filter((kept) => kept.until === undefined || kept.until > now);
-    const at = new Map(list.map((kept, i) => [kept.match, i]));
+    // One or a few entries (deny add): a scan each, instead of a Map of the whole list built for one lookup.
+    const at = added.length <= FEW_ADDED ? undefined : new Map(list.map((kept, i) => [kept.match, i]));
     for (const entry of added) {
-      const i = at.get(entry.match);
+      const found = at === undefined ? list.findIndex((kept) => kept.match === entry.match) : (at.get(entry.match) ?? -1);
+      const i = found === -1 ? undefined : found;
       if (i !== undefined) {
         list[i] = entry;
         continue;
@@ -309,7 +311,7 @@ async function addEntries(
           `${caller}: the deny list of ${JSON.stringify(name)} already holds ${list.length} entries, the most maxEntries (${maxEntries}) allows; remove some, or block a whole range with one CIDR entry, or raise maxEntries`,
         );
       }
-      at.set(entry.match, list.length);
+      at?.set(entry.match, list.length);
       list.push(entry);
     }
     return nextWithDenyList(nextRevision(current, now), list);
@@ -353,6 +355,9 @@ function nextWithDenyList(next: Record<string, unknown>, list: DenyEntry[]): Lim
     ...(denyMode === undefined ? {} : { denyMode }),
   };
 }
+
+/** Up to this many entries added at once are looked up by a scan of the list; more, through a Map of it. */
+const FEW_ADDED = 8;
 
 /** The deny list's default bound: a list a watcher reads whole on every change must stay a few megabytes. */
 const DEFAULT_MAX_DENY_ENTRIES = 100_000;
