@@ -6,8 +6,10 @@
  * listed keeps its reason and addedAt), removes what the file does not list only with `--replace`, reads comments,
  * blank lines, CRLF and standard input, and refuses a file with a bad line by its number, writing nothing.
  */
+import { spawn } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import Database from 'better-sqlite3';
 import { describe, expect, test } from 'vitest';
 import type { DenyEntry } from '@sluice/core/config';
@@ -115,6 +117,28 @@ describe.each(places)('a large deny list in $label', (place) => {
     const rows = table.stdout.trimEnd().split('\n');
     expect(rows[0]).toMatch(/^MATCH +KIND +UNTIL +REASON$/);
     expect(rows.slice(1).map((line) => line.split(/ {2,}/)[0])).toEqual(stored.map((entry) => entry.match));
+  });
+
+  test('list --json read by a reader that stops after its first chunk (| head): exit 0, no error', async () => {
+    await place.write('headed', document(entries(COUNT)));
+    const child = spawn(
+      process.execPath,
+      [fileURLToPath(new URL('../dist/cli.js', import.meta.url)), 'config', 'deny', 'list', '--json', ...place.flags('headed')],
+      {
+        env: { PATH: process.env.PATH },
+        stdio: ['ignore', 'pipe', 'pipe'],
+      },
+    );
+    let first = '';
+    let stderr = '';
+    child.stdout.once('data', (chunk: Buffer) => {
+      first = chunk.toString();
+      child.stdout.destroy();
+    });
+    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+    const code = await new Promise<number | null>((resolve) => child.once('close', resolve));
+    expect(JSON.parse(first.split('\n')[0]!)).toEqual(entries(1)[0]);
+    expect([code, stderr]).toEqual([0, expect.stringMatching(/^the deny list of "headed" holds 2345 entries/)]);
   });
 
   test('list --offset past the end prints nothing and says so; a bad --limit or --offset exits 2 naming it', async () => {
