@@ -93,9 +93,10 @@ export async function run({ options, log }) {
   ];
   const width = Math.max(...commandRows.map(([name]) => name.length));
   const cliLines = [
-    `${'command'.padEnd(width)}  median     min     max`,
+    `${'command'.padEnd(width)}  median     min     max  CPU (median)`,
     ...commandRows.map(
-      ([name, s]) => `${name.padEnd(width)}  ${ms(s.medianMs).padStart(6)}  ${ms(s.minMs).padStart(6)}  ${ms(s.maxMs).padStart(6)}`,
+      ([name, s]) =>
+        `${name.padEnd(width)}  ${ms(s.medianMs).padStart(6)}  ${ms(s.minMs).padStart(6)}  ${ms(s.maxMs).padStart(6)}  ${ms(s.cpuMedianMs).padStart(12)}`,
     ),
   ];
 
