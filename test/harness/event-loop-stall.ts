@@ -8,6 +8,22 @@ import type { Decision, Limiter } from '@sluice/core';
 
 const timers = globalThis as unknown as { setTimeout(callback: () => void, ms: number): unknown };
 
+/** A message port pair, as every runtime the tests run in has it (typed here: the edge-safe packages compile without DOM or Node typings). */
+export interface MessagePortLike<T> {
+  onmessage: ((event: { data: T }) => void) | null;
+  postMessage(message: T): void;
+  close(): void;
+}
+export function messageChannel<T>(): { port1: MessagePortLike<T>; port2: MessagePortLike<T> } {
+  const runtime = globalThis as unknown as { MessageChannel: new () => { port1: MessagePortLike<T>; port2: MessagePortLike<T> } };
+  return new runtime.MessageChannel();
+}
+
+/** setTimeout, typed for the edge-safe packages' tests. */
+export function later(callback: () => void, ms: number): void {
+  timers.setTimeout(callback, ms);
+}
+
 /** Busy for `ms` by the wall clock: nothing else in the process runs meanwhile. */
 export function stallEventLoop(ms: number): void {
   const until = Date.now() + ms;
@@ -43,7 +59,7 @@ export async function flushMicrotasks(): Promise<void> {
  */
 export function ioTurn(): Promise<void> {
   return new Promise((resolve) => {
-    const channel = new MessageChannel();
+    const channel = messageChannel<number>();
     channel.port2.onmessage = () => {
       channel.port1.close();
       channel.port2.close();

@@ -5,13 +5,16 @@
  * the breaker stay closed. A store that is really slow on a healthy loop must still be answered by the policy at its
  * deadline.
  */
-import { createLimiter, tokenBucket, type Decision, type LimitRequest, type LimitResult, type Store } from '@sluice/core';
+import { createLimiter, tokenBucket, type Decision, type Store } from '@sluice/core';
+import type { LimitRequest, LimitResult } from '@sluice/core/store';
 import { describe, expect, test } from 'vitest';
 import { memoryStore } from '../src/index.js';
 import {
   degradedCodes,
   expectStoreAnswered,
   ioTurn,
+  later,
+  messageChannel,
   sleep,
   stallEventLoop,
   stallInSlices,
@@ -27,10 +30,10 @@ const TIMEOUT = 250;
  */
 function messageStore(reads: number): Store & { close(): void } {
   const inner = memoryStore();
-  const channel = new MessageChannel();
+  const channel = messageChannel<number>();
   const waiting = new Map<number, { left: number; answer: () => void }>();
   let id = 0;
-  channel.port2.onmessage = (event: MessageEvent<number>) => {
+  channel.port2.onmessage = (event: { data: number }) => {
     const call = waiting.get(event.data)!;
     if (--call.left > 0) return channel.port1.postMessage(event.data);
     waiting.delete(event.data);
@@ -61,13 +64,13 @@ function oneAtATimeStore(): Store {
   const queue: Array<() => void> = [];
   const serve = (): void => {
     queue.shift()!();
-    if (queue.length > 0) setTimeout(serve, 0);
+    if (queue.length > 0) later(serve, 0);
   };
   return {
     capabilities: { synchronous: false, clock: 'client', operations: ['limit', 'reset'] },
     limit: (request: LimitRequest) =>
       new Promise<LimitResult>((resolve) => {
-        if (queue.push(() => resolve(inner.limit(request))) === 1) setTimeout(serve, 0);
+        if (queue.push(() => resolve(inner.limit(request))) === 1) later(serve, 0);
       }),
     reset: (key, ids) => Promise.resolve(inner.reset(key, ids)),
   };
@@ -78,7 +81,7 @@ function slowStore(delayMs: number): Store {
   const inner = memoryStore();
   return {
     capabilities: { synchronous: false, clock: 'client', operations: ['limit', 'reset'] },
-    limit: (request: LimitRequest) => new Promise<LimitResult>((resolve) => setTimeout(() => resolve(inner.limit(request)), delayMs)),
+    limit: (request: LimitRequest) => new Promise<LimitResult>((resolve) => later(() => resolve(inner.limit(request)), delayMs)),
     reset: (key, ids) => Promise.resolve(inner.reset(key, ids)),
   };
 }

@@ -6,7 +6,8 @@
  * healthy loop, is answered by the failure policy at the deadline.
  */
 import { Worker } from 'node:worker_threads';
-import { createLimiter, tokenBucket, type Decision, type LimitRequest, type LimitResult, type Store } from '@sluice/core';
+import { createLimiter, tokenBucket, type Decision, type Store } from '@sluice/core';
+import type { LimitRequest, LimitResult } from '@sluice/core/store';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { tempFolder } from './helpers.js';
 import { degradedCodes, expectStoreAnswered, ioTurn, stallEventLoop, wallClock } from '../../../../test/harness/event-loop-stall.js';
