@@ -76,16 +76,23 @@ describe('rateLimit(): the deny list over real HTTP', () => {
     expect(statuses).toEqual([200, 200, 429]);
   });
 
-  it('shadow mode reports the would-be denial to onDenied and lets the request through', async () => {
+  it("the deny list's shadow mode reports the would-be denial to onDenied and lets the request through", async () => {
     const events: DeniedEvent<NextRequest>[] = [];
-    const limiter = memoryLimiter({ name: 'api', rules: fixedWindow({ limit: 5, window: '1m' }), mode: 'shadow' });
-    limiter.configure({ deny: [{ match: '127.0.0.4' }] });
+    const limiter = memoryLimiter({ name: 'api', rules: fixedWindow({ limit: 5, window: '1m' }) });
+    limiter.configure({ deny: [{ match: '127.0.0.4' }], denyMode: 'shadow' });
     const url = await serve(
       rateLimit({ limiter, denyList: matchDenyList, clientIp: { platform: 'vercel' }, onDenied: (event) => void events.push(event) }),
     );
     const reply = await client('127.0.0.4')(url);
     expect([reply.status, reply.body]).toEqual([200, 'route']);
     expect(events).toMatchObject([{ identity: 'ip:127.0.0.4', shadow: true }]);
+  });
+
+  it("the limiter's shadow mode (its kill switch's dark launch) does not lift the deny list: still 403", async () => {
+    const limiter = memoryLimiter({ name: 'api', rules: fixedWindow({ limit: 5, window: '1m' }), mode: 'shadow' });
+    limiter.configure({ deny: [{ match: '127.0.0.5' }] });
+    const url = await serve(rateLimit({ limiter, denyList: matchDenyList, clientIp: { platform: 'vercel' } }));
+    expect((await client('127.0.0.5')(url)).status).toBe(403);
   });
 });
 
