@@ -135,7 +135,7 @@ test('redisStore: offlineWait is validated, naming the field; the former name of
   const [{ connect, redisStore }] = MAJORS;
   const client = connect(server.port);
   cleanup.push(() => client.disconnect());
-  for (const bad of [-1, 1.5, Number.NaN, '200', '1 sec', 2 ** 31]) {
+  for (const bad of [-1, 1.5, Number.NaN, '-200', '1 sec', 2 ** 31]) {
     expect(() => redisStore(client, { offlineWait: bad as never })).toThrow(
       /^\[sluice\] redisStore: offlineWait must be a duration from 0 to 2147483647 ms \(a whole number of ms or a string like '250ms'/,
     );

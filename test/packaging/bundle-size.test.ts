@@ -4,17 +4,19 @@
 // workerd/worker/browser conditions, everything inlined (hono included), gzip level 9. The same code as
 // `pnpm bench bundles` (bench/suites/bundles/measure.mjs), so the test and the bench table cannot disagree.
 //
-// The target is NOT met: 35,222 bytes gzipped (34.4 kB) on 2026-11-28, down from 54,480 with @upstash/redis (76 kB
-// minified alone) before the store had its own REST client, the Lua shipped compacted, squeezed and with short
-// local names, and the lease script only in upstashLeaseStore(). Of the 95.4 kB minified: @sluice/http 28.3 kB,
-// @sluice/core 24.6 kB, hono 19.7 kB, @sluice/redis-script 16.3 kB (9.1 kB of it Lua). Until the target is met, the
+// The target is NOT met: 36,153 bytes gzipped (35.3 kB) on 2026-12-07, up from 35,222 on 2026-11-28 (core's part of
+// the worker grew from 24.6 to 27.3 kB minified with the one duration grammar, the deny list's own mode and the
+// limiter's memory-first seam), and down from 54,480 with @upstash/redis (76 kB minified alone) before the store had
+// its own REST client, the Lua shipped compacted, squeezed and with short local names, and the lease script only in
+// upstashLeaseStore(). Of the 98.1 kB minified: @sluice/http 28.3 kB, @sluice/core 27.3 kB, hono 19.7 kB,
+// @sluice/redis-script 16.3 kB (9.1 kB of it Lua). Until the target is met, the
 // target test is an `it.fails` (it fails the suite the day the bundle meets it: make it a plain `it` then), a
 // ratchet keeps the bundle from growing past that size plus 1%, and the bundle must stay smaller than the same
 // worker on @upstash/ratelimit.
 import { describe, expect, it } from 'vitest';
 import { ENTRIES, HONO_UPSTASH_TARGET_BYTES, measureEntry, type BundleSize } from '../../bench/suites/bundles/measure.mjs';
 
-const MEASURED_BYTES = 35_222;
+const MEASURED_BYTES = 36_153;
 const RATCHET_BYTES = Math.round(MEASURED_BYTES * 1.01);
 const TARGET = `${HONO_UPSTASH_TARGET_BYTES / 1024} kB`;
 
@@ -68,7 +70,7 @@ describe('the Upstash-on-Hono worker bundle (everything the worker ships)', () =
     // Messages only rejectUnknownOptions and durationOption build (packages/core/src/validate.ts, duration.ts).
     const { text } = await honoUpstash();
     expect(text.split('accepted options are').length - 1).toBe(1);
-    expect(text.split('a whole number of ms').length - 1).toBe(1);
+    expect(text.split('a whole number of ms or a string like').length - 1).toBe(1);
   });
 
   it(`does not grow past its measured size + 1% (${RATCHET_BYTES} bytes gzipped) while the ${TARGET} target is missed`, async () => {
