@@ -125,16 +125,21 @@ describe.each(places)('a large deny list in $label', (place) => {
       process.execPath,
       [fileURLToPath(new URL('../dist/cli.js', import.meta.url)), 'config', 'deny', 'list', '--json', ...place.flags('headed')],
       {
-        env: { PATH: process.env.PATH },
+        // NODE_OPTIONS goes through, as in run-cli.ts: on Node 22 and 24 it preloads the better-sqlite3 built for them.
+        env: { PATH: process.env.PATH, ...(process.env.NODE_OPTIONS === undefined ? {} : { NODE_OPTIONS: process.env.NODE_OPTIONS }) },
         stdio: ['ignore', 'pipe', 'pipe'],
       },
     );
     let first = '';
     let stderr = '';
-    child.stdout.once('data', (chunk: Buffer) => {
-      first = chunk.toString();
+    // Read up to the end of the first line (a chunk may hold less than a line, or nothing), then stop reading.
+    const onData = (chunk: Buffer): void => {
+      first += chunk.toString();
+      if (!first.includes('\n')) return;
+      child.stdout.off('data', onData);
       child.stdout.destroy();
-    });
+    };
+    child.stdout.on('data', onData);
     child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
     const code = await new Promise<number | null>((resolve) => child.once('close', resolve));
     expect(JSON.parse(first.split('\n')[0]!)).toEqual(entries(1)[0]);
