@@ -25,10 +25,10 @@ export interface ThirdPartyLimitOptions {
   /** The window it states them for (ms or a string like '1s'). */
   per: Duration;
   /**
-   * Added to `per` (ms or a string like '35ms'), at most a tenth of `per`: how much later than the sends after it a
+   * Added to `per` (ms or a string like '100ms'), at most a tenth of `per`: how much later than the sends after it a
    * send may reach the third party and still never make `requests + 1` in one window. It costs
-   * margin / (per + margin) of the allowance (3.4% of a second for the default).
-   * @default '35ms', or a tenth of `per` when that is less
+   * margin / (per + margin) of the allowance (9.1% of a second for the default).
+   * @default '100ms', or a tenth of `per` when that is less
    */
   margin?: Duration;
   /** Names the rules' state in the store: `id` (the spacing) and `id:window` (the count). @default 'third-party' */
@@ -36,11 +36,11 @@ export interface ThirdPartyLimitOptions {
 }
 
 /**
- * The default margin, in ms: the throttled fetch's re-booking tolerance (10 ms) and 25 ms for what follows it. Measured
- * on the outbound suite's cold fleet: the tightest 51 arrivals spanned 1004 to 1023 ms (25 ms: 1001 to 1017, and once
- * 51 in one second).
+ * The default margin, in ms: the throttled fetch's re-booking tolerance (10 ms) and 90 ms for what follows it (a cold
+ * connection, a process descheduled on a busy machine). 35 ms held on the outbound suite's cold fleet at low load
+ * (the tightest 51 arrivals spanned 1004 to 1023 ms) but not in a full CI run, where one sliding second saw 51.
  */
-export const DEFAULT_MARGIN_MS = 35;
+export const DEFAULT_MARGIN_MS = 100;
 /** The largest margin, as a share of `per` (a stated window matches a rule's window up to this much longer). */
 export const MAX_MARGIN_SHARE = 0.1;
 

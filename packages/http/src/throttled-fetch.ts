@@ -74,7 +74,7 @@ const MAX_WAIT_RANGE: DurationRange = { min: 0, max: 2 ** 47 };
 const REFRESH_RANGE: DurationRange = { min: 10, max: 2 ** 31 - 1 };
 /**
  * A send that would leave more than this after its booked slot is not sent on it: the slot is left empty and the
- * request books again. Below thirdPartyLimit's default margin (35 ms), which also has to cover the time between
+ * request books again. Below thirdPartyLimit's default margin (100 ms), which also has to cover the time between
  * handing the request to fetch and its arrival.
  */
 export const LATE_SEND_MS = 10;
