@@ -1,3 +1,5 @@
+import type { DenyListSource } from './deny-source.js';
+
 /**
  * The contract a store implements to hold the runtime configuration documents (config-document.ts), one per
  * limiter name: what `watchConfig` reads and subscribes to, and what the writers (config-writers.ts) write through.
@@ -29,6 +31,11 @@ export interface ConfigSource {
    * read is the only way a change arrives.
    */
   subscribe?(name: string, onChange: () => void): Unsubscribe | PromiseLike<Unsubscribe>;
+  /**
+   * The deny list's own structure (deny-source.ts), where the store has one (all four of sluice's): entries change
+   * one at a time there. Without it the deny list is the document's `deny` field, rewritten whole on each change.
+   */
+  readonly deny?: DenyListSource;
 }
 
 export type Unsubscribe = () => void | PromiseLike<void>;

@@ -1,6 +1,7 @@
 import type { ConfigSource, Unsubscribe } from '@sluice/core/config';
 import { describeValue } from '@sluice/internal';
 import { SluiceError } from '@sluice/core';
+import { memoryDenySource } from './memory-deny-source.js';
 
 /**
  * Runtime configuration (core's `watchConfig`) held in this process: documents in a Map, and every subscriber
@@ -13,6 +14,8 @@ export interface MemoryConfigSource extends ConfigSource {
   remove(name: string): void;
   replace(name: string, expectedRevision: number, text: string): boolean;
   subscribe(name: string, onChange: () => void): Unsubscribe;
+  /** The deny lists, each entry by itself (core's DenyListSource); `forget(name)` drops one as a store restarted empty would. */
+  readonly deny: ReturnType<typeof memoryDenySource>;
 }
 
 /**
@@ -40,6 +43,7 @@ export function memoryConfigSource(): MemoryConfigSource {
     notify(name);
   };
   return {
+    deny: memoryDenySource(),
     read: (name) => documents.get(name),
     write,
     replace(name, expectedRevision, text) {

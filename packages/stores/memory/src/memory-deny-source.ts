@@ -1,0 +1,87 @@
+import {
+  DENY_LOG_LENGTH,
+  changeText,
+  entryText,
+  newEpoch,
+  stampChangeText,
+  type DenyChangesRead,
+  type DenyListChange,
+  type DenyListSource,
+  type DenyListVersion,
+  type DenyPage,
+  type Unsubscribe,
+} from '@sluice/core/config';
+
+interface List {
+  readonly epoch: string;
+  version: number;
+  /** Entry texts by match, in insertion order. */
+  readonly entries: Map<string, string>;
+  /** The last DENY_LOG_LENGTH change texts, oldest first. */
+  readonly log: string[];
+}
+
+/**
+ * The memory config source's deny list structure (core's DenyListSource): each list a Map of entry texts, a log
+ * of the last changes, and every subscriber told each change's text at once. A page's cursor is the number of
+ * entries read so far, in the Map's order.
+ */
+export function memoryDenySource(): DenyListSource & { forget(name: string): void } {
+  const lists = new Map<string, List>();
+  const listeners = new Map<string, Set<(text: string) => void>>();
+  const at = (list: List | undefined): DenyListVersion | undefined =>
+    list === undefined ? undefined : { epoch: list.epoch, version: list.version };
+  return {
+    change(name: string, change: DenyListChange): DenyListVersion {
+      let list = lists.get(name);
+      if (list === undefined) lists.set(name, (list = { epoch: newEpoch(), version: 0, entries: new Map(), log: [] }));
+      if (change.clear === true) list.entries.clear();
+      for (const match of change.remove ?? []) list.entries.delete(match);
+      for (const entry of change.add ?? []) list.entries.set(entry.match, entryText(entry));
+      list.version++;
+      const version = { epoch: list.epoch, version: list.version };
+      const text = stampChangeText(changeText(change), version);
+      list.log.push(text);
+      if (list.log.length > DENY_LOG_LENGTH) list.log.splice(0, list.log.length - DENY_LOG_LENGTH);
+      for (const listener of [...(listeners.get(name) ?? [])]) {
+        try {
+          listener(text);
+        } catch {
+          // A subscriber's exception is its own: the change is made, and the others are told.
+        }
+      }
+      return version;
+    },
+    readChanges(name: string, since: DenyListVersion | undefined): DenyChangesRead {
+      const list = lists.get(name);
+      const version = at(list);
+      if (list === undefined || since === undefined || since.epoch !== list.epoch || since.version > list.version)
+        return { version, changes: undefined };
+      const behind = list.version - since.version;
+      if (behind > list.log.length) return { version, changes: undefined };
+      return { version, changes: list.log.slice(list.log.length - behind) };
+    },
+    readPage(name: string, cursor: string, count: number): DenyPage {
+      const list = lists.get(name);
+      if (list === undefined) return { entries: [], cursor: '0', version: undefined };
+      const from = Number(cursor) || 0;
+      const texts = [...list.entries.values()].slice(from, from + count);
+      const next = from + texts.length;
+      return { entries: texts, cursor: next >= list.entries.size ? '0' : String(next), version: at(list) };
+    },
+    subscribe(name: string, onChange: (text: string) => void): Unsubscribe {
+      let set = listeners.get(name);
+      if (set === undefined) listeners.set(name, (set = new Set()));
+      const listener = (text: string) => onChange(text);
+      set.add(listener);
+      return () => {
+        set.delete(listener);
+        if (set.size === 0 && listeners.get(name) === set) listeners.delete(name);
+      };
+    },
+    /** Drops a list as a store restarted empty would (for tests of that). */
+    forget(name: string): void {
+      lists.delete(name);
+    },
+  };
+}
