@@ -11,6 +11,8 @@ export { DENY_CHANGE_MAX, DENY_LOG_LENGTH } from './deny-source.js';
 export type { DenyChangesRead, DenyListChange, DenyListSource, DenyListVersion, DenyPage } from './deny-source.js';
 export { changeText, entryText, newEpoch, readChangeText, stampChangeText } from './deny-change.js';
 export type { DenyChangeRecord } from './deny-change.js';
+export { denyChangesSince, denyListVersion } from './deny-lineage.js';
+export type { DenyLineage, DenyListStep } from './deny-lineage.js';
 export {
   addDenyEntries,
   addDenyEntry,

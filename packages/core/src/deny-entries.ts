@@ -123,6 +123,16 @@ export function checkDenyList(
   return list;
 }
 
+/**
+ * Marks a list of entries that were each checked already (checkDenyEntry, checkDenyList) and have distinct matches
+ * as checked, frozen: configure takes it without a second pass over 100,000 entries.
+ */
+export function markCheckedDenyList(entries: DenyEntry[]): readonly DenyEntry[] {
+  const list = Object.freeze(entries);
+  CHECKED.add(list);
+  return list;
+}
+
 /** Lists made by checkDenyList: frozen, entries frozen, so they need no second check (and keep their identity). */
 const CHECKED = new WeakSet<readonly DenyEntry[]>();
 

@@ -6,6 +6,7 @@ import type { Operation } from './algorithm.js';
 import { ALGORITHM_NAMES } from './algorithm-names.js';
 import { MAX_CLOCK_MS } from './clock.js';
 import { durationOption, type DurationRange } from './duration.js';
+import { applyDenyChange, placeDenyList } from './deny-lineage.js';
 import { checkDenyList, isCheckedDenyList, sameDenyList, type DenyEntry } from './deny-entries.js';
 import { describe } from './describe.js';
 import { SluiceError } from './errors.js';
@@ -77,8 +78,11 @@ export function checkQuotas(value: unknown): ReadonlyMap<string, readonly Rule[]
 export function nextDeny(
   changes: LimiterChanges,
   current: { readonly deny: readonly DenyEntry[]; readonly denyMode: DenyMode },
+  owner: object,
 ): { deny: readonly DenyEntry[]; denyMode: DenyMode } {
-  return { deny: nextDenyList(changes.deny, current.deny), denyMode: nextDenyMode(changes.denyMode, current.denyMode) };
+  let deny = placeDenyList(nextDenyList(changes.deny, current.deny), owner);
+  if (changes.denyChanges !== undefined) deny = applyDenyChange(deny, changes.denyChanges, owner);
+  return { deny, denyMode: nextDenyMode(changes.denyMode, current.denyMode) };
 }
 
 function nextDenyList(value: unknown, current: readonly DenyEntry[]): readonly DenyEntry[] {

@@ -144,14 +144,14 @@ class LimiterImpl implements SyncLimiter {
 
   configure(changes: LimiterChanges): void {
     const known = requireObject(changes, 'configure');
-    rejectUnknownOptions(known, ['rules', 'mode', 'quotas', 'deny', 'denyMode'], 'configure');
+    rejectUnknownOptions(known, ['rules', 'mode', 'quotas', 'deny', 'denyChanges', 'denyMode'], 'configure');
     const rules = changes.rules === undefined ? this.currentRules : checkRules(changes.rules, 'rules');
     const mode = changes.mode ?? this.currentMode;
     if (mode !== 'enforce' && mode !== 'shadow' && mode !== 'off') {
       throw new SluiceError('INVALID_OPTION', `mode must be 'enforce', 'shadow' or 'off', got ${describe(mode)}`);
     }
     const quotas = changes.quotas === undefined ? this.currentQuotas : checkQuotas(changes.quotas);
-    ({ deny: this.deny, denyMode: this.denyMode } = nextDeny(changes, this));
+    ({ deny: this.deny, denyMode: this.denyMode } = nextDeny(changes, this, this));
     this.currentRules = rules;
     this.currentMode = mode;
     this.currentQuotas = quotas;

@@ -25,6 +25,8 @@ import { isPromiseLike } from './promise.js';
 import { compileLimiterConfig, type LimiterConfig } from './config-document.js';
 import type { ConfigSource, Unsubscribe } from './config-source.js';
 import type { DenyEntry } from './deny-entries.js';
+import { DenyFollower } from './watch-deny.js';
+import { delay, settle, timers, unref, withTimeout } from './watch-timers.js';
 import type { Rule } from './rules.js';
 import { optionalFunction, rejectUnknownOptions } from './validate.js';
 
@@ -61,15 +63,6 @@ export interface ConfigWatcher {
   /** Stops reading and unsubscribes. The limiter keeps the configuration it has. */
   stop(): Promise<void>;
 }
-
-/** setInterval exists wherever sluice runs; core compiles without DOM or Node typings. */
-const timers = globalThis as unknown as {
-  setInterval(callback: () => void, ms: number): unknown;
-  clearInterval(handle: unknown): void;
-  setTimeout(callback: () => void, ms: number): unknown;
-  clearTimeout(handle: unknown): void;
-  console?: { warn(...values: unknown[]): void };
-};
 
 const REFRESH_RANGE: DurationRange = { min: 10, max: 2 ** 31 - 1 };
 const TIMEOUT_RANGE: DurationRange = { min: 1, max: 2 ** 31 - 1 };
@@ -130,6 +123,11 @@ class Watcher implements ConfigWatcher {
   private stopped = false;
   private readonly interval: unknown;
   private unsubscribe: Unsubscribe | undefined = undefined;
+  private unsubscribeDeny: Unsubscribe | undefined = undefined;
+  /** Follows the deny list in the store's own structure, where the source has one (watch-deny.ts). */
+  private readonly follower: DenyFollower | undefined;
+  /** The document applied is a tombstone: the code's configuration applies, deny list included. */
+  private deleted = false;
 
   constructor(
     private readonly limiter: Limiter,
@@ -141,6 +139,17 @@ class Watcher implements ConfigWatcher {
     // `denyMode` may be absent on a Limiter implemented outside core, written before the deny list had a mode.
     const denyMode = limiter.denyMode ?? 'enforce';
     this.code = { rules: limiter.rules, mode: limiter.mode, quotas: limiter.quotas, deny: limiter.deny, denyMode };
+    this.follower =
+      source.deny === undefined
+        ? undefined
+        : new DenyFollower(source.deny, {
+            name: limiter.name,
+            owner: limiter,
+            install: (list) => {
+              if (!this.deleted) this.configure({ deny: list });
+            },
+            warn: (code, message, cause) => this.warn(code, message, cause),
+          });
     this.interval = timers.setInterval(() => void this.refresh(), refreshMs);
     unref(this.interval);
     // A subscription that takes longer than a read may (a store still connecting) goes on in the background:
@@ -166,13 +175,15 @@ class Watcher implements ConfigWatcher {
     if (this.stopped) return;
     this.stopped = true;
     timers.clearInterval(this.interval);
-    const unsubscribe = this.unsubscribe;
-    this.unsubscribe = undefined;
-    if (unsubscribe !== undefined)
+    for (const unsubscribe of [this.unsubscribe, this.unsubscribeDeny]) {
+      if (unsubscribe === undefined) continue;
       await settle(
         () => unsubscribe(),
         (error) => this.warn('subscribe_failed', `could not unsubscribe (${messageOf(error)})`, error),
       );
+    }
+    this.unsubscribe = undefined;
+    this.unsubscribeDeny = undefined;
   }
 
   private async loop(): Promise<void> {
@@ -183,6 +194,39 @@ class Watcher implements ConfigWatcher {
   }
 
   private async subscribe(): Promise<void> {
+    await Promise.all([this.subscribeDocument(), this.subscribeDeny()]);
+  }
+
+  /**
+   * A pushed change of the deny list is applied as it arrives when it follows the version held and no read is under
+   * way; anything else asks for a read.
+   */
+  private async subscribeDeny(): Promise<void> {
+    const deny = this.source.deny;
+    const follower = this.follower;
+    if (deny === undefined || follower === undefined || typeof deny.subscribe !== 'function') return;
+    const onChange = (text: string) => {
+      if (this.stopped) return;
+      if (this.running === undefined && follower.pushed(text)) return;
+      void this.refresh();
+    };
+    await settle(
+      async () => {
+        const unsubscribe = await deny.subscribe!(this.limiter.name, onChange);
+        if (typeof unsubscribe !== 'function') return;
+        if (this.stopped) await unsubscribe();
+        else this.unsubscribeDeny = unsubscribe;
+      },
+      (error) =>
+        this.warn(
+          'subscribe_failed',
+          `could not subscribe to deny list changes (${messageOf(error)}); they arrive by the periodic read only`,
+          error,
+        ),
+    );
+  }
+
+  private async subscribeDocument(): Promise<void> {
     if (typeof this.source.subscribe !== 'function') return;
     await settle(
       async () => {
@@ -201,6 +245,16 @@ class Watcher implements ConfigWatcher {
   }
 
   private async readOnce(): Promise<void> {
+    await this.readDocument();
+    if (this.follower === undefined || this.stopped) return;
+    try {
+      await withTimeout(() => this.follower!.read(), this.timeoutMs);
+    } catch (error) {
+      this.warn('read_failed', `the deny list could not be read (${messageOf(error)}); keeping the entries held`, error);
+    }
+  }
+
+  private async readDocument(): Promise<void> {
     let text: unknown;
     try {
       text = await withTimeout(() => this.source.read(this.limiter.name), this.timeoutMs);
@@ -237,9 +291,12 @@ class Watcher implements ConfigWatcher {
     );
   }
 
-  private applyCode(): void {
+  /** The code's configuration: on a tombstone (`deleted`) all of it, else with the structure's deny list when there is one. */
+  private applyCode(deleted = false): void {
     this.goodQuotas = new Map();
-    if (this.configure(this.code)) this.applied = undefined;
+    this.deleted = deleted;
+    const deny = !deleted && this.follower?.active === true ? this.follower.list : this.code.deny;
+    if (this.configure({ ...this.code, deny })) this.applied = undefined;
   }
 
   private applyDocument(text: string): void {
@@ -263,7 +320,8 @@ class Watcher implements ConfigWatcher {
       );
       return;
     }
-    if (compiled.deleted) return this.applyCode();
+    if (compiled.deleted) return this.applyCode(true);
+    this.deleted = false;
     const quotas = new Map(compiled.quotas);
     for (const identity of bad) {
       const kept = this.goodQuotas.get(identity);
@@ -286,7 +344,8 @@ class Watcher implements ConfigWatcher {
       rules: compiled.rules ?? this.code.rules,
       mode: compiled.mode ?? this.code.mode,
       quotas: merged,
-      deny: compiled.deny ?? this.code.deny,
+      // A list kept in the store's own structure replaces the document's field, which older writers wrote.
+      deny: this.follower?.active === true ? this.follower.list : (compiled.deny ?? this.code.deny),
       denyMode: compiled.denyMode ?? this.code.denyMode,
     };
     if (this.configure(configuration)) {
@@ -295,7 +354,7 @@ class Watcher implements ConfigWatcher {
     }
   }
 
-  private configure(configuration: Configuration): boolean {
+  private configure(configuration: Partial<Configuration>): boolean {
     try {
       this.limiter.configure(configuration);
       return true;
@@ -315,54 +374,6 @@ class Watcher implements ConfigWatcher {
       // An observer's exception is its own: the watcher keeps going.
     }
   }
-}
-
-/** One read, as a promise that settles within `ms` (a store may answer synchronously or throw). */
-function withTimeout<T>(read: () => T | PromiseLike<T>, ms: number): Promise<T> {
-  return new Promise<T>((resolve, reject) => {
-    let answer: T | PromiseLike<T>;
-    try {
-      answer = read();
-    } catch (error) {
-      reject(error);
-      return;
-    }
-    if (!isPromiseLike<T>(answer)) {
-      resolve(answer as T);
-      return;
-    }
-    const timer = timers.setTimeout(() => reject(new SluiceError('STORE_TIMEOUT', `no answer within ${ms} ms`)), ms);
-    unref(timer);
-    answer.then(
-      (value) => {
-        timers.clearTimeout(timer);
-        resolve(value);
-      },
-      (error: unknown) => {
-        timers.clearTimeout(timer);
-        reject(error);
-      },
-    );
-  });
-}
-
-function delay(ms: number): Promise<void> {
-  return new Promise((resolve) => unref(timers.setTimeout(resolve, ms)));
-}
-
-/** Runs `fn`, sending any failure, thrown or rejected, to `onError`: nothing escapes unhandled. */
-async function settle(fn: () => unknown, onError: (error: unknown) => void): Promise<void> {
-  try {
-    await fn();
-  } catch (error) {
-    onError(error);
-  }
-}
-
-/** A timer that does not keep the process alive by itself, where the runtime can say so (Node, Bun). */
-function unref(timer: unknown): void {
-  const handle = timer as { unref?: () => void } | null;
-  if (typeof handle === 'object' && handle !== null && typeof handle.unref === 'function') handle.unref();
 }
 
 function messageOf(error: unknown): string {
