@@ -19,7 +19,7 @@
  * shadow-mode refusal is a dry run, and a fail-closed answer while the store is down says nothing of the caller.
  */
 import { readClock } from './clock.js';
-import { addDenyEntries } from './config-writers.js';
+import { addDenyEntries } from './deny-writers.js';
 import type { ConfigSource } from './config-source.js';
 import { checkDenyEntry, MAX_DENY_REASON_LENGTH } from './deny-entries.js';
 import { describe } from './describe.js';

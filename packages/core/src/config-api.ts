@@ -8,17 +8,17 @@ export type { LimiterConfig } from './config-document.js';
 export type { DenyEntry } from './deny-entries.js';
 export type { ConfigSource, Unsubscribe } from './config-source.js';
 export { DENY_CHANGE_MAX, DENY_LOG_LENGTH } from './deny-source.js';
-export type { DenyChangesRead, DenyListChange, DenyListSource, DenyListVersion, DenyPage } from './deny-source.js';
+export type { DenyChangeResult, DenyChangesRead, DenyListChange, DenyListSource, DenyListVersion, DenyPage } from './deny-source.js';
 export { changeText, entryText, newEpoch, readChangeText, stampChangeText } from './deny-change.js';
 export type { DenyChangeRecord } from './deny-change.js';
 export { denyChangesSince, denyListVersion } from './deny-lineage.js';
 export type { DenyLineage, DenyListStep } from './deny-lineage.js';
+export { addDenyEntries, addDenyEntry, removeDenyEntry, replaceDenyEntries } from './deny-writers.js';
+export { readDenyStructure } from './deny-read.js';
+export type { AddDenyEntryOptions, DenyWriteResult } from './deny-writers.js';
 export {
-  addDenyEntries,
-  addDenyEntry,
   deleteLimiterConfig,
   readLimiterConfig,
-  removeDenyEntry,
   removeQuota,
   setConfigMode,
   setConfigRules,
@@ -26,6 +26,6 @@ export {
   setQuota,
   writeLimiterConfig,
 } from './config-writers.js';
-export type { AddDenyEntryOptions, LimiterConfigChanges, ReadLimiterConfigOptions, RulesInput } from './config-writers.js';
+export type { LimiterConfigChanges, ReadLimiterConfigOptions, RulesInput } from './config-writers.js';
 export { watchConfig } from './watch-config.js';
 export type { ConfigWarning, ConfigWatcher, WatchConfigOptions } from './watch-config.js';

@@ -7,6 +7,7 @@
  */
 import { compileLimiterConfig, parseLimiterConfig, type LimiterConfig } from './config-document.js';
 import type { ConfigSource } from './config-source.js';
+import { readDenyStructure } from './deny-read.js';
 import { checkDenyEntry, MAX_EPOCH_MS, type DenyEntry } from './deny-entries.js';
 import { describe } from './describe.js';
 import { SluiceError, isSluiceError } from './errors.js';
@@ -30,14 +31,6 @@ export interface LimiterConfigChanges {
   deny?: readonly DenyEntry[] | null;
   /** The deny list's own mode; `null` removes it (instances use their code's, `enforce` by default). */
   denyMode?: DenyMode | null;
-}
-
-/** Options of `addDenyEntry`. */
-export interface AddDenyEntryOptions {
-  /** Epoch ms: the entry's `addedAt` when it has none, and what decides which entries have expired. @default Date.now() */
-  now?: number;
-  /** The most entries the list may hold; an addition past it is refused. @default 100_000 */
-  maxEntries?: number;
 }
 
 /** Options of `readLimiterConfig`. */
@@ -65,10 +58,30 @@ export async function readLimiterConfig(
   }
   rejectUnknownOptions(options, ['onBadDenyEntry'], 'readLimiterConfig');
   const onBadDenyEntry = optionalFunction(options.onBadDenyEntry, 'readLimiterConfig: onBadDenyEntry', '(index, error, entry) => void');
+  const document = await readDocument(source, name, onBadDenyEntry);
+  if (document === undefined || source.deny === undefined || document.deleted === true) return document;
+  // The list kept in the store's own structure, as the document's `deny` field, as instances apply it.
+  const bad = (error: SluiceError, entry: unknown) => {
+    if (onBadDenyEntry === undefined) throw error;
+    onBadDenyEntry(-1, error, entry);
+  };
+  const entries = await readDenyStructure(source.deny, name, bad);
+  const { deny: _field, denyMode, ...rest } = document;
+  const deny = entries.size === 0 && document.deny !== undefined ? document.deny : [...entries.values()];
+  return { ...rest, ...(deny.length === 0 ? {} : { deny }), ...(denyMode === undefined ? {} : { denyMode }) };
+}
+
+/** The stored document alone (its `deny` field as stored, none where the list is in the source's structure). */
+async function readDocument(
+  source: ConfigSource,
+  name: string,
+  onBadDenyEntry: ((index: number, error: SluiceError, entry: unknown) => void) | undefined,
+): Promise<LimiterConfig | undefined> {
   const text = await source.read(checkName(name));
   if (text === undefined || text === null) return undefined;
+  let document: LimiterConfig;
   try {
-    return compileLimiterConfig(text, onBadDenyEntry === undefined ? {} : { onBadDenyEntry }).document;
+    document = compileLimiterConfig(text, onBadDenyEntry === undefined ? {} : { onBadDenyEntry }).document;
   } catch (error) {
     const message = isSluiceError(error) ? error.detail : String((error as Error)?.message ?? error);
     throw new SluiceError(
@@ -77,6 +90,7 @@ export async function readLimiterConfig(
       { cause: error },
     );
   }
+  return document;
 }
 
 /** The stored document as a writer starts from, and the `match` of each deny entry left out of it. */
@@ -90,11 +104,11 @@ interface ReadForWrite {
  * hand, or by another version) is left out rather than blocking every writer, `deny remove` included; the next
  * write stores the list without it. Anything else that is not valid throws, as readLimiterConfig does.
  */
-async function readForWrite(source: ConfigSource, name: string): Promise<ReadForWrite> {
+export async function readForWrite(source: ConfigSource, name: string): Promise<ReadForWrite> {
   const dropped = new Set<unknown>();
   const onBadDenyEntry = (_index: number, _error: SluiceError, entry: unknown) =>
     void dropped.add(typeof entry === 'object' && entry !== null ? (entry as { match?: unknown }).match : undefined);
-  return { current: await readLimiterConfig(source, name, { onBadDenyEntry }), dropped };
+  return { current: await readDocument(source, name, onBadDenyEntry), dropped };
 }
 
 /**
@@ -116,6 +130,12 @@ export async function writeLimiterConfig(source: ConfigSource, name: string, cha
       `writeLimiterConfig: quotas must be an object from identity to rules (or null to remove one), got ${describe(changes.quotas)}`,
     );
   }
+  if (changes.deny !== undefined && source.deny !== undefined) {
+    throw new SluiceError(
+      'INVALID_OPTION',
+      `writeLimiterConfig: deny: this source keeps the deny list in a structure of its own; change it with addDenyEntries, removeDenyEntry or replaceDenyEntries`,
+    );
+  }
   const written = await updateLimiterConfig(source, name, 'writeLimiterConfig', (current) => applyChanges(current, changes));
   return written!;
 }
@@ -125,7 +145,7 @@ export async function writeLimiterConfig(source: ConfigSource, name: string, cha
  * change, nothing is written) and writes it over the revision read; when another writer got in between, reads and
  * edits again. Returns what was written, or undefined when `edit` asked for no change.
  */
-async function updateLimiterConfig(
+export async function updateLimiterConfig(
   source: ConfigSource,
   name: string,
   caller: string,
@@ -182,7 +202,7 @@ function applyChanges(current: LimiterConfig | undefined, changes: LimiterConfig
 }
 
 /** `current` as the start of the next revision (not yet checked). */
-function nextRevision(current: LimiterConfig | undefined, now: number): Record<string, unknown> {
+export function nextRevision(current: LimiterConfig | undefined, now: number): Record<string, unknown> {
   // A write over a tombstone (a deleted configuration) starts a document again, from the tombstone's revision.
   return { ...current, version: 1, revision: (current?.revision ?? 0) + 1, updatedAt: now, deleted: undefined };
 }
@@ -202,6 +222,8 @@ export async function deleteLimiterConfig(source: ConfigSource, name: string): P
     // Not valid, so without a revision to compare: the way out is to write over it (a deletion is meant to win).
     await source.write(name, JSON.stringify(tombstone(1)));
   }
+  // The structure's entries go too, as one change: a list written after the deletion starts empty.
+  if (source.deny !== undefined) await source.deny.change(name, { clear: true });
 }
 
 /** Sets the rules every instance uses (`null`: their code's again). */
@@ -232,136 +254,6 @@ export async function removeQuota(source: ConfigSource, name: string, identity: 
   return writeLimiterConfig(source, name, { quotas: { [checkIdentity(identity)]: null } });
 }
 
-/**
- * Adds an entry to the deny list, or replaces the entry with the same `match`; expired entries (`until` at or
- * before `now`, as the HTTP layer reads them) are dropped on the way. Refuses to grow the list past `maxEntries`. Returns what was written.
- * @example await addDenyEntry(source, 'api', { match: '203.0.113.0/24', until: Date.now() + 3_600_000, reason: 'scraper' })
- */
-export async function addDenyEntry(
-  source: ConfigSource,
-  name: string,
-  entry: DenyEntry,
-  options: AddDenyEntryOptions = {},
-): Promise<LimiterConfig> {
-  return addEntries(source, name, [entry], options, 'addDenyEntry', 'entry');
-}
-
-/**
- * `addDenyEntry` for several entries in one compare-and-set write (one document revision, so every watcher reads
- * and compiles the list once for all of them). A later entry with the same `match` as an earlier one wins.
- * @example await addDenyEntries(source, 'api', [{ match: 'user:1', until }, { match: 'user:2', until }])
- */
-export async function addDenyEntries(
-  source: ConfigSource,
-  name: string,
-  entries: readonly DenyEntry[],
-  options: AddDenyEntryOptions = {},
-): Promise<LimiterConfig> {
-  if (!Array.isArray(entries) || entries.length === 0) {
-    throw new SluiceError('INVALID_OPTION', `addDenyEntries: entries must be a non-empty array of deny entries, got ${describe(entries)}`);
-  }
-  return addEntries(source, name, entries, options, 'addDenyEntries', 'entries');
-}
-
-async function addEntries(
-  source: ConfigSource,
-  name: string,
-  entries: readonly DenyEntry[],
-  options: AddDenyEntryOptions,
-  caller: string,
-  field: string,
-): Promise<LimiterConfig> {
-  if (typeof options !== 'object' || options === null) {
-    throw new SluiceError('INVALID_OPTION', `${caller}: options must be an object such as { maxEntries: 1000 }, got ${describe(options)}`);
-  }
-  rejectUnknownOptions(options, ['now', 'maxEntries'], caller);
-  const now = options.now ?? Date.now();
-  if (!Number.isSafeInteger(now) || now < 0 || now > MAX_EPOCH_MS) {
-    throw new SluiceError('INVALID_OPTION', `${caller}: now must be an integer from 0 to ${MAX_EPOCH_MS} (epoch ms), got ${describe(now)}`);
-  }
-  const maxEntries = options.maxEntries ?? DEFAULT_MAX_DENY_ENTRIES;
-  if (!Number.isSafeInteger(maxEntries) || maxEntries < 1) {
-    throw new SluiceError('INVALID_OPTION', `${caller}: maxEntries must be a positive integer, got ${describe(maxEntries)}`);
-  }
-  const added = entries.map((entry, i) => {
-    const where = entries.length === 1 && field === 'entry' ? field : `${field}[${i}]`;
-    const checked = checkDenyEntry(entry, `${caller}: ${where}`);
-    if (checked.until !== undefined && checked.until <= now) {
-      throw new SluiceError(
-        'INVALID_OPTION',
-        `${caller}: ${where}.until (${checked.until}) has already passed (now is ${now}); give a time to come, or leave until out for a block until removed`,
-      );
-    }
-    return checked.addedAt === undefined ? { ...checked, addedAt: now } : checked;
-  });
-  const written = await updateLimiterConfig(source, checkName(name), caller, (current) => {
-    const list = (current?.deny ?? []).filter((kept) => kept.until === undefined || kept.until > now);
-    // One or a few entries (deny add): a scan each, instead of a Map of the whole list built for one lookup.
-    const at = added.length <= FEW_ADDED ? undefined : new Map(list.map((kept, i) => [kept.match, i]));
-    for (const entry of added) {
-      const found = at === undefined ? list.findIndex((kept) => kept.match === entry.match) : (at.get(entry.match) ?? -1);
-      const i = found === -1 ? undefined : found;
-      if (i !== undefined) {
-        list[i] = entry;
-        continue;
-      }
-      if (list.length >= maxEntries) {
-        throw new SluiceError(
-          'INVALID_OPTION',
-          `${caller}: the deny list of ${JSON.stringify(name)} already holds ${list.length} entries, the most maxEntries (${maxEntries}) allows; remove some, or block a whole range with one CIDR entry, or raise maxEntries`,
-        );
-      }
-      at?.set(entry.match, list.length);
-      list.push(entry);
-    }
-    return nextWithDenyList(nextRevision(current, now), list);
-  });
-  return written!;
-}
-
-/**
- * Removes the deny entry with this `match` (exactly as it was added); answers whether there was one. An entry that
- * is not valid (instances ignore it) is removed by its `match` too, with every other such entry: the list written
- * holds only valid entries.
- */
-export async function removeDenyEntry(source: ConfigSource, name: string, match: string): Promise<boolean> {
-  if (typeof match !== 'string' || match.length === 0) {
-    throw new SluiceError('INVALID_OPTION', `removeDenyEntry: match must be the entry's match, a non-empty string, got ${describe(match)}`);
-  }
-  const written = await updateLimiterConfig(source, checkName(name), 'removeDenyEntry', (current, dropped) => {
-    const list = current?.deny ?? [];
-    if (!list.some((entry) => entry.match === match) && !dropped.has(match)) return undefined;
-    return nextWithDenyList(
-      nextRevision(current, Date.now()),
-      list.filter((entry) => entry.match !== match),
-    );
-  });
-  return written !== undefined;
-}
-
-/**
- * The next document with `list` as its deny list (none when it is empty), checked as instances will check it. The
- * list's entries are checked already (read from the stored document, or given to the writer and checked one by one)
- * and their matches are distinct, so they are not checked and copied a second time: on a list of 100,000 entries
- * that second pass was a third of a write's time. The rest of the document is checked as every writer checks it.
- */
-function nextWithDenyList(next: Record<string, unknown>, list: DenyEntry[]): LimiterConfig {
-  const { deny: _replaced, ...rest } = next;
-  const { denyMode, ...document } = parseLimiterConfig(rest);
-  // The document's own field order: deny before denyMode.
-  return {
-    ...document,
-    ...(list.length === 0 ? {} : { deny: Object.freeze(list) }),
-    ...(denyMode === undefined ? {} : { denyMode }),
-  };
-}
-
-/** Up to this many entries added at once are looked up by a scan of the list; more, through a Map of it. */
-const FEW_ADDED = 8;
-
-/** The deny list's default bound: a list a watcher reads whole on every change must stay a few megabytes. */
-const DEFAULT_MAX_DENY_ENTRIES = 100_000;
-
 /** Rules as specs: a factory's rule is written out with ruleSpec; a spec is kept as given (checked later). */
 function specsOf(input: RulesInput): unknown[] {
   const list = (Array.isArray(input) ? input : [input]) as unknown[];
@@ -372,7 +264,7 @@ function isRule(value: unknown): value is Rule {
   return typeof value === 'object' && value !== null && 'params' in value && typeof (value as { params: unknown }).params === 'object';
 }
 
-function checkName(name: unknown): string {
+export function checkName(name: unknown): string {
   if (typeof name !== 'string' || name.length === 0) {
     throw new SluiceError('INVALID_OPTION', `name must be the limiter's name, a non-empty string, got ${describe(name)}`);
   }

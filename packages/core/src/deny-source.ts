@@ -31,6 +31,11 @@ export interface DenyListChange {
   readonly add?: readonly DenyEntry[];
 }
 
+/** What `change` answers: the version it made, and how many of the `remove` matches were held (where the store can say). */
+export interface DenyChangeResult extends DenyListVersion {
+  readonly removed?: number;
+}
+
 /** What `readDenyChanges` answers. */
 export interface DenyChangesRead {
   /** Where the stored list is now; undefined when no structure is stored (never written, or lost by the store). */
@@ -62,7 +67,7 @@ export interface DenyListSource {
    * applies the change, adds one to the version, keeps the change's text (deny-change.ts) in the log (the last
    * DENY_LOG_LENGTH) and announces it to subscribers. Answers the version the change made.
    */
-  change(name: string, change: DenyListChange): DenyListVersion | PromiseLike<DenyListVersion>;
+  change(name: string, change: DenyListChange): DenyChangeResult | PromiseLike<DenyChangeResult>;
   /** Where the list is, and the changes after `since` when they can be read one by one (see DenyChangesRead). */
   readChanges(name: string, since: DenyListVersion | undefined): DenyChangesRead | PromiseLike<DenyChangesRead>;
   /**

@@ -201,9 +201,11 @@ describe('addDenyEntry and removeDenyEntry', () => {
       { match: 'c', addedAt: 7 },
     ]);
     const written = await addDenyEntry(source, 'api', { match: 'b', reason: 'second', until: 9_000 }, { now: 1_999 });
-    expect(written.deny?.map((e) => e.match)).toEqual(['a', 'b', 'c']); // a's until 2000 is still to come at 1999
+    expect(written.size).toBe(3); // a's until 2000 is still to come at 1999
+    expect((await readLimiterConfig(source, 'api'))?.deny?.map((e) => e.match)).toEqual(['a', 'b', 'c']);
     const later = await addDenyEntry(source, 'api', { match: 'd' }, { now: 2_000 }); // and expired at 2000
-    expect(later.deny).toEqual([
+    expect(later.entries).toEqual([{ match: 'd', addedAt: 2_000 }]);
+    expect((await readLimiterConfig(source, 'api'))?.deny).toEqual([
       { match: 'b', reason: 'second', until: 9_000, addedAt: 1_999 },
       { match: 'c', addedAt: 7 },
       { match: 'd', addedAt: 2_000 },

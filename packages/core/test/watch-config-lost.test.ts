@@ -91,7 +91,13 @@ describe('watchConfig: a document that disappears', () => {
     expect(warnings).toEqual([]);
     await deleteLimiterConfig(source, 'api');
     const next = await addDenyEntry(source, 'api', { match: 'user:2' });
-    expect(next).toEqual({ version: 1, revision: 2, updatedAt: expect.any(Number), deny: [expect.objectContaining({ match: 'user:2' })] });
+    expect(next).toEqual({ entries: [expect.objectContaining({ match: 'user:2' })], revision: 2, size: 1 });
+    expect(JSON.parse(source.documents.get('api')!)).toEqual({
+      version: 1,
+      revision: 2,
+      updatedAt: expect.any(Number),
+      deny: [expect.objectContaining({ match: 'user:2' })],
+    });
     await watcher.stop();
   });
 

@@ -4,6 +4,7 @@ import {
   entryText,
   newEpoch,
   stampChangeText,
+  type DenyChangeResult,
   type DenyChangesRead,
   type DenyListChange,
   type DenyListSource,
@@ -32,11 +33,12 @@ export function memoryDenySource(): DenyListSource & { forget(name: string): voi
   const at = (list: List | undefined): DenyListVersion | undefined =>
     list === undefined ? undefined : { epoch: list.epoch, version: list.version };
   return {
-    change(name: string, change: DenyListChange): DenyListVersion {
+    change(name: string, change: DenyListChange): DenyChangeResult {
       let list = lists.get(name);
       if (list === undefined) lists.set(name, (list = { epoch: newEpoch(), version: 0, entries: new Map(), log: [] }));
       if (change.clear === true) list.entries.clear();
-      for (const match of change.remove ?? []) list.entries.delete(match);
+      let removed = 0;
+      for (const match of change.remove ?? []) if (list.entries.delete(match)) removed++;
       for (const entry of change.add ?? []) list.entries.set(entry.match, entryText(entry));
       list.version++;
       const version = { epoch: list.epoch, version: list.version };
@@ -50,7 +52,7 @@ export function memoryDenySource(): DenyListSource & { forget(name: string): voi
           // A subscriber's exception is its own: the change is made, and the others are told.
         }
       }
-      return version;
+      return { ...version, removed };
     },
     readChanges(name: string, since: DenyListVersion | undefined): DenyChangesRead {
       const list = lists.get(name);
