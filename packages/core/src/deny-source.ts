@@ -79,7 +79,9 @@ export interface DenyListSource {
   /**
    * Calls `onChange` with the text of each change as it is made, where the store can push (Redis pub/sub, the
    * memory source); the watcher applies a change that follows the version it holds, and reads the changes
-   * otherwise. Without it, the watcher's periodic `readChanges` is how changes arrive.
+   * otherwise. `onChange('')`, with no text, means changes may have been missed (the Redis source's subscriber
+   * connection came back from a reconnect, and what was announced meanwhile reached no one): read the changes.
+   * Without it, the watcher's periodic `readChanges` is how changes arrive.
    */
   subscribe?(name: string, onChange: (text: string) => void): Unsubscribe | PromiseLike<Unsubscribe>;
 }
