@@ -48,6 +48,8 @@ export class DenyFollower {
   private held: readonly DenyEntry[] = markCheckedDenyList([]);
   /** Whether a structure was ever read: only then is its absence a loss. */
   private seen = false;
+  /** Whether a read has found no structure stored (so version 1 is the next change). */
+  private read0 = false;
   private sliceStart = 0;
 
   constructor(
@@ -76,9 +78,12 @@ export class DenyFollower {
    */
   pushed(text: string): boolean {
     const at = this.at;
-    if (at === undefined) return false;
     const record = readChangeText(text);
-    if (record === undefined || record.epoch !== at.epoch || record.version !== at.version + 1) return false;
+    if (record === undefined) return false;
+    // The first change of a structure that did not exist when this follower last read (never, not lost) follows it too.
+    const follows =
+      at === undefined ? !this.seen && this.read0 && record.version === 1 : record.epoch === at.epoch && record.version === at.version + 1;
+    if (!follows) return false;
     this.applyRecord(record.version, record.clear, record.remove, record.add, record.epoch);
     return true;
   }
@@ -186,7 +191,11 @@ export class DenyFollower {
 
   /** No structure is stored. After one was read, the store lost it: the list held stays, with one warning. */
   private gone(): void {
-    if (!this.seen) return;
+    if (!this.seen) {
+      this.read0 = true;
+      return;
+    }
+    if (this.at === undefined) return; // warned already
     this.at = undefined;
     this.host.warn(
       'document_lost',
