@@ -13,7 +13,7 @@ export { changeText, entryText, newEpoch, readChangeText, stampChangeText } from
 export type { DenyChangeRecord } from './deny-change.js';
 export { denyChangesSince, denyListVersion } from './deny-lineage.js';
 export type { DenyLineage, DenyListStep } from './deny-lineage.js';
-export { addDenyEntries, addDenyEntry, removeDenyEntry, replaceDenyEntries } from './deny-writers.js';
+export { addDenyEntries, addDenyEntry, removeDenyEntries, removeDenyEntry, replaceDenyEntries } from './deny-writers.js';
 export { readDenyStructure } from './deny-read.js';
 export type { AddDenyEntryOptions, DenyWriteResult } from './deny-writers.js';
 export {

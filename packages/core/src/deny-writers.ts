@@ -97,6 +97,42 @@ export async function removeDenyEntry(source: ConfigSource, name: string, match:
 }
 
 /**
+ * Removes the entries with these matches; answers how many the list held (where the source can say; else the
+ * number asked). Where the list is in the source's own structure, one change per DENY_CHANGE_MAX matches.
+ */
+export async function removeDenyEntries(source: ConfigSource, name: string, matches: readonly string[]): Promise<number> {
+  if (!Array.isArray(matches) || matches.some((match) => typeof match !== 'string' || match.length === 0)) {
+    throw new SluiceError(
+      'INVALID_OPTION',
+      `removeDenyEntries: matches must be an array of non-empty match strings, got ${describe(matches)}`,
+    );
+  }
+  checkName(name);
+  if (matches.length === 0) return 0;
+  if (source.deny !== undefined) {
+    const moved = await prepareStructure(source, source.deny, name);
+    let removed = 0;
+    for (let i = 0; i < matches.length; i += DENY_CHANGE_MAX) {
+      const part = matches.slice(i, i + DENY_CHANGE_MAX);
+      const answer = await source.deny.change(name, { remove: part });
+      removed += answer.removed ?? part.length;
+    }
+    // Entries moved from an old document and removed at once were held too.
+    return Math.min(matches.length, removed + (moved.size === 0 ? 0 : matches.filter((match) => moved.has(match)).length));
+  }
+  const gone = new Set(matches);
+  let removed = 0;
+  await updateLimiterConfig(source, name, 'removeDenyEntries', (current, dropped) => {
+    const list = current?.deny ?? [];
+    const kept = list.filter((entry) => !gone.has(entry.match));
+    removed = list.length - kept.length;
+    if (removed === 0 && !matches.some((match) => dropped.has(match))) return undefined;
+    return nextWithDenyList(nextRevision(current, Date.now()), kept);
+  });
+  return removed;
+}
+
+/**
  * Makes the deny list hold exactly `entries` (checked first, the first bad one throws), changing only what differs:
  * no moment holds fewer of the entries both lists share. Where the list is the document's field, one revision.
  */

@@ -70,6 +70,7 @@ const CONFIG = [
   'readChangeText',
   'readDenyStructure',
   'readLimiterConfig',
+  'removeDenyEntries',
   'removeDenyEntry',
   'removeQuota',
   'replaceDenyEntries',
