@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 // `pnpm lint`'s Lua half: runs luacheck (config: .luacheckrc) on the Redis script, the Redis Function library and
-// the lease, config and analytics scripts as they ship, assembled from packages/stores/redis-script/src/lua by its
+// the lease, config, analytics and deny list scripts as they ship, assembled from packages/stores/redis-script/src/lua by its
 // build step, with their locals under the names the files give them (what ships has them shortened, the same
 // code: redis-script's lua.test.ts compares the two with luac), and reports each warning at its line in the .lua
 // file it came from. Every .lua file there must be part of what ships
@@ -43,6 +43,8 @@ for (const [name, text, map] of [
   ['config.lua', assembled.readable.config, assembled.maps.config],
   ['analytics.lua', assembled.readable.analytics, assembled.maps.analytics],
   ['analytics-read.lua', assembled.readable.analyticsRead, assembled.maps.analyticsRead],
+  ['deny-change.lua', assembled.readable.denyChange, assembled.maps.denyChange],
+  ['deny-read.lua', assembled.readable.denyRead, assembled.maps.denyRead],
 ]) {
   for (const { file } of map) used.add(file);
   const run = spawnSync(
@@ -83,5 +85,5 @@ if (unique.length > 0) {
   process.exit(1);
 }
 console.log(
-  `luacheck: ${files.length} files clean (${version.stdout.split('\n')[0]}; script ${assembled.sha1.slice(0, 12)}, its Function library, lease script ${assembled.leaseSha1.slice(0, 12)}, config and analytics scripts)`,
+  `luacheck: ${files.length} files clean (${version.stdout.split('\n')[0]}; script ${assembled.sha1.slice(0, 12)}, its Function library, lease script ${assembled.leaseSha1.slice(0, 12)}, config, analytics and deny list scripts)`,
 );

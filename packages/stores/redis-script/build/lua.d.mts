@@ -5,7 +5,7 @@ export interface LineOrigin {
   /** Its 1-based line. */
   line: number;
 }
-type Texts<T> = { script: T; library: T; lease: T; config: T; analytics: T; analyticsRead: T };
+type Texts<T> = { script: T; library: T; lease: T; config: T; analytics: T; analyticsRead: T; denyChange: T; denyRead: T };
 export interface Assembled {
   script: string;
   sha1: string;
@@ -17,6 +17,10 @@ export interface Assembled {
   config: string;
   analytics: string;
   analyticsRead: string;
+  /** src/lua/deny-change.lua assembled: one change to a deny list. */
+  denyChange: string;
+  /** src/lua/deny-read.lua assembled: a deny list's changes and pages. */
+  denyRead: string;
   /** Where each line of a text (shipped or readable: they have the same lines) came from. */
   maps: Texts<LineOrigin[]>;
   /** Each text compacted, with its locals as the files name them: what luacheck lints. */

@@ -322,10 +322,13 @@ export function assemble(dir = LUA_DIR) {
     config: compact(expand(dir, 'config.lua')),
     analytics: compact(expand(dir, 'analytics.lua')),
     analyticsRead: compact(expand(dir, 'analytics-read.lua')),
+    denyChange: compact(expand(dir, 'deny-change.lua')),
+    denyRead: compact(expand(dir, 'deny-read.lua')),
   };
   const limitNames = shortNames([readable.script, readable.library]);
   const names = { script: limitNames, library: limitNames };
-  for (const name of ['lease', 'config', 'analytics', 'analyticsRead']) names[name] = shortNames([readable[name]]);
+  for (const name of ['lease', 'config', 'analytics', 'analyticsRead', 'denyChange', 'denyRead'])
+    names[name] = shortNames([readable[name]]);
   const ship = (name) => renameLocals(readable[name], names[name]);
   const scriptLines = ship('script');
   const script = text(scriptLines);
@@ -345,6 +348,8 @@ export function assemble(dir = LUA_DIR) {
     config: text(ship('config')),
     analytics: text(ship('analytics')),
     analyticsRead: text(ship('analyticsRead')),
+    denyChange: text(ship('denyChange')),
+    denyRead: text(ship('denyRead')),
     // Every shipped text and its readable twin have the same lines: one map serves both.
     maps: {
       script: origins(readable.script),
@@ -353,6 +358,8 @@ export function assemble(dir = LUA_DIR) {
       config: origins(readable.config),
       analytics: origins(readable.analytics),
       analyticsRead: origins(readable.analyticsRead),
+      denyChange: origins(readable.denyChange),
+      denyRead: origins(readable.denyRead),
     },
     readable: {
       script: text(readable.script),
@@ -361,6 +368,8 @@ export function assemble(dir = LUA_DIR) {
       config: text(readable.config),
       analytics: text(readable.analytics),
       analyticsRead: text(readable.analyticsRead),
+      denyChange: text(readable.denyChange),
+      denyRead: text(readable.denyRead),
     },
     names: Object.fromEntries(Object.entries(names).map(([name, map]) => [name, Object.fromEntries(map)])),
   };
@@ -368,7 +377,7 @@ export function assemble(dir = LUA_DIR) {
 
 /** The virtual module's source: the texts and names, no line maps. */
 export function virtualModule(dir = LUA_DIR) {
-  const { script, sha1, functionName, library, lease, leaseSha1, config, analytics, analyticsRead } = assemble(dir);
+  const { script, sha1, functionName, library, lease, leaseSha1, config, analytics, analyticsRead, denyChange, denyRead } = assemble(dir);
   return `export const script = ${JSON.stringify(script)};
 export const sha1 = ${JSON.stringify(sha1)};
 export const functionName = ${JSON.stringify(functionName)};
@@ -378,6 +387,8 @@ export const leaseSha1 = ${JSON.stringify(leaseSha1)};
 export const configScript = ${JSON.stringify(config)};
 export const analyticsScript = ${JSON.stringify(analytics)};
 export const analyticsReadScript = ${JSON.stringify(analyticsRead)};
+export const denyChangeScript = ${JSON.stringify(denyChange)};
+export const denyReadScript = ${JSON.stringify(denyRead)};
 `;
 }
 

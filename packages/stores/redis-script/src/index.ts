@@ -12,7 +12,15 @@ export type { LimitBatcherOptions, ScriptCall } from './batcher.js';
 export { LEASE_SCRIPT, LEASE_SCRIPT_SHA1, LeaseBatcher, leaseCall, parseLeaseReplies, parseLeaseReply, runLease } from './lease-script.js';
 export type { LeaseBatcherOptions, LeaseCallArguments } from './lease-script.js';
 export { isNoScript, runScript } from './run-script.js';
-export { ANALYTICS_PUBLISH_SCRIPT, ANALYTICS_READ_SCRIPT, REPLACE_CONFIG_SCRIPT } from './config-script.js';
+export {
+  ANALYTICS_PUBLISH_SCRIPT,
+  ANALYTICS_READ_SCRIPT,
+  DENY_CHANGE_SCRIPT,
+  DENY_READ_SCRIPT,
+  REPLACE_CONFIG_SCRIPT,
+} from './config-script.js';
+export { denyChannel, denyKeys, scriptDenySource } from './deny-script.js';
+export type { EvaluateScript, ScriptDenySourceOptions } from './deny-script.js';
 export type { ScriptCommands } from './run-script.js';
 export { scriptStoreOptions } from './store-options.js';
 export type { ScriptStoreOptions } from './store-options.js';

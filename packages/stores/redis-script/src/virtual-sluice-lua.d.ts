@@ -18,4 +18,8 @@ declare module 'virtual:sluice-lua' {
   export const analyticsScript: string;
   /** src/lua/analytics-read.lua: fleet analytics' reads (EVAL). */
   export const analyticsReadScript: string;
+  /** src/lua/deny-change.lua: one change to a deny list (EVAL). */
+  export const denyChangeScript: string;
+  /** src/lua/deny-read.lua: a deny list's changes and pages (EVAL). */
+  export const denyReadScript: string;
 }

@@ -116,7 +116,7 @@ describe('the script is src/lua assembled', () => {
       return readFileSync(join(dir, `${name}.out`));
     };
     try {
-      for (const name of ['script', 'library', 'lease', 'config', 'analytics', 'analyticsRead'] as const) {
+      for (const name of ['script', 'library', 'lease', 'config', 'analytics', 'analyticsRead', 'denyChange', 'denyRead'] as const) {
         expect(assembled[name], name).not.toBe(assembled.readable[name]);
         expect(bytecode(assembled[name], `${name}-shipped`).equals(bytecode(assembled.readable[name], `${name}-readable`)), name).toBe(
           true,
@@ -222,11 +222,12 @@ describe('the build (what the Upstash store ships to edge runtimes)', () => {
   const built = (file: string) => readFileSync(fileURLToPath(new URL(`../dist/${file}`, import.meta.url)), 'utf8');
 
   test.each(['index.js', 'index.cjs'])(
-    'dist/%s imports only @sluice/core (root, /store and /internal) and touches no Node global',
+    'dist/%s imports only @sluice/core (root, /store, /config and /internal) and touches no Node global',
     (file) => {
       const code = built(file);
       const specifiers = [...code.matchAll(/(?:from\s+|require\()\s*["']([^"']+)["']/g)].map((m) => m[1]);
-      expect(new Set(specifiers)).toEqual(new Set(['@sluice/core', '@sluice/core/store', '@sluice/core/internal']));
+      // /config: the deny list's change text and epoch (deny-script.ts), core's one copy of both.
+      expect(new Set(specifiers)).toEqual(new Set(['@sluice/core', '@sluice/core/store', '@sluice/core/config', '@sluice/core/internal']));
       // The Lua is data (a string literal) and comments are not code.
       const codeOnly = code.replace(/"(?:[^"\\]|\\.)*"/g, '""').replace(/^\s*\/\/.*$/gm, '');
       expect(codeOnly).not.toMatch(/\bBuffer\b|\bprocess\.|\b__dirname\b|\bnode:/);
