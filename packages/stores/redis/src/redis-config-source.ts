@@ -1,11 +1,15 @@
 import { SluiceError } from '@sluice/core';
-import type { ConfigSource, Unsubscribe } from '@sluice/core/config';
+import type { ConfigSource, DenyListSource, Unsubscribe } from '@sluice/core/config';
 import { describeValue, rejectUnknownOptions } from '@sluice/internal';
 import { REPLACE_CONFIG_SCRIPT } from '@sluice/redis-script';
 import type { Cluster, Redis } from 'ioredis';
+import { redisDenySource } from './redis-deny-source.js';
 
 export interface RedisConfigSourceOptions {
-  /** The document of limiter `name` is the string key `${prefix}:config:${name}`, announced on the channel of the same name. @default 'sluice' */
+  /**
+   * The document of limiter `name` is the string key `${prefix}:config:${name}`, announced on the channel of the same
+   * name; its deny list is under `${prefix}:deny:{${name}}` (see `deny`). @default 'sluice'
+   */
   prefix?: string;
 }
 
@@ -21,6 +25,8 @@ type Subscriber = Pick<Redis, 'subscribe' | 'unsubscribe' | 'disconnect' | 'on'>
  * the last. Works on a `Cluster` too (PUBLISH reaches every node). A push lost while the subscriber reconnects is
  * made up for: every watcher reads again when it is back, and the watcher's periodic read bounds the rest.
  * The client is the user's: the source never closes it.
+ * Each limiter's deny list has a structure of its own beside the document (`deny`, core's DenyListSource): entries
+ * in a hash, changed one at a time by a script and pushed on the same subscriber connection.
  * @example watchConfig(limiter, redisConfigSource(redis))
  */
 export function redisConfigSource(client: Redis | Cluster, options: RedisConfigSourceOptions = {}): RedisConfigSource {
@@ -32,8 +38,13 @@ export class RedisConfigSource implements ConfigSource {
   readonly prefix: string;
   private readonly client: ConfigClient;
   private subscriber: Subscriber | undefined = undefined;
-  /** Listeners per channel, on the one subscriber connection. */
-  private readonly listeners = new Map<string, Set<() => void>>();
+  /** Listeners per channel, on the one subscriber connection, each given the message ('' after a reconnect). */
+  private readonly listeners = new Map<string, Set<(message: string) => void>>();
+  /**
+   * The deny lists (core's DenyListSource): the keys `${prefix}:deny:{${name}}` (entries), `…:meta` (epoch and
+   * version) and `…:log` (the last changes), one hash slot per list; each change PUBLISHed on `${prefix}:deny:${name}`.
+   */
+  readonly deny: DenyListSource;
 
   constructor(client: Redis | Cluster, options: RedisConfigSourceOptions = {}) {
     const candidate = client as Partial<ConfigClient> | null;
@@ -58,6 +69,7 @@ export class RedisConfigSource implements ConfigSource {
     }
     this.client = client as unknown as ConfigClient;
     this.prefix = `${prefix}:config:`;
+    this.deny = redisDenySource(this.client, prefix, (channel, listener) => this.listen(channel, listener));
   }
 
   /** The key (and channel) that holds limiter `name`'s document. */
@@ -84,13 +96,18 @@ export class RedisConfigSource implements ConfigSource {
     await this.client.publish(this.key(name), 'removed');
   }
 
-  async subscribe(name: string, onChange: () => void): Promise<Unsubscribe> {
-    const channel = this.key(name);
+  subscribe(name: string, onChange: () => void): Promise<Unsubscribe> {
+    return this.listen(this.key(name), () => onChange());
+  }
+
+  /** Calls `onMessage` with each message on `channel` (and with '' when the subscriber is back from a reconnect). */
+  private async listen(channel: string, onMessage: (message: string) => void): Promise<Unsubscribe> {
     const subscriber = (this.subscriber ??= this.openSubscriber());
     let set = this.listeners.get(channel);
     const first = set === undefined;
     if (set === undefined) this.listeners.set(channel, (set = new Set()));
-    const listener = () => onChange();
+    // Wrapped, so that two subscriptions of one function are two (each unsubscribes its own).
+    const listener = (message: string) => onMessage(message);
     set.add(listener);
     if (first) {
       try {
@@ -103,7 +120,7 @@ export class RedisConfigSource implements ConfigSource {
     return () => this.drop(channel, listener);
   }
 
-  private async drop(channel: string, listener: () => void): Promise<void> {
+  private async drop(channel: string, listener: (message: string) => void): Promise<void> {
     const set = this.listeners.get(channel);
     if (set === undefined || !set.delete(listener) || set.size > 0) return;
     this.listeners.delete(channel);
@@ -120,23 +137,24 @@ export class RedisConfigSource implements ConfigSource {
 
   private openSubscriber(): Subscriber {
     const subscriber = this.client.duplicate();
-    subscriber.on('message', (channel: string) => this.notify(this.listeners.get(channel)));
+    subscriber.on('message', (channel: string, message: string) => this.notify(this.listeners.get(channel), message));
     // Connection errors while Redis is away are the watchers' to report (their reads fail); without a listener
     // ioredis would print each one.
     subscriber.on('error', () => {});
     let connections = 0;
     subscriber.on('ready', () => {
-      // Back after a reconnect (ioredis subscribes again by itself): a write made meanwhile was announced to no one.
+      // Back after a reconnect (ioredis subscribes again by itself): a write made meanwhile was announced to no one,
+      // so every listener is told to read ('' to a deny list's: no change text, read the changes).
       if (connections++ === 0) return;
-      for (const set of this.listeners.values()) this.notify(set);
+      for (const set of this.listeners.values()) this.notify(set, '');
     });
     return subscriber;
   }
 
-  private notify(set: Set<() => void> | undefined): void {
+  private notify(set: Set<(message: string) => void> | undefined, message: string): void {
     for (const listener of [...(set ?? [])]) {
       try {
-        listener();
+        listener(message);
       } catch {
         // A subscriber's exception is its own; the others are still told.
       }

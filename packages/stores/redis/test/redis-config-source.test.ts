@@ -3,42 +3,15 @@
  * key, a PUBLISH on every write, watchers told through one duplicated connection. Pushes are measured: with a
  * refresh of an hour, only the push can have brought the change.
  */
-import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { Cluster, Redis } from 'ioredis';
+import { describe, expect, test } from 'vitest';
+import type { Cluster, Redis } from 'ioredis';
 import { createLimiter, fixedWindow, type Limiter } from '@sluice/core';
 import { deleteLimiterConfig, readLimiterConfig, setConfigMode, setQuota, watchConfig, type ConfigWarning } from '@sluice/core/config';
 import { redisConfigSource, redisStore } from '../src/index.js';
-import { startCluster, startRedis, type RedisCluster, type RedisServer } from '../../../../test/harness/redis.js';
+import { useServers } from './servers.js';
 
-let server: RedisServer;
-let cluster: RedisCluster;
-const clients: Array<Redis | Cluster> = [];
-
-beforeAll(async () => {
-  [server, cluster] = await Promise.all([startRedis(), startCluster()]);
-});
-
-afterAll(async () => {
-  for (const client of clients) client.disconnect();
-  await Promise.all([server?.stop(), cluster?.stop()]);
-});
-
-function connect(): Redis {
-  const client = new Redis({ host: server.host, port: server.port });
-  client.on('error', () => {}); // the outage test kills the server: reconnect errors are expected
-  clients.push(client);
-  return client;
-}
-
-async function connectCluster(): Promise<Cluster> {
-  const client = new Cluster([...cluster.nodes]);
-  clients.push(client);
-  await new Promise<void>((resolve, reject) => {
-    client.once('ready', () => resolve());
-    client.once('error', reject);
-  });
-  return client;
-}
+const servers = useServers();
+const { connect, connectCluster } = servers;
 
 function limiter(name: string, client: Redis | Cluster = connect()): Limiter {
   return createLimiter({ store: redisStore(client), rules: fixedWindow({ id: 'w', limit: 2, window: '1h' }), name });
@@ -105,13 +78,13 @@ describe('redisConfigSource (standalone)', () => {
     const watcher = watchConfig(l, source, { refresh: '1h', timeout: '300ms', onWarning: (w) => void warnings.push(w) });
     await watcher.ready;
     expect(l.mode).toBe('shadow');
-    await server.kill();
+    await servers.server().kill();
     await watcher.refresh();
     await watcher.refresh();
     expect(l.mode).toBe('shadow');
     expect(warnings.map((w) => w.code)).toEqual(['read_failed']);
     expect((await l.limit('x')).allowed).toBe(true);
-    await server.restart(); // no persistence: the document is gone, and no operator deleted it
+    await servers.server().restart(); // no persistence: the document is gone, and no operator deleted it
     await until(() => warnings.length === 2, 5_000);
     expect(warnings.map((w) => w.code)).toEqual(['read_failed', 'document_lost']);
     expect(l.mode).toBe('shadow');
