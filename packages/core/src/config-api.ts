@@ -7,7 +7,7 @@ export { parseLimiterConfig } from './config-document.js';
 export type { LimiterConfig } from './config-document.js';
 export type { DenyEntry } from './deny-entries.js';
 export type { ConfigSource, Unsubscribe } from './config-source.js';
-export { DENY_CHANGE_MAX, DENY_LOG_LENGTH } from './deny-source.js';
+export { DENY_CHANGE_MAX, DENY_EXPIRE_MAX, DENY_LOG_LENGTH } from './deny-source.js';
 export type { DenyChangeResult, DenyChangesRead, DenyListChange, DenyListSource, DenyListVersion, DenyPage } from './deny-source.js';
 export { changeText, entryText, newEpoch, readChangeText, stampChangeText } from './deny-change.js';
 export type { DenyChangeRecord } from './deny-change.js';

@@ -29,6 +29,12 @@ export interface DenyListChange {
   readonly clear?: boolean;
   readonly remove?: readonly string[];
   readonly add?: readonly DenyEntry[];
+  /**
+   * Epoch ms: after the change, the store removes up to DENY_EXPIRE_MAX entries whose `until` is at or before it,
+   * as a change of their own (the next version, announced like any other), so a list of temporary blocks
+   * (autoDeny's, `--for`) does not grow without end. The writers send their clock's now. Not part of the change's text.
+   */
+  readonly expireBefore?: number;
 }
 
 /** What `change` answers: the version it made, and how many of the `remove` matches were held (where the store can say). */
@@ -86,6 +92,8 @@ export interface DenyListSource {
   subscribe?(name: string, onChange: (text: string) => void): Unsubscribe | PromiseLike<Unsubscribe>;
 }
 
+/** Expired entries a store removes after one change (`expireBefore`): a backlog goes a hundred per change. */
+export const DENY_EXPIRE_MAX = 100;
 /** Changes a store keeps for watchers that fall behind: one who missed more reads the list whole. */
 export const DENY_LOG_LENGTH = 1024;
 /** The largest change a writer sends in one piece: a feed of 100,000 entries goes as 100 changes, each applied in well under 10 ms. */

@@ -82,7 +82,7 @@ export async function removeDenyEntry(source: ConfigSource, name: string, match:
   checkName(name);
   if (source.deny !== undefined) {
     const moved = await prepareStructure(source, source.deny, name);
-    const answer = await source.deny.change(name, { remove: [match] });
+    const answer = await source.deny.change(name, { remove: [match], expireBefore: Date.now() });
     return answer.removed === undefined ? true : answer.removed > 0 || moved.has(match);
   }
   const written = await updateLimiterConfig(source, name, 'removeDenyEntry', (current, dropped) => {
@@ -114,7 +114,7 @@ export async function removeDenyEntries(source: ConfigSource, name: string, matc
     let removed = 0;
     for (let i = 0; i < matches.length; i += DENY_CHANGE_MAX) {
       const part = matches.slice(i, i + DENY_CHANGE_MAX);
-      const answer = await source.deny.change(name, { remove: part });
+      const answer = await source.deny.change(name, { remove: part, expireBefore: Date.now() });
       removed += answer.removed ?? part.length;
     }
     // Entries moved from an old document and removed at once were held too.
@@ -192,7 +192,7 @@ async function addEntries(
   });
   if (source.deny !== undefined) {
     await prepareStructure(source, source.deny, name);
-    const version = await sendChanges(source.deny, name, added, []);
+    const version = await sendChanges(source.deny, name, added, [], now);
     return { entries: added, ...(version === undefined ? {} : { version }) };
   }
   const written = await updateLimiterConfig(source, name, caller, (current) => {
@@ -243,11 +243,14 @@ async function sendChanges(
   name: string,
   add: readonly DenyEntry[],
   remove: readonly string[],
+  now = Date.now(),
 ): Promise<DenyListVersion | undefined> {
+  // Each change also has the store drop entries that have expired (a hundred at most): temporary blocks do not pile up.
   let version: DenyListVersion | undefined;
   for (let i = 0; i < remove.length; i += DENY_CHANGE_MAX)
-    version = await deny.change(name, { remove: remove.slice(i, i + DENY_CHANGE_MAX) });
-  for (let i = 0; i < add.length; i += DENY_CHANGE_MAX) version = await deny.change(name, { add: add.slice(i, i + DENY_CHANGE_MAX) });
+    version = await deny.change(name, { remove: remove.slice(i, i + DENY_CHANGE_MAX), expireBefore: now });
+  for (let i = 0; i < add.length; i += DENY_CHANGE_MAX)
+    version = await deny.change(name, { add: add.slice(i, i + DENY_CHANGE_MAX), expireBefore: now });
   return version;
 }
 

@@ -56,6 +56,7 @@ const SHEDDING = ['createFleetShedder', 'createUtilizationShedder', 'eventLoopSi
 
 const CONFIG = [
   'DENY_CHANGE_MAX',
+  'DENY_EXPIRE_MAX',
   'DENY_LOG_LENGTH',
   'addDenyEntries',
   'addDenyEntry',

@@ -1,4 +1,5 @@
 import {
+  DENY_EXPIRE_MAX,
   DENY_LOG_LENGTH,
   changeText,
   entryText,
@@ -20,6 +21,8 @@ interface List {
   readonly entries: Map<string, string>;
   /** The last DENY_LOG_LENGTH change texts, oldest first. */
   readonly log: string[];
+  /** `until` of the entries that have one, by match: what `expireBefore` looks through. */
+  readonly expiring: Map<string, number>;
 }
 
 /**
@@ -32,25 +35,54 @@ export function memoryDenySource(): DenyListSource & { forget(name: string): voi
   const listeners = new Map<string, Set<(text: string) => void>>();
   const at = (list: List | undefined): DenyListVersion | undefined =>
     list === undefined ? undefined : { epoch: list.epoch, version: list.version };
+  /** The next version: the change's text stamped, kept in the log and told to every subscriber. */
+  const record = (name: string, list: List, text: string): DenyListVersion => {
+    list.version++;
+    const version = { epoch: list.epoch, version: list.version };
+    const stamped = stampChangeText(text, version);
+    list.log.push(stamped);
+    if (list.log.length > DENY_LOG_LENGTH) list.log.splice(0, list.log.length - DENY_LOG_LENGTH);
+    for (const listener of [...(listeners.get(name) ?? [])]) {
+      try {
+        listener(stamped);
+      } catch {
+        // A subscriber's exception is its own: the change is made, and the others are told.
+      }
+    }
+    return version;
+  };
   return {
     change(name: string, change: DenyListChange): DenyChangeResult {
       let list = lists.get(name);
-      if (list === undefined) lists.set(name, (list = { epoch: newEpoch(), version: 0, entries: new Map(), log: [] }));
-      if (change.clear === true) list.entries.clear();
+      if (list === undefined) lists.set(name, (list = { epoch: newEpoch(), version: 0, entries: new Map(), log: [], expiring: new Map() }));
+      if (change.clear === true) {
+        list.entries.clear();
+        list.expiring.clear();
+      }
       let removed = 0;
-      for (const match of change.remove ?? []) if (list.entries.delete(match)) removed++;
-      for (const entry of change.add ?? []) list.entries.set(entry.match, entryText(entry));
-      list.version++;
-      const version = { epoch: list.epoch, version: list.version };
-      const text = stampChangeText(changeText(change), version);
-      list.log.push(text);
-      if (list.log.length > DENY_LOG_LENGTH) list.log.splice(0, list.log.length - DENY_LOG_LENGTH);
-      for (const listener of [...(listeners.get(name) ?? [])]) {
-        try {
-          listener(text);
-        } catch {
-          // A subscriber's exception is its own: the change is made, and the others are told.
+      for (const match of change.remove ?? []) {
+        list.expiring.delete(match);
+        if (list.entries.delete(match)) removed++;
+      }
+      for (const entry of change.add ?? []) {
+        list.entries.set(entry.match, entryText(entry));
+        if (entry.until === undefined) list.expiring.delete(entry.match);
+        else list.expiring.set(entry.match, entry.until);
+      }
+      let version = record(name, list, changeText(change));
+      const before = change.expireBefore;
+      if (before !== undefined) {
+        const expired: string[] = [];
+        for (const [match, until] of list.expiring) {
+          if (until > before) continue;
+          expired.push(match);
+          if (expired.length === DENY_EXPIRE_MAX) break;
         }
+        for (const match of expired) {
+          list.expiring.delete(match);
+          list.entries.delete(match);
+        }
+        if (expired.length > 0) version = record(name, list, changeText({ remove: expired }));
       }
       return { ...version, removed };
     },

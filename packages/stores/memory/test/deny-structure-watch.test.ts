@@ -125,4 +125,19 @@ describe('watchConfig over a deny structure', () => {
     expect(warnings[0]!.message).toMatch(/2 deny entries are not valid and ignored/);
     await watcher.stop();
   });
+
+  test('expired entries are removed by the next write, a hundred at most per change, each removal a change watchers apply', async () => {
+    const { source, limiter, watcher } = setup();
+    await watcher.ready;
+    const entries = Array.from({ length: 150 }, (_, i) => ({ match: `user:${i}`, until: 2_000 }));
+    await addDenyEntries(source, 'api', [...entries, { match: 'user:kept' }], { now: 1_000 });
+    await watcher.refresh();
+    expect(limiter.deny).toHaveLength(151);
+    await addDenyEntry(source, 'api', { match: 'user:new' }, { now: 2_000 });
+    expect(limiter.deny).toHaveLength(152 - 100);
+    await addDenyEntry(source, 'api', { match: 'user:newer' }, { now: 2_001 });
+    expect(matches(limiter)).toEqual(['user:kept', 'user:new', 'user:newer']);
+    expect((await source.deny.readPage('api', '0', 1000)).entries).toHaveLength(3);
+    await watcher.stop();
+  });
 });
