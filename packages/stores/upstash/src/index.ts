@@ -5,7 +5,7 @@ export { upstashLeaseStore } from './upstash-lease-store.js';
 export type { UpstashLeaseStore } from './upstash-lease-store.js';
 export { UPSTASH_LEASE_SCRIPT, UPSTASH_LIMIT_SCRIPT } from './upstash-script.js';
 export { upstashConfigSource } from './upstash-config-source.js';
-export type { UpstashConfigClient, UpstashConfigSourceOptions } from './upstash-config-source.js';
+export type { UpstashConfigClient, UpstashConfigSource, UpstashConfigSourceOptions } from './upstash-config-source.js';
 export { upstashRest } from './upstash-rest.js';
 export type { UpstashFetchInit, UpstashFetchResponse, UpstashRestClient, UpstashRestOptions } from './upstash-rest.js';
 export { upstashAnalyticsStore } from './upstash-analytics-store.js';

@@ -1,7 +1,7 @@
 import { SluiceError } from '@sluice/core';
-import type { ConfigSource } from '@sluice/core/config';
+import type { ConfigSource, DenyListSource } from '@sluice/core/config';
 import { describeValue, rejectUnknownOptions } from '@sluice/internal';
-import { REPLACE_CONFIG_SCRIPT } from '@sluice/redis-script';
+import { REPLACE_CONFIG_SCRIPT, scriptDenySource } from '@sluice/redis-script';
 import type { UpstashRestOptions } from './upstash-rest.js';
 import { restClientFor } from './upstash-store.js';
 
@@ -14,22 +14,34 @@ export interface UpstashConfigClient {
 }
 
 export interface UpstashConfigSourceOptions {
-  /** The document of limiter `name` is the key `${prefix}:config:${name}` (the Redis source's key). @default 'sluice' */
+  /**
+   * The document of limiter `name` is the key `${prefix}:config:${name}` and its deny list is under
+   * `${prefix}:deny:{${name}}` (the Redis source's keys). @default 'sluice'
+   */
   prefix?: string;
+}
+
+export interface UpstashConfigSource extends ConfigSource {
+  /**
+   * The deny lists (core's DenyListSource), in the Redis source's keys and through its scripts, each change one EVAL:
+   * `${prefix}:deny:{${name}}` (entries), `…:meta` (epoch and version), `…:log` (the last changes). No push over REST:
+   * watchers pick changes up with their periodic readChanges, one EVAL each.
+   */
+  readonly deny: DenyListSource;
 }
 
 /**
  * Runtime configuration (core's `watchConfig`) in Upstash Redis: each limiter's document is one string key, read
  * and written with GET and SET over REST. HTTP has no push, so instances pick a change up by the watcher's
  * periodic read: within `refresh` (1 s by default) plus one request. The key is the one `redisConfigSource`
- * uses, so the CLI and code on either client see the same document. Edge-safe.
+ * uses, so the CLI and code on either client see the same document; so are the deny lists' (`deny`). Edge-safe.
  * `{ url, token }` uses the store's own client (`upstashRest()`).
  * @example watchConfig(limiter, upstashConfigSource({ url: env.UPSTASH_REDIS_REST_URL, token: env.UPSTASH_REDIS_REST_TOKEN }))
  */
 export function upstashConfigSource(
   client: UpstashConfigClient | UpstashRestOptions,
   options: UpstashConfigSourceOptions = {},
-): ConfigSource {
+): UpstashConfigSource {
   const redis = restClientFor(client);
   const candidate = redis as Partial<UpstashConfigClient> | null;
   if (
@@ -54,6 +66,12 @@ export function upstashConfigSource(
   }
   const key = (name: string) => `${prefix}:config:${name}`;
   return {
+    deny: scriptDenySource({
+      evaluate: (script, keys, args) => redis.eval(script, keys, args),
+      prefix,
+      publish: false,
+      where: 'upstashConfigSource',
+    }),
     async read(name) {
       const value = await redis.get(key(name));
       if (value === null || value === undefined) return undefined;
