@@ -5,6 +5,6 @@ export type { SqliteStoreOptions } from './options.js';
 export type { SqliteDatabase, SqliteStatement, SqliteTransaction } from './database.js';
 export { SCHEMA_VERSION } from './schema.js';
 export { sqliteConfigSource } from './sqlite-config-source.js';
-export type { SqliteConfigSourceOptions } from './sqlite-config-source.js';
+export type { SqliteConfigSource, SqliteConfigSourceOptions } from './sqlite-config-source.js';
 export { sqliteAnalyticsStore } from './sqlite-analytics-store.js';
 export type { SqliteAnalyticsStoreOptions } from './sqlite-analytics-store.js';

@@ -1,12 +1,24 @@
 import { SluiceError } from '@sluice/core';
-import type { ConfigSource } from '@sluice/core/config';
+import type { ConfigSource, DenyListSource } from '@sluice/core/config';
 import { describeValue, rejectUnknownOptions } from '@sluice/internal';
 import type { SqliteDatabase, SqliteStatement } from './database.js';
+import { sqliteDenySource } from './sqlite-deny-source.js';
 import { sqliteCode } from './store-error.js';
 
 export interface SqliteConfigSourceOptions {
-  /** The table holding one row per limiter: (name, document, updated_at). Letters, digits and `_`, at most 48. @default 'sluice_config' */
+  /**
+   * The table holding one row per limiter: (name, document, updated_at); the deny lists are in `${table}_deny`,
+   * `${table}_deny_meta` and `${table}_deny_log`. Letters, digits and `_`, at most 48. @default 'sluice_config'
+   */
   table?: string;
+}
+
+export interface SqliteConfigSource extends ConfigSource {
+  /**
+   * The deny lists (core's DenyListSource), each entry a row of `${table}_deny`, each change one transaction.
+   * No push: watchers pick changes up with their periodic readChanges.
+   */
+  readonly deny: DenyListSource;
 }
 
 const TABLE_PATTERN = /^[A-Za-z_][A-Za-z0-9_]{0,47}$/;
@@ -15,9 +27,10 @@ const TABLE_PATTERN = /^[A-Za-z_][A-Za-z0-9_]{0,47}$/;
  * Runtime configuration (core's `watchConfig`) in the SQLite file the processes share: one row per limiter name,
  * in a table of its own, created if missing. SQLite has no push, so instances pick a change up by the watcher's
  * periodic read (within `refresh`, 1 s by default); a read is one primary-key lookup, far below a millisecond.
+ * Each deny list has tables of its own (`deny`), so a change to a list of 100,000 entries writes only its rows.
  * @example watchConfig(limiter, sqliteConfigSource(new Database('ratelimit.db')))
  */
-export function sqliteConfigSource(db: SqliteDatabase, options: SqliteConfigSourceOptions = {}): ConfigSource {
+export function sqliteConfigSource(db: SqliteDatabase, options: SqliteConfigSourceOptions = {}): SqliteConfigSource {
   if (typeof db !== 'object' || db === null || typeof (db as Partial<SqliteDatabase>).prepare !== 'function') {
     throw new SluiceError(
       'INVALID_OPTION',
@@ -39,6 +52,7 @@ export function sqliteConfigSource(db: SqliteDatabase, options: SqliteConfigSour
   let remove: SqliteStatement;
   let insertNew: SqliteStatement;
   let updateOver: SqliteStatement;
+  let deny: DenyListSource;
   try {
     db.exec(
       `CREATE TABLE IF NOT EXISTS "${table}" (name TEXT PRIMARY KEY NOT NULL, document TEXT NOT NULL, updated_at INTEGER NOT NULL) WITHOUT ROWID`,
@@ -54,10 +68,12 @@ export function sqliteConfigSource(db: SqliteDatabase, options: SqliteConfigSour
     updateOver = db.prepare(
       `UPDATE "${table}" SET document = ?, updated_at = ? WHERE name = ? AND (CASE WHEN json_valid(document) THEN json_extract(document, '$.revision') END) = ?`,
     );
+    deny = sqliteDenySource(db, table, failure);
   } catch (error) {
-    throw failure(`could not create or read the table "${table}"`, error);
+    throw failure(`could not create or read the tables "${table}", "${table}_deny", "${table}_deny_meta" and "${table}_deny_log"`, error);
   }
   return {
+    deny,
     read(name) {
       try {
         return (select.get(name) as { document: string } | undefined)?.document;
