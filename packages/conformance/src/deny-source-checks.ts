@@ -52,8 +52,11 @@ export async function readWhole(
     const page = await source.readPage(name, cursor, count);
     entries.push(...page.entries);
     versions.push(page.version);
+    if (page.cursor !== '0' && page.cursor === cursor)
+      throw new Error(`readPage answered the cursor it was given, ${JSON.stringify(cursor)}`);
     cursor = page.cursor;
-    if (versions.length > 100_000) throw new Error(`readPage never answered cursor '0' (last cursor ${JSON.stringify(cursor)})`);
+    // The largest list read here has 5,000 entries: more pages than that is a read that does not end.
+    if (versions.length > 10_000) throw new Error(`readPage never answered cursor '0' (last cursor ${JSON.stringify(cursor)})`);
   } while (cursor !== '0');
   return { entries, pages: versions.length, versions };
 }
