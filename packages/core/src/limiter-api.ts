@@ -6,6 +6,7 @@ import type { CircuitBreakerOptions, CircuitState } from './circuit-breaker.js';
 import type { Decision } from './decision.js';
 import type { DenyEntry } from './deny-entries.js';
 import type { DenyListChange } from './deny-source.js';
+import type { DenyLineage } from './deny-lineage.js';
 import type { Duration } from './duration.js';
 import type { StoreErrorPolicy } from './failure-policy.js';
 import type { Rule } from './rules.js';
@@ -142,6 +143,13 @@ export interface Limiter {
    * the list changes, so a reader may cache what it builds from it (a compiled matcher) keyed by the array.
    */
   readonly deny: readonly DenyEntry[];
+  /**
+   * The deny list as it changes, for readers that build from it (the HTTP layer's matcher): its `head` counts the
+   * changes applied, and `denyChangesSince(lineage, from, head)` gives them, so a reader follows at the cost of the
+   * changes instead of reading `deny` whole. A new lineage when `configure({ deny })` replaces the list. Absent on a
+   * Limiter implemented outside core.
+   */
+  readonly denyLineage?: DenyLineage;
   /** The deny list's mode, set by `configure({ denyMode })`, independent of `mode`. @default 'enforce' */
   readonly denyMode: DenyMode;
   /** Changes rules, mode, per-identity quotas or the deny list at run time, validated like the constructor; counters are kept per rule id. */

@@ -6,7 +6,7 @@ import type { Operation } from './algorithm.js';
 import { ALGORITHM_NAMES } from './algorithm-names.js';
 import { MAX_CLOCK_MS } from './clock.js';
 import { durationOption, type DurationRange } from './duration.js';
-import { applyDenyChange, placeDenyList } from './deny-lineage.js';
+import { LiveDenyLineage } from './deny-lineage.js';
 import { checkDenyList, isCheckedDenyList, sameDenyList, type DenyEntry } from './deny-entries.js';
 import { describe } from './describe.js';
 import { SluiceError } from './errors.js';
@@ -74,15 +74,23 @@ export function checkQuotas(value: unknown): ReadonlyMap<string, readonly Rule[]
  * the array object, and whatever a reader built from it, stays), else the new list, checked and frozen. A list
  * already checked (the watcher giving back the code's list, or a document's) is taken as it is, array and all.
  */
-/** `configure()`'s deny list and deny mode: each the new one when given (checked), else the current one. */
+/**
+ * `configure()`'s deny list and deny mode: a new `deny` begins a new lineage (deny-lineage.ts) unless it holds the
+ * same entries, `denyChanges` is applied to the lineage in place; the deny mode is the new one when given.
+ */
 export function nextDeny(
   changes: LimiterChanges,
-  current: { readonly deny: readonly DenyEntry[]; readonly denyMode: DenyMode },
-  owner: object,
-): { deny: readonly DenyEntry[]; denyMode: DenyMode } {
-  let deny = placeDenyList(nextDenyList(changes.deny, current.deny), owner);
-  if (changes.denyChanges !== undefined) deny = applyDenyChange(deny, changes.denyChanges, owner);
-  return { deny, denyMode: nextDenyMode(changes.denyMode, current.denyMode) };
+  current: { readonly lineage: LiveDenyLineage; readonly denyMode: DenyMode },
+): { lineage: LiveDenyLineage; denyMode: DenyMode } {
+  const denyMode = nextDenyMode(changes.denyMode, current.denyMode);
+  let lineage = current.lineage;
+  if (changes.deny !== undefined) {
+    const list = nextDenyList(changes.deny, lineage.list);
+    if (list !== lineage.list) lineage = new LiveDenyLineage(list);
+  }
+  // Checked whole before applied: a bad change leaves the list as it was.
+  if (changes.denyChanges !== undefined) lineage.apply(changes.denyChanges);
+  return { lineage, denyMode };
 }
 
 function nextDenyList(value: unknown, current: readonly DenyEntry[]): readonly DenyEntry[] {

@@ -10,6 +10,7 @@ import { IdentityRequest, KeyCache } from './key-cache.js';
 import { hasStagger, stagger } from './stagger.js';
 import { isStepOperation, type Operation } from './algorithm.js';
 import { checkDenyList, type DenyEntry } from './deny-entries.js';
+import { LiveDenyLineage } from './deny-lineage.js';
 import type { Rule } from './rules.js';
 import type { LimitRequest, LimitResult, RuleAnswer, Store, SyncStore } from './store.js';
 import { StoreCalls, type StoreAnswer } from './store-calls.js';
@@ -79,7 +80,8 @@ class LimiterImpl implements SyncLimiter {
   private currentRules!: readonly Rule[];
   private currentMode!: LimiterMode;
   private currentQuotas: ReadonlyMap<string, readonly Rule[]> = new Map();
-  deny: readonly DenyEntry[] = checkDenyList([], 'deny');
+  /** The deny list as it changes (deny-lineage.ts); `deny` is its array. */
+  denyLineage: LiveDenyLineage = new LiveDenyLineage(checkDenyList([], 'deny'));
   denyMode: Limiter['denyMode'] = 'enforce';
   private readonly onDecision: ((event: DecisionEvent) => void) | undefined;
   /**
@@ -130,6 +132,10 @@ class LimiterImpl implements SyncLimiter {
     return this.currentRules;
   }
 
+  get deny(): readonly DenyEntry[] {
+    return this.denyLineage.list;
+  }
+
   get mode(): LimiterMode {
     return this.currentMode;
   }
@@ -151,7 +157,7 @@ class LimiterImpl implements SyncLimiter {
       throw new SluiceError('INVALID_OPTION', `mode must be 'enforce', 'shadow' or 'off', got ${describe(mode)}`);
     }
     const quotas = changes.quotas === undefined ? this.currentQuotas : checkQuotas(changes.quotas);
-    ({ deny: this.deny, denyMode: this.denyMode } = nextDeny(changes, this, this));
+    ({ lineage: this.denyLineage, denyMode: this.denyMode } = nextDeny(changes, { lineage: this.denyLineage, denyMode: this.denyMode }));
     this.currentRules = rules;
     this.currentMode = mode;
     this.currentQuotas = quotas;

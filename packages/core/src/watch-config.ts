@@ -25,6 +25,7 @@ import { isPromiseLike } from './promise.js';
 import { compileLimiterConfig, type LimiterConfig } from './config-document.js';
 import type { ConfigSource, Unsubscribe } from './config-source.js';
 import type { DenyEntry } from './deny-entries.js';
+import type { DenyListChange } from './deny-source.js';
 import { DenyFollower } from './watch-deny.js';
 import { delay, settle, timers, unref, withTimeout } from './watch-timers.js';
 import type { Rule } from './rules.js';
@@ -128,6 +129,8 @@ class Watcher implements ConfigWatcher {
   private readonly follower: DenyFollower | undefined;
   /** The document applied is a tombstone: the code's configuration applies, deny list included. */
   private deleted = false;
+  /** The limiter holds the follower's list (so the follower's changes apply to it as they come). */
+  private denyInstalled = false;
 
   constructor(
     private readonly limiter: Limiter,
@@ -144,9 +147,16 @@ class Watcher implements ConfigWatcher {
         ? undefined
         : new DenyFollower(source.deny, {
             name: limiter.name,
-            owner: limiter,
-            install: (list) => {
-              if (!this.deleted) this.configure({ deny: list });
+            call: (read) => withTimeout(read, timeoutMs),
+            change: (denyChanges) => {
+              if (this.deleted) return;
+              // The limiter does not hold the follower's list yet (it held the code's or a document's): all of it, once.
+              if (this.denyInstalled) this.configure({ denyChanges });
+              else this.denyInstalled = this.configure({ deny: this.follower!.list });
+            },
+            replace: (deny) => {
+              if (this.deleted) return;
+              this.denyInstalled = this.configure({ deny });
             },
             warn: (code, message, cause) => this.warn(code, message, cause),
           });
@@ -248,7 +258,9 @@ class Watcher implements ConfigWatcher {
     await this.readDocument();
     if (this.follower === undefined || this.stopped) return;
     try {
-      await withTimeout(() => this.follower!.read(), this.timeoutMs);
+      // Each store call has the timeout, not the whole read: a list read whole takes many calls, and a read that
+      // went on past a timeout would run beside the next one.
+      await this.follower.read();
     } catch (error) {
       this.warn('read_failed', `the deny list could not be read (${messageOf(error)}); keeping the entries held`, error);
     }
@@ -295,8 +307,22 @@ class Watcher implements ConfigWatcher {
   private applyCode(deleted = false): void {
     this.goodQuotas = new Map();
     this.deleted = deleted;
-    const deny = !deleted && this.follower?.active === true ? this.follower.list : this.code.deny;
-    if (this.configure({ ...this.code, deny })) this.applied = undefined;
+    if (this.configure({ ...this.code, ...this.denyList(this.code.deny) })) this.applied = undefined;
+  }
+
+  /**
+   * The deny list a configuration gives: the follower's where the store keeps one (and no tombstone says
+   * otherwise), left out when the limiter holds it already, so that a change of mode does not replace, and make
+   * every reader rebuild, a list of 100,000 entries; else `otherwise`.
+   */
+  private denyList(otherwise: readonly DenyEntry[]): { deny?: readonly DenyEntry[] } {
+    if (this.deleted || this.follower?.active !== true) {
+      this.denyInstalled = false;
+      return { deny: otherwise };
+    }
+    if (this.denyInstalled) return {};
+    this.denyInstalled = true;
+    return { deny: this.follower.list };
   }
 
   private applyDocument(text: string): void {
@@ -345,7 +371,7 @@ class Watcher implements ConfigWatcher {
       mode: compiled.mode ?? this.code.mode,
       quotas: merged,
       // A list kept in the store's own structure replaces the document's field, which older writers wrote.
-      deny: this.follower?.active === true ? this.follower.list : (compiled.deny ?? this.code.deny),
+      ...this.denyList(compiled.deny ?? this.code.deny),
       denyMode: compiled.denyMode ?? this.code.denyMode,
     };
     if (this.configure(configuration)) {
@@ -354,7 +380,7 @@ class Watcher implements ConfigWatcher {
     }
   }
 
-  private configure(configuration: Partial<Configuration>): boolean {
+  private configure(configuration: Partial<Configuration> & { denyChanges?: DenyListChange }): boolean {
     try {
       this.limiter.configure(configuration);
       return true;

@@ -16,8 +16,7 @@
  */
 import { readChangeText } from './deny-change.js';
 import { checkDenyList, markCheckedDenyList, type DenyEntry } from './deny-entries.js';
-import { applyDenyChange, placeDenyList } from './deny-lineage.js';
-import type { DenyListSource, DenyListVersion } from './deny-source.js';
+import type { DenyListChange, DenyListSource, DenyListVersion } from './deny-source.js';
 import type { SluiceError } from './errors.js';
 
 /** Longest stretch of work before a timer turn lets requests in. */
@@ -29,10 +28,12 @@ const PAGE = 1000;
 export interface DenyFollowerHost {
   /** The limiter's name (the list's name in the store). */
   readonly name: string;
-  /** The limiter: the lists the follower makes belong to its lineage (deny-lineage.ts), so readers follow them change by change. */
-  readonly owner: object;
-  /** Gives the limiter the list the follower holds now. */
-  install(list: readonly DenyEntry[]): void;
+  /** Runs one store call, failing it when the store takes too long (the watcher's `timeout`). */
+  call<T>(read: () => T | PromiseLike<T>): Promise<T>;
+  /** Applies a change to the limiter's list (`configure({ denyChanges })`). */
+  change(change: DenyListChange): void;
+  /** Gives the limiter a whole list (`configure({ deny })`). */
+  replace(list: readonly DenyEntry[]): void;
   /** Reports entries left out, or a structure gone. */
   warn(code: 'invalid_deny_entry' | 'document_lost', message: string, cause?: unknown): void;
 }
@@ -44,8 +45,6 @@ export class DenyFollower {
   private at: DenyListVersion | undefined = undefined;
   /** The entries held, by match: what a whole read is compared with. */
   private readonly entries = new Map<string, DenyEntry>();
-  /** The list held, as the limiter is given it. */
-  private held: readonly DenyEntry[] = markCheckedDenyList([]);
   /** Whether a structure was ever read: only then is its absence a loss. */
   private seen = false;
   /** Whether a read has found no structure stored (so version 1 is the next change). */
@@ -67,9 +66,9 @@ export class DenyFollower {
     return this.at;
   }
 
-  /** The list held: what the limiter has while the list comes from the structure. */
+  /** The list held, as a new array (a pass over it: for the rare moment the limiter takes it whole). */
   get list(): readonly DenyEntry[] {
-    return this.held;
+    return markCheckedDenyList([...this.entries.values()]);
   }
 
   /**
@@ -91,7 +90,7 @@ export class DenyFollower {
   /** Reads what changed since the version held and applies it. Throws when the store cannot be read. */
   async read(): Promise<void> {
     this.sliceStart = now();
-    const answer = await this.source.readChanges(this.host.name, this.at);
+    const answer = await this.host.call(() => this.source.readChanges(this.host.name, this.at));
     if (answer.version === undefined) return this.gone();
     if (answer.changes !== undefined) {
       for (const text of answer.changes) {
@@ -115,7 +114,7 @@ export class DenyFollower {
     let first: DenyListVersion | undefined;
     let cursor = '0';
     do {
-      const page = await this.source.readPage(name, cursor, PAGE);
+      const page = await this.host.call(() => this.source.readPage(name, cursor, PAGE));
       if (first === undefined) {
         if (page.version === undefined) return this.gone();
         first = page.version;
@@ -130,7 +129,7 @@ export class DenyFollower {
     this.report(bad, `the deny list read whole at version ${first.version}`);
     // The pages may mix states: the changes after the first page's version are applied over them.
     this.install(read, first);
-    const after = await this.source.readChanges(name, first);
+    const after = await this.host.call(() => this.source.readChanges(name, first));
     if (after.version === undefined) return this.gone();
     if (after.changes === undefined) return; // another whole read on the next turn catches up
     for (const text of after.changes) {
@@ -145,15 +144,14 @@ export class DenyFollower {
     const remove: string[] = [];
     const add: DenyEntry[] = [];
     for (const match of this.entries.keys()) if (!read.has(match)) remove.push(match);
-    for (const [match, entry] of read) if (this.entries.get(match) !== entry && !same(this.entries.get(match), entry)) add.push(entry);
+    for (const [match, entry] of read) if (!same(this.entries.get(match), entry)) add.push(entry);
     const whole = !this.seen || remove.length + add.length > Math.max(4096, read.size / 4);
-    if (whole) this.held = placeDenyList(markCheckedDenyList([...read.values()]), this.host.owner);
-    else if (remove.length + add.length > 0) this.held = applyDenyChange(this.held, { remove, add }, this.host.owner);
-    this.host.install(this.held);
     this.entries.clear();
     for (const [match, entry] of read) this.entries.set(match, entry);
     this.at = at;
     this.seen = true;
+    if (whole) this.host.replace(this.list);
+    else if (remove.length + add.length > 0) this.host.change({ remove, add });
   }
 
   private applyRecord(version: number, clear: boolean, remove: readonly unknown[], add: readonly unknown[], epoch: string): void {
@@ -161,13 +159,12 @@ export class DenyFollower {
     const removed = remove.filter((match): match is string => typeof match === 'string' && match.length > 0);
     const added = this.check(add, bad);
     this.report(bad, `change ${version} of the deny list`);
-    this.held = applyDenyChange(this.held, { ...(clear ? { clear } : {}), remove: removed, add: added }, this.host.owner);
-    this.host.install(this.held);
     if (clear) this.entries.clear();
     for (const match of removed) this.entries.delete(match);
     for (const entry of added) this.entries.set(entry.match, entry);
     this.at = { epoch, version };
     this.seen = true;
+    this.host.change({ ...(clear ? { clear } : {}), remove: removed, add: added });
   }
 
   /** The valid entries of `values`; the others go to `bad`. */
