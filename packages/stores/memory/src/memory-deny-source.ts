@@ -23,6 +23,8 @@ interface List {
   readonly log: string[];
   /** `until` of the entries that have one, by match: what `expireBefore` looks through. */
   readonly expiring: Map<string, number>;
+  /** The entries' texts in order, for readPage, at the version they were taken. */
+  snapshot?: { readonly version: number; readonly texts: readonly string[] };
 }
 
 /**
@@ -99,7 +101,9 @@ export function memoryDenySource(): DenyListSource & { forget(name: string): voi
       const list = lists.get(name);
       if (list === undefined) return { entries: [], cursor: '0', version: undefined };
       const from = Number(cursor) || 0;
-      const texts = [...list.entries.values()].slice(from, from + count);
+      // The entries as an array, made once per version: a whole read of 100,000 takes 100 pages, not 100 copies.
+      if (list.snapshot?.version !== list.version) list.snapshot = { version: list.version, texts: [...list.entries.values()] };
+      const texts = list.snapshot.texts.slice(from, from + count);
       const next = from + texts.length;
       return { entries: texts, cursor: next >= list.entries.size ? '0' : String(next), version: at(list) };
     },
