@@ -1,16 +1,16 @@
 /**
  * `sluice config deny`, the built binary run as a process, against a real redis-server, a SQLite file and the
- * Upstash REST fixture on a real Redis: add (an identity, IPv4 and IPv6 blocks, a temporary block), list (table and
- * JSON), remove, the exit codes (0 done, 1 the store failed, 2 the input is wrong, 3 nothing to remove), and that a
+ * Upstash REST fixture on a real Redis, each keeping the list in its deny structure: add (an identity, IPv4 and IPv6
+ * blocks, a temporary block; each one change, its version printed), list (table and JSON), remove, the exit codes (0 done, 1 the store failed, 2 the input is wrong, 3 nothing to remove), and that a
  * match or a duration that is not accepted is refused before anything is stored. What `add` accepts is
  * deny-input.ts's, tested here by a table; entries already stored that are not valid: deny-stored-entries.test.ts.
  */
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, test } from 'vitest';
-import { denyTable } from '../src/commands/config-deny.js';
+import { denyTable } from '../src/commands/config-deny-list.js';
 import { checkMatch, denyKind } from '../src/commands/deny-input.js';
-import { ndjson, sluice, useStores } from './run-cli.js';
+import { byMatch, ndjson, sluice, storedDeny, storedDenyVersion, useStores } from './run-cli.js';
 
 const stores = useStores('sluice-cli-deny-');
 
@@ -128,9 +128,9 @@ describe('how a match is read (as @sluice/http reads it)', () => {
 
 describe('sluice config deny on Redis', () => {
   const at = () => ['--name', 'api', '--redis', `redis://127.0.0.1:${stores.server.port}`];
-  const stored = async () => (JSON.parse((await stores.redis.get('sluice:config:api')) ?? 'null') as { deny?: unknown[] } | null)?.deny;
+  const version = /version (\d+), epoch (\w+) of the deny list of "api" at redis:\/\/127\.0\.0\.1:\d+ \(key sluice:deny:\{api\}\)/;
 
-  test('add, list, replace and remove: each writes the next revision; remove of a missing entry exits 3', async () => {
+  test('add, list, replace and remove: each one change of the deny structure; remove of a missing entry exits 3', async () => {
     const before = Date.now();
     const temporary = await sluice(['config', 'deny', 'add', '203.0.113.0/24', '--for', '1h', '--reason', 'scraper', ...at()]);
     expect(temporary.code, temporary.stderr).toBe(0);
@@ -139,37 +139,48 @@ describe('sluice config deny on Redis', () => {
     expect(entry.addedAt).toBeGreaterThanOrEqual(before);
     expect(entry.until - entry.addedAt).toBe(3_600_000);
     expect(temporary.stderr).toMatch(
-      /^denied "203\.0\.113\.0\/24" \(IPv4\) until \S+Z: revision 1 of "api" holds 1 entry at redis:\/\/127\.0\.0\.1:\d+ \(key sluice:config:api\); watching instances are told at once/,
+      /^denied "203\.0\.113\.0\/24" \(IPv4\) until \S+Z: version 1, epoch \w+ of the deny list of "api" at redis:\/\/127\.0\.0\.1:\d+ \(key sluice:deny:\{api\}\); watching instances are told at once/,
     );
+    const epoch = version.exec(temporary.stderr)![2];
     expect((await sluice(['config', 'deny', 'add', 'user:42', ...at()])).code).toBe(0);
     expect((await sluice(['config', 'deny', 'add', '2001:db8::/56', '--reason', 'abuse', ...at()])).code).toBe(0);
-    expect(await stored()).toMatchObject([{ match: '203.0.113.0/24' }, { match: 'user:42' }, { match: '2001:db8::/56' }]);
+    expect((await storedDeny(stores.redis, 'api')).map((stored) => stored.match)).toEqual(['2001:db8::/56', '203.0.113.0/24', 'user:42']);
+    // The entries are in a structure of their own: no document was written for them.
+    expect(await stores.redis.exists('sluice:config:api')).toBe(0);
 
     const list = await sluice(['config', 'deny', 'list', ...at()]);
     expect(list.code).toBe(0);
     const lines = list.stdout.trimEnd().split('\n');
     expect(lines[0]).toMatch(/^MATCH +KIND +UNTIL +REASON$/);
-    expect(lines.slice(1).map((line) => line.split(/ {2,}/))).toEqual([
-      ['203.0.113.0/24', 'IPv4', expect.stringMatching(/^\d{4}-\d\d-\d\dT[\d:.]+Z$/), 'scraper'],
-      ['user:42', 'ident', '-'],
-      ['2001:db8::/56', 'IPv6', '-', 'abuse'],
+    expect(
+      byMatch(
+        lines
+          .slice(1)
+          .map((line) => line.split(/ {2,}/))
+          .map(([match, ...rest]) => ({ match: match!, rest })),
+      ),
+    ).toEqual([
+      { match: '2001:db8::/56', rest: ['IPv6', '-', 'abuse'] },
+      { match: '203.0.113.0/24', rest: ['IPv4', expect.stringMatching(/^\d{4}-\d\d-\d\dT[\d:.]+Z$/), 'scraper'] },
+      { match: 'user:42', rest: ['ident', '-'] },
     ]);
-    expect(list.stderr).toMatch(/the deny list of "api" holds 3 entries/);
+    expect(list.stderr).toMatch(new RegExp(`^the deny list of "api" holds 3 entries at .*\\(version 3, epoch ${epoch}\\)\n$`));
 
     const replaced = await sluice(['config', 'deny', 'add', 'user:42', '--reason', 'chargebacks', ...at()]);
-    expect(replaced.stderr).toMatch(/revision 4 of "api" holds 3 entries/);
+    expect(version.exec(replaced.stderr)?.slice(1)).toEqual(['4', epoch]);
     const json = await sluice(['config', 'deny', 'list', '--json', ...at()]);
-    expect(ndjson<{ match: string; reason?: string }>(json.stdout).map((e) => [e.match, e.reason])).toEqual([
+    expect(byMatch(ndjson<{ match: string; reason?: string }>(json.stdout)).map((e) => [e.match, e.reason])).toEqual([
+      ['2001:db8::/56', 'abuse'],
       ['203.0.113.0/24', 'scraper'],
       ['user:42', 'chargebacks'],
-      ['2001:db8::/56', 'abuse'],
     ]);
 
     const removed = await sluice(['config', 'deny', 'remove', 'user:42', ...at()]);
     expect([removed.code, removed.stderr]).toEqual([0, expect.stringMatching(/^removed "user:42" from the deny list of "api"/)]);
+    expect(await storedDenyVersion(stores.redis, 'api')).toEqual({ epoch, version: 5 });
     const again = await sluice(['config', 'deny', 'remove', 'user:42', ...at()]);
     expect([again.code, again.stderr]).toEqual([3, expect.stringMatching(/no entry of the deny list of "api" matches "user:42" exactly/)]);
-    expect(((await stored()) ?? []).length).toBe(2);
+    expect((await storedDeny(stores.redis, 'api')).length).toBe(2);
   });
 
   test.each([
@@ -186,14 +197,13 @@ describe('sluice config deny on Redis', () => {
     ],
     ['sk_live_abc123', 'is neither an address or block nor an identity with a prefix'],
   ])('the match %j is refused with exit 2 before anything is stored: it %s', async (match, why) => {
-    await stores.redis.del('sluice:config:bad');
     const args = ['--name', 'bad', '--redis', `redis://127.0.0.1:${stores.server.port}`];
     const refused = await sluice(['config', 'deny', 'add', match, ...args]);
     expect([refused.code, refused.stdout]).toEqual([2, '']);
     expect(refused.stderr).toBe(
       `sluice config: <match> ${JSON.stringify(match)} ${why}; give an address (203.0.113.7, 2001:db8::1), a block (203.0.113.0/24 with a prefix of 0 to 32, 2001:db8::/56 with 0 to 128, optionally after ip:), an identity with a prefix (user:42, key:abc), or any other identity with --identity (an API key)\n`,
     );
-    expect(await stores.redis.exists('sluice:config:bad')).toBe(0);
+    expect(await stores.redis.keys('*bad*')).toEqual([]);
   });
 
   test('--identity stores an identity without a prefix (an API key), read back as an identity', async () => {
@@ -201,7 +211,7 @@ describe('sluice config deny on Redis', () => {
     const added = await sluice(['config', 'deny', 'add', 'sk_live_abc123', '--identity', '--reason', 'leaked', ...args]);
     expect(added.code, added.stderr).toBe(0);
     expect(added.stderr).toMatch(/^denied "sk_live_abc123" \(ident\) until removed/);
-    expect(JSON.parse((await stores.redis.get('sluice:config:keys'))!).deny).toMatchObject([{ match: 'sk_live_abc123', reason: 'leaked' }]);
+    expect(await storedDeny(stores.redis, 'keys')).toMatchObject([{ match: 'sk_live_abc123', reason: 'leaked' }]);
     expect((await sluice(['config', 'deny', 'list', ...args])).stdout).toMatch(/^sk_live_abc123 +ident +- +leaked$/m);
   });
 
@@ -228,7 +238,6 @@ describe('sluice config deny on Redis', () => {
     ['30m1h', 'got "30m1h" (units go largest first, each once: d, h, m, s, ms)'],
     ['soon', 'got "soon"'],
   ])('--for %j is refused with exit 2 and nothing is written (%s)', async (duration, why) => {
-    await stores.redis.del('sluice:config:bad');
     const args = ['--name', 'bad', '--redis', `redis://127.0.0.1:${stores.server.port}`];
     const refused = await sluice(['config', 'deny', 'add', 'user:x', '--for', duration, ...args]);
     expect([refused.code, refused.stdout]).toEqual([2, '']);
@@ -236,7 +245,7 @@ describe('sluice config deny on Redis', () => {
       /^sluice config: --for must be a duration from 1 ms to 3650d \(a whole number of ms or a string like '250ms', '1s', '5m', '1h', '1d'\), got /,
     );
     expect(refused.stderr).toContain(why);
-    expect(await stores.redis.exists('sluice:config:bad')).toBe(0);
+    expect(await stores.redis.keys('*bad*')).toEqual([]);
   });
 
   test('other bad input exits 2 naming it: a duration, a long reason, a control character, a missing match', async () => {
@@ -249,7 +258,7 @@ describe('sluice config deny on Redis', () => {
     expect([control.code, control.stderr]).toEqual([2, expect.stringMatching(/entry\.match: must be an identity or an IP range/)]);
     const none = await sluice(['config', 'deny', 'add', ...args]);
     expect([none.code, none.stderr]).toEqual([2, expect.stringMatching(/missing required argument 'match'/)]);
-    expect(await stores.redis.exists('sluice:config:bad')).toBe(0);
+    expect(await stores.redis.keys('*bad*')).toEqual([]);
   });
 
   test('an unreachable Redis exits 1; a list with no document prints nothing and says the list is empty', async () => {
@@ -269,7 +278,7 @@ describe('sluice config deny on SQLite and Upstash', () => {
     expect(added.stderr).toMatch(/watching instances read it at their next refresh/);
     expect((await sluice(['config', 'deny', 'add', 'key:abc', ...at])).code).toBe(0);
     const json = await sluice(['config', 'deny', 'list', '--json', ...at]);
-    expect(ndjson<{ match: string }>(json.stdout).map((e) => e.match)).toEqual(['198.51.100.0/24', 'key:abc']);
+    expect(byMatch(ndjson<{ match: string }>(json.stdout)).map((e) => e.match)).toEqual(['198.51.100.0/24', 'key:abc']);
     expect((await sluice(['config', 'deny', 'remove', '198.51.100.0/24', ...at])).code).toBe(0);
     expect(ndjson((await sluice(['config', 'deny', 'list', '--json', ...at])).stdout)).toMatchObject([{ match: 'key:abc' }]);
     const missing = join(stores.folder, 'typo.db');
@@ -278,16 +287,15 @@ describe('sluice config deny on SQLite and Upstash', () => {
     expect(existsSync(missing)).toBe(false);
   });
 
-  test('Upstash: add, list and remove through the REST fixture; the document lands in its Redis', async () => {
+  test('Upstash: add, list and remove through the REST fixture; the entry lands in the deny structure of its Redis', async () => {
     const env = { UPSTASH_REDIS_REST_URL: stores.fixture.url, UPSTASH_REDIS_REST_TOKEN: stores.fixture.token };
     const added = await sluice(['config', 'deny', 'add', '2001:db8:1::/48', '--reason', 'botnet', '--name', 'edge'], env);
     expect(added.code, added.stderr).toBe(0);
-    expect(JSON.parse((await stores.redis.get('sluice:config:edge'))!)).toMatchObject({
-      deny: [{ match: '2001:db8:1::/48', reason: 'botnet' }],
-    });
+    expect(added.stderr).toMatch(/: version 1, epoch \w+ of the deny list of "edge" at http/);
+    expect(await storedDeny(stores.redis, 'edge')).toMatchObject([{ match: '2001:db8:1::/48', reason: 'botnet' }]);
     const list = await sluice(['config', 'deny', 'list', '--name', 'edge'], env);
     expect(list.stdout).toMatch(/^2001:db8:1::\/48 +IPv6 +- +botnet$/m);
     expect((await sluice(['config', 'deny', 'remove', '2001:db8:1::/48', '--name', 'edge'], env)).code).toBe(0);
-    expect(JSON.parse((await stores.redis.get('sluice:config:edge'))!)).not.toHaveProperty('deny');
+    expect(await storedDeny(stores.redis, 'edge')).toEqual([]);
   });
 });

@@ -1,9 +1,10 @@
 /**
- * A deny entry added by the CLI (the built binary, its own process) reaches limiters that watch the document in
- * one redis-server (started here), each through its own ioredis client: two hear the change by pub/sub and read
- * it within the push latency, so their periodic read is set to a minute to take no part; one cannot subscribe and
- * reads it at its next refresh (500 ms). Times run from the entry's addedAt (the CLI's clock, stamped just before
- * its write) to the first moment the limiter's `deny` holds the entry; removal is heard the same way.
+ * A deny entry added by the CLI (the built binary, its own process) reaches limiters that watch the configuration in
+ * one redis-server (started here), each through its own ioredis client: two hear the change by pub/sub, their
+ * periodic read set to a minute so that it takes no part (seeing the entry within the wait can only be the push);
+ * one has a source that cannot push (as SQLite and Upstash cannot: no subscribe, on the document or the deny
+ * structure) and reads the change at its next refresh (500 ms). Removal is heard the same way. How long the pick-up
+ * takes is measured by the bench (pnpm bench http-deny), not asserted here: a loaded CI machine decides that.
  */
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
@@ -14,10 +15,9 @@ import { redisConfigSource } from '@sluice/redis';
 import { startRedis, type RedisServer } from '../../../test/harness/redis.js';
 import { sluice } from './run-cli.js';
 
-/** One read of a local Redis takes well under a millisecond; the rest is room for a loaded machine. */
-const PUSH_BOUND_MS = 250;
 const REFRESH_MS = 500;
-const REFRESH_BOUND_MS = REFRESH_MS + 300;
+/** How long a change may take to arrive: far less than the pushing instances' periodic read (a minute). */
+const WAIT_MS = 10_000;
 
 interface Instance {
   label: string;
@@ -41,6 +41,11 @@ async function instance(label: string, pushes: boolean): Promise<Instance> {
         read: (name) => full.read(name),
         write: (name, text) => full.write(name, text),
         remove: (name) => full.remove(name),
+        deny: {
+          change: (name, change) => full.deny.change(name, change),
+          readChanges: (name, since) => full.deny.readChanges(name, since),
+          readPage: (name, cursor, count) => full.deny.readPage(name, cursor, count),
+        },
       };
   const limiter = createLimiter({ store: memoryStore(), rules: fixedWindow({ limit: 20, window: '1h' }), name: 'api' });
   const watcher = watchConfig(limiter, source, {
@@ -59,7 +64,7 @@ async function timesSeen(change: () => Promise<void>, seen: (deny: Limiter['deny
   }, 1);
   try {
     await change();
-    const deadline = Date.now() + 10_000;
+    const deadline = Date.now() + WAIT_MS;
     while (times.size < instances.length && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 5));
   } finally {
     clearInterval(poll);
@@ -83,39 +88,26 @@ afterAll(async () => {
 describe('a deny entry written by the CLI reaches watching limiters', () => {
   const at = () => ['--name', 'api', '--redis', `redis://127.0.0.1:${server.port}`];
 
-  test('by pub/sub within the push latency, and by the periodic read within the refresh', async () => {
-    let addedAt = 0;
+  test('by pub/sub (their periodic read a minute away), and by the periodic read where the source cannot push', async () => {
     const added = await timesSeen(
       async () => {
         const run = await sluice(['config', 'deny', 'add', '203.0.113.0/24', '--reason', 'scraper', ...at()]);
         expect(run.code, run.stderr).toBe(0);
-        addedAt = (JSON.parse(run.stdout) as { addedAt: number }).addedAt;
       },
       (deny) => deny.some((entry) => entry.match === '203.0.113.0/24'),
     );
-    for (const { label, pushes } of instances) {
-      const after = added.get(label)! - addedAt;
-      expect(after, `${label} saw the entry ${after} ms after it was added`).toBeLessThanOrEqual(pushes ? PUSH_BOUND_MS : REFRESH_BOUND_MS);
-    }
+    expect([...added.keys()].sort()).toEqual(['pubsub-1', 'pubsub-2', 'refresh-only']);
     for (const { limiter } of instances)
       expect(limiter.deny).toEqual([expect.objectContaining({ match: '203.0.113.0/24', reason: 'scraper' })]);
 
-    let removedAt = 0;
     const removed = await timesSeen(
       async () => {
         const run = await sluice(['config', 'deny', 'remove', '203.0.113.0/24', ...at()]);
         expect(run.code, run.stderr).toBe(0);
-        removedAt = Date.now(); // after the CLI exited: later than its write, so the bound is only tighter
       },
       (deny) => deny.length === 0,
     );
-    for (const { label, pushes } of instances) {
-      // Seen before the CLI's exit was noticed counts as 0: the removal was written before it exited.
-      const after = Math.max(0, removed.get(label)! - removedAt);
-      expect(after, `${label} saw the removal ${after} ms after the CLI exited`).toBeLessThanOrEqual(
-        pushes ? PUSH_BOUND_MS : REFRESH_BOUND_MS,
-      );
-    }
+    expect([...removed.keys()].sort()).toEqual(['pubsub-1', 'pubsub-2', 'refresh-only']);
     expect(warnings).toEqual([]);
   });
 });

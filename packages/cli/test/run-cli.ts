@@ -7,6 +7,8 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { readDenyStructure, type DenyEntry, type DenyListVersion } from '@sluice/core/config';
+import { redisConfigSource } from '@sluice/redis';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll } from 'vitest';
 import { startRedis, type RedisServer } from '../../../test/harness/redis.js';
@@ -74,4 +76,22 @@ export function ndjson<T = unknown>(stdout: string): T[] {
     .slice(0, -1)
     .split('\n')
     .map((line) => JSON.parse(line) as T);
+}
+
+/**
+ * The deny entries kept for `name` in the deny structure of a Redis-protocol store (the Redis and Upstash config
+ * sources share its keys), sorted by match: a structure keeps no order of its own.
+ */
+export async function storedDeny(redis: Redis, name: string): Promise<DenyEntry[]> {
+  return byMatch([...(await readDenyStructure(redisConfigSource(redis).deny, name)).values()]);
+}
+
+/** Where that structure is (undefined: none stored); a write that changes nothing leaves it where it was. */
+export async function storedDenyVersion(redis: Redis, name: string): Promise<DenyListVersion | undefined> {
+  return (await redisConfigSource(redis).deny.readChanges(name, undefined)).version;
+}
+
+/** Entries sorted by match, to compare lists read from a structure, which keeps no order. */
+export function byMatch<T extends { match: string }>(entries: readonly T[]): T[] {
+  return [...entries].sort((a, b) => (a.match < b.match ? -1 : a.match > b.match ? 1 : 0));
 }

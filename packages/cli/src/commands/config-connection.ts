@@ -45,8 +45,13 @@ export interface ConnectOptions {
 /** What to connect to, and how to let go of it afterwards. */
 export interface Connection {
   source: ConfigSource;
-  /** Where the document lives, for messages: `redis://127.0.0.1:6380 key sluice:config:api`. */
+  /** Where the document lives, for messages: `redis://127.0.0.1:6380 (key sluice:config:api)`. */
   where: string;
+  /**
+   * Where the deny list lives, for messages: beside the document in a structure of its own where the source has one
+   * (`redis://127.0.0.1:6380 (key sluice:deny:{api})`), else the document's place.
+   */
+  denyWhere: string;
   /** Whether watchers hear of a write at once (Redis pub/sub) or at their next refresh. */
   pushes: boolean;
   store: StoreClient;
@@ -191,9 +196,12 @@ async function connectRedis(
   }
   const source = redisConfigSource(client, options);
   const where = name === undefined ? redact(url) : `${redact(url)} (key ${source.key(name)})`;
+  // The entries' key, as @sluice/redis documents it; its :meta and :log keys sit beside it.
+  const denyKey = `${options.prefix ?? 'sluice'}:deny:{${name}}`;
   return {
     source,
     where,
+    denyWhere: name === undefined || source.deny === undefined ? where : `${redact(url)} (key ${denyKey})`,
     pushes: true,
     store: { kind: 'redis', client, prefix: options.prefix },
     close: async () => void (await client.quit().catch(() => client.disconnect())),
@@ -206,6 +214,7 @@ async function connectUpstash(url: string, token: string, options: { prefix?: st
   return {
     source: upstashConfigSource(client, options),
     where: url,
+    denyWhere: url,
     pushes: false,
     store: { kind: 'upstash', client, prefix: options.prefix },
     close: async () => {},
@@ -225,6 +234,7 @@ async function connectSqlite(file: string, writes: boolean): Promise<Connection>
   return {
     source: sqliteConfigSource(opened),
     where: file,
+    denyWhere: file,
     pushes: false,
     store: { kind: 'sqlite', db: opened },
     close: async () => void opened.close(),

@@ -105,11 +105,15 @@ export function skippedDenyEntries(): {
   };
 }
 
-/** One warning for every entry left out: how many, the first few, and how to remove them. Empty when none. */
-export function skippedWarning(skipped: readonly SkippedDenyEntry[], name: string): string {
+/**
+ * One warning for every entry left out: how many, the first few, and how to remove them. Empty when none.
+ * `structure`: the list is kept in the source's own structure, where a write changes only the entries it names (so
+ * it does not drop the bad ones, as a rewrite of the document's list does).
+ */
+export function skippedWarning(skipped: readonly SkippedDenyEntry[], name: string, structure = false): string {
   if (skipped.length === 0) return '';
   const shown = skipped.slice(0, 3).map((entry) => entry.problem);
   const more = skipped.length > 3 ? `; and ${skipped.length - 3} more` : '';
   const entries = skipped.length === 1 ? '1 entry' : `${skipped.length} entries`;
-  return `the deny list of ${JSON.stringify(name)} holds ${entries} that ${skipped.length === 1 ? 'is' : 'are'} not valid, left out here as instances leave ${skipped.length === 1 ? 'it' : 'them'} out (${shown.join('; ')}${more}); sluice config deny remove <match> removes one, and any write drops them all`;
+  return `the deny list of ${JSON.stringify(name)} holds ${entries} that ${skipped.length === 1 ? 'is' : 'are'} not valid, left out here as instances leave ${skipped.length === 1 ? 'it' : 'them'} out (${shown.join('; ')}${more}); sluice config deny remove <match> removes one${structure ? '' : ', and any write drops them all'}`;
 }
