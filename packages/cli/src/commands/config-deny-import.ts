@@ -1,6 +1,6 @@
 /**
- * `sluice config deny import <file|->`: a feed of matches, one a line, applied to the deny list as one
- * compare-and-set write of only what differs.
+ * `sluice config deny import <file|->`: a feed of matches, one a line, applied to the deny list as the difference
+ * from what it holds: only what differs is written.
  *
  * The file: one match a line, each accepted as `sluice config deny add` accepts it (deny-input.ts: an address or
  * block, an identity with a prefix, or with `--identity` any other identity); spaces around a line and a CR before
@@ -11,25 +11,28 @@
  * What is written: an entry for every match of the file the list does not hold (with the shared `--for` and
  * `--reason`, added now), and, with `--replace`, no entry the file does not list. An entry the list already holds is
  * left as it is, its reason, end and addedAt kept, even when `--for` or `--reason` differ (remove it first to change
- * them). Expired entries and entries that are not valid are dropped on the way, as every writer drops them. Without
- * `--replace` nothing is removed. The list read is the list written over: when another writer got in between, the
- * difference is taken again from the new list (up to MAX_ATTEMPTS times).
+ * them). Expired entries are dropped on the way, as a write of the document's list drops them. Without `--replace`
+ * nothing else is removed.
+ *
+ * How it is written depends on where the list is:
+ * - in the source's own structure (`source.deny`): the structure is read whole, and the difference sent as changes
+ *   of at most DENY_CHANGE_MAX entries (core's addDenyEntries and removeDenyEntries), additions first. The list has
+ *   no bound of entries there. Each change is atomic, the import as a whole is not: another writer's change in
+ *   between is kept (the import removes only entries it read, and a match both write ends as the later write left it).
+ * - in the document's `deny` field (a source without a structure): one compare-and-set write of the next list,
+ *   taken again from the new list when another writer got in between (up to MAX_ATTEMPTS times), refused past
+ *   MAX_ENTRIES entries; entries that are not valid are dropped by that write, as by every writer of the document.
  * Exit codes: those of config-connection.ts (0, 1, 2).
  */
 import { readFileSync } from 'node:fs';
 import { SluiceError } from '@sluice/core';
 import { parseLimiterConfig, readLimiterConfig, type ConfigSource, type DenyEntry, type LimiterConfig } from '@sluice/core/config';
 import type { Command } from 'commander';
-import { fail, messageOf, pickUp, run, withConnection, type ConnectionFlags } from './config-connection.js';
+import { fail, messageOf, pickUp, run, withConnection } from './config-connection.js';
+import { versionText } from './config-deny-list.js';
+import { applyToStructure } from './deny-import-structure.js';
+import { plan, type ImportFlags, type Plan } from './deny-import-plan.js';
 import { checkMatch, denyUntil, skippedDenyEntries, skippedWarning } from './deny-input.js';
-
-interface ImportFlags extends ConnectionFlags {
-  identity?: boolean;
-  for?: string;
-  reason?: string;
-  replace?: boolean;
-  dryRun?: boolean;
-}
 
 /** A refused line: its number (from 1) and why. */
 interface Refusal {
@@ -37,17 +40,10 @@ interface Refusal {
   problem: string;
 }
 
-/** What one import changes, counted. */
-interface Plan {
-  deny: DenyEntry[];
-  added: number;
-  removed: number;
-  unchanged: number;
-  /** Stored entries whose end has passed, dropped as every writer drops them. */
-  expired: number;
-}
-
-/** The deny list's bound (core's addDenyEntry default, maxEntries): a list every watcher reads whole stays a few MB. */
+/**
+ * The bound of a list kept in the document's field (core's addDenyEntry default, maxEntries): a document every
+ * watcher reads whole on each change stays a few MB. A list in a source's own structure has none.
+ */
 const MAX_ENTRIES = 100_000;
 /** Importers that lose the compare and set read and diff again, this many times in all. */
 const MAX_ATTEMPTS = 20;
@@ -60,7 +56,7 @@ export function registerDenyImport(deny: Command): void {
     deny
       .command('import')
       .description(
-        'Apply a file of matches (one a line, # comments) as one write: add what the list lacks, and with --replace remove what the file does not list',
+        "Apply a file of matches (one a line, # comments) as the difference: add what the list lacks, and with --replace remove what the file does not list (at most 100,000 entries where the list is the document's field; no bound where the store keeps it in a structure of its own)",
       )
       .argument('<file>', 'the file, or - for standard input'),
   )
@@ -79,17 +75,27 @@ export function registerDenyImport(deny: Command): void {
         return;
       }
       return run(flags, !flags.dryRun, async (connection) => {
-        const done = await applyFeed(connection.source, flags, wanted, now);
-        const { plan, revision } = done;
+        const { source } = connection;
+        const done =
+          source.deny === undefined
+            ? await applyFeed(source, flags, wanted, now)
+            : await applyToStructure(source, source.deny, { flags, wanted, now });
+        const { plan } = done;
         const counts = { added: plan.added, removed: plan.removed, unchanged: plan.unchanged, expired: plan.expired };
-        process.stdout.write(`${JSON.stringify({ ...counts, entries: plan.deny.length, revision, written: done.written })}\n`);
+        // Where the list is after the import: the structure's version, or the document's revision.
+        const at = 'version' in done ? { version: done.version ?? null } : { revision: done.revision };
+        process.stdout.write(`${JSON.stringify({ ...counts, entries: plan.deny.length, ...at, written: done.written })}\n`);
         const what = `added ${plan.added}, removed ${plan.removed}, unchanged ${plan.unchanged}${plan.expired > 0 ? `, expired and dropped ${plan.expired}` : ''}`;
-        const where = `the deny list of ${JSON.stringify(flags.name)} at ${connection.where}`;
+        const where = `the deny list of ${JSON.stringify(flags.name)} at ${'version' in done ? connection.denyWhere : connection.where}`;
+        const written =
+          'version' in done
+            ? `${done.version === undefined ? 'no structure stored' : versionText(done.version)} of ${where}`
+            : `revision ${done.revision} of ${where}`;
         if (done.warning !== '') process.stderr.write(`sluice config deny import: ${done.warning}\n`);
         if (flags.dryRun === true) process.stderr.write(`dry run, nothing written: ${what}; ${where} would hold ${plan.deny.length}\n`);
         else if (!done.written)
           process.stderr.write(`nothing to change: ${what}; ${where} holds ${plan.deny.length}; nothing was written\n`);
-        else process.stderr.write(`${what}: revision ${revision} of ${where} holds ${plan.deny.length}; ${pickUp(connection)}\n`);
+        else process.stderr.write(`${what}: ${written} holds ${plan.deny.length}; ${pickUp(connection)}\n`);
       });
     });
 }
@@ -169,33 +175,6 @@ async function checkEntries(entries: readonly DenyEntry[]): Promise<Map<number, 
     onBadDenyEntry: (index, error) => void problems.set(index, error.detail.replace(/^deny\[\d+\]/, '')),
   });
   return problems;
-}
-
-/** The next list: `current` with the file's difference applied. */
-function plan(current: readonly DenyEntry[], wanted: ReadonlyMap<string, DenyEntry>, replace: boolean, now: number): Plan {
-  const deny: DenyEntry[] = [];
-  const held = new Set<string>();
-  let removed = 0;
-  let expired = 0;
-  for (const entry of current) {
-    if (entry.until !== undefined && entry.until <= now) expired++;
-    else if (replace && !wanted.has(entry.match)) removed++;
-    else {
-      deny.push(entry);
-      held.add(entry.match);
-    }
-  }
-  let added = 0;
-  let unchanged = 0;
-  for (const [match, entry] of wanted) {
-    if (held.has(match)) {
-      unchanged++;
-      continue;
-    }
-    deny.push(entry);
-    added++;
-  }
-  return { deny, added, removed, unchanged, expired };
 }
 
 /**
