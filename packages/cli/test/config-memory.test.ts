@@ -1,9 +1,10 @@
 /**
  * The dashboard telling a configuration document the store lost (gone without a tombstone: a store restarted empty)
  * from one an operator deleted (a tombstone), on the memory stores: the lost one is shown with the revision instances
- * keep, listed though the store no longer holds it, and written back by `restore` only while none is stored.
+ * keep, listed though the store no longer holds it, and written back by `restore` only while none is stored, its
+ * deny entries into the source's deny structure.
  */
-import { addDenyEntry, deleteLimiterConfig, readLimiterConfig, setConfigMode } from '@sluice/core/config';
+import { addDenyEntries, deleteLimiterConfig, readDenyStructure, readLimiterConfig, setConfigMode } from '@sluice/core/config';
 import { memoryConfigSource } from '@sluice/memory';
 import { describe, expect, test } from 'vitest';
 import { FleetView } from '../src/dashboard/fleet-view.js';
@@ -19,15 +20,21 @@ describe('the dashboard and a lost configuration', () => {
   test('a document gone without a tombstone is shown as lost and restored by the restore action', async () => {
     const { source, names, view } = setup();
     names.add('api');
-    await addDenyEntry(source, 'api', { match: 'user:1' });
-    const written = await setConfigMode(source, 'api', 'shadow');
-    expect((await view.state([])).limiters).toMatchObject([{ name: 'api', config: { revision: 2 } }]);
+    await setConfigMode(source, 'api', 'shadow');
+    await addDenyEntries(source, 'api', [{ match: 'user:1' }, { match: '203.0.113.0/24', reason: 'scraper' }]);
+    const written = await readLimiterConfig(source, 'api');
+    expect((await view.state([])).limiters).toMatchObject([{ name: 'api', config: { revision: 1, deny: written!.deny } }]);
     expect((await view.state([])).limiters[0]).not.toHaveProperty('lost');
+    // The store restarted empty: the document and the deny structure are both gone.
     source.remove('api');
+    source.deny.forget('api');
     names.delete('api'); // a SCAN of the restarted store no longer finds it
-    expect((await view.state([])).limiters).toMatchObject([{ name: 'api', config: null, lost: { revision: 2, denyEntries: 1 } }]);
+    expect((await view.state([])).limiters).toMatchObject([{ name: 'api', config: null, lost: { revision: 1, denyEntries: 2 } }]);
     expect(await view.act({ action: 'restore', name: 'api' })).toEqual(written);
     expect(await readLimiterConfig(source, 'api')).toEqual(written);
+    // The entries are back in the deny structure, where instances follow them; the document holds no deny field.
+    expect([...(await readDenyStructure(source.deny, 'api')).keys()].sort()).toEqual(['203.0.113.0/24', 'user:1']);
+    expect(JSON.parse((await source.read('api'))!)).not.toHaveProperty('deny');
     expect((await view.state([])).limiters[0]).not.toHaveProperty('lost');
   });
 

@@ -13,7 +13,8 @@ import { createServer, type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { setConfigMode, setQuota } from '@sluice/core/config';
+import { setConfigMode, setQuota, type DenyEntry } from '@sluice/core/config';
+import { redisConfigSource } from '@sluice/redis';
 import { sqliteAnalyticsStore, sqliteConfigSource } from '@sluice/sqlite';
 import { upstashAnalyticsStore } from '@sluice/upstash';
 import Database from 'better-sqlite3';
@@ -21,6 +22,7 @@ import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { startRedis, type RedisServer } from '../../../test/harness/redis.js';
 import { startUpstashFixture } from '../../../test/harness/upstash-fixture.js';
+import { byMatch, storedDeny } from './run-cli.js';
 
 const CLI = fileURLToPath(new URL('../dist/cli.js', import.meta.url));
 
@@ -238,8 +240,11 @@ describe('sluice dashboard', () => {
     expect(deny.status).toBe(200);
     const stored = JSON.parse((await redis.get('sluice:config:api'))!);
     expect(stored.quotas).toEqual({ acme: [{ algorithm: 'gcra', limit: 100, period: '1s' }] });
-    expect(stored.deny).toMatchObject([{ match: 'user:42', reason: 'scraper' }]);
-    expect(stored.deny[0].until - stored.deny[0].addedAt).toBe(3_600_000);
+    // The entry is in the deny structure; the answer is the document as it is now, the entry in its list.
+    const entries = await storedDeny(redis, 'api');
+    expect(entries).toMatchObject([{ match: 'user:42', reason: 'scraper' }]);
+    expect(entries[0]!.until! - entries[0]!.addedAt!).toBe(3_600_000);
+    expect((deny.body.config as { deny: unknown }).deny).toEqual(entries);
     // The page's state shows the document, listed from the store though no instance published analytics for it.
     const state = await api(url, '/api/state');
     expect(state.body.limiters).toMatchObject([{ name: 'api', config: { quotas: { acme: expect.any(Array) } } }]);
@@ -249,8 +254,12 @@ describe('sluice dashboard', () => {
     const good = [{ match: '203.0.113.0/24', reason: 'scraper', addedAt: 1_700_000_000_000 }];
     // Past the latest Date (8.64e15 ms) though below 2^53, as `deny add --for 100000000d` used to store it.
     const far = { match: 'user:x', until: 8_640_000_000_000_000 + 1_800_000_000_000, addedAt: 1_700_000_000_000 };
+    // A document as an older release kept the list, in its deny field (no deny structure stored yet).
     const stored = { version: 1, revision: 4, updatedAt: 0, deny: [good[0], far, { match: 'key:y', until: -1 }, 'plain text'] };
     await redis.set('sluice:config:broken', JSON.stringify(stored));
+    // The same kind of entries in a deny structure, as another version's writer might have put them there.
+    await redis.set('sluice:config:broken-structure', JSON.stringify({ version: 1, revision: 1, updatedAt: 0 }));
+    await redisConfigSource(redis).deny.change('broken-structure', { add: [good[0]!, far, { match: 'key:y', until: -1 }] as DenyEntry[] });
     await redis.set('sluice:config:zz-after', JSON.stringify({ version: 1, revision: 1, updatedAt: 0, mode: 'shadow' }));
     try {
       const { url } = await dashboard();
@@ -266,22 +275,29 @@ describe('sluice dashboard', () => {
         { index: 2, match: 'key:y', problem: expect.stringMatching(/^deny\[2\]\.until: must be/) },
         { index: 3, problem: expect.stringMatching(/^deny\[3\]: must be an object/) },
       ]);
+      const inStructure = views.find((view) => view.name === 'broken-structure')!;
+      expect(inStructure.config?.deny).toEqual(good);
+      expect(byMatch(inStructure.denySkipped as Array<{ match: string }>)).toEqual([
+        { index: -1, match: 'key:y', problem: expect.stringMatching(/\.until: must be/) },
+        { index: -1, match: 'user:x', problem: expect.stringMatching(/\.until: must be an integer from 0 to 8640000000000000/) },
+      ]);
       expect(views.find((view) => view.name === 'zz-after')?.config?.mode).toBe('shadow');
 
-      const removed = await post(url, secret, { action: 'removeDeny', name: 'broken', match: 'user:x' });
-      expect([removed.status, (removed.body.config as { deny: unknown }).deny]).toEqual([200, good]);
-      expect(JSON.parse((await redis.get('sluice:config:broken'))!).deny).toEqual(good);
+      for (const match of ['user:x', 'key:y']) {
+        const removed = await post(url, secret, { action: 'removeDeny', name: 'broken-structure', match });
+        expect([removed.status, (removed.body.config as { deny: unknown }).deny]).toEqual([200, good]);
+      }
+      expect(await storedDeny(redis, 'broken-structure')).toEqual(good);
       const after = (await api(url, '/api/state')).body.limiters as Array<{ name: string; denySkipped?: unknown }>;
-      expect(after.find((view) => view.name === 'broken')).not.toHaveProperty('denySkipped');
+      expect(after.find((view) => view.name === 'broken-structure')).not.toHaveProperty('denySkipped');
     } finally {
-      await redis.del('sluice:config:broken', 'sluice:config:zz-after');
+      await redis.del('sluice:config:broken', 'sluice:config:broken-structure', 'sluice:config:zz-after');
     }
   });
 
   test('a deny entry from the page is checked as the CLI checks it: the match, the kind and the duration; nothing is written when refused', async () => {
     const { url } = await dashboard();
     const secret = await pageSecret(url);
-    await redis.del('sluice:config:form');
     const refusals: Array<[Record<string, string>, RegExp]> = [
       [{ match: '1.2.3.4/-1' }, /^match "1\.2\.3\.4\/-1" is written like an IP address or CIDR block but is not one; give an address/],
       [{ match: 'not-an-ip/24' }, /is written like an IP address or CIDR block but is not one/],
@@ -300,17 +316,17 @@ describe('sluice dashboard', () => {
       const refused = await post(url, secret, { action: 'addDeny', name: 'form', ...fields });
       expect([refused.status, refused.body.error], JSON.stringify(fields)).toEqual([400, expect.stringMatching(message)]);
     }
-    expect(await redis.exists('sluice:config:form')).toBe(0);
+    expect(await redis.keys('*form*')).toEqual([]);
     const key = await post(url, secret, { action: 'addDeny', name: 'form', match: 'sk_live_abc', kind: 'identity', for: '1h30m' });
     expect(key.status).toBe(200);
     const timed = await post(url, secret, { action: 'addDeny', name: 'form', match: '198.51.100.0/24', kind: 'auto', for: '2000' });
     expect(timed.status).toBe(200);
-    const deny = JSON.parse((await redis.get('sluice:config:form'))!).deny as Array<{ match: string; until: number; addedAt: number }>;
-    expect(deny.map((entry) => [entry.match, entry.until - entry.addedAt])).toEqual([
-      ['sk_live_abc', 5_400_000],
+    const deny = await storedDeny(redis, 'form');
+    expect(deny.map((entry) => [entry.match, entry.until! - entry.addedAt!])).toEqual([
       ['198.51.100.0/24', 2_000],
+      ['sk_live_abc', 5_400_000],
     ]);
-    await redis.del('sluice:config:form');
+    await redisConfigSource(redis).deny.change('form', { clear: true });
   });
 
   test('with the store killed the API answers 503 with a message and the process stays up; it recovers when Redis is back', async () => {

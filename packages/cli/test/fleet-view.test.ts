@@ -120,11 +120,17 @@ describe('FleetView', () => {
       });
     }
     expect((await readLimiterConfig(source, 'api'))?.revision).toBe(1);
-    await view.act({ action: 'addDeny', name: 'api', match: 'user:1', for: '1h', reason: '' });
+    // The page gets the document as it is after the write, the entry in its list; the entry went to the source's deny
+    // structure, so the document's revision did not move.
+    expect(await view.act({ action: 'addDeny', name: 'api', match: 'user:1', for: '1h', reason: '' })).toMatchObject({
+      revision: 1,
+      mode: 'shadow',
+      deny: [{ match: 'user:1', until: T0 * 1000 + 3_600_000 }],
+    });
     await view.act({ action: 'setQuota', name: 'api', identity: 'acme', rules: '[{"algorithm":"gcra","limit":10,"period":"1s"}]' });
     const state = await view.state([]);
     expect(state.limiters[0]!.config).toMatchObject({
-      revision: 3,
+      revision: 2,
       mode: 'shadow',
       deny: [{ match: 'user:1', until: T0 * 1000 + 3_600_000 }],
       quotas: { acme: [{ algorithm: 'gcra', limit: 10, period: '1s' }] },

@@ -5,18 +5,24 @@
  * started meanwhile only has its code's, which is what `import` puts right.
  *
  * The export is one JSON object: `{ "sluice": "config-export", "version": 1, "exportedAt": <epoch ms>, "limiters":
- * { "<name>": <document> } }`. Names are listed from the store (a SCAN on Redis, a SELECT on SQLite); a Redis Cluster
- * or Upstash cannot list them, so `--names` gives them. A document deleted on purpose (a tombstone) is not exported.
- * `import` checks every document before it writes any, then replaces each limiter's document by compare and set,
- * keeping the exported revision when it is above the stored one (so instances that kept it see the same revision
- * back) and taking the next one otherwise. Exit codes: those of config-connection.ts (0, 1, 2).
+ * { "<name>": <document> } }`, each document with its deny list as its `deny` field, wherever the store keeps the
+ * list (core's readLimiterConfig reads a source's own deny structure whole into that field). Names are listed from
+ * the store (a SCAN on Redis, a SELECT on SQLite); a Redis Cluster or Upstash cannot list them, so `--names` gives
+ * them. A document deleted on purpose (a tombstone) is not exported; a deny entry that is not valid is left out with
+ * a warning, as instances leave it out. `import` checks every document before it writes any, then replaces each
+ * limiter's document by compare and set, keeping the exported revision when it is above the stored one (so
+ * instances that kept it see the same revision back) and taking the next one otherwise. Where the source keeps the
+ * deny list in a structure of its own, the document is written without `deny` and the structure is made to hold
+ * exactly the exported entries (core's replaceDenyEntries: only what differs is changed). Exit codes: those of
+ * config-connection.ts (0, 1, 2).
  */
 import { readFileSync } from 'node:fs';
-import { SluiceError } from '@sluice/core';
-import { parseLimiterConfig, type ConfigSource, type LimiterConfig } from '@sluice/core/config';
+import { SluiceError, isSluiceError } from '@sluice/core';
+import { parseLimiterConfig, readLimiterConfig, replaceDenyEntries, type ConfigSource, type LimiterConfig } from '@sluice/core/config';
 import type { Command } from 'commander';
 import { configNameLister } from '../dashboard/analytics.js';
 import { connect, fail, messageOf, withStore, type Connection, type StoreFlags } from './config-connection.js';
+import { skippedDenyEntries, skippedWarning } from './deny-input.js';
 
 /** What `export` writes and `import` reads. */
 export interface ConfigExport {
@@ -46,14 +52,20 @@ export function registerBackup(config: Command): void {
         const limiters: Record<string, LimiterConfig> = {};
         const problems: string[] = [];
         for (const name of names.sort()) {
-          const text = await connection.source.read(name);
-          if (text === undefined || text === null) continue;
+          const skipped = skippedDenyEntries();
+          let document: LimiterConfig | undefined;
           try {
-            const document = parseLimiterConfig(text);
-            if (document.deleted !== true) limiters[name] = document;
+            document = await readLimiterConfig(connection.source, name, { onBadDenyEntry: skipped.onBadDenyEntry });
           } catch (error) {
+            // A document that is not valid is left out; a store that failed fails the export.
+            if (!isSluiceError(error) || error.code !== 'INVALID_OPTION') throw error;
             problems.push(`${JSON.stringify(name)}: ${messageOf(error)}`);
+            continue;
           }
+          if (document === undefined || document.deleted === true) continue;
+          limiters[name] = document;
+          const warning = skippedWarning(skipped.entries, name, connection.source.deny !== undefined);
+          if (warning !== '') process.stderr.write(`sluice config export: ${warning}\n`);
         }
         const exported: ConfigExport = { sluice: 'config-export', version: 1, exportedAt: Date.now(), limiters };
         process.stdout.write(`${JSON.stringify(exported, null, 2)}\n`);
@@ -188,18 +200,21 @@ export function parseExport(text: string, where: string): ConfigExport {
 /**
  * Writes `document` as `name`'s configuration over whatever is stored, by compare and set: its own revision when
  * that is above the stored one, else the next. A stored document that is not valid (no revision to compare) is
- * written over.
+ * written over. Where the source has a deny structure, the document goes without `deny`, and then the structure is
+ * made to hold its entries (none when it has no `deny`). Returns what was written, the entries as `deny`.
  */
 async function restore(source: ConfigSource, name: string, document: LimiterConfig): Promise<LimiterConfig> {
+  const { deny, ...withoutDeny } = document;
+  const kept = source.deny === undefined ? document : withoutDeny;
   for (let attempt = 1; attempt <= MAX_ATTEMPTS; attempt++) {
     const stored = storedRevision(await source.read(name));
-    const written: LimiterConfig = { ...document, revision: Math.max(document.revision, (stored ?? 0) + 1) };
+    const written: LimiterConfig = { ...kept, revision: Math.max(document.revision, (stored ?? 0) + 1) };
     const text = JSON.stringify(written);
-    if (source.replace === undefined || stored === undefined) {
-      await source.write(name, text);
-      return written;
-    }
-    if (await source.replace(name, stored, text)) return written;
+    if (source.replace === undefined || stored === undefined) await source.write(name, text);
+    else if (!(await source.replace(name, stored, text))) continue;
+    if (source.deny === undefined) return written;
+    await replaceDenyEntries(source, name, deny ?? []);
+    return { ...written, ...(deny === undefined ? {} : { deny }) };
   }
   throw new SluiceError(
     'STORE_ERROR',

@@ -3,11 +3,12 @@
  * without persistence restarted empty: the key is simply gone) from one an operator deleted (a tombstone, written
  * by `sluice config clear` and core's deleteLimiterConfig). Instances running watchConfig keep the last
  * configuration they applied when the document is lost; the dashboard shows the loss and can write the document it
- * last read back. It remembers what it read while it ran: a dashboard started after the loss has nothing to show or
- * restore (`sluice config import` of an export does).
+ * last read back, its deny list included (into the source's own deny structure where it has one: a store restarted
+ * empty lost that too). It remembers what it read while it ran: a dashboard started after the loss has nothing to
+ * show or restore (`sluice config import` of an export does).
  */
 import { SluiceError } from '@sluice/core';
-import type { ConfigSource, LimiterConfig } from '@sluice/core/config';
+import { replaceDenyEntries, type ConfigSource, type LimiterConfig } from '@sluice/core/config';
 
 /** A document the store lost: the one the dashboard last read, which instances that applied it keep. */
 export interface LostConfig {
@@ -51,7 +52,10 @@ export class ConfigMemory {
         `the dashboard has no copy of the configuration of ${JSON.stringify(name)} to restore (it keeps what it read while running); import an export (sluice config import)`,
       );
     }
-    const text = JSON.stringify(document);
+    // Where the source keeps the deny list in a structure of its own, the document goes without it, and the entries
+    // after it, once the document is restored (so nothing is written when another write came first).
+    const { deny, ...withoutDeny } = document;
+    const text = JSON.stringify(source.deny === undefined ? document : withoutDeny);
     let restored = false;
     if (source.replace !== undefined) restored = await source.replace(name, 0, text);
     else if ((await source.read(name)) == null) {
@@ -64,6 +68,7 @@ export class ConfigMemory {
         `a configuration of ${JSON.stringify(name)} is stored again (written since the loss); nothing was restored`,
       );
     }
+    if (source.deny !== undefined) await replaceDenyEntries(source, name, deny ?? []);
     return document;
   }
 }

@@ -204,7 +204,7 @@ export class FleetView {
     return seconds;
   }
 
-  /** Carries out one action through core's writers; returns the document written (or, for a removal, as it is now). */
+  /** Carries out one action through core's writers; returns the document written (or, for a deny entry, as it is now). */
   async act(input: unknown): Promise<LimiterConfig | null> {
     const action = checkAction(input);
     const { source } = this.options;
@@ -227,7 +227,9 @@ export class FleetView {
           ...(action.for === undefined ? {} : { until: denyUntil(action.for, now, 'for') }),
           ...(action.reason === undefined ? {} : { reason: action.reason }),
         };
-        return addDenyEntry(source, action.name, entry, { now });
+        await addDenyEntry(source, action.name, entry, { now });
+        // The document as it is now, its list as instances apply it (the writer answers only the entry it wrote).
+        return (await this.readConfig(action.name)).document;
       }
       case 'removeDeny':
         if (!(await removeDenyEntry(source, action.name, action.match))) {
