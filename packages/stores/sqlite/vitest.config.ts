@@ -6,6 +6,14 @@ import { withSourceMode } from '../../../scripts/vitest-sources.mjs';
 export default defineConfig(
   withSourceMode(
     {},
-    { fullOnly: ['test/failures.test.ts', 'test/multi-process.test.ts', 'test/leases-processes.test.ts', 'test/event-loop-stall.test.ts'] },
+    {
+      fullOnly: [
+        'test/failures.test.ts',
+        'test/multi-process.test.ts',
+        'test/leases-processes.test.ts',
+        'test/event-loop-stall.test.ts',
+        'test/deny-processes.test.ts',
+      ],
+    },
   ),
 );
