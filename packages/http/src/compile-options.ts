@@ -1,9 +1,10 @@
 import { SluiceError, type Limiter } from '@sluice/core';
+import type { DenyEntry, DenyLineage } from '@sluice/core/config';
 import { describeValue as describe, isPromiseLike, optionalFunction, rejectUnknownOptions } from '@sluice/internal';
 import { clientIpResolver, type ClientIpResult } from './client-ip.js';
 import { HEADER_STYLES, type HeaderStyle, type LegacyReset, type PolicyItemCache } from './header-fields.js';
 import { HTTP_OPTION_NAMES, type HttpLimitOptions, type IdentityValue, type LimiterEntry, type ShadowBanOptions } from './options.js';
-import type { DenyEntry, DenyMatcher } from './deny-list.js';
+import type { DenyMatcher } from './deny-matcher.js';
 import type { DenyListSteps } from './deny-step.js';
 import type { HttpRequest } from './request.js';
 import { warner, type Warner } from './report.js';
@@ -20,8 +21,12 @@ export interface CompiledEntry<R> {
   sync: boolean | undefined;
   /** The store's class name, for the console warning about a failing store (undefined when unknown). */
   readonly store: string | undefined;
-  /** The limiter's deny list last compiled for this entry, and its matcher (deny-check.ts). */
-  denySource: readonly DenyEntry[] | undefined;
+  /**
+   * What this entry's deny matcher was got for (deny-check.ts): the limiter's deny lineage, at `denyVersion`, or
+   * for a limiter without one, its list object.
+   */
+  denySource: DenyLineage | readonly DenyEntry[] | undefined;
+  denyVersion: number;
   denyMatcher: DenyMatcher | undefined;
   /**
    * The clock deny entries expire on: the limiter's own where the implementation has one (core's does, as a
@@ -103,6 +108,7 @@ function compileEntry<R>(value: unknown, index: number): CompiledEntry<R> {
     sync: undefined,
     store: storeName(entry.limiter),
     denySource: undefined,
+    denyVersion: 0,
     denyMatcher: undefined,
     denyNow: limiterClock(entry.limiter),
   };

@@ -1,16 +1,20 @@
 /**
  * The deny list step of the handler, before any limiter decides: each consulted limiter's `deny` list (set by
- * `configure({ deny })` or `watchConfig`) is compiled once per list object (deny-list.ts; when, deny-compile.ts) and
- * matched against the shared identity and the client address, read with the same trust rules as limiting. The list has a mode of its own,
- * the limiter's `denyMode`, apart from the limiter's `mode` (the kill switch turns off limits, not the list): `off`
- * skips the list; `shadow` (or the handler's `shadow`) reports a match to onDenied and the request goes on.
+ * `configure({ deny })` or `watchConfig`) is compiled once per list object, or reached from an earlier list's matcher
+ * changed in place when only some entries changed (`configure({ denyChanges })`; deny-matcher.ts; when,
+ * deny-compile.ts), and matched against the shared identity and the client address, read with the same trust rules
+ * as limiting. The list has a mode of its own, the limiter's `denyMode`, apart from the limiter's `mode` (the kill
+ * switch turns off limits, not the list): `off` skips the list; `shadow` (or the handler's `shadow`) reports a match
+ * to onDenied and the request goes on.
  */
 import { SluiceError } from '@sluice/core';
+import type { DenyLineage } from '@sluice/core/config';
 import { isPromiseLike } from '@sluice/internal';
 import type { ClientIpResult } from './client-ip.js';
 import type { CompiledEntry, CompiledOptions } from './compile-options.js';
-import { COMPILE_AT_ONCE, compileAPart, compileNow, compiledMatcher } from './deny-compile.js';
-import type { DenyEntry, DenyMatcher } from './deny-list.js';
+import { COMPILE_AT_ONCE, compileAPart, compileNow, readyMatcher } from './deny-compile.js';
+import type { DenyEntry } from './deny-list.js';
+import type { DenyMatcher } from './deny-matcher.js';
 import { formatIp } from './ip-address.js';
 import type { DeniedEvent } from './options.js';
 import { report } from './report.js';
@@ -35,15 +39,22 @@ function denyNeeds<R>(o: CompiledOptions<R>, raw: R): number {
 }
 
 /**
- * The matcher for the entry's limiter's current list, or undefined when its list is empty or its deny mode is `off`.
+ * The matcher for the entry's limiter's current list, or undefined when its deny mode is `off` or nothing applies.
  * While a long list that replaced another is compiled in parts, the replaced list's matcher (see deny-compile.ts);
  * `part` says whether this call may compile the next part (once per request).
  */
 function current<R>(o: CompiledOptions<R>, entry: CompiledEntry<R>, raw: R, part: boolean): DenyMatcher | undefined {
   const limiter = entry.limiter;
+  if (limiter.denyMode === 'off') return undefined;
+  const lineage = limiter.denyLineage;
+  if (lineage !== undefined) {
+    // A core limiter: the same matcher for as long as the list does not change (its lineage's head stays).
+    if (entry.denySource === lineage && entry.denyVersion === lineage.head) return entry.denyMatcher;
+    return next(o, entry, raw, part, lineage, lineage.head);
+  }
   // `deny` may be absent on a Limiter implemented outside core, written before the deny list existed.
   const list: readonly DenyEntry[] | undefined = limiter.deny;
-  if (list === undefined || limiter.denyMode === 'off') return undefined;
+  if (list === undefined) return undefined;
   if (list.length === 0) {
     // Nothing applies now; a long list after it is compiled in parts, nothing applying meanwhile.
     if (entry.denySource !== list) {
@@ -52,26 +63,44 @@ function current<R>(o: CompiledOptions<R>, entry: CompiledEntry<R>, raw: R, part
     }
     return undefined;
   }
-  if (entry.denySource !== list) {
-    const prefix = o.ipv6Prefix;
-    const matcher =
-      compiledMatcher(list, prefix) ??
-      (entry.denyMatcher === undefined || list.length <= COMPILE_AT_ONCE
-        ? compileNow(list, prefix)
-        : part
-          ? compileAPart(list, prefix, () => limiter.deny === list)
-          : undefined);
-    if (matcher === undefined) return entry.denyMatcher === EMPTY ? undefined : entry.denyMatcher;
-    entry.denySource = list;
-    entry.denyMatcher = matcher;
-    const problems = matcher.problems;
-    if (problems.length > 0) {
-      const more = problems.length > 1 ? ` (and ${problems.length - 1} more)` : '';
-      const error = new SluiceError('INVALID_OPTION', `deny list of "${entry.policy}": ${problems[0]}${more}; left out`);
-      report(o, error, { request: raw, source: 'deny-list', policy: entry.policy }, entry.store);
-    }
+  if (entry.denySource === list) return entry.denyMatcher;
+  return next(o, entry, raw, part, list, 0);
+}
+
+/**
+ * The matcher of the limiter's list when it is not the entry's (`source` at `version`): ready, compiled now, or a
+ * part compiled and the entry's matcher meanwhile. Reports the malformed entries the entry has not seen yet.
+ */
+function next<R>(
+  o: CompiledOptions<R>,
+  entry: CompiledEntry<R>,
+  raw: R,
+  part: boolean,
+  source: DenyLineage | readonly DenyEntry[],
+  version: number,
+): DenyMatcher | undefined {
+  const limiter = entry.limiter;
+  const held = entry.denyMatcher;
+  const prefix = o.ipv6Prefix;
+  const matcher =
+    readyMatcher(limiter, prefix) ??
+    (held === undefined || (limiter.denyLineage?.size ?? limiter.deny.length) <= COMPILE_AT_ONCE
+      ? compileNow(limiter, prefix)
+      : part
+        ? compileAPart(limiter, prefix)
+        : undefined);
+  if (matcher === undefined) return held === EMPTY ? undefined : held;
+  // The same matcher, changed in place since this entry's version of the lineage: only what the changes added is news.
+  const problems = matcher === held && entry.denySource === source ? matcher.problemsSince(entry.denyVersion) : matcher.problems;
+  entry.denySource = source;
+  entry.denyVersion = version;
+  entry.denyMatcher = matcher;
+  if (problems.length > 0) {
+    const more = problems.length > 1 ? ` (and ${problems.length - 1} more)` : '';
+    const error = new SluiceError('INVALID_OPTION', `deny list of "${entry.policy}": ${problems[0]}${more}; left out`);
+    report(o, error, { request: raw, source: 'deny-list', policy: entry.policy }, entry.store);
   }
-  return entry.denyMatcher;
+  return matcher;
 }
 
 /** The matcher of an empty list: what applies while a long list that replaced it is compiled. */

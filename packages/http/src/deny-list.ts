@@ -7,7 +7,6 @@ import type { DenyEntry } from '@sluice/core/config';
 import { MutableDenyMatcher } from './deny-matcher.js';
 
 export type { DenyEntry };
-export type { DenyMatcher } from './deny-matcher.js';
 
 /**
  * Compiles `entries`; `ipv6Prefix` is the client identity's IPv6 grouping (48 to 64). Never throws: what it cannot

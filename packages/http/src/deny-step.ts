@@ -38,18 +38,24 @@ export interface DenyListSteps extends DenyListStep {
 
 /**
  * `needs` for a handler without the `denyList` option: nothing to do, but a limiter holding a non-empty list is
- * reported to onError (or the console) once per list object, since its entries go unenforced on this handler.
+ * reported to onError (or the console) once per list (a core limiter's lineage: a list set whole, not each change
+ * of some entries; else the list object), since its entries go unenforced on this handler.
  */
 export function unenforcedDenyList<R>(o: CompiledOptions<R>, raw: R): number {
   for (let i = 0; i < o.entries.length; i++) {
     const entry = o.entries[i]!;
-    const list = entry.limiter.deny;
+    const limiter = entry.limiter;
     // A list switched off (its deny mode) is not enforced on purpose: reported once it is switched on.
-    if (list === undefined || list.length === 0 || entry.denySource === list || entry.limiter.denyMode === 'off') continue;
-    entry.denySource = list;
+    if (limiter.denyMode === 'off') continue;
+    const lineage = limiter.denyLineage;
+    const source = lineage ?? limiter.deny;
+    if (source === undefined || entry.denySource === source) continue;
+    const size = lineage === undefined ? limiter.deny.length : lineage.size;
+    if (size === 0) continue;
+    entry.denySource = source;
     const error = new SluiceError(
       'INVALID_OPTION',
-      `limiter "${entry.policy}" has a deny list of ${list.length} entries, but this handler does not enforce it: ` +
+      `limiter "${entry.policy}" has a deny list of ${size} entries, but this handler does not enforce it: ` +
         `pass denyList: matchDenyList (from @sluice/http or the adapter) to refuse those clients with 403`,
     );
     report(o, error, { request: raw, source: 'deny-list', policy: entry.policy }, entry.store);

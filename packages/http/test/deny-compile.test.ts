@@ -1,6 +1,6 @@
 import { fixedWindow } from '@sluice/core';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { COMPILE_AT_ONCE, COMPILE_PART, compiledMatcher } from '../src/deny-compile.js';
+import { COMPILE_AT_ONCE, COMPILE_PART, readyMatcher } from '../src/deny-compile.js';
 import { createHandler, matchDenyList, type DenyEntry, type ErrorEvent, type HandleResult } from '../src/index.js';
 import { memoryLimiter, request } from './support.js';
 
@@ -72,7 +72,7 @@ describe('the deny list step: when a list is compiled', () => {
     expect(outcome('203.0.113.7')).toBe('allowed'); // a part or two, and a timer turn scheduled for the next
     // No request meanwhile: only timer turns can compile the remaining parts.
     const deadline = Date.now() + 10_000;
-    while (compiledMatcher(limiter.deny, DEFAULT_IPV6_PREFIX) === undefined) {
+    while (readyMatcher(limiter, DEFAULT_IPV6_PREFIX) === undefined) {
       if (Date.now() > deadline) throw new Error('the long list was never compiled between requests');
       await new Promise((resolve) => setTimeout(resolve, 20));
     }
