@@ -23,6 +23,7 @@ import type { Command } from 'commander';
 import { configNameLister } from '../dashboard/analytics.js';
 import { connect, fail, messageOf, withStore, type Connection, type StoreFlags } from './config-connection.js';
 import { skippedDenyEntries, skippedWarning } from './deny-input.js';
+import { readStandardInput } from './standard-input.js';
 
 /** What `export` writes and `import` reads. */
 export interface ConfigExport {
@@ -85,10 +86,10 @@ export function registerBackup(config: Command): void {
       .command('import')
       .description("Replace each limiter's stored configuration by the one in an export (a file, or standard input)")
       .argument('[file]', 'the file `sluice config export` wrote; standard input when left out or -'),
-  ).action((file: string | undefined, flags: BackupFlags) => {
+  ).action(async (file: string | undefined, flags: BackupFlags) => {
     let exported: ConfigExport;
     try {
-      exported = parseExport(readInput(file), file ?? 'standard input');
+      exported = parseExport(await readInput(file), file ?? 'standard input');
     } catch (error) {
       fail(error);
       return;
@@ -139,7 +140,7 @@ async function namesOf(connection: Connection, flags: BackupFlags): Promise<stri
   return [...(await list())];
 }
 
-function readInput(file: string | undefined): string {
+async function readInput(file: string | undefined): Promise<string> {
   if (file === undefined || file === '-') {
     if (process.stdin.isTTY === true) {
       throw new SluiceError(
@@ -147,7 +148,7 @@ function readInput(file: string | undefined): string {
         'give the export as a file (sluice config import backup.json) or on standard input (< backup.json)',
       );
     }
-    return readFileSync(0, 'utf8');
+    return readStandardInput();
   }
   try {
     return readFileSync(file, 'utf8');

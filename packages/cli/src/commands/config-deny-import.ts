@@ -33,6 +33,7 @@ import { versionText } from './config-deny-list.js';
 import { applyToStructure } from './deny-import-structure.js';
 import { plan, type ImportFlags, type Plan } from './deny-import-plan.js';
 import { checkMatch, denyUntil, skippedDenyEntries, skippedWarning } from './deny-input.js';
+import { readStandardInput } from './standard-input.js';
 
 /** A refused line: its number (from 1) and why. */
 interface Refusal {
@@ -102,12 +103,7 @@ export function registerDenyImport(deny: Command): void {
 
 /** The file's text, or standard input's for `-`. A file that cannot be read is the operator's to fix (exit 2). */
 async function readInput(file: string): Promise<string> {
-  if (file === '-') {
-    let text = '';
-    process.stdin.setEncoding('utf8');
-    for await (const chunk of process.stdin) text += chunk as string;
-    return text;
-  }
+  if (file === '-') return readStandardInput();
   try {
     return readFileSync(file, 'utf8');
   } catch (error) {

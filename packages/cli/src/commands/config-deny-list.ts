@@ -142,24 +142,29 @@ function invalidCount(entries: readonly DenyEntry[]): number {
 const LINES_PER_CHUNK = 1_000;
 /** Set once stdout's reader has gone away (`| head`): nothing more is written. */
 let stdoutClosed = false;
+/** A failure to write other than the reader going away, reported once the writing stops. */
+let stdoutFailure: Error | undefined;
+let listening = false;
 
 /**
  * Writes `lines` to stdout a chunk at a time, waiting for a full pipe to drain, so a list of 100,000 entries is never
- * one string of megabytes; a reader that goes away (`| head`) ends the output quietly.
+ * one string of megabytes; a reader that goes away (`| head`) ends the output quietly. Called once per page.
  */
 async function writeLines(lines: Iterable<string>): Promise<void> {
-  let failure: Error | undefined;
-  const onError = (error: NodeJS.ErrnoException) => {
-    stdoutClosed = true;
-    if (error.code !== 'EPIPE') failure = new SluiceError('STORE_ERROR', `could not write the list to stdout: ${error.message}`);
-  };
-  // Left listening: the last chunk may fail after this returns, and an 'error' no one hears would crash the process.
-  process.stdout.on('error', onError);
+  if (!listening) {
+    // One listener for the process, left listening: the last chunk may fail after this returns, and an 'error' no
+    // one hears would crash the process.
+    listening = true;
+    process.stdout.on('error', (error: NodeJS.ErrnoException) => {
+      stdoutClosed = true;
+      if (error.code !== 'EPIPE') stdoutFailure ??= new SluiceError('STORE_ERROR', `could not write the list to stdout: ${error.message}`);
+    });
+  }
   let chunk: string[] = [];
   const flush = async () => {
     const text = `${chunk.join('\n')}\n`;
     chunk = [];
-    // A write error ends the wait too ('error' rejects once()); the handler above has said what it was.
+    // A write error ends the wait too ('error' rejects once()); the listener above has said what it was.
     if (!process.stdout.write(text)) await once(process.stdout, 'drain').catch(() => {});
   };
   for (const line of lines) {
@@ -168,7 +173,7 @@ async function writeLines(lines: Iterable<string>): Promise<void> {
     if (chunk.length === LINES_PER_CHUNK) await flush();
   }
   if (chunk.length > 0 && !stdoutClosed) await flush();
-  if (failure !== undefined) throw failure;
+  if (stdoutFailure !== undefined) throw stdoutFailure;
 }
 
 /** One JSON entry per line (NDJSON), made as each line is written. */
