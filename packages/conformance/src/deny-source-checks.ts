@@ -103,6 +103,36 @@ const AWKWARD = [
 
 export const DENY_CHECKS: readonly DenyCheck[] = [
   {
+    title: 'expireBefore drops ended entries after the change, a hundred at most, as the next version of their own',
+    async run({ source, name }) {
+      const ending = Array.from({ length: 150 }, (_, i) => ({ match: `user:${i}`, until: 1_000 + i }));
+      const kept = [entry('user:forever'), { match: 'user:later', until: 5_000 }];
+      // An entry given an end and then none does not end; one re-added with a later end ends then.
+      const first = await source.change(name, { add: [...ending, ...kept, { match: 'user:reset', until: 1_000 }] });
+      await source.change(name, { add: [entry('user:reset'), { match: 'user:0', until: 9_000 }] });
+      const made = await source.change(name, { add: [entry('user:new')], expireBefore: 1_120 });
+      // Ended at or before 1,120: user:1 to user:120 (user:0 now ends at 9,000), 100 of them dropped now.
+      expect(made.version).toBe(first.version + 3);
+      const texts = (await source.readChanges(name, first)).changes!;
+      expect(texts).toHaveLength(3);
+      const dropped = readChangeText(texts[2])!;
+      expect(dropped).toMatchObject({ epoch: first.epoch, version: made.version, clear: false, add: [] });
+      expect(dropped.remove).toHaveLength(100);
+      for (const match of dropped.remove) expect(Number(String(match).slice(5))).toBeLessThanOrEqual(120);
+      const next = await source.change(name, { expireBefore: 1_120 });
+      const rest = readChangeText((await source.readChanges(name, made)).changes![1])!;
+      expect(next.version).toBe(made.version + 2);
+      expect(rest.remove).toHaveLength(20);
+      const left = (await readWhole(source, name)).entries.map((text) => (JSON.parse(text) as DenyEntry).match).sort();
+      const expected = ['user:forever', 'user:later', 'user:reset', 'user:new', 'user:0'];
+      for (let i = 121; i < 150; i++) expected.push(`user:${i}`);
+      expect(left).toEqual(expected.sort());
+      // Nothing ended: no change of its own.
+      const quiet = await source.change(name, { expireBefore: 1_120 });
+      expect(quiet.version).toBe(next.version + 1);
+    },
+  },
+  {
     title: 'no list stored: no version, no changes and one empty last page',
     async run({ source, name }) {
       expect(await source.readChanges(name, undefined)).toEqual({ version: undefined, changes: undefined });

@@ -255,7 +255,8 @@ class Watcher implements ConfigWatcher {
   }
 
   private async readOnce(): Promise<void> {
-    await this.readDocument();
+    // A store that did not answer for the document is not asked for the deny list too: one warning per outage.
+    if (!(await this.readDocument())) return;
     if (this.follower === undefined || this.stopped) return;
     try {
       // Each store call has the timeout, not the whole read: a list read whole takes many calls, and a read that
@@ -266,25 +267,27 @@ class Watcher implements ConfigWatcher {
     }
   }
 
-  private async readDocument(): Promise<void> {
+  /** Reads and applies the document; false when the store did not answer. */
+  private async readDocument(): Promise<boolean> {
     let text: unknown;
     try {
       text = await withTimeout(() => this.source.read(this.limiter.name), this.timeoutMs);
     } catch (error) {
       this.warn('read_failed', `the store could not be read (${messageOf(error)}); keeping the last known configuration`, error);
-      return;
+      return false;
     }
-    if (this.stopped) return;
+    if (this.stopped) return true;
     this.lastWarning = undefined; // the store answered: the next problem is news again
     if (text === null) text = undefined;
     if (text !== undefined && typeof text !== 'string') {
       this.warn('invalid_document', `the store returned ${describe(text)}, not the document's text; ignored`);
-      return;
+      return true;
     }
-    if (text === this.lastText) return;
+    if (text === this.lastText) return true;
     this.lastText = text;
     if (text === undefined) this.documentGone();
     else this.applyDocument(text);
+    return true;
   }
 
   /**

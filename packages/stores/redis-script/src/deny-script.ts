@@ -1,10 +1,12 @@
 /**
  * A deny list's structure (core's DenyListSource) on a Redis-protocol server, for the config sources of @sluice/redis
- * and @sluice/upstash: three keys per list, written by one script per change and read by one script per read.
+ * and @sluice/upstash: four keys per list, written by one script per change and read by one script per read.
  * - `${prefix}:deny:{${name}}`: the entries, a HASH of entry texts by match;
  * - `${prefix}:deny:{${name}}:meta`: where the list is, a HASH of `epoch` and `version`;
- * - `${prefix}:deny:{${name}}:log`: the last DENY_LOG_LENGTH change texts, a LIST, newest first.
- * The three share the hash tag `{name}`, so on a Cluster they live in one slot and each script runs on one node.
+ * - `${prefix}:deny:{${name}}:log`: the last DENY_LOG_LENGTH change texts, a LIST, newest first;
+ * - `${prefix}:deny:{${name}}:expiry`: when entries end, a ZSET of the matches of entries with an `until`, scored by it,
+ *   so a change's `expireBefore` finds ended entries without reading the list.
+ * The four share the hash tag `{name}`, so on a Cluster they live in one slot and each script runs on one node.
  * A change is also PUBLISHed on `${prefix}:deny:${name}` where the store can push (Redis, not Upstash).
  */
 import { SluiceError } from '@sluice/core';
@@ -36,10 +38,10 @@ export interface ScriptDenySourceOptions {
   readonly where: string;
 }
 
-/** The entries' HASH, the `meta` HASH (epoch, version) and the log's LIST of list `name`, in the scripts' KEYS order. */
-export function denyKeys(prefix: string, name: string): [entries: string, meta: string, log: string] {
+/** The entries' HASH, the `meta` HASH (epoch, version), the log's LIST and the ends' ZSET of list `name`, in the scripts' KEYS order. */
+export function denyKeys(prefix: string, name: string): [entries: string, meta: string, log: string, expiry: string] {
   const entries = `${prefix}:deny:{${name}}`;
-  return [entries, `${entries}:meta`, `${entries}:log`];
+  return [entries, `${entries}:meta`, `${entries}:log`, `${entries}:expiry`];
 }
 
 /** The channel each change of list `name` is announced on, its stamped text the message. */
@@ -75,10 +77,11 @@ export function scriptDenySource(options: ScriptDenySourceOptions): Omit<DenyLis
         String(DENY_LOG_LENGTH),
         changeText(change),
         change.clear === true ? '1' : '0',
+        change.expireBefore === undefined ? '' : String(change.expireBefore),
         String(change.remove?.length ?? 0),
       ];
       for (const match of change.remove ?? []) args.push(match);
-      for (const entry of change.add ?? []) args.push(entry.match, entryText(entry));
+      for (const entry of change.add ?? []) args.push(entry.match, entryText(entry), entry.until === undefined ? '' : String(entry.until));
       const reply = unmarked(await evaluate(DENY_CHANGE_SCRIPT, denyKeys(prefix, name), args));
       const version = versionOf(reply);
       if (version === undefined || reply.length !== 3) throw badReply(where, reply);

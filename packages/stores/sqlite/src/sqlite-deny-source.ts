@@ -1,6 +1,7 @@
 /**
  * The SQLite config source's deny lists (core's DenyListSource), in three tables beside the documents' table:
- * - `${table}_deny` (name, match, entry): the entries, one row each, keyed by list and match;
+ * - `${table}_deny` (name, match, entry, until): the entries, one row each, keyed by list and match, with the entry's
+ *   `until` (null: none) indexed, so a change's `expireBefore` finds ended entries without reading the list;
  * - `${table}_deny_meta` (name, epoch, version): where each list is;
  * - `${table}_deny_log` (name, version, change): the last DENY_LOG_LENGTH change texts of each list.
  * A change is one IMMEDIATE transaction (the write lock taken before the version is read), so processes sharing the
@@ -10,6 +11,7 @@
  */
 import { SluiceError } from '@sluice/core';
 import {
+  DENY_EXPIRE_MAX,
   DENY_LOG_LENGTH,
   changeText,
   entryText,
@@ -36,7 +38,8 @@ export function sqliteDenySource(
 ): DenyListSource {
   const [entries, meta, log] = [`"${table}_deny"`, `"${table}_deny_meta"`, `"${table}_deny_log"`];
   db.exec(
-    `CREATE TABLE IF NOT EXISTS ${entries} (name TEXT NOT NULL, match TEXT NOT NULL, entry TEXT NOT NULL, PRIMARY KEY (name, match)) WITHOUT ROWID;
+    `CREATE TABLE IF NOT EXISTS ${entries} (name TEXT NOT NULL, match TEXT NOT NULL, entry TEXT NOT NULL, until INTEGER, PRIMARY KEY (name, match)) WITHOUT ROWID;
+     CREATE INDEX IF NOT EXISTS "${table}_deny_until" ON ${entries} (name, until) WHERE until IS NOT NULL;
      CREATE TABLE IF NOT EXISTS ${meta} (name TEXT PRIMARY KEY NOT NULL, epoch TEXT NOT NULL, version INTEGER NOT NULL) WITHOUT ROWID;
      CREATE TABLE IF NOT EXISTS ${log} (name TEXT NOT NULL, version INTEGER NOT NULL, change TEXT NOT NULL, PRIMARY KEY (name, version)) WITHOUT ROWID;`,
   );
@@ -47,7 +50,10 @@ export function sqliteDenySource(
   const clearLog = db.prepare(`DELETE FROM ${log} WHERE name = ?`);
   const removeEntry = db.prepare(`DELETE FROM ${entries} WHERE name = ? AND match = ?`);
   const upsertEntry = db.prepare(
-    `INSERT INTO ${entries} (name, match, entry) VALUES (?, ?, ?) ON CONFLICT (name, match) DO UPDATE SET entry = excluded.entry`,
+    `INSERT INTO ${entries} (name, match, entry, until) VALUES (?, ?, ?, ?) ON CONFLICT (name, match) DO UPDATE SET entry = excluded.entry, until = excluded.until`,
+  );
+  const selectEnded = db.prepare(
+    `SELECT match FROM ${entries} WHERE name = ? AND until IS NOT NULL AND until <= ? ORDER BY until LIMIT ${DENY_EXPIRE_MAX}`,
   );
   const appendLog = db.prepare(`INSERT INTO ${log} (name, version, change) VALUES (?, ?, ?)`);
   const trimLog = db.prepare(`DELETE FROM ${log} WHERE name = ? AND version <= ?`);
@@ -56,6 +62,14 @@ export function sqliteDenySource(
   const nextPage = db.prepare(`SELECT match, entry FROM ${entries} WHERE name = ? AND match > ? ORDER BY match LIMIT ?`);
 
   const where = (name: string): DenyListVersion | undefined => selectMeta.get(name) as DenyListVersion | undefined;
+  /** The next version after `at`: its text kept in the log (the last DENY_LOG_LENGTH). */
+  const record = (name: string, at: DenyListVersion, text: string): DenyListVersion => {
+    const made = { epoch: at.epoch, version: at.version + 1 };
+    setVersion.run(made.version, name);
+    appendLog.run(name, made.version, stampChangeText(text, made));
+    trimLog.run(name, made.version - DENY_LOG_LENGTH);
+    return made;
+  };
 
   const change = db.transaction((name: string, requested: DenyListChange): DenyChangeResult => {
     let at = where(name);
@@ -70,11 +84,14 @@ export function sqliteDenySource(
     if (requested.clear === true) clearEntries.run(name);
     let removed = 0;
     for (const match of requested.remove ?? []) removed += removeEntry.run(name, match).changes;
-    for (const entry of requested.add ?? []) upsertEntry.run(name, entry.match, entryText(entry));
-    const made = { epoch: at.epoch, version: at.version + 1 };
-    setVersion.run(made.version, name);
-    appendLog.run(name, made.version, stampChangeText(changeText(requested), made));
-    trimLog.run(name, made.version - DENY_LOG_LENGTH);
+    for (const entry of requested.add ?? []) upsertEntry.run(name, entry.match, entryText(entry), entry.until ?? null);
+    let made = record(name, at, changeText(requested));
+    if (requested.expireBefore !== undefined) {
+      // Ended entries go as a change of their own, the next version, which watchers apply like any other.
+      const ended = (selectEnded.all(name, requested.expireBefore) as Array<{ match: string }>).map((row) => row.match);
+      for (const match of ended) removeEntry.run(name, match);
+      if (ended.length > 0) made = record(name, made, changeText({ remove: ended }));
+    }
     return { ...made, removed };
   });
 
