@@ -1,7 +1,7 @@
 // Child process (run with --expose-gc): how much heap @sluice/http's compiled deny list holds for 100,000
 // entries, beyond the list itself (core's frozen copy, set before the baseline): the first request of a handler
 // compiles the matcher, which the handler keeps. Then times the requests while a replacement of that list is
-// compiled in parts. Prints one JSON line (see lib/child.mjs).
+// compiled in parts, and the request after each change of one entry. Prints one JSON line (see lib/child.mjs).
 //   node --expose-gc bench/suites/http-deny/heap.mjs [entries]
 import { createLimiter, fixedWindow } from '@sluice/core';
 import { createHandler, matchDenyList } from '@sluice/http';
@@ -42,4 +42,29 @@ for (let denied = false; !denied;) {
 }
 during.sort((a, b) => a - b);
 const replaced = { requests: during.length, medianMs: during[during.length >> 1], longestMs: during.at(-1) };
-reply({ entries: count, firstRequestStatus: first.status, compileMs: Math.round(compileMs), matcherBytes, replaced });
+
+// The list changed an entry at a time (`configure({ denyChanges })`, as watchConfig applies each change in the
+// store): the matcher takes the change in place, so the next request already applies it. Each change adds an
+// address and removes the one added before; the request from the added address is timed, and must be denied. The
+// configure call (core's new list) is timed apart: it is not the request's.
+const CHANGES = 100;
+const applied = [];
+const configured = [];
+for (let i = 0; i < CHANGES; i++) {
+  const c = process.hrtime.bigint();
+  limiter.configure({ denyChanges: { add: [{ match: `198.51.100.${i}` }], remove: i === 0 ? [] : [`198.51.100.${i - 1}`] } });
+  const t = process.hrtime.bigint();
+  const status = handler.run({ headers: {}, remoteAddress: `198.51.100.${i}` }).status;
+  applied.push(Number(process.hrtime.bigint() - t) / 1e6);
+  configured.push(Number(t - c) / 1e6);
+  if (status !== 403) throw new Error(`the request after change ${i} got ${status}, not 403: the change was not applied`);
+}
+applied.sort((a, b) => a - b);
+configured.sort((a, b) => a - b);
+const changed = {
+  changes: CHANGES,
+  medianMs: applied[CHANGES >> 1],
+  longestMs: applied.at(-1),
+  configureMedianMs: configured[CHANGES >> 1],
+};
+reply({ entries: count, firstRequestStatus: first.status, compileMs: Math.round(compileMs), matcherBytes, replaced, changed });
