@@ -247,12 +247,34 @@ async function sendChanges(
 ): Promise<DenyListVersion | undefined> {
   // Each change also has the store drop entries that have expired (a hundred at most): temporary blocks do not pile up.
   let version: DenyListVersion | undefined;
-  for (let i = 0; i < remove.length; i += DENY_CHANGE_MAX)
-    version = await deny.change(name, { remove: remove.slice(i, i + DENY_CHANGE_MAX), expireBefore: now });
-  for (let i = 0; i < add.length; i += DENY_CHANGE_MAX)
-    version = await deny.change(name, { add: add.slice(i, i + DENY_CHANGE_MAX), expireBefore: now });
+  for (const part of parts(remove, (match) => match.length)) version = await deny.change(name, { remove: part, expireBefore: now });
+  for (const part of parts(add, (entry) => entry.match.length + (entry.reason?.length ?? 0)))
+    version = await deny.change(name, { add: part, expireBefore: now });
   return version;
 }
+
+/**
+ * `items` in changes of at most DENY_CHANGE_MAX items and about DENY_CHANGE_BYTES of text each: a store may carry a
+ * change's entries more than once in its request (Upstash takes at most a megabyte per request).
+ */
+function* parts<T>(items: readonly T[], size: (item: T) => number): Generator<T[]> {
+  let part: T[] = [];
+  let bytes = 0;
+  for (const item of items) {
+    const cost = size(item) + 64;
+    if (part.length === DENY_CHANGE_MAX || (part.length > 0 && bytes + cost > DENY_CHANGE_BYTES)) {
+      yield part;
+      part = [];
+      bytes = 0;
+    }
+    part.push(item);
+    bytes += cost;
+  }
+  if (part.length > 0) yield part;
+}
+
+/** The text a change carries at most, about: entries are sent as their text and their match, so a request stays well under a megabyte. */
+const DENY_CHANGE_BYTES = 200_000;
 
 function sameEntry(a: DenyEntry | undefined, b: DenyEntry): boolean {
   return a !== undefined && a.until === b.until && a.reason === b.reason && a.addedAt === b.addedAt;

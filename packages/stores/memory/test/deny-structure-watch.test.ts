@@ -140,4 +140,22 @@ describe('watchConfig over a deny structure', () => {
     expect((await source.deny.readPage('api', '0', 1000)).entries).toHaveLength(3);
     await watcher.stop();
   });
+
+  test('a large write goes as changes of at most 1,000 entries and about 200 kB each', async () => {
+    const { source, watcher } = setup();
+    await addDenyEntries(
+      source,
+      'api',
+      Array.from({ length: 2_500 }, (_, i) => ({ match: `user:${i}` })),
+    );
+    expect((await source.deny.readChanges('api', undefined)).version?.version).toBe(3);
+    const long = Array.from({ length: 1_000 }, (_, i) => ({ match: `key:${String(i).padStart(250, '0')}`, reason: 'r'.repeat(200) }));
+    await addDenyEntries(source, 'api', long);
+    const changes = (
+      await source.deny.readChanges('api', { epoch: (await source.deny.readChanges('api', undefined)).version!.epoch, version: 3 })
+    ).changes!;
+    expect(changes.length).toBeGreaterThan(1);
+    for (const text of changes) expect(text.length).toBeLessThan(400_000);
+    await watcher.stop();
+  });
 });
