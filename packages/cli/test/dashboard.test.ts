@@ -259,7 +259,9 @@ describe('sluice dashboard', () => {
     await redis.set('sluice:config:broken', JSON.stringify(stored));
     // The same kind of entries in a deny structure, as another version's writer might have put them there.
     await redis.set('sluice:config:broken-structure', JSON.stringify({ version: 1, revision: 1, updatedAt: 0 }));
-    await redisConfigSource(redis).deny.change('broken-structure', { add: [good[0]!, far, { match: 'key:y', until: -1 }] as DenyEntry[] });
+    // (A reason too long rather than a past until: the store drops expired entries with each change.)
+    const tooLong = { match: 'key:y', reason: 'x'.repeat(201) };
+    await redisConfigSource(redis).deny.change('broken-structure', { add: [good[0]!, far, tooLong] as DenyEntry[] });
     await redis.set('sluice:config:zz-after', JSON.stringify({ version: 1, revision: 1, updatedAt: 0, mode: 'shadow' }));
     try {
       const { url } = await dashboard();
@@ -278,7 +280,7 @@ describe('sluice dashboard', () => {
       const inStructure = views.find((view) => view.name === 'broken-structure')!;
       expect(inStructure.config?.deny).toEqual(good);
       expect(byMatch(inStructure.denySkipped as Array<{ match: string }>)).toEqual([
-        { index: -1, match: 'key:y', problem: expect.stringMatching(/\.until: must be/) },
+        { index: -1, match: 'key:y', problem: expect.stringMatching(/\.reason: must be a string of at most 200 characters/) },
         { index: -1, match: 'user:x', problem: expect.stringMatching(/\.until: must be an integer from 0 to 8640000000000000/) },
       ]);
       expect(views.find((view) => view.name === 'zz-after')?.config?.mode).toBe('shadow');
