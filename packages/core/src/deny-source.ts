@@ -96,5 +96,8 @@ export interface DenyListSource {
 export const DENY_EXPIRE_MAX = 100;
 /** Changes a store keeps for watchers that fall behind: one who missed more reads the list whole. */
 export const DENY_LOG_LENGTH = 1024;
-/** The largest change a writer sends in one piece: a feed of 100,000 entries goes as 100 changes, each applied in well under 10 ms. */
-export const DENY_CHANGE_MAX = 1000;
+/**
+ * The largest change a writer sends in one piece: a feed of 100,000 entries goes as 200 changes, each a few
+ * milliseconds of work for an instance (parse, check, apply), so no change holds its event loop for long.
+ */
+export const DENY_CHANGE_MAX = 500;

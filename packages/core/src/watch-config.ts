@@ -26,7 +26,7 @@ import { compileLimiterConfig, type LimiterConfig } from './config-document.js';
 import type { ConfigSource, Unsubscribe } from './config-source.js';
 import type { DenyEntry } from './deny-entries.js';
 import type { DenyListChange } from './deny-source.js';
-import { DenyFollower } from './watch-deny.js';
+import { DenyFollower, SLICE_MS, nowMs } from './watch-deny.js';
 import { delay, settle, timers, unref, withTimeout } from './watch-timers.js';
 import type { Rule } from './rules.js';
 import { optionalFunction, rejectUnknownOptions } from './validate.js';
@@ -215,10 +215,26 @@ class Watcher implements ConfigWatcher {
     const deny = this.source.deny;
     const follower = this.follower;
     if (deny === undefined || follower === undefined || typeof deny.subscribe !== 'function') return;
+    // Pushed changes wait in a queue drained a timer turn later, about SLICE_MS of work per turn: a client delivers
+    // the messages of one socket read in one go, and ten changes of 500 entries applied back to back would hold the
+    // event loop for all ten.
+    const queue: string[] = [];
+    const drain = () => {
+      const started = nowMs();
+      while (queue.length > 0 && !this.stopped) {
+        if (nowMs() - started >= SLICE_MS) {
+          unref(timers.setTimeout(drain, 0));
+          return;
+        }
+        const text = queue.shift()!;
+        if (this.running === undefined && follower.pushed(text)) continue;
+        queue.length = 0; // a read brings every change after the version held
+        void this.refresh();
+      }
+    };
     const onChange = (text: string) => {
       if (this.stopped) return;
-      if (this.running === undefined && follower.pushed(text)) return;
-      void this.refresh();
+      if (queue.push(text) === 1) unref(timers.setTimeout(drain, 0));
     };
     await settle(
       async () => {

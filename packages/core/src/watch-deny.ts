@@ -20,7 +20,7 @@ import type { DenyListChange, DenyListSource, DenyListVersion } from './deny-sou
 import type { SluiceError } from './errors.js';
 
 /** Longest stretch of work before a timer turn lets requests in. */
-const SLICE_MS = 4;
+export const SLICE_MS = 4;
 /** Entries asked for per page of a whole read. */
 const PAGE = 1000;
 
@@ -221,6 +221,9 @@ function same(a: DenyEntry | undefined, b: DenyEntry): boolean {
 }
 
 const clock = globalThis as unknown as { performance?: { now(): number } };
+export function nowMs(): number {
+  return now();
+}
 function now(): number {
   return clock.performance?.now() ?? Date.now();
 }
