@@ -2,9 +2,16 @@
  * The dashboard telling a configuration document the store lost (gone without a tombstone: a store restarted empty)
  * from one an operator deleted (a tombstone), on the memory stores: the lost one is shown with the revision instances
  * keep, listed though the store no longer holds it, and written back by `restore` only while none is stored, its
- * deny entries into the source's deny structure.
+ * deny entries into the source's deny structure; and on a source without one, the deny list kept in the document.
  */
-import { addDenyEntries, deleteLimiterConfig, readDenyStructure, readLimiterConfig, setConfigMode } from '@sluice/core/config';
+import {
+  addDenyEntries,
+  deleteLimiterConfig,
+  readDenyStructure,
+  readLimiterConfig,
+  setConfigMode,
+  type ConfigSource,
+} from '@sluice/core/config';
 import { memoryConfigSource } from '@sluice/memory';
 import { describe, expect, test } from 'vitest';
 import { FleetView } from '../src/dashboard/fleet-view.js';
@@ -54,5 +61,31 @@ describe('the dashboard and a lost configuration', () => {
     await setConfigMode(source, 'api', 'enforce'); // an operator wrote a new one since the loss
     await expect(view.act({ action: 'restore', name: 'api' })).rejects.toThrow(/is stored again .*nothing was restored/);
     expect((await readLimiterConfig(source, 'api'))?.mode).toBe('enforce');
+  });
+});
+
+describe('the dashboard on a config source without a deny structure (the list in the document)', () => {
+  /** The memory source as a source written for an older release would be: the document alone, no `deny`. */
+  function documentOnly(): ConfigSource & { remove(name: string): void } {
+    const full = memoryConfigSource();
+    return {
+      read: (name) => full.read(name),
+      write: (name, text) => full.write(name, text),
+      remove: (name) => full.remove(name),
+      replace: (name, revision, text) => full.replace(name, revision, text),
+    };
+  }
+
+  test('addDeny answers the document holding the entry; a lost document is restored with its deny field', async () => {
+    const source = documentOnly();
+    const view = new FleetView({ source, analytics: undefined, listConfigNames: async () => ['api'] });
+    const added = await view.act({ action: 'addDeny', name: 'api', match: 'user:1', reason: 'scraper' });
+    expect(added).toMatchObject({ revision: 1, deny: [{ match: 'user:1', reason: 'scraper' }] });
+    expect(JSON.parse((await source.read('api'))!).deny).toMatchObject([{ match: 'user:1' }]);
+    await view.state([]);
+    source.remove('api');
+    expect((await view.state([])).limiters).toMatchObject([{ name: 'api', config: null, lost: { revision: 1, denyEntries: 1 } }]);
+    expect(await view.act({ action: 'restore', name: 'api' })).toEqual(added);
+    expect(JSON.parse((await source.read('api'))!)).toEqual(added);
   });
 });
