@@ -111,7 +111,7 @@ export async function run({ options, log }) {
           `added per request: ${Math.round(added)} ns`,
           `compiled matcher on the heap: ${(heap.matcherBytes / 2 ** 20).toFixed(1)} MiB (beyond the list itself), compiled in ${heap.compileMs} ms on the first request of a limiter's first list`,
           `the list replaced by one with an entry more: compiled in parts over ${heap.replaced.requests} requests (the replaced list applying meanwhile), each taking a median of ${heap.replaced.medianMs.toFixed(2)} ms and at most ${heap.replaced.longestMs.toFixed(2)} ms`,
-          `the list changed an entry at a time (configure({ denyChanges }), ${heap.changed.changes} changes): each applied by the next request, which took a median of ${(heap.changed.medianMs * 1000).toFixed(1)} µs and at most ${heap.changed.longestMs.toFixed(2)} ms (core's configure call: a median of ${(heap.changed.configureMedianMs * 1000).toFixed(1)} µs)`,
+          `the list changed an entry at a time (the change() of a live deny list, ${heap.changed.changes} changes): each applied by the next request, which took a median of ${(heap.changed.medianMs * 1000).toFixed(1)} µs and at most ${heap.changed.longestMs.toFixed(2)} ms (core's configure call: a median of ${(heap.changed.configureMedianMs * 1000).toFixed(1)} µs)`,
         ],
       },
       {

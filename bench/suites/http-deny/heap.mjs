@@ -4,6 +4,7 @@
 // compiled in parts, and the request after each change of one entry. Prints one JSON line (see lib/child.mjs).
 //   node --expose-gc bench/suites/http-deny/heap.mjs [entries]
 import { createLimiter, fixedWindow } from '@sluice/core';
+import { liveDenyList } from '@sluice/core/config';
 import { createHandler, matchDenyList } from '@sluice/http';
 import { memoryStore } from '@sluice/memory';
 import { reply } from '../../lib/child.mjs';
@@ -17,7 +18,7 @@ const collect = () => {
 };
 
 const limiter = createLimiter({ store: memoryStore(), rules: fixedWindow({ limit: 1_000_000, window: '1m' }) });
-limiter.configure({ deny: denyEntries(count) }); // core keeps a checked, frozen copy: the list itself, outside the measure
+limiter.configure({ deny: liveDenyList(denyEntries(count)) }); // core keeps a checked, frozen copy: the list itself, outside the measure
 // A first handler (IPv6 grouped by /64) compiles the list once: what core and the first request leave behind
 // (some of it freed only then) is settled before the baseline, so the measure holds one matcher and nothing else.
 createHandler({ limiter, denyList: matchDenyList, clientIp: { ipv6Prefix: 64 } }).run({ headers: {}, remoteAddress: '10.0.0.0' });
@@ -33,7 +34,7 @@ const matcherBytes = process.memoryUsage().heapUsed - before;
 // The list replaced by one more entry (as `autoDeny` or `sluice config deny add` replaces it): compiled a part per
 // request while the replaced list applies. Requests are timed until the new entry is denied (no timer turn runs in
 // this loop: only the requests compile).
-limiter.configure({ deny: [...denyEntries(count), { match: '192.0.2.1' }] });
+limiter.configure({ deny: liveDenyList([...denyEntries(count), { match: '192.0.2.1' }]) });
 const during = [];
 for (let denied = false; !denied;) {
   const t = process.hrtime.bigint();
@@ -43,7 +44,7 @@ for (let denied = false; !denied;) {
 during.sort((a, b) => a - b);
 const replaced = { requests: during.length, medianMs: during[during.length >> 1], longestMs: during.at(-1) };
 
-// The list changed an entry at a time (`configure({ denyChanges })`, as watchConfig applies each change in the
+// The list changed an entry at a time (`the change() of a live deny list`, as watchConfig applies each change in the
 // store): the matcher takes the change in place, so the next request already applies it. Each change adds an
 // address and removes the one added before; the request from the added address is timed, and must be denied. The
 // configure call (core's new list) is timed apart: it is not the request's.
@@ -52,7 +53,7 @@ const applied = [];
 const configured = [];
 for (let i = 0; i < CHANGES; i++) {
   const c = process.hrtime.bigint();
-  limiter.configure({ denyChanges: { add: [{ match: `198.51.100.${i}` }], remove: i === 0 ? [] : [`198.51.100.${i - 1}`] } });
+  limiter.denyLineage.change({ add: [{ match: `198.51.100.${i}` }], remove: i === 0 ? [] : [`198.51.100.${i - 1}`] });
   const t = process.hrtime.bigint();
   const status = handler.run({ headers: {}, remoteAddress: `198.51.100.${i}` }).status;
   applied.push(Number(process.hrtime.bigint() - t) / 1e6);

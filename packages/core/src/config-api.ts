@@ -11,8 +11,8 @@ export { DENY_CHANGE_MAX, DENY_EXPIRE_MAX, DENY_LOG_LENGTH } from './deny-source
 export type { DenyChangeResult, DenyChangesRead, DenyListChange, DenyListSource, DenyListVersion, DenyPage } from './deny-source.js';
 export { changeText, entryText, newEpoch, readChangeText, stampChangeText } from './deny-change.js';
 export type { DenyChangeRecord } from './deny-change.js';
-export { denyChangesSince, denyListVersion } from './deny-lineage.js';
-export type { DenyLineage, DenyListStep } from './deny-lineage.js';
+export { denyChangesSince, denyListVersion, liveDenyList } from './deny-lineage.js';
+export type { DenyLineage, DenyListStep, LiveDenyLineage } from './deny-lineage.js';
 export { addDenyEntries, addDenyEntry, removeDenyEntries, removeDenyEntry, replaceDenyEntries } from './deny-writers.js';
 export { readDenyStructure } from './deny-read.js';
 export type { AddDenyEntryOptions, DenyWriteResult } from './deny-writers.js';

@@ -1,5 +1,5 @@
 /**
- * How a limiter's deny list changes one entry at a time (`configure({ denyChanges })`) while readers that built
+ * How a limiter's deny list changes one entry at a time (a live list's `change`) while readers that built
  * something from it (the HTTP layer's compiled matcher) follow at the cost of the change, not of the list.
  *
  * A limiter's list is a lineage: the entries as they are now (`head`, the number of changes made since the lineage
@@ -11,7 +11,8 @@
  * only a reader of the whole array pays for a copy of it. The journal holds changes, never lists.
  */
 import { describe } from './describe.js';
-import { checkDenyEntry, markCheckedDenyList, type DenyEntry } from './deny-entries.js';
+import { checkDenyList, isCheckedDenyList, markCheckedDenyList, type DenyEntry } from './deny-entries.js';
+import type { DenyListChange } from './deny-source.js';
 import { SluiceError } from './errors.js';
 
 /** One change as the journal keeps it, checked: `clear` first, then `remove`, then `add`. */
@@ -31,6 +32,15 @@ export interface DenyLineage {
   /** Entries now. */
   readonly size: number;
   readonly journal: readonly DenyListStep[];
+}
+
+/**
+ * A deny list that takes changes of some entries: give it to a limiter with `configure({ deny: liveDenyList(entries) })`,
+ * then change it with its `change({ clear?, remove?, add? })`. `watchConfig` gives its limiter one. Entries are checked as
+ * `configure({ deny })` checks them.
+ */
+export function liveDenyList(entries: readonly DenyEntry[] = []): LiveDenyLineage {
+  return new LiveDenyLineage(isCheckedDenyList(entries) ? entries : checkDenyList(entries, 'liveDenyList: entries'));
 }
 
 /** Changes a lineage keeps for readers behind it; one further behind builds again from the list. */
@@ -57,8 +67,13 @@ export function denyChangesSince(lineage: DenyLineage, from: number, to: number)
   return journal.slice(first);
 }
 
-/** The live lineage: a limiter's list, changed in place. */
+/**
+ * A live deny list: a limiter given one (`configure({ deny: liveDenyList(entries) })`) takes changes of some entries
+ * (`change`), each applied in place. The limiter holds it; readers follow it as a lineage.
+ */
 export class LiveDenyLineage implements DenyLineage {
+  /** What the limiter recognises it by: a plain array cannot take changes. */
+  readonly live = true;
   head = 0;
   readonly journal: DenyListStep[] = [];
   /** The entries now; a removal moves the last entry into its place. */
@@ -93,11 +108,11 @@ export class LiveDenyLineage implements DenyLineage {
   }
 
   /**
-   * `configure({ denyChanges })`: checks `change` as configure checks a list (the first bad entry throws, naming it,
+   * Checks `change` as configure checks a list (the first bad entry throws, naming it,
    * and nothing changes), then applies it in place. Answers whether the list changed (removing what it does not
    * hold changes nothing). Costs the change's entries: no pass over the list.
    */
-  apply(change: unknown): boolean {
+  change(change: DenyListChange): boolean {
     const { clear, removed, added } = readChange(change);
     const index = this.index;
     if (!clear && added.size === 0 && ![...removed].some((match) => index.has(match))) return false;
@@ -138,47 +153,24 @@ function indexOf(entries: readonly DenyEntry[]): Map<string, number> {
   return index;
 }
 
-/** A change checked: every problem throws before anything is applied. */
+/** A change checked: every problem throws before anything is applied. Kept short: it ships in every worker. */
 function readChange(change: unknown): { clear: boolean; removed: Set<string>; added: Map<string, DenyEntry> } {
-  if (typeof change !== 'object' || change === null || Array.isArray(change)) {
+  const { clear, remove = [], add = [], ...other } = (change ?? 0) as Record<string, unknown>;
+  if (
+    typeof change !== 'object' ||
+    Object.keys(other).length > 0 ||
+    (clear !== undefined && typeof clear !== 'boolean') ||
+    !Array.isArray(remove) ||
+    remove.some((match) => typeof match !== 'string' || match === '') ||
+    !Array.isArray(add)
+  ) {
     throw new SluiceError(
       'INVALID_OPTION',
-      `configure: denyChanges must be an object such as { add: [{ match: 'user:42' }], remove: ['203.0.113.0/24'] }, got ${describe(change)}`,
+      `liveDenyList: change must be { clear?: boolean, remove?: matches, add?: entries }, e.g. { remove: ['user:42'] }, got ${Object.keys(other)[0] === undefined ? describe(change) : `the unknown field ${JSON.stringify(Object.keys(other)[0])}`}`,
     );
   }
-  const { clear, remove, add, ...other } = change as Record<string, unknown>;
-  const unknown = Object.keys(other)[0];
-  if (unknown !== undefined) {
-    throw new SluiceError(
-      'INVALID_OPTION',
-      `configure: denyChanges: unknown field ${JSON.stringify(unknown)}; accepted fields are clear, remove, add`,
-    );
-  }
-  if (clear !== undefined && typeof clear !== 'boolean')
-    throw new SluiceError('INVALID_OPTION', `configure: denyChanges.clear must be a boolean, got ${describe(clear)}`);
-  const removed = new Set<string>();
-  if (remove !== undefined) {
-    if (!Array.isArray(remove))
-      throw new SluiceError('INVALID_OPTION', `configure: denyChanges.remove must be an array of matches, got ${describe(remove)}`);
-    for (const [i, match] of (remove as unknown[]).entries()) {
-      if (typeof match !== 'string' || match.length === 0)
-        throw new SluiceError(
-          'INVALID_OPTION',
-          `configure: denyChanges.remove[${i}] must be a non-empty match string, got ${describe(match)}`,
-        );
-      removed.add(match);
-    }
-  }
-  // A later entry with the same match wins, as in the store's hash.
-  const added = new Map<string, DenyEntry>();
-  if (add !== undefined) {
-    if (!Array.isArray(add))
-      throw new SluiceError('INVALID_OPTION', `configure: denyChanges.add must be an array of entries, got ${describe(add)}`);
-    for (const [i, value] of (add as unknown[]).entries()) {
-      const entry = checkDenyEntry(value, `configure: denyChanges.add[${i}]`);
-      added.delete(entry.match);
-      added.set(entry.match, entry);
-    }
-  }
-  return { clear: clear === true, removed, added };
+  // A later entry with the same match wins, as in the store's hash; each checked as configure({ deny }) checks a list.
+  const last = new Map((add as Array<{ match?: unknown }>).map((value) => [value?.match, value]));
+  const added = new Map(checkDenyList([...last.values()], 'liveDenyList: change.add').map((entry) => [entry.match, entry]));
+  return { clear: clear === true, removed: new Set(remove as string[]), added };
 }

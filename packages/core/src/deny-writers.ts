@@ -226,7 +226,15 @@ async function addEntries(
  */
 async function prepareStructure(source: ConfigSource, deny: DenyListSource, name: string): Promise<ReadonlySet<string>> {
   const { current } = await readForWrite(source, name);
-  if (current === undefined || (current.deny === undefined && current.deleted !== true)) return new Set();
+  if (current === undefined) {
+    // A document, even an empty one, names the limiter: `sluice config export`, `config get` and the dashboard find
+    // limiters by their documents, and a list without one would be left out of a backup.
+    await updateLimiterConfig(source, name, 'the deny list writer', (latest) =>
+      latest === undefined ? parseLimiterConfig(nextRevision(undefined, Date.now())) : undefined,
+    );
+    return new Set();
+  }
+  if (current.deny === undefined && current.deleted !== true) return new Set();
   const legacy = current.deny ?? [];
   if (legacy.length > 0) await sendChanges(deny, name, legacy, []);
   await updateLimiterConfig(source, name, 'the deny list writer', (latest) => {

@@ -5,8 +5,7 @@
 import type { CircuitBreakerOptions, CircuitState } from './circuit-breaker.js';
 import type { Decision } from './decision.js';
 import type { DenyEntry } from './deny-entries.js';
-import type { DenyListChange } from './deny-source.js';
-import type { DenyLineage } from './deny-lineage.js';
+import type { DenyLineage, LiveDenyLineage } from './deny-lineage.js';
 import type { Duration } from './duration.js';
 import type { StoreErrorPolicy } from './failure-policy.js';
 import type { Rule } from './rules.js';
@@ -91,14 +90,7 @@ export interface LimiterChanges {
    * Identities and IP ranges the HTTP layer refuses outright (403), e.g. from the shared store by `watchConfig`.
    * Replaces the previous list; `[]` empties it. The limiter only holds the list: its decisions do not read it.
    */
-  deny?: readonly DenyEntry[];
-  /**
-   * Changes some entries of the deny list, after `deny` when both are given: `clear` empties it, then `remove`
-   * drops entries by `match`, then `add` adds entries (replacing the one with the same `match`). What `watchConfig`
-   * applies for each change in the shared store: the HTTP layer applies the change to what it compiled, at the
-   * cost of the change, where a new `deny` list is compiled whole.
-   */
-  denyChanges?: DenyListChange;
+  deny?: readonly DenyEntry[] | LiveDenyLineage;
   /** Whether the HTTP layer enforces the deny list, reports it only (`shadow`) or ignores it (`off`), whatever `mode` is. */
   denyMode?: DenyMode;
 }

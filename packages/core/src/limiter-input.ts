@@ -6,7 +6,7 @@ import type { Operation } from './algorithm.js';
 import { ALGORITHM_NAMES } from './algorithm-names.js';
 import { MAX_CLOCK_MS } from './clock.js';
 import { durationOption, type DurationRange } from './duration.js';
-import { LiveDenyLineage } from './deny-lineage.js';
+import type { DenyLineage } from './deny-lineage.js';
 import { checkDenyList, isCheckedDenyList, sameDenyList, type DenyEntry } from './deny-entries.js';
 import { describe } from './describe.js';
 import { SluiceError } from './errors.js';
@@ -75,22 +75,28 @@ export function checkQuotas(value: unknown): ReadonlyMap<string, readonly Rule[]
  * already checked (the watcher giving back the code's list, or a document's) is taken as it is, array and all.
  */
 /**
- * `configure()`'s deny list and deny mode: a new `deny` begins a new lineage (deny-lineage.ts) unless it holds the
- * same entries, `denyChanges` is applied to the lineage in place; the deny mode is the new one when given.
+ * A live deny list as the limiter holds it (deny-lineage.ts's LiveDenyLineage, made by `liveDenyList` in
+ * `@sluice/core/config`): it takes changes of some entries through its own `change`, so a worker that never changes a
+ * list entry by entry does not ship that code.
+ */
+export interface LiveDenyList extends DenyLineage {
+  readonly live: true;
+  readonly list: readonly DenyEntry[];
+}
+
+/**
+ * `configure()`'s deny list and deny mode: a new `deny` array replaces the list unless it holds the same entries; a
+ * live list is held as it is (its own `change` changes it). The deny mode is the new one when given.
  */
 export function nextDeny(
   changes: LimiterChanges,
-  current: { readonly lineage: LiveDenyLineage; readonly denyMode: DenyMode },
-): { lineage: LiveDenyLineage; denyMode: DenyMode } {
-  const denyMode = nextDenyMode(changes.denyMode, current.denyMode);
-  let lineage = current.lineage;
-  if (changes.deny !== undefined) {
-    const list = nextDenyList(changes.deny, lineage.list);
-    if (list !== lineage.list) lineage = new LiveDenyLineage(list);
-  }
-  // Checked whole before applied: a bad change leaves the list as it was.
-  if (changes.denyChanges !== undefined) lineage.apply(changes.denyChanges);
-  return { lineage, denyMode };
+  current: { readonly denyList: readonly DenyEntry[]; readonly denyMode: DenyMode },
+): { list: readonly DenyEntry[]; live: LiveDenyList | undefined; denyMode: DenyMode } {
+  const deny = changes.deny as Partial<LiveDenyList> | readonly DenyEntry[] | undefined;
+  const live = (deny as Partial<LiveDenyList> | undefined)?.live === true ? (deny as LiveDenyList) : undefined;
+  // `current.denyList` is the last list set whole: a live list's entries are never read here (a copy of 100,000).
+  const list = live === undefined ? nextDenyList(deny, current.denyList) : current.denyList;
+  return { list, live, denyMode: nextDenyMode(changes.denyMode, current.denyMode) };
 }
 
 function nextDenyList(value: unknown, current: readonly DenyEntry[]): readonly DenyEntry[] {

@@ -10,7 +10,7 @@ import { IdentityRequest, KeyCache } from './key-cache.js';
 import { hasStagger, stagger } from './stagger.js';
 import { isStepOperation, type Operation } from './algorithm.js';
 import { checkDenyList, type DenyEntry } from './deny-entries.js';
-import { LiveDenyLineage } from './deny-lineage.js';
+import type { DenyLineage } from './deny-lineage.js';
 import type { Rule } from './rules.js';
 import type { LimitRequest, LimitResult, RuleAnswer, Store, SyncStore } from './store.js';
 import { StoreCalls, type StoreAnswer } from './store-calls.js';
@@ -37,6 +37,7 @@ import {
   checkStoreOperations,
   checkSynchronous,
   nextDeny,
+  type LiveDenyList,
   readCost,
   readMaxWait,
 } from './limiter-input.js';
@@ -80,8 +81,9 @@ class LimiterImpl implements SyncLimiter {
   private currentRules!: readonly Rule[];
   private currentMode!: LimiterMode;
   private currentQuotas: ReadonlyMap<string, readonly Rule[]> = new Map();
-  /** The deny list as it changes (deny-lineage.ts); `deny` is its array. */
-  denyLineage: LiveDenyLineage = new LiveDenyLineage(checkDenyList([], 'deny'));
+  /** The deny list set whole (checked, frozen), or the live list that takes changes, which then speaks for it (limiter-input.ts). */
+  denyList: readonly DenyEntry[] = checkDenyList([], 'deny');
+  private denyLive: LiveDenyList | undefined = undefined;
   denyMode: Limiter['denyMode'] = 'enforce';
   private readonly onDecision: ((event: DecisionEvent) => void) | undefined;
   /**
@@ -133,7 +135,11 @@ class LimiterImpl implements SyncLimiter {
   }
 
   get deny(): readonly DenyEntry[] {
-    return this.denyLineage.list;
+    return this.denyLive?.list ?? this.denyList;
+  }
+
+  get denyLineage(): DenyLineage | undefined {
+    return this.denyLive;
   }
 
   get mode(): LimiterMode {
@@ -150,14 +156,17 @@ class LimiterImpl implements SyncLimiter {
 
   configure(changes: LimiterChanges): void {
     const known = requireObject(changes, 'configure');
-    rejectUnknownOptions(known, ['rules', 'mode', 'quotas', 'deny', 'denyChanges', 'denyMode'], 'configure');
+    rejectUnknownOptions(known, ['rules', 'mode', 'quotas', 'deny', 'denyMode'], 'configure');
     const rules = changes.rules === undefined ? this.currentRules : checkRules(changes.rules, 'rules');
     const mode = changes.mode ?? this.currentMode;
     if (mode !== 'enforce' && mode !== 'shadow' && mode !== 'off') {
       throw new SluiceError('INVALID_OPTION', `mode must be 'enforce', 'shadow' or 'off', got ${describe(mode)}`);
     }
     const quotas = changes.quotas === undefined ? this.currentQuotas : checkQuotas(changes.quotas);
-    ({ lineage: this.denyLineage, denyMode: this.denyMode } = nextDeny(changes, { lineage: this.denyLineage, denyMode: this.denyMode }));
+    const deny = nextDeny(changes, this);
+    // A list set whole (an array) replaces a live one; a live one speaks for itself.
+    if (changes.deny !== undefined) [this.denyList, this.denyLive] = [deny.list, deny.live];
+    this.denyMode = deny.denyMode;
     this.currentRules = rules;
     this.currentMode = mode;
     this.currentQuotas = quotas;

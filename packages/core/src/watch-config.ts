@@ -25,8 +25,8 @@ import { isPromiseLike } from './promise.js';
 import { compileLimiterConfig, type LimiterConfig } from './config-document.js';
 import type { ConfigSource, Unsubscribe } from './config-source.js';
 import type { DenyEntry } from './deny-entries.js';
-import type { DenyListChange } from './deny-source.js';
 import { DenyFollower, SLICE_MS, nowMs } from './watch-deny.js';
+import { liveDenyList, type LiveDenyLineage } from './deny-lineage.js';
 import { delay, settle, timers, unref, withTimeout } from './watch-timers.js';
 import type { Rule } from './rules.js';
 import { optionalFunction, rejectUnknownOptions } from './validate.js';
@@ -131,6 +131,8 @@ class Watcher implements ConfigWatcher {
   private deleted = false;
   /** The limiter holds the follower's list (so the follower's changes apply to it as they come). */
   private denyInstalled = false;
+  /** The live list the limiter was given: the follower's changes go to it. */
+  private live: LiveDenyLineage | undefined = undefined;
 
   constructor(
     private readonly limiter: Limiter,
@@ -151,12 +153,12 @@ class Watcher implements ConfigWatcher {
             change: (denyChanges) => {
               if (this.deleted) return;
               // The limiter does not hold the follower's list yet (it held the code's or a document's): all of it, once.
-              if (this.denyInstalled) this.configure({ denyChanges });
-              else this.denyInstalled = this.configure({ deny: this.follower!.list });
+              if (this.denyInstalled) this.live?.change(denyChanges);
+              else this.denyInstalled = this.configure({ deny: (this.live = liveDenyList(this.follower!.list)) });
             },
             replace: (deny) => {
               if (this.deleted) return;
-              this.denyInstalled = this.configure({ deny });
+              this.denyInstalled = this.configure({ deny: (this.live = liveDenyList(deny)) });
             },
             warn: (code, message, cause) => this.warn(code, message, cause),
           });
@@ -334,14 +336,14 @@ class Watcher implements ConfigWatcher {
    * otherwise), left out when the limiter holds it already, so that a change of mode does not replace, and make
    * every reader rebuild, a list of 100,000 entries; else `otherwise`.
    */
-  private denyList(otherwise: readonly DenyEntry[]): { deny?: readonly DenyEntry[] } {
+  private denyList(otherwise: readonly DenyEntry[]): { deny?: readonly DenyEntry[] | LiveDenyLineage } {
     if (this.deleted || this.follower?.active !== true) {
       this.denyInstalled = false;
       return { deny: otherwise };
     }
     if (this.denyInstalled) return {};
     this.denyInstalled = true;
-    return { deny: this.follower.list };
+    return { deny: (this.live = liveDenyList(this.follower.list)) };
   }
 
   private applyDocument(text: string): void {
@@ -399,7 +401,7 @@ class Watcher implements ConfigWatcher {
     }
   }
 
-  private configure(configuration: Partial<Configuration> & { denyChanges?: DenyListChange }): boolean {
+  private configure(configuration: Omit<Partial<Configuration>, 'deny'> & { deny?: readonly DenyEntry[] | LiveDenyLineage }): boolean {
     try {
       this.limiter.configure(configuration);
       return true;

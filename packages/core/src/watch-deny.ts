@@ -1,7 +1,7 @@
 /**
  * The watcher's half for a deny list kept in its store's own structure (deny-source.ts): follows it change by
  * change, so that a change to one entry of a list of 100,000 reaches the limiter as that entry
- * (`configure({ denyChanges })`), never as a re-read and re-check of the whole list.
+ * (a live deny list's `change`, deny-lineage.ts), never as a re-read and re-check of the whole list.
  *
  * - A pushed change that follows the version held is applied as it arrives; any other (a gap, another epoch, a
  *   reconnect's empty notice) asks for a read of the changes since the version held.
@@ -30,7 +30,7 @@ export interface DenyFollowerHost {
   readonly name: string;
   /** Runs one store call, failing it when the store takes too long (the watcher's `timeout`). */
   call<T>(read: () => T | PromiseLike<T>): Promise<T>;
-  /** Applies a change to the limiter's list (`configure({ denyChanges })`). */
+  /** Applies a change to the limiter's live list. */
   change(change: DenyListChange): void;
   /** Gives the limiter a whole list (`configure({ deny })`). */
   replace(list: readonly DenyEntry[]): void;

@@ -66,6 +66,7 @@ const CONFIG = [
   'denyChangesSince',
   'denyListVersion',
   'entryText',
+  'liveDenyList',
   'newEpoch',
   'parseLimiterConfig',
   'readChangeText',

@@ -1,5 +1,5 @@
 import { fixedWindow } from '@sluice/core';
-import { denyChangesSince } from '@sluice/core/config';
+import { denyChangesSince, liveDenyList, type LiveDenyLineage } from '@sluice/core/config';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { COMPILE_AT_ONCE, COMPILE_PART } from '../src/deny-compile.js';
 import { DenyListCompiler } from '../src/deny-list.js';
@@ -39,7 +39,7 @@ function countCompiles() {
   };
 }
 
-describe('the deny list step: a change of some entries (configure({ denyChanges }))', () => {
+describe('the deny list step: a change of some entries (the change() of a live deny list)', () => {
   afterEach(() => {
     vi.restoreAllMocks();
     vi.useRealTimers();
@@ -48,15 +48,15 @@ describe('the deny list step: a change of some entries (configure({ denyChanges 
   it('applies a change to a 100,000-entry list on the next request without compiling the list again', () => {
     const { limiter, outcome } = setup();
     const counted = countCompiles();
-    limiter.configure({ deny: longList(100_000) });
+    limiter.configure({ deny: liveDenyList(longList(100_000)) });
     expect(outcome('10.0.0.4')).toBe('denied');
     expect(counted.compiles).toBe(1);
     const readByTheCompile = counted.entriesRead;
     expect(readByTheCompile).toBeGreaterThanOrEqual(100_000);
 
-    limiter.configure({ denyChanges: { add: [{ match: '203.0.113.7', reason: 'scraper' }] } });
+    (limiter.denyLineage as LiveDenyLineage).change({ add: [{ match: '203.0.113.7', reason: 'scraper' }] });
     expect(outcome('203.0.113.7')).toBe('denied');
-    limiter.configure({ denyChanges: { remove: ['10.0.0.4', '203.0.113.7'] } });
+    (limiter.denyLineage as LiveDenyLineage).change({ remove: ['10.0.0.4', '203.0.113.7'] });
     expect(outcome('10.0.0.4')).toBe('allowed');
     expect(outcome('203.0.113.7')).toBe('allowed');
     expect(outcome('10.0.0.8')).toBe('denied');
@@ -67,11 +67,11 @@ describe('the deny list step: a change of some entries (configure({ denyChanges 
   it('applies changes to a list longer than one compiled at once on the very next request, with no part compile', () => {
     vi.useFakeTimers(); // no timer turn compiles anything unless the test moves the clock
     const { limiter, outcome } = setup();
-    limiter.configure({ deny: longList(COMPILE_AT_ONCE * 3) });
+    limiter.configure({ deny: liveDenyList(longList(COMPILE_AT_ONCE * 3)) });
     expect(outcome('203.0.113.7')).toBe('allowed');
     const counted = countCompiles();
     for (let i = 1; i <= 20; i++) {
-      limiter.configure({ denyChanges: { add: [{ match: `203.0.113.${i}` }], remove: [`203.0.113.${i - 1}`] } });
+      (limiter.denyLineage as LiveDenyLineage).change({ add: [{ match: `203.0.113.${i}` }], remove: [`203.0.113.${i - 1}`] });
       expect(outcome(`203.0.113.${i}`)).toBe('denied');
       expect(outcome(`203.0.113.${i - 1}`)).toBe('allowed');
     }
@@ -81,17 +81,17 @@ describe('the deny list step: a change of some entries (configure({ denyChanges 
   it('catches up on several changes made between two requests, and compiles whole when the journal no longer reaches', () => {
     const { limiter, outcome } = setup();
     const counted = countCompiles();
-    limiter.configure({ deny: longList(100) });
+    limiter.configure({ deny: liveDenyList(longList(100)) });
     expect(outcome('203.0.113.1')).toBe('allowed');
-    for (let i = 1; i <= 5; i++) limiter.configure({ denyChanges: { add: [{ match: `203.0.113.${i}` }] } });
+    for (let i = 1; i <= 5; i++) (limiter.denyLineage as LiveDenyLineage).change({ add: [{ match: `203.0.113.${i}` }] });
     expect([1, 5, 6].map((i) => outcome(`203.0.113.${i}`))).toEqual(['denied', 'denied', 'allowed']);
     expect(counted.compiles).toBe(1);
     // More changes than the journal keeps: the list (short enough to compile at once) is compiled whole, once.
     const lineage = limiter.denyLineage!;
     const seen = lineage.head;
-    limiter.configure({ denyChanges: { remove: ['203.0.113.1'] } });
+    (limiter.denyLineage as LiveDenyLineage).change({ remove: ['203.0.113.1'] });
     for (let i = 0; denyChangesSince(lineage, seen, lineage.head) !== undefined; i++) {
-      limiter.configure({ denyChanges: { add: [{ match: `user:new-${i}` }] } });
+      (limiter.denyLineage as LiveDenyLineage).change({ add: [{ match: `user:new-${i}` }] });
     }
     expect([1, 5].map((i) => outcome(`203.0.113.${i}`))).toEqual(['allowed', 'denied']);
     expect(counted.compiles).toBe(2);
@@ -100,8 +100,8 @@ describe('the deny list step: a change of some entries (configure({ denyChanges 
   it('keeps the list of a limiter that was given another limiter its array as it was, as that limiter changes its own', () => {
     const owner = memoryLimiter({ name: 'owner', rules: fixedWindow({ limit: 1000, window: '10s' }) });
     const taker = memoryLimiter({ name: 'taker', rules: fixedWindow({ limit: 1000, window: '10s' }) });
-    owner.configure({ deny: [{ match: '203.0.113.1' }, { match: '203.0.113.2' }] });
-    taker.configure({ deny: owner.deny });
+    owner.configure({ deny: liveDenyList([{ match: '203.0.113.1' }, { match: '203.0.113.2' }]) });
+    taker.configure({ deny: liveDenyList(owner.deny) });
     expect(taker.deny).toBe(owner.deny);
     const outcome = (limiter: typeof owner) => {
       const handler = createHandler({ denyList: matchDenyList, limiter });
@@ -111,7 +111,7 @@ describe('the deny list step: a change of some entries (configure({ denyChanges 
     const ofTaker = outcome(taker);
     expect([ofOwner('203.0.113.1'), ofTaker('203.0.113.1')]).toEqual(['denied', 'denied']);
     for (let i = 3; i < 6; i++) {
-      owner.configure({ denyChanges: { add: [{ match: `203.0.113.${i}` }], remove: ['203.0.113.1'] } });
+      (owner.denyLineage as LiveDenyLineage).change({ add: [{ match: `203.0.113.${i}` }], remove: ['203.0.113.1'] });
       expect([ofOwner(`203.0.113.${i}`), ofOwner('203.0.113.1')]).toEqual(['denied', 'allowed']);
       // The taker's array never changed: the owner's changes are not its.
       expect([ofTaker(`203.0.113.${i}`), ofTaker('203.0.113.1'), ofTaker('203.0.113.2')]).toEqual(['allowed', 'denied', 'denied']);
@@ -122,11 +122,11 @@ describe('the deny list step: a change of some entries (configure({ denyChanges 
     const first = setup();
     const seen: [unknown, ErrorEvent<unknown>][] = [];
     const second = createHandler({ denyList: matchDenyList, limiter: first.limiter, onError: (error, event) => seen.push([error, event]) });
-    first.limiter.configure({ deny: [{ match: '10.0.0.0/33' }, { match: 'user:1' }] });
+    first.limiter.configure({ deny: liveDenyList([{ match: '10.0.0.0/33' }, { match: 'user:1' }]) });
     first.outcome('203.0.113.9');
     second.run(request('203.0.113.9'));
     expect([first.errors.length, seen.length]).toEqual([1, 1]);
-    first.limiter.configure({ denyChanges: { add: [{ match: '203.0.113.999' }, { match: '203.0.113.7' }] } });
+    (first.limiter.denyLineage as LiveDenyLineage).change({ add: [{ match: '203.0.113.999' }, { match: '203.0.113.7' }] });
     for (let i = 0; i < 3; i++) expect(first.outcome('203.0.113.7')).toBe('denied');
     for (let i = 0; i < 3; i++) expect((second.run(request('203.0.113.7')) as HandleResult).outcome).toBe('denied');
     for (const errors of [first.errors, seen]) {
@@ -139,15 +139,15 @@ describe('the deny list step: a change of some entries (configure({ denyChanges 
   it('carries a part compile on through changes that arrive faster than it, then takes them', () => {
     vi.useFakeTimers();
     const { limiter, outcome } = setup();
-    limiter.configure({ deny: longList(COMPILE_AT_ONCE) });
+    limiter.configure({ deny: liveDenyList(longList(COMPILE_AT_ONCE)) });
     expect(outcome('198.51.100.1')).toBe('allowed');
     // A new list (a lineage of its own, so compiled whole, in parts), changed before every request.
     const entries = COMPILE_AT_ONCE * 4;
-    limiter.configure({ deny: [...longList(entries), { match: '198.51.100.1' }] });
+    limiter.configure({ deny: liveDenyList([...longList(entries), { match: '198.51.100.1' }]) });
     const counted = countCompiles();
     let requests = 0;
     while (outcome('198.51.100.1') === 'allowed') {
-      limiter.configure({ denyChanges: { add: [{ match: `203.0.113.${requests}` }] } });
+      (limiter.denyLineage as LiveDenyLineage).change({ add: [{ match: `203.0.113.${requests}` }] });
       expect(++requests).toBeLessThan(50);
     }
     expect(requests).toBe(Math.ceil((entries + 1) / COMPILE_PART) - 1);

@@ -1,5 +1,5 @@
 import { fixedWindow } from '@sluice/core';
-import { denyChangesSince, type DenyLineage, type DenyListChange } from '@sluice/core/config';
+import { denyChangesSince, liveDenyList, type DenyLineage, type DenyListChange, type LiveDenyLineage } from '@sluice/core/config';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { compileDenyList, type DenyEntry } from '../src/deny-list.js';
@@ -113,12 +113,12 @@ describe('deny list matcher changed in place', () => {
     const limiter = memoryLimiter({ name: 'api', rules: fixedWindow({ limit: 10, window: '1s' }) });
     fc.assert(
       fc.property(list, fc.array(change, { maxLength: 10 }), fc.constantFrom(56, 64), (start, changes, prefix) => {
-        limiter.configure({ deny: start });
+        limiter.configure({ deny: liveDenyList(start) });
         const matcher = compileDenyList(limiter.deny, prefix);
         const lineage = limiter.denyLineage!;
         for (const c of changes) {
           const before = lineage.head;
-          limiter.configure({ denyChanges: c as DenyListChange });
+          (limiter.denyLineage as LiveDenyLineage).change(c as DenyListChange);
           expect(limiter.denyLineage).toBe(lineage);
           follow(matcher, lineage, before);
           expectSameAnswers(matcher, limiter.deny, prefix);

@@ -1,8 +1,9 @@
 /// <reference types="node" />
-// A change of some entries of a limiter's deny list (configure({ denyChanges })) through the handler behind a real
+// A change of some entries of a limiter's deny list (the change() of a live deny list) through the handler behind a real
 // HTTP server and client on 127.0.0.1: the server hands each request's socket address to the handler, and each
 // client connects from an address of its own on the loopback (any 127.x.y.z works on Linux).
 import { fixedWindow } from '@sluice/core';
+import { liveDenyList, type LiveDenyLineage } from '@sluice/core/config';
 import { createServer, request, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -49,23 +50,23 @@ describe('the deny list over real HTTP: a change of some entries', () => {
     const limiter = memoryLimiter({ name: 'api', rules: fixedWindow({ limit: 1000, window: '1m' }) });
     // Longer than a list compiled at once: were the change compiled as a new list, it would apply parts later.
     const entries: DenyEntry[] = Array.from({ length: COMPILE_AT_ONCE * 4 }, (_, i) => ({ match: `user:${i}` }));
-    limiter.configure({ deny: [...entries, { match: '127.0.0.4' }] });
+    limiter.configure({ deny: liveDenyList([...entries, { match: '127.0.0.4' }]) });
     const url = await serve(createHandler({ denyList: matchDenyList, limiter }));
     expect((await get(url, '127.0.0.2')).status).toBe(200);
     expect((await get(url, '127.0.0.4')).status).toBe(403);
 
-    limiter.configure({ denyChanges: { add: [{ match: '127.0.0.2', reason: 'scraper' }] } });
+    (limiter.denyLineage as LiveDenyLineage).change({ add: [{ match: '127.0.0.2', reason: 'scraper' }] });
     const refused = await get(url, '127.0.0.2');
     expect(refused.status).toBe(403);
     expect(JSON.parse(refused.body)).toMatchObject({ reason: 'denied', denyReason: 'scraper' });
     expect((await get(url, '127.0.0.3')).status).toBe(200);
 
-    limiter.configure({ denyChanges: { remove: ['127.0.0.2', '127.0.0.4'] } });
+    (limiter.denyLineage as LiveDenyLineage).change({ remove: ['127.0.0.2', '127.0.0.4'] });
     expect((await get(url, '127.0.0.2')).status).toBe(200);
     expect((await get(url, '127.0.0.4')).status).toBe(200);
 
     // A block: every client in it, from the next request.
-    limiter.configure({ denyChanges: { add: [{ match: '127.0.0.0/29' }] } });
+    (limiter.denyLineage as LiveDenyLineage).change({ add: [{ match: '127.0.0.0/29' }] });
     expect((await get(url, '127.0.0.3')).status).toBe(403);
     expect((await get(url, '127.0.0.9')).status).toBe(200);
   });
