@@ -1,7 +1,7 @@
 /**
  * The deny list step of the handler, before any limiter decides: each consulted limiter's `deny` list (set by
  * `configure({ deny })` or `watchConfig`) is compiled once per list object, or reached from an earlier list's matcher
- * changed in place when only some entries changed (`configure({ denyChanges })`; deny-matcher.ts; when,
+ * changed in place when only some entries changed (`a live deny list's change()`; deny-matcher.ts; when,
  * deny-compile.ts), and matched against the shared identity and the client address, read with the same trust rules
  * as limiting. The list has a mode of its own, the limiter's `denyMode`, apart from the limiter's `mode` (the kill
  * switch turns off limits, not the list): `off` skips the list; `shadow` (or the handler's `shadow`) reports a match

@@ -2,7 +2,7 @@
  * Where the deny list step (deny-check.ts) gets the matcher (deny-matcher.ts) of a limiter's list, and when a list is
  * compiled. Compiling 100,000 entries takes tens to hundreds of milliseconds, and every instance would compile each
  * new list, so:
- * - a core limiter's list is a lineage (core's deny-lineage.ts): `configure({ denyChanges })` changes it in place and
+ * - a core limiter's list is a lineage (core's deny-lineage.ts): `a live deny list's change()` changes it in place and
  *   journals the change. One matcher follows each lineage (per IPv6 prefix), at the version (`head`) it has taken
  *   the changes up to, and takes the journal's changes since, in place, at a cost per entry changed: no pass over
  *   the list. Only a new lineage (`configure({ deny })`), or one that moved on further than its journal reaches, is

@@ -4,7 +4,7 @@
  * for the identity and one mask, filter probe and (rarely) Map get per distinct prefix length, whatever the number of
  * entries (100,000 included).
  *
- * The matcher also changes in place, an entry at a time (`apply`, as a limiter's `configure({ denyChanges })` changes
+ * The matcher also changes in place, an entry at a time (`apply`, as a limiter's `a live deny list's change()` changes
  * its list), answering exactly as a compile of the changed list would, at a cost per entry changed:
  * - several entries can fall on one key (`203.0.113.5/24` and `203.0.113.0/24`; two IPv6 /64s in one /56, widened
  *   to it). The Map holds the one that speaks for the key, the longest-lived (`outlasts`); every entry of such a key
