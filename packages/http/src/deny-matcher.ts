@@ -342,7 +342,7 @@ export class MutableDenyMatcher implements DenyMatcher {
 
   private note(raw: unknown, index: number | undefined, text: string, leftOut: boolean): void {
     const match = (raw as { match?: unknown } | null)?.match;
-    const label = index === undefined ? `denyChanges.add ${JSON.stringify(match) ?? typeof match}` : `deny[${index}]`;
+    const label = index === undefined ? `change.add ${JSON.stringify(match) ?? typeof match}` : `deny[${index}]`;
     const key = typeof match === 'string' ? match : {};
     const problems = this.malformed.get(key);
     const problem = { text: `${label}: ${text}`, version: this.version, leftOut };

@@ -131,7 +131,7 @@ describe('the deny list step: a change of some entries (the change() of a live d
     for (let i = 0; i < 3; i++) expect((second.run(request('203.0.113.7')) as HandleResult).outcome).toBe('denied');
     for (const errors of [first.errors, seen]) {
       expect(errors).toHaveLength(2);
-      expect(String(errors[1]![0])).toContain('deny list of "api": denyChanges.add "203.0.113.999": looks like an IP address');
+      expect(String(errors[1]![0])).toContain('deny list of "api": change.add "203.0.113.999": looks like an IP address');
       expect(errors[1]![1]).toMatchObject({ source: 'deny-list', policy: 'api' });
     }
   });

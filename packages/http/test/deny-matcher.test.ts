@@ -165,7 +165,7 @@ describe('deny list matcher changed in place', () => {
     expect(matcher.problems).toEqual([expect.stringMatching(/^deny\[0\]: "10\.0\.0\.0\/33" looks like an IP address/)]);
     matcher.apply({ version: 1, clear: false, remove: [], add: [{ match: '203.0.113.999' }, { match: '203.0.113.1' }] });
     expect(matcher.problemsSince(0)).toEqual([
-      'denyChanges.add "203.0.113.999": looks like an IP address but is neither an address nor a CIDR block',
+      'change.add "203.0.113.999": looks like an IP address but is neither an address nor a CIDR block',
     ]);
     expect(matcher.problems).toHaveLength(2);
     matcher.apply({ version: 2, clear: false, remove: ['10.0.0.0/33', '203.0.113.999'], add: [] });
