@@ -3,8 +3,10 @@
 // and an empty list, and the lookup alone. In-process (no sockets): the handler's synchronous path on a memory
 // store, 10,000 clients (three in four IPv4), none of them denied, so every request pays for the whole lookup
 // and then for its rate decision. The heap the compiled list holds is measured in a child (http-deny/heap.mjs).
-// Then the operator's side (http-deny/cli.mjs, a child): `sluice config deny` add, remove, list and import on a
-// 100,000-entry list kept on a real redis-server, each command the built binary in a process of its own, wall time.
+// Then a fleet (http-deny/fleet.mjs): 4 instance processes holding the list from a real redis-server, changed as
+// operators change it, with the list in the Redis source's deny structure beside the document's field (the previous
+// storage); and the operator's side (http-deny/cli.mjs, a child): `sluice config deny` add, remove, list and import
+// on a 100,000-entry list kept on a real redis-server, each command the built binary in a process of its own, wall time.
 import { createLimiter, fixedWindow } from '@sluice/core';
 import { createHandler, matchDenyList } from '@sluice/http';
 import { memoryStore } from '@sluice/memory';
@@ -16,7 +18,7 @@ import { target } from '../lib/report.mjs';
 import { addRatios, formatInteger } from '../lib/table.mjs';
 import { clientAddresses, denyEntries } from './http-deny/entries.mjs';
 
-export const builds = ['@sluice/http', '@sluice/memory', '@sluice/cli'];
+export const builds = ['@sluice/http', '@sluice/memory', '@sluice/redis', '@sluice/cli'];
 export const description =
   'in-process: @sluice/http handler with a 100,000-entry deny list vs an empty one; the lookup alone; its heap; sluice config deny on it (redis-server)';
 
@@ -27,6 +29,10 @@ const ENTRIES = 100_000;
 const TARGET_ADDED_NS = 1_000;
 /** `sluice config deny add` and `remove` on a 100,000-entry list, the whole command as the operator waits for it. */
 const TARGET_CLI_WRITE_MS = 500;
+/** A one-entry change reaches every instance of the fleet (Redis pub/sub), judged from outside. */
+const TARGET_PICKUP_MS = 250;
+/** The longest an instance's event loop is held by applying one change (its CPU time: see fleet-worker.mjs). */
+const TARGET_BLOCK_MS = 10;
 
 function handlerContestant(name, deny) {
   const limiter = createLimiter({ name: 'bench', store: memoryStore(), rules: fixedWindow({ limit: 1_000_000_000, window: '1h' }) });
@@ -82,6 +88,14 @@ export async function run({ options, log }) {
     args: [String(cliRuns)],
     execArgv: ['--import', import.meta.resolve('tsx')],
   });
+  log('a fleet of 4 instances with the list on a redis-server, changed as operators change it (child processes)');
+  const fleet = await runNodeChild(join(dirname(fileURLToPath(import.meta.url)), 'http-deny', 'fleet.mjs'), {
+    args: [String(options.instances ?? 4), String(options.changes ?? (quick ? 10 : 20))],
+    execArgv: ['--import', import.meta.resolve('tsx')],
+    timeoutMs: 900_000,
+  });
+  const fleetLines = fleetTable(fleet);
+
   const ms = (v) => `${Math.round(v)} ms`;
   const commandRows = [
     ['sluice --version (Node start and CLI load, the floor)', cli.commands.floor],
@@ -115,7 +129,11 @@ export async function run({ options, log }) {
         ],
       },
       {
-        heading: `sluice config deny on a ${formatInteger(cli.entries)}-entry list (${(cli.documentBytes / 2 ** 20).toFixed(1)} MiB document) on a local redis-server ${cli.redisVersion}: wall time from spawn to exit and the process's CPU time, ${cli.commands.add.runs} runs each`,
+        heading: `A fleet of ${fleet.structure.instances} instances (processes, each @sluice/http on a loopback server with watchConfig) holding ${formatInteger(fleet.entries)} entries on a local redis-server: the list in the Redis source's own deny structure, beside the same fleet with the list as the document's field (the previous storage); ${fleet.structure.single.changes} one-entry changes (adds and removals), then one of 1,000 entries`,
+        lines: fleetLines,
+      },
+      {
+        heading: `sluice config deny on a ${formatInteger(cli.entries)}-entry list (${(cli.listBytes / 2 ** 20).toFixed(1)} MiB of entries, in the Redis source's deny structure) on a local redis-server ${cli.redisVersion}: wall time from spawn to exit and the process's CPU time, ${cli.commands.add.runs} runs each`,
         lines: cliLines,
       },
     ],
@@ -141,8 +159,67 @@ export async function run({ options, log }) {
         TARGET_CLI_WRITE_MS,
         ms,
       ),
+      target(
+        `a one-entry change reaches every instance within ${TARGET_PICKUP_MS} ms (the slowest of ${fleet.structure.single.changes} changes × ${fleet.structure.instances} instances)`,
+        fleet.structure.single.pickupMaxMs,
+        '<=',
+        TARGET_PICKUP_MS,
+        ms,
+      ),
+      target(
+        `applying a one-entry change holds an instance's event loop <= ${TARGET_BLOCK_MS} ms (its CPU time, the longest)`,
+        fleet.structure.single.applyCpuMaxMs,
+        '<=',
+        TARGET_BLOCK_MS,
+        (v) => `${v.toFixed(1)} ms`,
+      ),
+      target(
+        `applying a 1,000-entry change holds an instance's event loop <= ${TARGET_BLOCK_MS} ms (its CPU time, the longest)`,
+        fleet.structure.bulk.applyCpuMaxMs,
+        '<=',
+        TARGET_BLOCK_MS,
+        (v) => `${v.toFixed(1)} ms`,
+      ),
     ],
     heap,
     cli,
+    fleet,
   };
+}
+
+/** The fleet's table: each measure for the deny structure and for the document, side by side. */
+function fleetTable({ structure: s, document: d }) {
+  const f = (v) => (v >= 100 ? `${Math.round(v)} ms` : `${v.toFixed(1)} ms`);
+  const rows = [
+    ['instance start: list read and compiled (median)', s.loadMs, d.loadMs],
+    ['one-entry change: write, as the writer waits (median)', s.single.writeMedianMs, d.single.writeMedianMs],
+    ['one-entry change: until every instance answers it (median)', s.single.pickupMedianMs, d.single.pickupMedianMs],
+    ['one-entry change: until every instance answers it (slowest)', s.single.pickupMaxMs, d.single.pickupMaxMs],
+    ['one-entry change: applying it, CPU time (longest)', s.single.applyCpuMaxMs, undefined],
+    ['one-entry change: applying it, wall time (median / longest)', [s.single.applyMedianMs, s.single.applyMaxMs], undefined],
+    ['one-entry change: event-loop delay (longest)', s.single.blockMaxMs, d.single.blockMaxMs],
+    [
+      'one-entry change: an allowed client, p99 / slowest',
+      [s.single.probeP99Ms, s.single.probeMaxMs],
+      [d.single.probeP99Ms, d.single.probeMaxMs],
+    ],
+    ['1,000-entry change: until every instance holds it', s.bulk.pickupMs, d.bulk.pickupMs],
+    ['1,000-entry change: applying it, CPU time (longest)', s.bulk.applyCpuMaxMs, undefined],
+    ['1,000-entry change: event-loop delay (longest)', s.bulk.blockMaxMs, d.bulk.blockMaxMs],
+    ['nothing changing: event-loop delay (longest), the floor', s.idle.blockMaxMs, d.idle.blockMaxMs],
+    ['memory per instance for the list: RSS / heap (median)', [s.rssMiB, s.heapMiB], [d.rssMiB, d.heapMiB]],
+  ];
+  const cell = (v, unit = f) => (v === undefined ? '-' : Array.isArray(v) ? v.map((x) => unit(x)).join(' / ') : unit(v));
+  const mib = (v) => `${v.toFixed(1)} MiB`;
+  const width = Math.max(...rows.map(([name]) => name.length));
+  return [
+    `${'measure'.padEnd(width)}  ${'deny structure'.padStart(22)}  ${'document (previous)'.padStart(22)}`,
+    ...rows.map(([name, a, b]) => {
+      const unit = name.startsWith('memory') ? mib : f;
+      return `${name.padEnd(width)}  ${cell(a, unit).padStart(22)}  ${cell(b, unit).padStart(22)}`;
+    }),
+    'Applying: the synchronous handling of a pushed change in the instance (parse, check, apply); CPU time is what the',
+    'instance spent, which other processes on an oversubscribed machine do not stretch; the event-loop delay is wall',
+    `time and counts them (compare the floor). Warnings seen: ${[...s.warnings, ...d.warnings].join(', ') || 'none'}.`,
+  ];
 }

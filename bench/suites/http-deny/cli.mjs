@@ -1,9 +1,9 @@
 // Child process (run with tsx, for the test harness's startRedis): the `sluice config deny` commands an operator runs
-// on a deny list of 100,000 entries kept on a real redis-server, each run as the built binary in a process of its
+// on a deny list of 100,000 entries kept on a real redis-server, in the Redis config source's own deny structure, each run as the built binary in a process of its
 // own and timed by wall clock from spawn to exit (Node's start and the CLI's load included, as the operator waits):
 // remove one entry (100,000 to 99,999) and add it back, a page (list --limit 100), the whole list as NDJSON
 // (list --json), and an import of a 100,000-line feed that differs from the list by 100 matches (50 new, 50 gone,
-// --replace), the document set back before each import. `sluice --version` as the floor. Each process's own CPU time
+// --replace), the list set back (replaceDenyEntries) before each import. `sluice --version` as the floor. Each process's own CPU time
 // too (cpu-usage.cjs), which a loaded machine does not stretch. Prints one JSON line.
 //   node --import tsx bench/suites/http-deny/cli.mjs [runs]
 import { spawn } from 'node:child_process';
@@ -12,6 +12,8 @@ import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { addDenyEntries, replaceDenyEntries } from '@sluice/core/config';
+import { redisConfigSource } from '@sluice/redis';
 import { Redis } from 'ioredis';
 import { startRedis } from '../../../test/harness/redis.ts';
 import { reply } from '../../lib/child.mjs';
@@ -74,9 +76,10 @@ try {
   const at = ['--name', NAME, '--redis', `redis://${server.host}:${server.port}`];
   const now = Date.now();
   const entries = denyEntries(ENTRIES).map((entry) => ({ ...entry, addedAt: now }));
-  const text = JSON.stringify({ version: 1, revision: 1, updatedAt: now, deny: entries });
-  const reset = () => redis.set(`sluice:config:${NAME}`, text);
-  await reset();
+  const source = redisConfigSource(redis);
+  await addDenyEntries(source, NAME, entries, { now });
+  const reset = () => replaceDenyEntries(source, NAME, entries);
+  const listBytes = entries.reduce((sum, entry) => sum + Buffer.byteLength(JSON.stringify(entry)), 0);
 
   // The feed: the list's matches with 50 left out and 50 new ones.
   const gone = new Set(entries.slice(0, CHANGES / 2).map((entry) => entry.match));
@@ -108,7 +111,7 @@ try {
   }
   reply({
     entries: ENTRIES,
-    documentBytes: Buffer.byteLength(text),
+    listBytes,
     feedLines: feedLines.length,
     changes: CHANGES,
     redisVersion: (await redis.info('server')).match(/redis_version:(\S+)/)?.[1],
