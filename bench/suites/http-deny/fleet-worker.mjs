@@ -65,7 +65,7 @@ const started = performance.now();
 const warnings = [];
 const watcher = watchConfig(limiter, source, { onWarning: (warning) => warnings.push(warning.code) });
 await watcher.ready;
-while (limiter.denyLineage.size < expected) await new Promise((resolve) => setTimeout(resolve, 5));
+while ((limiter.denyLineage?.size ?? limiter.deny.length) < expected) await new Promise((resolve) => setTimeout(resolve, 5));
 // The first request compiles the matcher (a long first list at once).
 await handler.run({ headers: {}, remoteAddress: '198.18.0.1' });
 const loadMs = performance.now() - started;
@@ -85,7 +85,7 @@ const server = createServer(async (request, response) => {
         requestMaxMs,
         applyCpuMaxMs,
         requestCpuMaxMs,
-        entries: limiter.denyLineage.size,
+        entries: limiter.denyLineage?.size ?? limiter.deny.length,
         warnings,
       }),
     );
