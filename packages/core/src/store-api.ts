@@ -18,7 +18,8 @@ export type { GcraParams } from './algorithms/gcra.js';
 
 export { NEVER, isStepOperation, newStepScratch } from './algorithm.js';
 export type { Operation, State, Step, StepInto, StepOperation, StepOutcome, StepScratch } from './algorithm.js';
-export { evaluate, stepRule, stepRuleInto } from './rules.js';
+export { evaluate } from './evaluate.js';
+export { stepRule, stepRuleInto } from './rules.js';
 export { ALGORITHM_NAMES } from './algorithm-names.js';
 export type { AlgorithmName, Evaluation, ParamsByAlgorithm, ResolvedRule, Rule, RuleOutcome } from './rules.js';
 
