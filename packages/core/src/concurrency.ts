@@ -12,10 +12,12 @@ import { FailureAnswer, checkStore, createFailurePolicy, type FailurePolicy } fr
 import type { CircuitBreakerOptions } from './circuit-breaker.js';
 import { identityKey } from './identity.js';
 import type { LeaseOp, LeaseRequest, LeaseResult } from './leases.js';
-import type { LimiterMode } from './limiter.js';
 import { notify, performanceNow } from './observe.js';
+import type { AbortSignalLike, LimiterMode } from './shared-types.js';
 import type { Store } from './store.js';
 import { optionalFunction, rejectUnknownOptions, requireObject } from './validate.js';
+
+export type { AbortSignalLike } from './shared-types.js';
 
 export interface ConcurrencyLimiterOptions {
   /** A store that announces the `lease` operation (the memory store does). */
@@ -57,13 +59,6 @@ export interface LeaseEvent {
   readonly decision: LeaseDecision;
   /** From the call to its answer, in ms (fractional where the runtime's performance.now() is), store call included. */
   readonly durationMs: number;
-}
-
-/** The part of an `AbortSignal` the limiter uses (core compiles without DOM typings; every runtime's AbortSignal fits). */
-export interface AbortSignalLike {
-  readonly aborted: boolean;
-  addEventListener(type: 'abort', listener: () => void, options?: { once?: boolean }): void;
-  removeEventListener(type: 'abort', listener: () => void): void;
 }
 
 export interface AcquireOptions {

@@ -1,4 +1,7 @@
 import type { DenyListSource } from './deny-source.js';
+import type { Unsubscribe } from './shared-types.js';
+
+export type { Unsubscribe } from './shared-types.js';
 
 /**
  * The contract a store implements to hold the runtime configuration documents (config-document.ts), one per
@@ -37,5 +40,3 @@ export interface ConfigSource {
    */
   readonly deny?: DenyListSource;
 }
-
-export type Unsubscribe = () => void | PromiseLike<void>;

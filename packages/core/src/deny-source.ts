@@ -12,8 +12,8 @@
  * Sources move text and do not check it: the watcher and the writers check every entry (deny-entries.ts), so an
  * entry written by anything else is skipped with one warning rather than trusted.
  */
-import type { Unsubscribe } from './config-source.js';
 import type { DenyEntry } from './deny-entries.js';
+import type { Unsubscribe } from './shared-types.js';
 
 /** Where a deny list is: one life of the stored structure (`epoch`) and the changes made in it (`version`). */
 export interface DenyListVersion {

@@ -10,10 +10,9 @@ import type { Duration } from './duration.js';
 import type { StoreErrorPolicy } from './failure-policy.js';
 import type { Rule } from './rules.js';
 import type { Store } from './store.js';
-import type { WaitOptions } from './wait.js';
+import type { LimiterMode, WaitOptions } from './shared-types.js';
 
-/** `enforce` denies; `shadow` counts and reports but never denies (dark launch); `off` is the kill switch. */
-export type LimiterMode = 'enforce' | 'shadow' | 'off';
+export type { LimiterMode } from './shared-types.js';
 
 /**
  * The deny list's own switch, apart from the limiter's mode (the kill switch turns off limits, not the list):

@@ -6,21 +6,14 @@
  */
 import { MAX_CLOCK_MS } from './clock.js';
 import type { Decision } from './decision.js';
-import { durationOption, type Duration, type DurationRange } from './duration.js';
+import { durationOption, type DurationRange } from './duration.js';
 import { describe } from './describe.js';
 import { SluiceError } from './errors.js';
-import type { Limiter } from './limiter.js';
+import type { Limiter } from './limiter-api.js';
 import { NEVER } from './algorithm.js';
-import type { AbortSignalLike } from './concurrency.js';
+import type { AbortSignalLike, WaitOptions } from './shared-types.js';
 
-export interface WaitOptions {
-  /** Units to book, a non-negative integer. @default 1 */
-  cost?: number;
-  /** Longest wait accepted (ms or a string like '30s'); a later slot is refused with WAIT_TOO_LONG, nothing booked. */
-  maxWait: Duration;
-  /** Aborting gives the booking back where the rules allow it (buckets and GCRA) and rejects with ABORTED. */
-  signal?: AbortSignalLike;
-}
+export type { WaitOptions } from './shared-types.js';
 
 // For outbound calls, build the limiter with onStoreError: 'deny' (or a fallback store): with the default 'allow',
 // a store failure resolves every wait at once, and the fleet calls the third party unlimited while the store is down.
