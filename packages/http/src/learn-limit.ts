@@ -13,7 +13,7 @@
 import { fixedWindow, gcra, slidingWindowCounter, slidingWindowLog, type Rule } from '@sluice/core';
 import { fieldMembers } from './header-fields.js';
 import { matchesStatedWindow } from './third-party-limit.js';
-import type { ResponseLike } from './throttled-fetch.js';
+import type { ResponseLike } from './fetch-types.js';
 
 /** A limit a third party states: `limit` per `windowMs`, or per an unstated window. */
 export interface StatedLimit {

@@ -39,7 +39,7 @@ import {
   statedLimits,
   writtenLimit,
 } from './learn-limit.js';
-import type { ResponseLike } from './throttled-fetch.js';
+import type { ResponseLike } from './fetch-types.js';
 
 /** A bare 429 shared by the fleet halves the learned limits. */
 export const SHARED_CUT_FACTOR = 0.5;

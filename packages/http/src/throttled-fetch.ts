@@ -12,11 +12,14 @@ import { SluiceError, type Decision, type Duration, type Limiter } from '@sluice
 import type { AbortSignalLike } from '@sluice/core/concurrency';
 import type { ConfigSource } from '@sluice/core/config';
 import { describeValue as describe, durationOption, optionalFunction, rejectUnknownOptions, type DurationRange } from '@sluice/internal';
+import type { ResponseLike } from './fetch-types.js';
 import { fieldMembers } from './header-fields.js';
 import { LimitLearner } from './learn-limit.js';
 import { SharedLimitLearner } from './shared-limit-learner.js';
 import { aborted, sleep } from './sleep.js';
 import { StoreClock } from './store-clock.js';
+
+export type { ResponseLike } from './fetch-types.js';
 
 /** The parts of a URL the `key` option reads (the global URL class has them all). */
 export interface UrlLike {
@@ -27,12 +30,6 @@ export interface UrlLike {
   readonly hostname: string;
   readonly port: string;
   readonly pathname: string;
-}
-
-/** The parts of a fetch Response the throttled fetch reads. */
-export interface ResponseLike {
-  readonly status: number;
-  readonly headers: { get(name: string): string | null };
 }
 
 /** Any fetch-compatible function: the global fetch, undici's, a test double. */
