@@ -1,68 +1,12 @@
 import { SluiceError, type Limiter } from '@sluice/core';
-import type { DenyEntry, DenyLineage } from '@sluice/core/config';
 import { describeValue as describe, isPromiseLike, optionalFunction, rejectUnknownOptions } from '@sluice/internal';
 import { clientIpResolver, type ClientIpResult } from './client-ip.js';
-import { HEADER_STYLES, type HeaderStyle, type LegacyReset, type PolicyItemCache } from './header-fields.js';
-import { HTTP_OPTION_NAMES, type HttpLimitOptions, type IdentityValue, type LimiterEntry, type ShadowBanOptions } from './options.js';
-import type { DenyMatcher } from './deny-matcher.js';
-import type { DenyListSteps } from './deny-step.js';
-import type { HttpRequest } from './request.js';
-import { warner, type Warner } from './report.js';
+import { HEADER_STYLES, type HeaderStyle } from './header-fields.js';
+import { HTTP_OPTION_NAMES, type HttpLimitOptions, type LimiterEntry, type ShadowBanOptions } from './options.js';
+import type { CompiledEntry, CompiledOptions, DenyListSteps } from './handler-types.js';
+import { warner } from './report.js';
 
 type MaybePromise<T> = T | Promise<T>;
-
-export interface CompiledEntry<R> {
-  readonly limiter: Limiter;
-  readonly kind: 'limit' | 'shed';
-  readonly policy: string;
-  readonly identify: ((request: R) => MaybePromise<IdentityValue>) | undefined;
-  readonly cost: number | ((request: R) => MaybePromise<number>) | undefined;
-  /** Whether `limitSync` works for this limiter: learnt on first use (undefined until then). */
-  sync: boolean | undefined;
-  /** The store's class name, for the console warning about a failing store (undefined when unknown). */
-  readonly store: string | undefined;
-  /**
-   * What this entry's deny matcher was got for (deny-check.ts): the limiter's deny lineage, at `denyVersion`, or
-   * for a limiter without one, its list object.
-   */
-  denySource: DenyLineage | readonly DenyEntry[] | undefined;
-  denyVersion: number;
-  denyMatcher: DenyMatcher | undefined;
-  /**
-   * The clock deny entries expire on: the limiter's own where the implementation has one (core's does, as a
-   * private method), so a fake clock in tests moves expiry with the counters; Date.now otherwise.
-   */
-  readonly denyNow: () => number;
-}
-
-export interface CompiledOptions<R> {
-  readonly entries: readonly CompiledEntry<R>[];
-  /** Some limiter may need the shared identity (all but `shed` ones with no identify of their own). */
-  readonly needsShared: boolean;
-  readonly identify: ((request: R) => MaybePromise<IdentityValue>) | undefined;
-  readonly clientIp: ((request: HttpRequest, raw: R) => MaybePromise<ClientIpResult>) | undefined;
-  /** clientIp is the user's function (it may return a promise), not the built-in resolver. */
-  readonly clientIpIsHook: boolean;
-  /** The client identity's IPv6 grouping (clientIp.ipv6Prefix), to which deny list blocks are widened. */
-  readonly ipv6Prefix: number;
-  readonly missing: 'deny' | 'skip' | string;
-  readonly skip: ((request: R) => MaybePromise<boolean>) | undefined;
-  readonly cost: number | ((request: R) => MaybePromise<number>);
-  readonly shadow: boolean;
-  readonly shadowBan: (Required<Omit<ShadowBanOptions<R>, 'when'>> & Pick<ShadowBanOptions<R>, 'when'>) | undefined;
-  readonly styles: readonly HeaderStyle[];
-  readonly legacyReset: LegacyReset;
-  readonly denyResponse: HttpLimitOptions<R>['denyResponse'];
-  /** The deny list step (`matchDenyList`), when the handler enforces deny lists. */
-  readonly denyList: DenyListSteps | undefined;
-  readonly onLimited: HttpLimitOptions<R>['onLimited'];
-  readonly onDenied: HttpLimitOptions<R>['onDenied'];
-  readonly onError: HttpLimitOptions<R>['onError'];
-  /** The console warning used without onError: one per handler, throttled to one a minute. */
-  readonly warn: Warner;
-  /** This handler's RateLimit-Policy items, built once per policy and rule (see header-fields.ts). */
-  readonly policyItems: PolicyItemCache;
-}
 
 const ENTRY_OPTION_NAMES = ['limiter', 'kind', 'identify', 'cost', 'policy'];
 const SHADOW_BAN_OPTION_NAMES = ['when', 'status', 'body', 'contentType'];

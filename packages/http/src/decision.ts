@@ -1,15 +1,6 @@
 import { isSluiceError, type Decision } from '@sluice/core';
-import type { CompiledEntry, CompiledOptions } from './compile-options.js';
+import type { CompiledEntry, CompiledOptions, LimiterResult } from './handler-types.js';
 import { limited, report } from './report.js';
-
-/** One limiter's part in the answer. */
-export interface LimiterResult {
-  readonly policy: string;
-  readonly kind: 'limit' | 'shed';
-  readonly identity: string;
-  readonly cost: number;
-  readonly decision: Decision;
-}
 
 /**
  * `limitSync` where the store allows it (learnt once per limiter), `limit` otherwise. The usual cost of 1 is

@@ -11,15 +11,16 @@ import { SluiceError } from '@sluice/core';
 import type { DenyLineage } from '@sluice/core/config';
 import { isPromiseLike } from '@sluice/internal';
 import type { ClientIpResult } from './client-ip.js';
-import type { CompiledEntry, CompiledOptions } from './compile-options.js';
+import type { CompiledEntry, CompiledOptions, DenyListSteps, HandleResult } from './handler-types.js';
 import { COMPILE_AT_ONCE, compileAPart, compileNow, readyMatcher } from './deny-compile.js';
 import type { DenyEntry } from './deny-list.js';
 import type { DenyMatcher } from './deny-matcher.js';
 import { formatIp } from './ip-address.js';
 import type { DeniedEvent } from './options.js';
 import { report } from './report.js';
-import { refusal, type HandleResult } from './response.js';
-import { DENY_ADDRESS, DENY_IDENTITY, DENY_NONE, type DenyListStep, type DenyListSteps } from './deny-step.js';
+import { refusal } from './response.js';
+import { DENY_ADDRESS, DENY_IDENTITY, DENY_NONE } from './deny-step.js';
+import type { DenyListStep } from './options.js';
 
 /**
  * Whether the deny list step has anything to do for this request, compiling a list the first time it is seen

@@ -5,36 +5,13 @@
  * enforced, and the operator who added them must hear so.
  */
 import { SluiceError } from '@sluice/core';
-import type { ClientIpResult } from './client-ip.js';
-import type { CompiledOptions } from './compile-options.js';
+import type { CompiledOptions } from './handler-types.js';
 import { report } from './report.js';
-import type { HandleResult } from './response.js';
 
 /** `needs` answers: no list applies; lists of identities only; some list holds IP blocks (resolve the address). */
 export const DENY_NONE = 0;
 export const DENY_IDENTITY = 1;
 export const DENY_ADDRESS = 2;
-
-/**
- * What the `denyList` option takes: `matchDenyList`, exported by `@sluice/http` and every adapter. Opaque: its
- * members are the handler's business.
- */
-export interface DenyListStep {
-  readonly step: 'deny-list';
-}
-
-/** The step as the handler calls it. */
-export interface DenyListSteps extends DenyListStep {
-  /** Whether the step has anything to do for this request (DENY_NONE, DENY_IDENTITY or DENY_ADDRESS). */
-  readonly needs: <R>(o: CompiledOptions<R>, raw: R) => number;
-  /** The 403 when an enforcing limiter's list matches, else undefined (shadow matches are reported). */
-  readonly check: <R>(
-    o: CompiledOptions<R>,
-    raw: R,
-    identity: string | undefined,
-    ip: ClientIpResult | undefined,
-  ) => HandleResult | undefined;
-}
 
 /**
  * `needs` for a handler without the `denyList` option: nothing to do, but a limiter holding a non-empty list is

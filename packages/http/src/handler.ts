@@ -1,15 +1,16 @@
 import type { Decision } from '@sluice/core';
 import { isPromiseLike } from '@sluice/internal';
 import type { ClientIpResult } from './client-ip.js';
-import { compileOptions, type CompiledEntry, type CompiledOptions } from './compile-options.js';
+import { compileOptions } from './compile-options.js';
 import { DENY_ADDRESS, DENY_NONE, unenforcedDenyList } from './deny-step.js';
-import { consume, DEGRADED, giveBack, note, REFUSED, SHADOWED, type LimiterResult } from './decision.js';
+import { consume, DEGRADED, giveBack, note, REFUSED, SHADOWED } from './decision.js';
+import type { CompiledEntry, CompiledOptions, HandleResult, LimiterResult } from './handler-types.js';
 import { afterIdentify, identityText, resolveShared, type SharedIdentity } from './identity.js';
 import { drive } from './maybe-async.js';
 import type { HttpLimitOptions, IdentityValue } from './options.js';
 import { report } from './report.js';
 import type { HttpRequest } from './request.js';
-import { allowedResult, refusal, refusedResult, skipped, type HandleResult } from './response.js';
+import { allowedResult, refusal, refusedResult, skipped } from './response.js';
 
 /**
  * The request handler every adapter wraps, in the order a request meets it: skip, the shared identity
@@ -17,8 +18,7 @@ import { allowedResult, refusal, refusedResult, skipped, type HandleResult } fro
  * response (response.ts). Hooks may answer with a
  * promise; a configuration whose hooks cannot, over a synchronous store, answers without one.
  */
-export type { LimiterResult } from './decision.js';
-export type { HandleResult, Outcome } from './response.js';
+export type { HandleResult, LimiterResult, Outcome } from './handler-types.js';
 
 export interface Handler<R> {
   /** Decides one request. Always a promise; hook errors reject it. */

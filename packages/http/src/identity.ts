@@ -1,7 +1,7 @@
 import { SluiceError } from '@sluice/core';
 import { describeValue, isPromiseLike } from '@sluice/internal';
 import type { ClientIpResult } from './client-ip.js';
-import type { CompiledOptions } from './compile-options.js';
+import type { CompiledOptions } from './handler-types.js';
 import type { IdentityValue } from './options.js';
 import type { HttpRequest } from './request.js';
 

@@ -29,7 +29,7 @@ export type { HeaderField, HeaderStyle, HeaderTarget, LegacyReset } from './head
 export type { ProblemDetails, RefusalKind } from './problem.js';
 export type { DenyEntry } from './deny-list.js';
 export { matchDenyList } from './deny-check.js';
-export type { DenyListStep } from './deny-step.js';
+export type { DenyListStep } from './options.js';
 export { addressLost } from './request.js';
 export type { HeaderBag, HttpRequest, SocketLike } from './request.js';
 export { applyHeaders, toResponse } from './web.js';

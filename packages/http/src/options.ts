@@ -1,7 +1,6 @@
 import type { Decision, Limiter } from '@sluice/core';
 import type { ClientIpOptions } from './client-ip.js';
 import type { DenyEntry } from './deny-list.js';
-import type { DenyListStep } from './deny-step.js';
 import type { HeaderStyle, LegacyReset } from './header-fields.js';
 import type { ProblemDetails, RefusalKind } from './problem.js';
 
@@ -38,6 +37,14 @@ export interface ShadowBanOptions<R> {
   body?: string;
   /** @default 'application/json; charset=utf-8' */
   contentType?: string;
+}
+
+/**
+ * What the `denyList` option takes: `matchDenyList`, exported by `@sluice/http` and every adapter. Opaque: its
+ * members are the handler's business.
+ */
+export interface DenyListStep {
+  readonly step: 'deny-list';
 }
 
 /** What a refusal response will be, passed to `denyResponse` so it can adjust it. */

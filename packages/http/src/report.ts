@@ -1,6 +1,6 @@
 import { isSluiceError } from '@sluice/core';
 import { isPromiseLike } from '@sluice/internal';
-import type { CompiledOptions } from './compile-options.js';
+import type { CompiledOptions, Warner } from './handler-types.js';
 import type { ErrorEvent, LimitedEvent } from './options.js';
 
 /** Calls onLimited for a refusal or a shadow would-be refusal; an exception from it, or a rejection, goes to onError. */
@@ -19,9 +19,6 @@ export function limited<R>(o: CompiledOptions<R>, event: LimitedEvent<R>): void 
     report(o, error, { request: event.request, source: 'hook', policy: event.policy, decision: event.decision });
   }
 }
-
-/** `store` names the store behind a degraded decision (its class), when known. */
-export type Warner = (error: unknown, event: ErrorEvent<unknown>, store?: string) => void;
 
 /**
  * At most one console warning a minute, counting the ones held back, so a recurring failure is seen but a

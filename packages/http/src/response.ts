@@ -1,41 +1,10 @@
 import type { Decision } from '@sluice/core';
-import type { CompiledOptions } from './compile-options.js';
-import { leastRoom, reportableResults, type LimiterResult } from './decision.js';
+import { leastRoom, reportableResults } from './decision.js';
+import type { CompiledOptions, HandleResult, LimiterResult } from './handler-types.js';
 import { ceilSeconds, rateLimitFields, type CachedFieldsOptions, type HeaderField } from './header-fields.js';
 import type { DenyContext } from './options.js';
 import { PROBLEM_CONTENT_TYPE, REFUSAL_STATUS, problemFor, type RefusalKind } from './problem.js';
 import { limited } from './report.js';
-
-/**
- * What happened to the request:
- * - `allowed`: every limiter had room. `skipped`: `skip` said so, or no identity under `onMissingIdentity: 'skip'`.
- * - `shadow`: a limiter would have refused, but shadow mode let it through.
- * - `shadow_banned`: refused, and answered with the shadow-ban response.
- * - a refusal: `limited` (429), `shed` (503), `cost_exceeds_limit` (413), `store_unavailable` (503, the store
- *   failed and the limiter fails closed), `unidentified` (400, no identity under `onMissingIdentity: 'deny'`),
- *   `denied` (403, on a limiter's deny list).
- */
-export type Outcome = 'allowed' | 'skipped' | 'shadow' | 'shadow_banned' | RefusalKind;
-
-export interface HandleResult {
-  /** True: run the route. False: answer with `status`, `headers` and `body` instead. */
-  readonly allowed: boolean;
-  readonly outcome: Outcome;
-  /** 200 when allowed; the refusal's status otherwise. */
-  readonly status: number;
-  /** Write these on the response in both cases (see `writeHeaders`). */
-  readonly headers: readonly HeaderField[];
-  /** The refusal body (problem+json, or the shadow-ban body). */
-  readonly body: string | undefined;
-  /** The decision that speaks for the request: the refusing one, else the one with least room left. */
-  readonly decision: Decision | undefined;
-  /** Every limiter that was consulted, in order. Limiters after a refusal are not consulted. */
-  readonly results: readonly LimiterResult[];
-  /** The shared identity (`user:…`, `ip:…`, `bucket:…`), when one was resolved. */
-  readonly identity: string | undefined;
-  /** A store failed for at least one limiter and its failure policy answered (see onError). */
-  readonly degraded: boolean;
-}
 
 /** What the consulted limiters said about one request: the response is shaped from it. */
 export interface Tally {
