@@ -1,44 +1,13 @@
 import { type State, type Step, type StepInto, type StepOperation, type StepOutcome, type StepScratch } from './algorithm.js';
-import { fixedWindowInto, fixedWindowStep, type FixedWindowParams } from './algorithms/fixed-window.js';
-import { gcraInto, gcraStep, type GcraParams } from './algorithms/gcra.js';
-import { leakyBucketStep, type LeakyBucketParams } from './algorithms/leaky-bucket.js';
-import {
-  slidingWindowCounterInto,
-  slidingWindowCounterStep,
-  type SlidingWindowCounterParams,
-} from './algorithms/sliding-window-counter.js';
-import { slidingWindowLogStep, type SlidingWindowLogParams } from './algorithms/sliding-window-log.js';
-import { tokenBucketInto, tokenBucketStep, type TokenBucketParams } from './algorithms/token-bucket.js';
+import { fixedWindowInto, fixedWindowStep } from './algorithms/fixed-window.js';
+import { gcraInto, gcraStep } from './algorithms/gcra.js';
+import { leakyBucketStep } from './algorithms/leaky-bucket.js';
+import { slidingWindowCounterInto, slidingWindowCounterStep } from './algorithms/sliding-window-counter.js';
+import { slidingWindowLogStep } from './algorithms/sliding-window-log.js';
+import { tokenBucketInto, tokenBucketStep } from './algorithms/token-bucket.js';
+import type { AlgorithmName, ParamsByAlgorithm, ResolvedRule } from './rule-types.js';
 
-export interface ParamsByAlgorithm {
-  'fixed-window': FixedWindowParams;
-  'sliding-window-log': SlidingWindowLogParams;
-  'sliding-window-counter': SlidingWindowCounterParams;
-  'token-bucket': TokenBucketParams;
-  'leaky-bucket': LeakyBucketParams;
-  gcra: GcraParams;
-}
-
-export type AlgorithmName = keyof ParamsByAlgorithm;
-
-/** What a store needs to run one rule: plain, serialisable data. */
-export type ResolvedRule = {
-  [A in AlgorithmName]: {
-    readonly id: string;
-    readonly algorithm: A;
-    readonly params: ParamsByAlgorithm[A];
-    /** Capacity in cost units: what decisions and headers report as the limit. */
-    readonly limit: number;
-  };
-}[AlgorithmName];
-
-/** A rule as built by `fixedWindow()`, `tokenBucket()` and the other factories. */
-export type Rule = ResolvedRule & {
-  /** The time the full capacity takes to come back; reported as the policy window in headers. */
-  readonly windowMs: number;
-  /** Fixed window only: shift the boundaries per identity by a stable hash of it. */
-  readonly stagger: boolean;
-};
+export type { AlgorithmName, Evaluation, ParamsByAlgorithm, ResolvedRule, Rule, RuleOutcome } from './rule-types.js';
 
 export const STEPS: { readonly [A in AlgorithmName]: Step<ParamsByAlgorithm[A]> } = {
   'fixed-window': fixedWindowStep,
@@ -89,30 +58,4 @@ export function stepRuleInto(
   out.resetAt = step.resetAt;
   out.retryAt = step.retryAt;
   out.ttlMs = step.ttlMs;
-}
-
-/** One rule's answer, as reported in a decision. */
-export interface RuleOutcome {
-  readonly id: string;
-  readonly allowed: boolean;
-  readonly limit: number;
-  readonly remaining: number;
-  readonly resetAt: number;
-  /** Earliest time the same cost passes this rule; `now` when allowed, -1 when never. */
-  readonly retryAt: number;
-  /** `take` only: units granted, the same on every rule of the request (0 when none fit). */
-  readonly granted?: number;
-  /**
-   * `reserve` only: when the booked cost starts, epoch ms, the same on every rule. When the request is denied,
-   * the start it would have had (beyond `maxWaitMs`), or -1 when the cost can never fit.
-   */
-  readonly startAt?: number;
-}
-
-/** The result of running every rule of a request against the states read for it. */
-export interface Evaluation {
-  readonly allowed: boolean;
-  readonly outcomes: RuleOutcome[];
-  /** The states to write, rule by rule, with their time to live; undefined when nothing must be written. */
-  readonly writes: Array<{ readonly state: State; readonly ttlMs: number }> | undefined;
 }

@@ -10,15 +10,10 @@ import type { Duration } from '../duration.js';
 import { describe } from '../describe.js';
 import { SluiceError } from '../errors.js';
 import { readRuleOptions, type RuleBaseOptions } from '../rule-options.js';
-import type { Rule } from '../rules.js';
+import type { FixedWindowParams, Rule } from '../rule-types.js';
 import { positiveInteger } from '../validate.js';
 
-export interface FixedWindowParams {
-  readonly limit: number;
-  readonly windowMs: number;
-  /** Boundary shift in [0, windowMs); 0 aligns windows to the epoch. */
-  readonly offsetMs: number;
-}
+export type { FixedWindowParams } from '../rule-types.js';
 
 export function fixedWindowStep(
   state: State | undefined,

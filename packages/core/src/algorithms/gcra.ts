@@ -22,14 +22,10 @@ import {
 } from '../algorithm.js';
 import type { Duration } from '../duration.js';
 import { readRuleOptions, type RuleBaseOptions } from '../rule-options.js';
-import type { Rule } from '../rules.js';
+import type { GcraParams, Rule } from '../rule-types.js';
 import { boundedProduct, positiveInteger } from '../validate.js';
 
-export interface GcraParams {
-  readonly limit: number;
-  readonly periodMs: number;
-  readonly burst: number;
-}
+export type { GcraParams } from '../rule-types.js';
 
 export function gcraStep(state: State | undefined, now: number, cost: number, operation: StepOperation, params: GcraParams): StepOutcome {
   const out = newStepScratch();

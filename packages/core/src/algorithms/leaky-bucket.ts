@@ -11,14 +11,10 @@
 import { NEVER, approach, ceilDiv, rescale, type StepOperation, type State, type StepOutcome } from '../algorithm.js';
 import type { Duration } from '../duration.js';
 import { readRuleOptions, type RuleBaseOptions } from '../rule-options.js';
-import type { Rule } from '../rules.js';
+import type { LeakyBucketParams, Rule } from '../rule-types.js';
 import { boundedProduct, positiveInteger } from '../validate.js';
 
-export interface LeakyBucketParams {
-  readonly capacity: number;
-  readonly leakRate: number;
-  readonly intervalMs: number;
-}
+export type { LeakyBucketParams } from '../rule-types.js';
 
 export function leakyBucketStep(
   state: State | undefined,

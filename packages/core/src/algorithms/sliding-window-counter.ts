@@ -9,13 +9,10 @@
 import { NEVER, newStepScratch, setTriple, type StepOperation, type State, type StepOutcome, type StepScratch } from '../algorithm.js';
 import type { Duration } from '../duration.js';
 import { readRuleOptions, type RuleBaseOptions } from '../rule-options.js';
-import type { Rule } from '../rules.js';
+import type { SlidingWindowCounterParams, Rule } from '../rule-types.js';
 import { boundedProduct, positiveInteger } from '../validate.js';
 
-export interface SlidingWindowCounterParams {
-  readonly limit: number;
-  readonly windowMs: number;
-}
+export type { SlidingWindowCounterParams } from '../rule-types.js';
 
 /** Smallest elapsed e in [0, windowMs] with floor(count × (windowMs − e) / windowMs) <= room. */
 function decayedBy(count: number, room: number, windowMs: number): number {

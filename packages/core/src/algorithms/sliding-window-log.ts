@@ -8,13 +8,10 @@
 import { NEVER, type StepOperation, type State, type StepOutcome } from '../algorithm.js';
 import type { Duration } from '../duration.js';
 import { readRuleOptions, type RuleBaseOptions } from '../rule-options.js';
-import type { Rule } from '../rules.js';
+import type { SlidingWindowLogParams, Rule } from '../rule-types.js';
 import { positiveInteger } from '../validate.js';
 
-export interface SlidingWindowLogParams {
-  readonly limit: number;
-  readonly windowMs: number;
-}
+export type { SlidingWindowLogParams } from '../rule-types.js';
 
 export function slidingWindowLogStep(
   state: State | undefined,

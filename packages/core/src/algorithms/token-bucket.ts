@@ -29,16 +29,10 @@ import type { Duration } from '../duration.js';
 import { describe } from '../describe.js';
 import { SluiceError } from '../errors.js';
 import { readRuleOptions, type RuleBaseOptions } from '../rule-options.js';
-import type { Rule } from '../rules.js';
+import type { TokenBucketParams, Rule } from '../rule-types.js';
 import { boundedProduct, positiveInteger } from '../validate.js';
 
-export interface TokenBucketParams {
-  readonly capacity: number;
-  readonly refillRate: number;
-  readonly intervalMs: number;
-  /** 0 = smooth, 1 = interval. A number so that every executor reads the same parameter list. */
-  readonly refill: 0 | 1;
-}
+export type { TokenBucketParams } from '../rule-types.js';
 
 export function tokenBucketStep(
   state: State | undefined,
