@@ -8,7 +8,7 @@
 import { compileLimiterConfig, parseLimiterConfig, type LimiterConfig } from './config-document.js';
 import type { ConfigSource } from './config-source.js';
 import { readDenyStructure } from './deny-read.js';
-import { checkDenyEntry, MAX_EPOCH_MS, type DenyEntry } from './deny-entries.js';
+import type { DenyEntry } from './deny-entries.js';
 import { describe } from './describe.js';
 import { SluiceError, isSluiceError } from './errors.js';
 import type { DenyMode, LimiterMode } from './limiter-api.js';

@@ -21,7 +21,6 @@ import { durationOption, type Duration, type DurationRange } from './duration.js
 import { describe } from './describe.js';
 import { SluiceError, isSluiceError } from './errors.js';
 import type { DenyMode, Limiter, LimiterMode } from './limiter-api.js';
-import { isPromiseLike } from './promise.js';
 import { compileLimiterConfig, type LimiterConfig } from './config-document.js';
 import type { ConfigSource, Unsubscribe } from './config-source.js';
 import type { DenyEntry } from './deny-entries.js';
