@@ -30,7 +30,8 @@ function setup(code: { deny?: { match: string }[] } = {}) {
 }
 const matches = (limiter: Limiter) => limiter.deny.map((entry) => entry.match).sort();
 /** Pushed changes apply a timer turn after they arrive. */
-const turn = () => new Promise((resolve) => setTimeout(resolve, 5));
+const timers = globalThis as unknown as { setTimeout(callback: () => void, ms: number): unknown };
+const turn = () => new Promise<void>((resolve) => void timers.setTimeout(resolve, 5));
 
 describe('watchConfig over a deny structure', () => {
   test('a pushed change applies at once, as the next version of the same lineage, without a read', async () => {
