@@ -24,6 +24,8 @@ const MUST_FAIL: Record<Exclude<DenyDefect, 'none'>, string[]> = {
   'counts-missing-removes': ['how many of the matches to remove were held'],
   'pushes-unstamped': ['subscribe delivers each change as its stamped text'],
   'keeps-listening': ['a listener unsubscribed hears no more'],
+  'expiry-ignored': ['expireBefore drops ended entries'],
+  'expiry-unbounded': ['expireBefore drops ended entries'],
 };
 
 const applicable = DENY_CHECKS.filter((check) => check.push !== false && check.countsRemoved !== false);
