@@ -1,6 +1,5 @@
 // The build every package shares: ESM and CJS with type declarations and source maps, for ES2022, from
 // src/index.ts. A package's tsup.config.ts passes only what it adds or changes (more entries, a plugin).
-// @sluice/internal (the shared option checks) is never published, so every package that uses it bundles it.
 
 /**
  * @param {import('tsup').Options} [extra]
@@ -14,7 +13,6 @@ export function library(extra = {}) {
     clean: true,
     sourcemap: true,
     target: 'es2022',
-    noExternal: ['@sluice/internal'],
     ...extra,
   };
 }

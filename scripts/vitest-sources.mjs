@@ -1,8 +1,8 @@
 // The one switch between the two ways a package's tests load the other sluice packages, applied by every package's
 // vitest.config.ts. By default (`pnpm test`) `@sluice/*` resolves as a user's install would: package.json
 // exports, so dist/, which turbo builds first. With SLUICE_SOURCE=1 (`pnpm test:fast`) every `@sluice/<name>` and
-// subpath (`@sluice/core/config`, `@sluice/http/fetch`, `@sluice/redis/scripts`) resolves to the TypeScript entry
-// tsup builds it from, and redis-script's `virtual:sluice-lua` is served by the same step tsup runs: no build needed.
+// subpath (`@sluice/core/config`, `@sluice/http/fetch`) resolves to the TypeScript entry tsup builds it from, and
+// redis-script's `virtual:sluice-lua` is served by the same step tsup runs: no build needed.
 //
 // Tests that cannot run from sources are left out of that mode, and only of that mode:
 // - whole files a package lists in `fullOnly` (they spawn the built CLI, bundle or fork dist/, or drive Chromium,
@@ -34,7 +34,6 @@ const ENTRY_SOURCES = {
     './internal': 'src/internal-api.ts',
   },
   '@sluice/http': { './ip': 'src/ip-api.ts', './fetch': 'src/fetch-api.ts' },
-  '@sluice/redis': { './scripts': 'src/scripts/index.ts' },
 };
 
 /**

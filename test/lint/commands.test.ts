@@ -42,7 +42,6 @@ describe('the sources the fast loop loads', () => {
       '@sluice/core': 'packages/core/src/index.ts',
       '@sluice/core/config': 'packages/core/src/config-api.ts',
       '@sluice/http/fetch': 'packages/http/src/fetch-api.ts',
-      '@sluice/redis/scripts': 'packages/stores/redis/src/scripts/index.ts',
       '@sluice/redis-script': 'packages/stores/redis-script/src/index.ts',
     });
   });

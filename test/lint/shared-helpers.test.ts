@@ -1,8 +1,8 @@
 // Option checks, value descriptions, duration parsing and the promise check are written once, in core's source
 // (rejectUnknownOptions, describeValue, durationOption, optionalFunction, isPromiseLike), which the other packages
-// import through the private @sluice/internal (it compiles those files), and the NOSCRIPT fallback
-// once, in @sluice/redis-script (runScript, isNoScript); every package uses them: this fails when a package's source
-// grows its own copy, so the messages a user reads and the behaviour they rely on stay the same everywhere.
+// import from `@sluice/core/internal`, and the NOSCRIPT fallback once, in @sluice/redis-script (runScript,
+// isNoScript); every package uses them: this fails when a package's source grows its own copy, so the messages a
+// user reads and the behaviour they rely on stay the same everywhere.
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';

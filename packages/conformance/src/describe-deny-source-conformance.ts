@@ -1,6 +1,6 @@
 import { SluiceError } from '@sluice/core';
 import type { DenyListSource } from '@sluice/core/config';
-import { describeValue, rejectUnknownOptions } from '@sluice/internal';
+import { describeValue, rejectUnknownOptions } from '@sluice/core/internal';
 import { describe, test } from 'vitest';
 import { DENY_CHECKS, type DenyCheck } from './deny-source-checks.js';
 

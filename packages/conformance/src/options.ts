@@ -1,5 +1,5 @@
 import { SluiceError, type Duration, type Store } from '@sluice/core';
-import { describeValue, durationOption, rejectUnknownOptions, type DurationRange } from '@sluice/internal';
+import { describeValue, durationOption, rejectUnknownOptions, type DurationRange } from '@sluice/core/internal';
 
 /** What `inspectKeys` is given: the store, the test's unique key prefix, and the suite's current time. */
 export interface InspectKeysContext<S extends Store = Store> {

@@ -1,5 +1,5 @@
 import type { Decision, LimitOptions, Limiter, LimiterMode, Rule, Store, SyncLimiter } from '@sluice/core';
-import { isPromiseLike } from '@sluice/internal';
+import { isPromiseLike } from '@sluice/core/internal';
 import { expect } from 'vitest';
 import type { TestContext } from './context.js';
 

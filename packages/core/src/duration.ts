@@ -11,7 +11,6 @@
  * then bounds the value (durationOption's `range`).
  */
 import { describe } from './describe.js';
-// Only SluiceError from errors.ts: @sluice/internal compiles this file and swaps that import for @sluice/core's.
 import { SluiceError } from './errors.js';
 
 /**

@@ -1,7 +1,7 @@
 // `@sluice/core/store`: what a store author needs and an application does not. The evaluator and the step functions,
 // the state codec, lease evaluation, identity keys, the failure policy (for a store that wraps a remote one) and the
 // store contract's types. The limiter, the rule factories and SluiceError are in the root export (src/index.ts).
-// The option checks the sluice packages share are in the private @sluice/internal, never published; internals
+// The option checks the sluice packages share are in `@sluice/core/internal` (src/internal-api.ts); internals
 // (ceilDiv, STEPS, hash32, CircuitBreaker) are exported from nowhere.
 export { fixedWindowStep } from './algorithms/fixed-window.js';
 export type { FixedWindowParams } from './algorithms/fixed-window.js';

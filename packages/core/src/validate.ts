@@ -1,5 +1,4 @@
 import { describe } from './describe.js';
-// Only SluiceError from errors.ts: @sluice/internal compiles this file and swaps that import for @sluice/core's.
 import { SluiceError } from './errors.js';
 
 /**

@@ -1,7 +1,7 @@
 /**
  * The option check and the value description every package uses (stores, http, the adapters, conformance, through
- * `@sluice/core/internal`, re-exported by the private @sluice/internal): written once here, so every "unknown option" and every
- * "got …" reads the same wherever it is raised.
+ * `@sluice/core/internal`): written once here, so every "unknown option" and every "got …" reads the same wherever
+ * it is raised.
  */
 import { describe, expect, test } from 'vitest';
 import { isSluiceError } from '../src/index.js';

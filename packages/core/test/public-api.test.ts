@@ -95,7 +95,7 @@ const ANALYTICS = [
   'topEntries',
 ];
 
-/** The option checks sluice's own packages share (through the private @sluice/internal), one copy in a bundle. */
+/** The option checks sluice's own packages share (they import `@sluice/core/internal`), one copy in a bundle. */
 const INTERNAL_HELPERS = [
   'describeValue',
   'durationOption',

@@ -1,4 +1,4 @@
-import { isPromiseLike } from '@sluice/internal';
+import { isPromiseLike } from '@sluice/core/internal';
 import type { ErrorEvent } from './options.js';
 import { throttledWarning } from './report.js';
 

@@ -1,5 +1,5 @@
 import { SluiceError } from '@sluice/core';
-import { describeValue, integerOption, rejectUnknownOptions } from '@sluice/internal';
+import { describeValue, integerOption, rejectUnknownOptions } from '@sluice/core/internal';
 import { parseForwarded, parseXForwardedFor } from './forwarded.js';
 import { formatIp, maskIp, parseAddressText, type IpAddress } from './ip-address.js';
 import { compileRanges } from './ip-range.js';

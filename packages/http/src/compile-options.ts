@@ -1,5 +1,5 @@
 import { SluiceError, type Limiter } from '@sluice/core';
-import { describeValue as describe, isPromiseLike, optionalFunction, rejectUnknownOptions } from '@sluice/internal';
+import { describeValue as describe, isPromiseLike, optionalFunction, rejectUnknownOptions } from '@sluice/core/internal';
 import { clientIpResolver, type ClientIpResult } from './client-ip.js';
 import { HEADER_STYLES, type HeaderStyle } from './header-fields.js';
 import { HTTP_OPTION_NAMES, type HttpLimitOptions, type LimiterEntry, type ShadowBanOptions } from './options.js';

@@ -9,7 +9,7 @@
  */
 import { SluiceError } from '@sluice/core';
 import type { DenyLineage } from '@sluice/core/config';
-import { isPromiseLike } from '@sluice/internal';
+import { isPromiseLike } from '@sluice/core/internal';
 import type { ClientIpResult } from './client-ip.js';
 import type { CompiledEntry, CompiledOptions, DenyListSteps, HandleResult } from './handler-types.js';
 import { COMPILE_AT_ONCE, compileAPart, compileNow, readyMatcher } from './deny-compile.js';

@@ -1,5 +1,5 @@
 import type { Decision } from '@sluice/core';
-import { isPromiseLike } from '@sluice/internal';
+import { isPromiseLike } from '@sluice/core/internal';
 import type { ClientIpResult } from './client-ip.js';
 import { compileOptions } from './compile-options.js';
 import { DENY_ADDRESS, DENY_NONE, unenforcedDenyList } from './deny-step.js';

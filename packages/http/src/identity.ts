@@ -1,5 +1,5 @@
 import { SluiceError } from '@sluice/core';
-import { describeValue, isPromiseLike } from '@sluice/internal';
+import { describeValue, isPromiseLike } from '@sluice/core/internal';
 import type { ClientIpResult } from './client-ip.js';
 import type { CompiledOptions } from './handler-types.js';
 import type { IdentityValue } from './options.js';

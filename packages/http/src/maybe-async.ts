@@ -1,4 +1,4 @@
-import { isPromiseLike } from '@sluice/internal';
+import { isPromiseLike } from '@sluice/core/internal';
 
 /**
  * Runs a generator that yields values which may be promises, synchronously for as long as none is. A request on

@@ -1,5 +1,5 @@
 import { isSluiceError } from '@sluice/core';
-import { isPromiseLike } from '@sluice/internal';
+import { isPromiseLike } from '@sluice/core/internal';
 import type { CompiledOptions, Warner } from './handler-types.js';
 import type { ErrorEvent, LimitedEvent } from './options.js';
 

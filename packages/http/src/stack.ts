@@ -8,7 +8,7 @@
 import { SluiceError } from '@sluice/core';
 import type { AcquireOptions, ConcurrencyLimiter, Lease } from '@sluice/core/concurrency';
 import type { FleetShedder, UtilizationShedder } from '@sluice/core/shedding';
-import { optionalFunction, rejectUnknownOptions } from '@sluice/internal';
+import { optionalFunction, rejectUnknownOptions } from '@sluice/core/internal';
 import type { HeaderField } from './header-fields.js';
 import { PROBLEM_CONTENT_TYPE, problemFor, type RefusalKind } from './problem.js';
 

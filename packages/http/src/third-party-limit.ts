@@ -17,7 +17,7 @@
  * what happens after it hands the request to fetch.
  */
 import { SluiceError, gcra, slidingWindowLog, type Duration, type Rule } from '@sluice/core';
-import { describeValue as describe, durationOption, positiveInteger, requireObject, rejectUnknownOptions } from '@sluice/internal';
+import { describeValue as describe, durationOption, positiveInteger, requireObject, rejectUnknownOptions } from '@sluice/core/internal';
 
 export interface ThirdPartyLimitOptions {
   /** The number of requests the third party allows per `per`, as it states it. */

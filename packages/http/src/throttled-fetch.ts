@@ -11,7 +11,13 @@
 import { SluiceError, type Decision, type Duration, type Limiter } from '@sluice/core';
 import type { AbortSignalLike } from '@sluice/core/concurrency';
 import type { ConfigSource } from '@sluice/core/config';
-import { describeValue as describe, durationOption, optionalFunction, rejectUnknownOptions, type DurationRange } from '@sluice/internal';
+import {
+  describeValue as describe,
+  durationOption,
+  optionalFunction,
+  rejectUnknownOptions,
+  type DurationRange,
+} from '@sluice/core/internal';
 import type { ResponseLike } from './fetch-types.js';
 import { fieldMembers } from './header-fields.js';
 import { LimitLearner } from './learn-limit.js';

@@ -10,7 +10,7 @@
  */
 import type { Attributes, Histogram, Meter, MeterProvider } from '@opentelemetry/api';
 import { SluiceError } from '@sluice/core';
-import { describeValue, rejectUnknownOptions } from '@sluice/internal';
+import { describeValue, rejectUnknownOptions } from '@sluice/core/internal';
 import { decisionOutcome, type ObservedEvent } from './outcome.js';
 import { addDuration, pendingDurations, replayDurations, type PendingDurations } from './pending-durations.js';
 

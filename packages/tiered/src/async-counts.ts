@@ -4,7 +4,7 @@
  * remotely. Bounded over-admission: at most instances × maxUnsynced per window.
  */
 import { FailureAnswer, type LimitRequest, type LimitResult } from '@sluice/core/store';
-import { isPromiseLike } from '@sluice/internal';
+import { isPromiseLike } from '@sluice/core/internal';
 import type { Entry, TierStats } from './entry.js';
 import type { TierHost } from './lease.js';
 import type { ResolvedOptions } from './options.js';

@@ -1,5 +1,5 @@
 import { SluiceError, type CircuitBreakerOptions, type Duration, type Store } from '@sluice/core';
-import { describeValue as describe, durationOption, optionalFunction, rejectUnknownOptions } from '@sluice/internal';
+import { describeValue as describe, durationOption, optionalFunction, rejectUnknownOptions } from '@sluice/core/internal';
 
 /**
  * How the tier answers from process memory (README, "Strategies"):

@@ -13,7 +13,7 @@ import {
   type StoreCapabilities,
   type StoreOperation,
 } from '@sluice/core/store';
-import { isPromiseLike } from '@sluice/internal';
+import { isPromiseLike } from '@sluice/core/internal';
 import { LocalShare } from './local-share.js';
 import { Outage } from './outage.js';
 import { resolveOptions, type ResolvedOptions, type TierStrategy, type TieredStoreOptions } from './options.js';

@@ -1,6 +1,6 @@
 import { fixedWindow, isSluiceError, tokenBucket, type SluiceError, type Store } from '@sluice/core';
 import type { LimitRequest, LimitResult } from '@sluice/core/store';
-import { isPromiseLike } from '@sluice/internal';
+import { isPromiseLike } from '@sluice/core/internal';
 import { describe, expect, it } from 'vitest';
 import type { TestContext } from '../context.js';
 

@@ -1,5 +1,5 @@
 import { SluiceError, type Store } from '@sluice/core';
-import { rejectUnknownOptions } from '@sluice/internal';
+import { rejectUnknownOptions } from '@sluice/core/internal';
 import {
   addressLost,
   checkOptionsObject,

@@ -1,5 +1,5 @@
 import { SluiceError, createLimiter, type Limiter, type Rule, type Store } from '@sluice/core';
-import { rejectUnknownOptions } from '@sluice/internal';
+import { rejectUnknownOptions } from '@sluice/core/internal';
 import { checkOptionsObject, createHandler, HTTP_OPTION_NAMES, type Handler, type HttpLimitOptions } from '@sluice/http';
 import type { FastifyRequest } from 'fastify';
 

@@ -1,4 +1,4 @@
-import { optionalFunction } from '@sluice/internal';
+import { optionalFunction } from '@sluice/core/internal';
 import { applyHeaders, checkOptionsObject, createHandler, type HandleResult, type HttpLimitOptions } from '@sluice/http';
 import type { Context, Env, MiddlewareHandler } from 'hono';
 import type { StatusCode } from 'hono/utils/http-status';

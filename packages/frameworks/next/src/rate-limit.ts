@@ -1,5 +1,5 @@
 import { SluiceError } from '@sluice/core';
-import { describeValue as describe, optionalFunction } from '@sluice/internal';
+import { describeValue as describe, optionalFunction } from '@sluice/core/internal';
 import { checkOptionsObject, createHandler, type HandleResult, type HttpLimitOptions, type HttpRequest } from './http.js';
 import { NextResponse, type NextRequest } from 'next/server';
 import { Background } from './background.js';

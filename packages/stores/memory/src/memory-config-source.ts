@@ -1,5 +1,5 @@
 import type { ConfigSource, Unsubscribe } from '@sluice/core/config';
-import { describeValue } from '@sluice/internal';
+import { describeValue } from '@sluice/core/internal';
 import { SluiceError } from '@sluice/core';
 import { memoryDenySource } from './memory-deny-source.js';
 

@@ -21,7 +21,7 @@ import {
   type State,
   type StoreCapabilities,
 } from '@sluice/core/store';
-import { describeValue as describe, rejectUnknownOptions } from '@sluice/internal';
+import { describeValue as describe, rejectUnknownOptions } from '@sluice/core/internal';
 import { Lru, type LruEntry } from './lru.js';
 
 export interface MemoryStoreOptions {

@@ -22,7 +22,7 @@ import {
   type DenyListVersion,
   type DenyPage,
 } from '@sluice/core/config';
-import { describeValue, positiveInteger } from '@sluice/internal';
+import { describeValue, positiveInteger } from '@sluice/core/internal';
 import { DENY_CHANGE_SCRIPT, DENY_READ_SCRIPT } from './config-script.js';
 
 /** Runs `script` with EVAL, the one command a Redis-protocol client lends the deny list. */

@@ -23,7 +23,7 @@
  */
 import { SluiceError } from '@sluice/core';
 import { LEASE_ID_PATTERN, type LeaseRequest, type LeaseResult } from '@sluice/core/store';
-import { describeValue } from '@sluice/internal';
+import { describeValue } from '@sluice/core/internal';
 import { leaseScript, leaseSha1 } from 'virtual:sluice-lua';
 import { runScript, type ScriptCommands } from './run-script.js';
 

@@ -1,5 +1,5 @@
 import { SluiceError } from '@sluice/core';
-import { describeValue, integerOption, rejectUnknownOptions, requireObject } from '@sluice/internal';
+import { describeValue, integerOption, rejectUnknownOptions, requireObject } from '@sluice/core/internal';
 
 /** The options every store running this script takes, checked once for `@sluice/redis` and `@sluice/upstash`. */
 export interface ScriptStoreOptions {

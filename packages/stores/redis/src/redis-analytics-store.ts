@@ -8,7 +8,7 @@ import {
   type AnalyticsSecond,
   type AnalyticsStore,
 } from '@sluice/core/analytics';
-import { describeValue } from '@sluice/internal';
+import { describeValue } from '@sluice/core/internal';
 import type { Cluster, Redis } from 'ioredis';
 
 export interface RedisAnalyticsStoreOptions {

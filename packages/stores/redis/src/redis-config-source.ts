@@ -1,6 +1,6 @@
 import { SluiceError } from '@sluice/core';
 import type { ConfigSource, DenyListSource, Unsubscribe } from '@sluice/core/config';
-import { describeValue, rejectUnknownOptions } from '@sluice/internal';
+import { describeValue, rejectUnknownOptions } from '@sluice/core/internal';
 import { REPLACE_CONFIG_SCRIPT } from '@sluice/redis-script';
 import type { Cluster, Redis } from 'ioredis';
 import { redisDenySource } from './redis-deny-source.js';

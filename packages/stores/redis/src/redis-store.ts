@@ -1,6 +1,6 @@
 import { SluiceError, type Duration, type Store } from '@sluice/core';
 import type { LeaseRequest, LeaseResult, LimitRequest, LimitResult, StoreCapabilities } from '@sluice/core/store';
-import { describeValue, durationOption, type DurationRange } from '@sluice/internal';
+import { describeValue, durationOption, type DurationRange } from '@sluice/core/internal';
 import { Command, type Cluster, type Redis } from 'ioredis';
 import { ConnectionGate, type GatedClient } from './connection-gate.js';
 import {

@@ -11,7 +11,7 @@ import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { Redis } from 'ioredis';
 import { createLimiter, fixedWindow } from '@sluice/core';
 import { redisStore } from '../src/index.js';
-import { CLIENT_CLOCK_EXPIRY_SLACK_MS } from '../src/scripts/index.js';
+import { CLIENT_CLOCK_EXPIRY_SLACK_MS } from '@sluice/redis-script';
 import { startRedis, type RedisServer } from '../../../../test/harness/redis.js';
 
 const FROZEN = 1_893_456_000_000; // a window boundary of the 100 ms rule below

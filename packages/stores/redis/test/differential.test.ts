@@ -25,7 +25,7 @@ import {
   LIMIT_SCRIPT_SHA1,
   encodeCall,
   parseCallReply,
-} from '../src/scripts/index.js';
+} from '@sluice/redis-script';
 import { startRedis, type RedisServer } from '../../../../test/harness/redis.js';
 import { ALGORITHMS, compoundRules, events, ruleOf, ruleSets, startMs, type Event } from '../../../../test/harness/arbitraries.js';
 

@@ -1,11 +1,9 @@
-import { createHash } from 'node:crypto';
-import { readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { Redis } from 'ioredis';
 import { createLimiter, fixedWindow, gcra, isSluiceError, slidingWindowLog, tokenBucket } from '@sluice/core';
 import type { ResolvedRule } from '@sluice/core/store';
 import { redisStore, type RedisStoreOptions } from '../src/index.js';
-import { CLIENT_CLOCK_EXPIRY_SLACK_MS, LIMIT_FUNCTION, LIMIT_LIBRARY, LIMIT_SCRIPT, LIMIT_SCRIPT_SHA1 } from '../src/scripts/index.js';
+import { CLIENT_CLOCK_EXPIRY_SLACK_MS, LIMIT_FUNCTION, LIMIT_LIBRARY, LIMIT_SCRIPT_SHA1 } from '@sluice/redis-script';
 import { startRedis, type RedisServer } from '../../../../test/harness/redis.js';
 
 let server: RedisServer;
@@ -35,31 +33,6 @@ beforeAll(async () => {
 afterAll(async () => {
   for (const client of clients) client.disconnect();
   await server?.stop();
-});
-
-describe('scripts entry', () => {
-  test('LIMIT_SCRIPT_SHA1 is the SHA-1 of LIMIT_SCRIPT', () => {
-    expect(createHash('sha1').update(LIMIT_SCRIPT).digest('hex')).toBe(LIMIT_SCRIPT_SHA1);
-  });
-
-  test('the built scripts entry (a re-export of @sluice/redis-script) imports neither ioredis nor a Node built-in', () => {
-    // Follows the entry's relative imports (tsup shares chunks between entries) and checks every module reached.
-    const seen = new Set<string>();
-    const visit = (file: string) => {
-      if (seen.has(file)) return;
-      seen.add(file);
-      const built = readFileSync(new URL(`../dist/${file}`, import.meta.url), 'utf8');
-      const specifiers = [...built.matchAll(/(?:from\s*|import\s*\(|require\()\s*["']([^"']+)["']/g)].map((m) => m[1]!);
-      for (const specifier of specifiers) {
-        if (specifier.startsWith('./')) visit(specifier.slice(2));
-        else expect(['@sluice/core', '@sluice/core/store', '@sluice/redis-script'], `${file} imports ${specifier}`).toContain(specifier);
-      }
-      expect(built, file).not.toMatch(/\bBuffer\b|\bprocess\./);
-    };
-    visit('scripts.js');
-    visit('scripts.cjs');
-    expect(seen.size).toBeGreaterThanOrEqual(2);
-  });
 });
 
 describe('redisStore options', () => {

@@ -1,5 +1,5 @@
 import { SluiceError, type Duration } from '@sluice/core';
-import { describeValue, durationOption, rejectUnknownOptions, type DurationRange } from '@sluice/internal';
+import { describeValue, durationOption, rejectUnknownOptions, type DurationRange } from '@sluice/core/internal';
 
 export interface SqliteStoreOptions {
   /**

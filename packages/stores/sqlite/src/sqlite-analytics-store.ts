@@ -1,6 +1,6 @@
 import { SluiceError } from '@sluice/core';
 import { ANALYTICS_OUTCOMES, analyticsStoreSettings, type AnalyticsSecond, type AnalyticsStore } from '@sluice/core/analytics';
-import { describeValue } from '@sluice/internal';
+import { describeValue } from '@sluice/core/internal';
 import type { SqliteDatabase, SqliteStatement } from './database.js';
 import { sqliteCode } from './store-error.js';
 

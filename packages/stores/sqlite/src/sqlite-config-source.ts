@@ -1,6 +1,6 @@
 import { SluiceError } from '@sluice/core';
 import type { ConfigSource, DenyListSource } from '@sluice/core/config';
-import { describeValue, rejectUnknownOptions } from '@sluice/internal';
+import { describeValue, rejectUnknownOptions } from '@sluice/core/internal';
 import type { SqliteDatabase, SqliteStatement } from './database.js';
 import { sqliteDenySource } from './sqlite-deny-source.js';
 import { sqliteCode } from './store-error.js';

@@ -24,7 +24,7 @@ import {
   type DenyListVersion,
   type DenyPage,
 } from '@sluice/core/config';
-import { describeValue, positiveInteger } from '@sluice/internal';
+import { describeValue, positiveInteger } from '@sluice/core/internal';
 import type { SqliteDatabase } from './database.js';
 
 /** What a cursor after the first page starts with; the last match read follows. */

@@ -15,7 +15,7 @@ import {
   type State,
   type StoreCapabilities,
 } from '@sluice/core/store';
-import { describeValue } from '@sluice/internal';
+import { describeValue } from '@sluice/core/internal';
 import type { SqliteDatabase, SqliteStatement, SqliteTransaction } from './database.js';
 import { resolveOptions, type SqliteStoreOptions } from './options.js';
 import { ensureSchema } from './schema.js';

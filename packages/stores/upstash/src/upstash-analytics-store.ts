@@ -7,7 +7,7 @@ import {
   type AnalyticsSecond,
   type AnalyticsStore,
 } from '@sluice/core/analytics';
-import { describeValue } from '@sluice/internal';
+import { describeValue } from '@sluice/core/internal';
 import { ANALYTICS_PUBLISH_SCRIPT, ANALYTICS_READ_SCRIPT } from '@sluice/redis-script';
 import type { UpstashRestOptions } from './upstash-rest.js';
 import { restClientFor } from './upstash-store.js';

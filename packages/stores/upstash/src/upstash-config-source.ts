@@ -1,6 +1,6 @@
 import { SluiceError } from '@sluice/core';
 import type { ConfigSource, DenyListSource } from '@sluice/core/config';
-import { describeValue, rejectUnknownOptions } from '@sluice/internal';
+import { describeValue, rejectUnknownOptions } from '@sluice/core/internal';
 import { REPLACE_CONFIG_SCRIPT, scriptDenySource } from '@sluice/redis-script';
 import type { UpstashRestOptions } from './upstash-rest.js';
 import { restClientFor } from './upstash-store.js';

@@ -17,7 +17,7 @@
  * sees this instance's writes (what @upstash/redis calls read-your-writes).
  */
 import { SluiceError } from '@sluice/core';
-import { describeValue, durationOption, rejectUnknownOptions } from '@sluice/internal';
+import { describeValue, durationOption, rejectUnknownOptions } from '@sluice/core/internal';
 import type { Duration } from '@sluice/core';
 
 export interface UpstashRestOptions {

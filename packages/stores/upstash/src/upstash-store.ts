@@ -1,6 +1,6 @@
 import { SluiceError, type Store } from '@sluice/core';
 import type { LimitRequest, LimitResult, StoreCapabilities, StoreOperation } from '@sluice/core/store';
-import { describeValue } from '@sluice/internal';
+import { describeValue } from '@sluice/core/internal';
 import { jsonStringBytes, LimitBatcher, runScript, scriptStoreOptions, type ScriptCommands } from '@sluice/redis-script';
 import { upstashRest, type UpstashRestOptions } from './upstash-rest.js';
 import { UPSTASH_LIMIT_SCRIPT, upstashScriptSha1 } from './upstash-script.js';
