@@ -241,7 +241,9 @@ describe('sluice dashboard in a browser, over three processes on one redis-serve
     await page.waitForSelector('section[data-name="api"][data-lost=""] .lost[hidden]', { timeout: 5_000 });
     const store = new Redis({ host: server.host, port: server.port });
     try {
-      expect(JSON.parse((await store.get('sluice:config:api'))!)).toMatchObject({ mode: 'enforce', deny: [{ match: 'user:mallory' }] });
+      // The document comes back, and its deny entries into the deny structure, where the list is kept.
+      expect(JSON.parse((await store.get('sluice:config:api'))!)).toMatchObject({ mode: 'enforce' });
+      expect(Object.keys(await store.hgetall('sluice:deny:{api}'))).toEqual(['user:mallory']);
       // The deny list's own switch, beside the list: written to the document, shown as current.
       await page.click('section[data-name="api"] .deny-modes button[data-deny-mode="off"]');
       await page.waitForSelector('section[data-name="api"][data-deny-mode="off"] .deny-modes button.current[data-deny-mode="off"]', {
@@ -301,7 +303,9 @@ describe('sluice dashboard in a browser, over three processes on one redis-serve
       expect(await page.$eval('#banner', (banner) => (banner as unknown as { hidden: boolean }).hidden)).toBe(true);
       await page.click(`${skipped} button`);
       await page.waitForFunction(`document.querySelector(${JSON.stringify(skipped)}) === null`, { timeout: 5_000 });
-      expect(JSON.parse((await redis.get('sluice:config:aa-broken'))!).deny).toEqual([{ match: 'user:ok' }]);
+      // The removal moved the document's valid entries into the deny structure and left the bad one out.
+      expect(JSON.parse((await redis.get('sluice:config:aa-broken'))!).deny).toBeUndefined();
+      expect(Object.keys(await redis.hgetall('sluice:deny:{aa-broken}'))).toEqual(['user:ok']);
       expect(pageErrors).toEqual([]);
     } finally {
       await redis.del('sluice:config:aa-broken');

@@ -130,6 +130,8 @@ class Watcher implements ConfigWatcher {
   private deleted = false;
   /** The limiter holds the follower's list (so the follower's changes apply to it as they come). */
   private denyInstalled = false;
+  /** The document applied was lost (reported); cleared when a document is read again. */
+  private documentLost = false;
   /** The live list the limiter was given: the follower's changes go to it. */
   private live: LiveDenyLineage | undefined = undefined;
 
@@ -159,7 +161,10 @@ class Watcher implements ConfigWatcher {
               if (this.deleted) return;
               this.denyInstalled = this.configure({ deny: (this.live = liveDenyList(deny)) });
             },
-            warn: (code, message, cause) => this.warn(code, message, cause),
+            // A store restarted empty loses the document and the list at once: the document's warning says both.
+            warn: (code, message, cause) => {
+              if (code !== 'document_lost' || !this.documentLost) this.warn(code, message, cause);
+            },
           });
     this.interval = timers.setInterval(() => void this.refresh(), refreshMs);
     unref(this.interval);
@@ -302,6 +307,7 @@ class Watcher implements ConfigWatcher {
     }
     if (text === this.lastText) return true;
     this.lastText = text;
+    if (text !== undefined) this.documentLost = false;
     if (text === undefined) this.documentGone();
     else this.applyDocument(text);
     return true;
@@ -315,10 +321,12 @@ class Watcher implements ConfigWatcher {
   private documentGone(): void {
     const kept = this.applied;
     if (kept === undefined) return this.applyCode();
+    this.documentLost = true;
+    const denied = this.follower?.active === true ? (this.limiter.denyLineage?.size ?? 0) : kept.deny?.length;
     this.warn(
       'document_lost',
       `the stored configuration is gone without being deleted (the store restarted empty?); keeping revision ${kept.revision}` +
-        `${kept.deny === undefined ? '' : ` and its ${kept.deny.length} deny ${kept.deny.length === 1 ? 'entry' : 'entries'}`}` +
+        `${denied === undefined ? '' : ` and its ${denied} deny ${denied === 1 ? 'entry' : 'entries'}`}` +
         ': restore it (sluice config import) or write a new one; sluice config clear deletes it on purpose',
     );
   }
