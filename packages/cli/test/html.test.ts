@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { chromium, type BrowserContext } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { generateLogLines, htmlReport, parseRuleFlag } from '../src/index.js';
-import { CHAR_PX } from '../src/label-layout.js';
+import { CHAR_PX } from '../src/tune/label-layout.js';
 import { tempFile, tuneText } from './helpers.js';
 
 const CHROMIUM = '/usr/bin/chromium';

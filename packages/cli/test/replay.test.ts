@@ -3,8 +3,8 @@ import { formatIp, maskIp, parseAddressText } from '@sluice/http/ip';
 import { memoryStore } from '@sluice/memory';
 import { describe, expect, it } from 'vitest';
 import { generateLogLines, parseRuleFlag } from '../src/index.js';
-import { ReorderBuffer } from '../src/reorder.js';
-import { Replay } from '../src/replay.js';
+import { ReorderBuffer } from '../src/tune/reorder.js';
+import { Replay } from '../src/tune/replay.js';
 import { tuneText } from './helpers.js';
 
 /** The identity of a generated JSON line, worked out here from the line and @sluice/http's address functions. */

@@ -1,11 +1,11 @@
 // The HTML report's charts: limit labels that never overlap, and refusals over time in buckets of whole windows.
 import { describe, expect, it } from 'vitest';
 import { parseRuleFlag } from '../src/index.js';
-import { CHAR_PX, overlaps, placeLabels, type LabelBox } from '../src/label-layout.js';
-import { Replay } from '../src/replay.js';
-import { htmlReport } from '../src/report-html.js';
-import { peakDistributionChart } from '../src/svg.js';
-import { timelineBucketMs } from '../src/timeline.js';
+import { CHAR_PX, overlaps, placeLabels, type LabelBox } from '../src/tune/label-layout.js';
+import { Replay } from '../src/tune/replay.js';
+import { htmlReport } from '../src/tune/report-html.js';
+import { peakDistributionChart } from '../src/tune/svg.js';
+import { timelineBucketMs } from '../src/tune/timeline.js';
 import { T0, tuneText, iso } from './helpers.js';
 
 /** The label boxes of a rendered histogram, from its SVG, with the layout's own width estimate. */

@@ -2,7 +2,7 @@
 // keyed by `text.slice(start, end)` answers, for keys kept in a slot (short, every character below 256) and keys
 // kept aside (longer, or with a character above 255), through resizes and a clear.
 import { describe, expect, it } from 'vitest';
-import { ABSENT, TextSliceMap } from '../src/text-slice-map.js';
+import { ABSENT, TextSliceMap } from '../src/tune/text-slice-map.js';
 
 /** A small deterministic generator (mulberry32), so a failure is the same on every run. */
 function random(seed: number): () => number {

@@ -6,7 +6,7 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { gzipSync } from 'node:zlib';
-import { RANGE_BYTES } from '../src/tune-threads.js';
+import { RANGE_BYTES } from '../src/tune/tune-threads.js';
 import { tempFile } from './helpers.js';
 
 const CLI = join(dirname(fileURLToPath(import.meta.url)), '..', 'dist', 'cli.js');

@@ -1,7 +1,7 @@
-/** `sluice generate-logs`: writes a realistic access log (see src/generate.ts) for trying `sluice tune`. */
+/** `sluice generate-logs`: writes a realistic access log (see src/tune/generate.ts) for trying `sluice tune`. */
 import { SluiceError } from '@sluice/core';
 import type { Command } from 'commander';
-import { generateLogs } from '../generate.js';
+import { generateLogs } from '../tune/generate.js';
 
 function integer(text: string, field: string, min: number): number {
   const value = Number(text);

@@ -4,11 +4,11 @@ import { SingleBar } from 'cli-progress';
 import type { Command } from 'commander';
 import { writeFileSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
-import { parseLimitsFlag, parseRuleFlag, type Candidate } from '../candidates.js';
+import { parseLimitsFlag, parseRuleFlag, type Candidate } from '../tune/candidates.js';
 import { bytes, count } from '../format.js';
-import { htmlReport } from '../report-html.js';
-import { textReport } from '../report-text.js';
-import { tune, type LogFormat, type TuneProgress } from '../tune.js';
+import { htmlReport } from '../tune/report-html.js';
+import { textReport } from '../tune/report-text.js';
+import { tune, type LogFormat, type TuneProgress } from '../tune/tune.js';
 
 interface TuneFlags {
   format: string;

@@ -1,6 +1,6 @@
 /** The HTML report: one self-contained page (inline CSS and SVG, no script) with the numbers and two charts. */
 import { formatDuration } from './candidates.js';
-import { bytes, count, isoTime, percent } from './format.js';
+import { bytes, count, isoTime, percent } from '../format.js';
 import { SKIP_REASONS, type SkipReason } from './line-result.js';
 import type { TuneReport } from './report.js';
 import { color, escapeHtml, peakDistributionChart, refusedOverTimeChart } from './svg.js';

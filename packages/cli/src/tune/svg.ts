@@ -2,7 +2,7 @@
  * The HTML report's two charts as inline SVG strings: no script, no external file, so the report opens anywhere
  * and can be attached to a ticket. Scales are computed here; the page only styles them.
  */
-import { count } from './format.js';
+import { count } from '../format.js';
 import { placeLabels } from './label-layout.js';
 
 const COLORS = ['#d62728', '#1f77b4', '#2ca02c', '#9467bd', '#ff7f0e', '#8c564b', '#e377c2', '#17becf'];

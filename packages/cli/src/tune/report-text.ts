@@ -1,6 +1,6 @@
 /** The terminal summary of a tune report. */
 import { formatDuration } from './candidates.js';
-import { bytes, count, isoTime, percent, table } from './format.js';
+import { bytes, count, isoTime, percent, table } from '../format.js';
 import { SKIP_REASONS, type SkipReason } from './line-result.js';
 import type { TuneReport } from './report.js';
 
