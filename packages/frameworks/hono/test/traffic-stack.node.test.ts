@@ -12,7 +12,7 @@ import { Hono } from 'hono';
 import { request as httpRequest, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
-import { trafficStack, type HonoTrafficStackOptions } from '../../src/index.js';
+import { trafficStack, type HonoTrafficStackOptions } from '../src/index.js';
 
 let server: ServerType | undefined;
 afterEach(async () => {

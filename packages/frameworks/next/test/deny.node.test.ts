@@ -7,8 +7,8 @@ import { NextRequest, type NextResponse } from 'next/server';
 import { createServer, request, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
-import { matchDenyList, rateLimit } from '../../src/index.js';
-import { memoryLimiter } from '../support.js';
+import { matchDenyList, rateLimit } from '../src/index.js';
+import { memoryLimiter } from './support.js';
 
 const open: Array<() => Promise<void>> = [];
 afterEach(async () => {

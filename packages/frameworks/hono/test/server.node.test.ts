@@ -7,8 +7,8 @@ import type { AddressInfo } from 'node:net';
 import type { Server } from 'node:http';
 import { Agent, fetch } from 'undici';
 import { afterEach, describe, expect, it } from 'vitest';
-import { rateLimit, type HonoRateLimitOptions } from '../../src/index.js';
-import { fakeClock, memoryLimiter } from '../support.js';
+import { rateLimit, type HonoRateLimitOptions } from '../src/index.js';
+import { fakeClock, memoryLimiter } from './support.js';
 
 const open: Array<() => Promise<void>> = [];
 afterEach(async () => {
