@@ -1,5 +1,21 @@
+import { createLimiter, type LimiterOptions } from '@sluice/core';
 import { memoryStore, type MemoryStore } from '@sluice/memory';
 import type { LimitRequest, LimitResult, Store, StoreCapabilities } from '@sluice/core/store';
+import { tieredStore, type TieredStoreOptions, type TierStrategy } from '../src/index.js';
+
+/** Where the tests' clocks start (epoch ms). */
+export const T0 = 1_700_000_000_000;
+
+/** The first start of a window of `windowMs` at or after T0, for tests that count a window from its start. */
+export function windowStartAfterT0(windowMs: number): number {
+  return Math.ceil(T0 / windowMs) * windowMs;
+}
+
+/** A clock the test moves by hand (`clock.now += 600`); `clock.read` is what a store or a limiter is given. */
+export class TestClock {
+  constructor(public now: number = T0) {}
+  readonly read = (): number => this.now;
+}
 
 /**
  * maxKeys for the stores the tests make, far above the identities any test uses: the default (100,000) preallocates
@@ -28,6 +44,24 @@ export class SharedStore implements Store {
   reset(key: string, ruleIds: readonly string[]): Promise<void> {
     return Promise.resolve().then(() => this.inner.reset(key, ruleIds));
   }
+}
+
+/** A tier of a fleet of 4 over `remote`, without timers: its syncs and flushes run when a test asks for them. */
+export function tier(remote: Store, strategy: TierStrategy, clock: () => number, extra: Partial<TieredStoreOptions> = {}) {
+  return tieredStore({ remote, instances: 4, strategy, clock, timers: false, maxKeys: TEST_MAX_KEYS, ...extra });
+}
+
+/**
+ * One tier over a new shared store, on a test clock that starts at `start` (T0 unless given): `limiter(rules)`
+ * decides through the tier, `direct(rules)` reads and writes the shared store itself, past the tier.
+ */
+export function tierFixture(strategy: TierStrategy, { start = T0, ...extra }: Partial<TieredStoreOptions> & { start?: number } = {}) {
+  const clock = new TestClock(start);
+  const shared = new SharedStore();
+  const store = tier(shared, strategy, clock.read, extra);
+  const limiter = (rules: LimiterOptions['rules']) => createLimiter({ store, rules, clock: clock.read });
+  const direct = (rules: LimiterOptions['rules']) => createLimiter({ store: shared.inner, rules, clock: clock.read });
+  return { clock, shared, store, limiter, direct };
 }
 
 /** A small seeded PRNG (mulberry32), so a failing interleaving can be replayed. */
