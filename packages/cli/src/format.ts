@@ -1,4 +1,4 @@
-/** Number and share formatting shared by the terminal and HTML reports. */
+/** Number, share and time formatting shared by tune's terminal and HTML reports (tune/) and the config deny commands. */
 
 export function count(n: number): string {
   return Math.round(n).toLocaleString('en-US');
