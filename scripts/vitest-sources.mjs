@@ -23,22 +23,9 @@ export const FROM_SOURCES = process.env.SLUICE_SOURCE === '1';
 /** Test titles that read the build: skipped from sources. */
 export const READS_THE_BUILD = /^(?!.*(?:\bdist\/|\bthe buil[dt]\b))/i;
 
-/** The source file of each export that is not `src/index.ts`: the entries of that package's tsup.config.ts. */
-const ENTRY_SOURCES = {
-  '@sluice/core': {
-    './store': 'src/store-api.ts',
-    './concurrency': 'src/concurrency-api.ts',
-    './shedding': 'src/shedding-api.ts',
-    './config': 'src/config-api.ts',
-    './analytics': 'src/analytics-api.ts',
-    './internal': 'src/internal-api.ts',
-  },
-  '@sluice/http': { './ip': 'src/ip-api.ts', './fetch': 'src/fetch-api.ts' },
-};
-
 /**
  * Every `@sluice/*` specifier a package.json exports, with its source file (absolute). Fails loudly when an export has
- * no known source, so a new subpath cannot silently resolve to a stale dist/ in the fast loop.
+ * no source folder, so a new subpath cannot silently resolve to a stale dist/ in the fast loop.
  * @returns {Map<string, string>}
  */
 export function sourceEntries() {
@@ -50,11 +37,11 @@ export function sourceEntries() {
       if (!manifest.name?.startsWith('@sluice/')) return;
       for (const subpath of Object.keys(manifest.exports ?? { '.': null })) {
         if (subpath === './package.json') continue;
-        const file = subpath === '.' ? 'src/index.ts' : ENTRY_SOURCES[manifest.name]?.[subpath];
-        const source = file === undefined ? undefined : join(dir, file);
-        if (source === undefined || !existsSync(source)) {
+        // The folder tree equals the exports map: `.` is src/index.ts, and `./name` is src/name/index.ts.
+        const source = join(dir, subpath === '.' ? 'src/index.ts' : `src/${subpath.slice(2)}/index.ts`);
+        if (!existsSync(source)) {
           throw new Error(
-            `[sluice] scripts/vitest-sources.mjs: ${manifest.name} exports ${subpath}, but ENTRY_SOURCES names no existing source file for it (${source ?? 'none'}); add the entry its tsup.config.ts builds it from`,
+            `[sluice] scripts/vitest-sources.mjs: ${manifest.name} exports ${subpath}, but ${source} does not exist; each subpath's entry is its folder's index.ts, as its tsup.config.ts builds it`,
           );
         }
         entries.set(subpath === '.' ? manifest.name : `${manifest.name}/${subpath.slice(2)}`, source);

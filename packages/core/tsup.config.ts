@@ -6,12 +6,12 @@ export default defineConfig({
   // rest exist once and `instanceof` works across entries.
   entry: {
     index: 'src/index.ts',
-    store: 'src/store-api.ts',
-    concurrency: 'src/concurrency-api.ts',
-    shedding: 'src/shedding-api.ts',
-    config: 'src/config-api.ts',
-    analytics: 'src/analytics-api.ts',
-    internal: 'src/internal-api.ts',
+    store: 'src/store/index.ts',
+    concurrency: 'src/concurrency/index.ts',
+    shedding: 'src/shedding/index.ts',
+    config: 'src/config/index.ts',
+    analytics: 'src/analytics/index.ts',
+    internal: 'src/internal/index.ts',
   },
   format: ['esm', 'cjs'],
   splitting: true,

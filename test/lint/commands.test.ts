@@ -40,7 +40,7 @@ describe('the sources the fast loop loads', () => {
     const entries = Object.fromEntries([...sourceEntries()].map(([specifier, file]) => [specifier, relative(root, file)]));
     expect(entries).toMatchObject({
       '@sluice/core': 'packages/core/src/index.ts',
-      '@sluice/core/config': 'packages/core/src/config-api.ts',
+      '@sluice/core/config': 'packages/core/src/config/index.ts',
       '@sluice/http/fetch': 'packages/http/src/fetch-api.ts',
       '@sluice/redis-script': 'packages/stores/redis-script/src/index.ts',
     });

@@ -12,10 +12,10 @@ const root = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
 
 /** Where the one copy of each lives. */
 const HOME = new Set([
-  'packages/core/src/validate.ts',
-  'packages/core/src/describe.ts',
-  'packages/core/src/duration.ts',
-  'packages/core/src/promise.ts',
+  'packages/core/src/shared/validate.ts',
+  'packages/core/src/shared/describe.ts',
+  'packages/core/src/shared/duration.ts',
+  'packages/core/src/shared/promise.ts',
   'packages/stores/redis-script/src/run-script.ts',
 ]);
 

@@ -69,7 +69,7 @@ describe('the Upstash-on-Hono worker bundle (everything the worker ships)', () =
   });
 
   it('holds one copy of the option checks every sluice package shares (@sluice/core/internal), not one per package', async () => {
-    // Messages only rejectUnknownOptions and durationOption build (packages/core/src/validate.ts, duration.ts).
+    // Messages only rejectUnknownOptions and durationOption build (packages/core/src/shared/validate.ts, shared/duration.ts).
     const { text } = await honoUpstash();
     expect(text.split('accepted options are').length - 1).toBe(1);
     expect(text.split('a whole number of ms or a string like').length - 1).toBe(1);

@@ -42,7 +42,7 @@ const cpuMs = () => {
   const { user, system } = process.cpuUsage();
   return (user + system) / 1000;
 };
-// Pushed changes are applied on a timer turn after they arrive (watch-config.ts queues them), and a whole read
+// Pushed changes are applied on a timer turn after they arrive (config/watch-config.ts queues them), and a whole read
 // continues on timer turns: every timer callback is timed too, as the same "applying" work.
 const realSetTimeout = globalThis.setTimeout;
 globalThis.setTimeout = (callback, ms, ...args) =>

@@ -31,7 +31,7 @@ export class ReferenceStore implements SyncStore {
     if (evaluation.writes !== undefined) {
       const target = slots ?? new Map<string, Slot>();
       evaluation.writes.forEach((write, i) => {
-        // A state worth nothing (ttl <= 0) is deleted, as every executor does (see core's store.ts).
+        // A state worth nothing (ttl <= 0) is deleted, as every executor does (see core's store/store.ts).
         if (write.ttlMs > 0) target.set(rules[i]!.id, { state: write.state, expiresAt: now + write.ttlMs });
         else target.delete(rules[i]!.id);
       });

@@ -1,9 +1,9 @@
 // The application API: what code that limits requests calls. What a store author needs (the evaluator, the state
-// codec, step functions, key and option helpers, the failure policy) is in `@sluice/core/store` (src/store-api.ts).
-// The features beside the limiter have subpaths of their own: `@sluice/core/concurrency` (src/concurrency-api.ts),
-// `@sluice/core/shedding` (src/shedding-api.ts), `@sluice/core/config` (src/config-api.ts) and `@sluice/core/analytics`
-// (src/analytics-api.ts).
-export { createLimiter } from './limiter.js';
+// codec, step functions, key and option helpers, the failure policy) is in `@sluice/core/store` (src/store/).
+// The features beside the limiter have subpaths of their own: `@sluice/core/concurrency` (src/concurrency/),
+// `@sluice/core/shedding` (src/shedding/), `@sluice/core/config` (src/config/) and `@sluice/core/analytics`
+// (src/analytics/).
+export { createLimiter } from './limiter/limiter.js';
 export type {
   DecisionEvent,
   Limiter,
@@ -15,10 +15,10 @@ export type {
   StoreErrorPolicy,
   SyncLimiter,
   TakeOptions,
-} from './limiter.js';
-export type { DenyMode } from './limiter-api.js';
-export type { WaitOptions } from './wait.js';
-export type { Decision, DecisionReason, RuleReport } from './decision.js';
+} from './limiter/limiter.js';
+export type { DenyMode } from './limiter/types.js';
+export type { WaitOptions } from './limiter/wait.js';
+export type { Decision, DecisionReason, RuleReport } from './limiter/decision.js';
 
 export { fixedWindow } from './algorithms/fixed-window.js';
 export type { FixedWindowOptions } from './algorithms/fixed-window.js';
@@ -32,15 +32,15 @@ export { leakyBucket } from './algorithms/leaky-bucket.js';
 export type { LeakyBucketOptions } from './algorithms/leaky-bucket.js';
 export { gcra } from './algorithms/gcra.js';
 export type { GcraOptions } from './algorithms/gcra.js';
-export type { AlgorithmName, Rule } from './rules.js';
-export type { RuleBaseOptions } from './rule-options.js';
-export { ruleFromSpec, ruleSpec } from './rule-spec.js';
-export type { RuleSpec } from './rule-spec.js';
+export type { AlgorithmName, Rule } from './algorithms/rules.js';
+export type { RuleBaseOptions } from './algorithms/rule-options.js';
+export { ruleFromSpec, ruleSpec } from './algorithms/rule-spec.js';
+export type { RuleSpec } from './algorithms/rule-spec.js';
 
-export type { Store, SyncStore } from './store.js';
-export type { CircuitBreakerOptions, CircuitState } from './circuit-breaker.js';
+export type { Store, SyncStore } from './store/store.js';
+export type { CircuitBreakerOptions, CircuitState } from './store/circuit-breaker.js';
 
-export { SluiceError, isSluiceError } from './errors.js';
-export type { SluiceErrorCode } from './errors.js';
-export { parseDuration } from './duration.js';
-export type { Duration, DurationUnit } from './duration.js';
+export { SluiceError, isSluiceError } from './shared/errors.js';
+export type { SluiceErrorCode } from './shared/errors.js';
+export { parseDuration } from './shared/duration.js';
+export type { Duration, DurationUnit } from './shared/duration.js';

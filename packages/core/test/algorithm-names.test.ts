@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { ALGORITHM_NAMES } from '../src/store-api.js';
-import { STEPS } from '../src/rules.js';
+import { ALGORITHM_NAMES } from '../src/store/index.js';
+import { STEPS } from '../src/algorithms/rules.js';
 
 describe('ALGORITHM_NAMES', () => {
   it('names exactly the algorithms evaluate() dispatches to, once each', () => {

@@ -3,7 +3,7 @@
  * and the field for each bad value or unknown option.
  */
 import { describe, expect, test } from 'vitest';
-import { analyticsStoreSettings, DEFAULT_ANALYTICS_TOP_K } from '../src/analytics-api.js';
+import { analyticsStoreSettings, DEFAULT_ANALYTICS_TOP_K } from '../src/analytics/index.js';
 
 describe('analyticsStoreSettings', () => {
   test('defaults: 15 minutes of retention, the default top list, Date.now; a prefix only where the store takes one', () => {

@@ -6,7 +6,7 @@
  */
 import { describe, expect, test } from 'vitest';
 import { createLimiter, fixedWindow, type Store } from '../src/index.js';
-import type { LimitResult } from '../src/store-api.js';
+import type { LimitResult } from '../src/store/index.js';
 
 /** An asynchronous store whose calls never settle: every decision is answered by the limiter's deadline. */
 function silentStore(answersFailures: boolean): Store & { calls: number } {

@@ -5,7 +5,7 @@
  */
 import { describe, expect, test } from 'vitest';
 import { createLimiter, fixedWindow, type Decision, type DecisionEvent } from '../src/index.js';
-import { autoDeny, readLimiterConfig, type AutoDenyOptions } from '../src/config-api.js';
+import { autoDeny, readLimiterConfig, type AutoDenyOptions } from '../src/config/index.js';
 import { MapStore } from './support/map-store.js';
 import { MapConfigSource } from './support/map-config-source.js';
 

@@ -12,7 +12,7 @@
  */
 import fc from 'fast-check';
 import { describe, expect, test } from 'vitest';
-import { stepRule, type ResolvedRule, type State, type StepOperation } from '../src/store-api.js';
+import { stepRule, type ResolvedRule, type State, type StepOperation } from '../src/store/index.js';
 import { PLAIN, forEachCase, slidingWindowCounterCase, type AlgorithmCase } from './support/cases.js';
 import { RUNS, T0, costArb, moveArb, operationArb } from './support/scenario.js';
 

@@ -6,17 +6,17 @@
  */
 import { afterEach, describe, expect, test, vi } from 'vitest';
 import type { Store } from '../src/index.js';
-import { createConcurrencyLimiter, type ConcurrencyLimiterOptions } from '../src/concurrency-api.js';
+import { createConcurrencyLimiter, type ConcurrencyLimiterOptions } from '../src/concurrency/index.js';
 import {
   createFleetShedder,
   createUtilizationShedder,
   type FleetShedderOptions,
   type UtilizationShedderOptions,
-} from '../src/shedding-api.js';
-import type { FleetEvent } from '../src/fleet-shedder.js';
-import type { LeaseEvent } from '../src/concurrency.js';
-import type { ShedEvent } from '../src/utilization-shedder.js';
-import { evaluateLease, type LeaseEntries, type LeaseRequest, type LeaseResult } from '../src/store-api.js';
+} from '../src/shedding/index.js';
+import type { FleetEvent } from '../src/shedding/fleet-shedder.js';
+import type { LeaseEvent } from '../src/concurrency/concurrency-limiter.js';
+import type { ShedEvent } from '../src/shedding/utilization-shedder.js';
+import { evaluateLease, type LeaseEntries, type LeaseRequest, type LeaseResult } from '../src/store/index.js';
 
 const T0 = 1_700_000_000_000;
 

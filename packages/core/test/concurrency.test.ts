@@ -6,8 +6,8 @@
 import fc from 'fast-check';
 import { describe, expect, test } from 'vitest';
 import type { Store } from '../src/index.js';
-import { createConcurrencyLimiter, type ConcurrencyLimiterOptions } from '../src/concurrency-api.js';
-import { evaluateLease, type LeaseEntries, type LeaseRequest, type LeaseResult } from '../src/store-api.js';
+import { createConcurrencyLimiter, type ConcurrencyLimiterOptions } from '../src/concurrency/index.js';
+import { evaluateLease, type LeaseEntries, type LeaseRequest, type LeaseResult } from '../src/store/index.js';
 
 const T0 = 1_700_000_000_000;
 

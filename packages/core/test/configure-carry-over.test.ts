@@ -7,7 +7,7 @@
 import fc from 'fast-check';
 import { describe, expect, test } from 'vitest';
 import { fixedWindow, gcra, leakyBucket, slidingWindowCounter, slidingWindowLog, tokenBucket, type Rule } from '../src/index.js';
-import { stepRule } from '../src/store-api.js';
+import { stepRule } from '../src/store/index.js';
 import { PLAIN } from './support/cases.js';
 import { harness, RUNS, T0 } from './support/scenario.js';
 

@@ -6,7 +6,7 @@
 import fc from 'fast-check';
 import { describe, expect, test } from 'vitest';
 import { createLimiter, gcra, tokenBucket, type Decision, type Rule } from '../src/index.js';
-import { hash32 } from '../src/identity.js';
+import { hash32 } from '../src/shared/identity.js';
 import {
   PLAIN,
   fixedWindowCase,

@@ -1,12 +1,12 @@
 /**
- * The stall-aware deadline (deadline.ts) under a fake clock. A stall is the wall clock moving while no timer runs
+ * The stall-aware deadline (shared/deadline.ts) under a fake clock. A stall is the wall clock moving while no timer runs
  * (vi.setSystemTime); the timer armed before it then fires late by the stall. What is checked: a stall is charged
  * to a call for at most SLICE_MS + STALL_TOLERANCE_MS (7 ms) of it, whenever in the call's life it happens, for the shared
  * deadline and for `withDeadline`; on a healthy loop a call is refused one turn after its deadline, right after a
  * stall only after 3 turns on time.
  */
 import { afterEach, beforeEach, describe, expect, test, vi } from 'vitest';
-import { Deadlines, SLICE_MS, withDeadline } from '../src/deadline.js';
+import { Deadlines, SLICE_MS, withDeadline } from '../src/shared/deadline.js';
 
 beforeEach(() => {
   vi.useFakeTimers();

@@ -1,9 +1,9 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { createLimiter, fixedWindow } from '../src/index.js';
-import { denyChangesSince, denyListVersion, liveDenyList, type LiveDenyLineage } from '../src/config-api.js';
-import type { DenyEntry } from '../src/deny-entries.js';
-import { JOURNAL_LENGTH } from '../src/deny-lineage.js';
+import { denyChangesSince, denyListVersion, liveDenyList, type LiveDenyLineage } from '../src/config/index.js';
+import type { DenyEntry } from '../src/deny/entries.js';
+import { JOURNAL_LENGTH } from '../src/deny/lineage.js';
 import { MapStore } from './support/map-store.js';
 
 const make = () => createLimiter({ name: 'api', store: new MapStore(), rules: fixedWindow({ limit: 10, window: '1s' }) });

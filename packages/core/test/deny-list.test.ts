@@ -16,7 +16,7 @@ import {
   writeLimiterConfig,
   type ConfigWarning,
   type DenyEntry,
-} from '../src/config-api.js';
+} from '../src/config/index.js';
 import { MapStore } from './support/map-store.js';
 import { MapConfigSource } from './support/map-config-source.js';
 

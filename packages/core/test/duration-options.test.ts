@@ -6,8 +6,8 @@
  */
 import { afterEach, beforeEach, describe, expect, test, vi } from 'vitest';
 import { createLimiter, tokenBucket, type Duration, type Store } from '../src/index.js';
-import { durationOption } from '../src/duration.js';
-import { createFailurePolicy, type LimitRequest, type LimitResult } from '../src/store-api.js';
+import { durationOption } from '../src/shared/duration.js';
+import { createFailurePolicy, type LimitRequest, type LimitResult } from '../src/store/index.js';
 import { MapStore } from './support/map-store.js';
 import { T0 } from './support/scenario.js';
 
@@ -70,7 +70,7 @@ describe('createLimiter timeout', () => {
   ])('%j and %j are the same deadline', async (text, ms) => {
     const expected = await answeredAfter(ms);
     expect(expected).toBeGreaterThanOrEqual(Number(ms));
-    expect(expected).toBeLessThanOrEqual(Number(ms) + 2); // one loop turn of grace (deadline.ts)
+    expect(expected).toBeLessThanOrEqual(Number(ms) + 2); // one loop turn of grace (shared/deadline.ts)
     expect(await answeredAfter(text)).toBe(expected);
   });
 

@@ -1,6 +1,6 @@
 import { describe, expect, test } from 'vitest';
 import { fixedWindow, gcra, leakyBucket, parseDuration, slidingWindowLog, tokenBucket } from '../src/index.js';
-import { durationOption } from '../src/duration.js';
+import { durationOption } from '../src/shared/duration.js';
 
 /** What durationOption throws for `value`, or undefined when it accepts it. */
 function refusal(value: unknown, range?: { min?: number; max?: number }): string | undefined {

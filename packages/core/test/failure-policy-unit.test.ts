@@ -6,7 +6,7 @@
  */
 import { describe, expect, test } from 'vitest';
 import { createLimiter, tokenBucket, type Store } from '../src/index.js';
-import { FailureAnswer, createFailurePolicy, type LimitRequest, type LimitResult } from '../src/store-api.js';
+import { FailureAnswer, createFailurePolicy, type LimitRequest, type LimitResult } from '../src/store/index.js';
 import { AsyncMapStore, MapStore } from './support/map-store.js';
 
 const T0 = Date.UTC(2025, 0, 1);

@@ -4,7 +4,7 @@
  */
 import { afterEach, beforeEach, describe, expect, test, vi } from 'vitest';
 import { createLimiter, fixedWindow, isSluiceError, tokenBucket, type Store, type SyncStore } from '../src/index.js';
-import { evaluate, type LimitRequest, type LimitResult, type State, type StoreCapabilities } from '../src/store-api.js';
+import { evaluate, type LimitRequest, type LimitResult, type State, type StoreCapabilities } from '../src/store/index.js';
 
 /** A healthy synchronous store (core's `evaluate` over a Map), self-contained so this file depends on src only. */
 class MapStore implements SyncStore {

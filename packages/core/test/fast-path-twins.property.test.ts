@@ -14,7 +14,7 @@
  */
 import fc from 'fast-check';
 import { describe, expect, test } from 'vitest';
-import { combineOneOutcome, combineOutcomes } from '../src/decision.js';
+import { combineOneOutcome, combineOutcomes } from '../src/limiter/decision.js';
 import { createLimiter, fixedWindow, tokenBucket, type Decision, type SyncStore } from '../src/index.js';
 import {
   evaluate,
@@ -30,7 +30,7 @@ import {
   type RuleAnswer,
   type RuleOutcome,
   type State,
-} from '../src/store-api.js';
+} from '../src/store/index.js';
 import { PLAIN, forEachCase, type AlgorithmCase } from './support/cases.js';
 import { RUNS, T0, costArb, moveArb, operationArb } from './support/scenario.js';
 

@@ -6,14 +6,14 @@
  */
 import { afterEach, beforeEach, describe, expect, test, vi } from 'vitest';
 import { createLimiter, fixedWindow, type Decision, type DecisionEvent, type SyncStore } from '../src/index.js';
-import { createUtilizationShedder } from '../src/shedding-api.js';
+import { createUtilizationShedder } from '../src/shedding/index.js';
 import {
   fleetAnalytics,
   type AnalyticsOutcome,
   type AnalyticsSecond,
   type AnalyticsStore,
   type FleetAnalyticsOptions,
-} from '../src/analytics-api.js';
+} from '../src/analytics/index.js';
 import { MapStore } from './support/map-store.js';
 
 const T0 = 1_700_000_000_000;

@@ -6,8 +6,8 @@
 import fc from 'fast-check';
 import { describe, expect, test } from 'vitest';
 import type { Store } from '../src/index.js';
-import { createFleetShedder, type FleetShedderOptions } from '../src/shedding-api.js';
-import { evaluateLease, type LeaseEntries, type LeaseRequest, type LeaseResult } from '../src/store-api.js';
+import { createFleetShedder, type FleetShedderOptions } from '../src/shedding/index.js';
+import { evaluateLease, type LeaseEntries, type LeaseRequest, type LeaseResult } from '../src/store/index.js';
 
 /** A shared lease store over a Map (what several instances would reach over the network). */
 class LeaseStore implements Store {

@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, test } from 'vitest';
 import { createLimiter, fixedWindow } from '../src/index.js';
-import { MAX_VERBATIM_IDENTITY, identityKey } from '../src/store-api.js';
+import { MAX_VERBATIM_IDENTITY, identityKey } from '../src/store/index.js';
 import { MapStore } from './support/map-store.js';
 import { T0 } from './support/scenario.js';
 

@@ -13,7 +13,7 @@ import {
   setConfigRules,
   setQuota,
   writeLimiterConfig,
-} from '../src/config-api.js';
+} from '../src/config/index.js';
 import { MapConfigSource } from './support/map-config-source.js';
 
 const GCRA = { algorithm: 'gcra', limit: 10, period: '1s' } as const;

@@ -5,7 +5,7 @@
  */
 import { describe, expect, test } from 'vitest';
 import { createLimiter, gcra, isSluiceError, leakyBucket, slidingWindowLog, tokenBucket, type Rule, type Store } from '../src/index.js';
-import type { LimitResult } from '../src/store-api.js';
+import type { LimitResult } from '../src/store/index.js';
 import { AsyncMapStore, MapStore } from './support/map-store.js';
 
 const HOUR = 3_600_000;

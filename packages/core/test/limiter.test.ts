@@ -11,7 +11,7 @@ import {
   type Rule,
   type Store,
 } from '../src/index.js';
-import { evaluate, type LimitRequest } from '../src/store-api.js';
+import { evaluate, type LimitRequest } from '../src/store/index.js';
 import { AsyncMapStore, MapStore } from './support/map-store.js';
 import { T0, harness } from './support/scenario.js';
 

@@ -1,5 +1,5 @@
 /**
- * The limiter's seam for a MemoryFirstStore (store.ts): single-rule step-operation requests go to the store's bound
+ * The limiter's seam for a MemoryFirstStore (store/store.ts): single-rule step-operation requests go to the store's bound
  * `limitOne`, which answers from memory into a reused object or falls back to a result or a promise, as `limit`
  * would. Over generated histories (backward clock steps, huge gaps, cost 0, oversize costs, a store clock ahead of
  * the limiter's), a limiter with the seam decides exactly as one over the same store without it, in every mode and
@@ -20,7 +20,7 @@ import {
   type State,
   type Store,
   type StoreCapabilities,
-} from '../src/store-api.js';
+} from '../src/store/index.js';
 import { T0, costArb, moveArb, operationArb } from './support/scenario.js';
 
 /**

@@ -10,8 +10,8 @@
  */
 import fc from 'fast-check';
 import { describe, expect, test } from 'vitest';
-import { NEVER, evaluate, type Evaluation, type Operation, type ResolvedRule, type State } from '../src/store-api.js';
-import { stateTime } from '../src/operations.js';
+import { NEVER, evaluate, type Evaluation, type Operation, type ResolvedRule, type State } from '../src/store/index.js';
+import { stateTime } from '../src/store/operations.js';
 import {
   PLAIN,
   forEachCase,

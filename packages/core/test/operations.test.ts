@@ -4,7 +4,7 @@
  */
 import { describe, expect, test } from 'vitest';
 import { createLimiter, fixedWindow, tokenBucket, type SyncLimiter } from '../src/index.js';
-import type { StoreCapabilities } from '../src/store-api.js';
+import type { StoreCapabilities } from '../src/store/index.js';
 import { AsyncMapStore, MapStore } from './support/map-store.js';
 import { T0 } from './support/scenario.js';
 

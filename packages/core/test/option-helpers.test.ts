@@ -5,9 +5,9 @@
  */
 import { describe, expect, test } from 'vitest';
 import { isSluiceError } from '../src/index.js';
-import { describe as describeValue } from '../src/describe.js';
-import { isPromiseLike } from '../src/promise.js';
-import { optionalFunction, rejectUnknownOptions } from '../src/validate.js';
+import { describe as describeValue } from '../src/shared/describe.js';
+import { isPromiseLike } from '../src/shared/promise.js';
+import { optionalFunction, rejectUnknownOptions } from '../src/shared/validate.js';
 
 describe('rejectUnknownOptions', () => {
   test('a typo is UNKNOWN_OPTION naming where, the option and every accepted one', () => {

@@ -2,13 +2,13 @@
 // an application calls to limit requests, `@sluice/core/store` is what a store author needs, the features beside
 // the limiter have a subpath each (`/concurrency`, `/shedding`, `/config`, `/analytics`), and internals are in none of them.
 import { describe, expect, test } from 'vitest';
-import * as analyticsSource from '../src/analytics-api.js';
-import * as internalSource from '../src/internal-api.js';
-import * as concurrencySource from '../src/concurrency-api.js';
-import * as configSource from '../src/config-api.js';
+import * as analyticsSource from '../src/analytics/index.js';
+import * as internalSource from '../src/internal/index.js';
+import * as concurrencySource from '../src/concurrency/index.js';
+import * as configSource from '../src/config/index.js';
 import * as rootSource from '../src/index.js';
-import * as sheddingSource from '../src/shedding-api.js';
-import * as storeSource from '../src/store-api.js';
+import * as sheddingSource from '../src/shedding/index.js';
+import * as storeSource from '../src/store/index.js';
 
 const ROOT = [
   'SluiceError',
@@ -130,7 +130,7 @@ describe('public API', () => {
     expect(names(rootSource)).toEqual(ROOT);
   });
 
-  test('the /store export (src/store-api.ts) is exactly the store-author API', () => {
+  test('the /store export (src/store/index.ts) is exactly the store-author API', () => {
     expect(names(storeSource)).toEqual(STORE);
   });
 

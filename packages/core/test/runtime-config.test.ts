@@ -17,7 +17,7 @@ import {
   type DecisionEvent,
   type Rule,
 } from '../src/index.js';
-import type { LimitRequest, LimitResult, Store } from '../src/store-api.js';
+import type { LimitRequest, LimitResult, Store } from '../src/store/index.js';
 import { MapStore } from './support/map-store.js';
 
 const duration = fc.integer({ min: 1, max: 86_400_000 });

@@ -4,7 +4,7 @@
  * point is the direction of the signal, not its exact value on a shared machine.
  */
 import { describe, expect, test } from 'vitest';
-import { createUtilizationShedder, eventLoopSignal } from '../src/shedding-api.js';
+import { createUtilizationShedder, eventLoopSignal } from '../src/shedding/index.js';
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 

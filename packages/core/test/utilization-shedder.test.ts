@@ -5,7 +5,7 @@
  * real event-loop signal is measured in utilization-shedder.node.test.ts.
  */
 import { afterEach, describe, expect, test, vi } from 'vitest';
-import { createUtilizationShedder, eventLoopSignal, type UtilizationShedderOptions } from '../src/shedding-api.js';
+import { createUtilizationShedder, eventLoopSignal, type UtilizationShedderOptions } from '../src/shedding/index.js';
 
 const T0 = 1_700_000_000_000;
 

@@ -5,7 +5,7 @@
  */
 import { afterEach, beforeEach, describe, expect, test, vi } from 'vitest';
 import { createLimiter, fixedWindow, gcra, tokenBucket, type Rule } from '../src/index.js';
-import type { LimitRequest, LimitResult, Store } from '../src/store-api.js';
+import type { LimitRequest, LimitResult, Store } from '../src/store/index.js';
 import { MapStore } from './support/map-store.js';
 
 /** The reference store (core's evaluate) behind promises, announcing reserve. */

@@ -4,7 +4,7 @@
  */
 import { afterEach, beforeEach, describe, expect, test, vi } from 'vitest';
 import { createLimiter, fixedWindow, type Limiter } from '../src/index.js';
-import { addDenyEntry, parseLimiterConfig, setConfigMode, setDenyMode, watchConfig, writeLimiterConfig } from '../src/config-api.js';
+import { addDenyEntry, parseLimiterConfig, setConfigMode, setDenyMode, watchConfig, writeLimiterConfig } from '../src/config/index.js';
 import { MapStore } from './support/map-store.js';
 import { MapConfigSource } from './support/map-config-source.js';
 

@@ -15,7 +15,7 @@ import {
   setQuota,
   watchConfig,
   type ConfigWarning,
-} from '../src/config-api.js';
+} from '../src/config/index.js';
 import { MapStore } from './support/map-store.js';
 import { MapConfigSource } from './support/map-config-source.js';
 

@@ -1,7 +1,7 @@
 // Node only: a watcher's timers are unref'd, so a process whose work is done exits with a watcher still running.
 import { expect, test, vi } from 'vitest';
 import { createLimiter, fixedWindow } from '../src/index.js';
-import { watchConfig } from '../src/config-api.js';
+import { watchConfig } from '../src/config/index.js';
 import { MapStore } from './support/map-store.js';
 import { MapConfigSource } from './support/map-config-source.js';
 

@@ -5,7 +5,7 @@
  */
 import { afterEach, beforeEach, describe, expect, test, vi } from 'vitest';
 import { createLimiter, fixedWindow, type Limiter } from '../src/index.js';
-import { deleteLimiterConfig, setConfigMode, setConfigRules, setQuota, watchConfig, type ConfigWarning } from '../src/config-api.js';
+import { deleteLimiterConfig, setConfigMode, setConfigRules, setQuota, watchConfig, type ConfigWarning } from '../src/config/index.js';
 import { MapStore } from './support/map-store.js';
 import { MapConfigSource } from './support/map-config-source.js';
 

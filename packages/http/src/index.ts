@@ -1,10 +1,10 @@
-// The root export: what an application or a framework adapter calls (the handler, client identity, writing its
-// header fields and its refusal, the traffic stack's layers, BackgroundHooks). How the fields and problem bodies are
-// built stays inside. The subpaths: `@sluice/http/ip` (src/ip-api.ts), the address parsing under the client
-// identity, and `@sluice/http/fetch` (src/fetch-api.ts), the throttled fetch for outbound calls.
-export { createHandler } from './handler.js';
-export { checkOptionsObject } from './compile-options.js';
-export type { Handler, HandleResult, LimiterResult, Outcome } from './handler.js';
+// The root export: what an application calls: the handler, client identity, the deny list's matcher, and writing a
+// result onto a web Response. How the fields and problem bodies are built stays inside. The subpaths, one folder
+// each: `@sluice/http/ip` (src/ip/), the address parsing under the client identity; `@sluice/http/fetch`
+// (src/fetch/), the throttled fetch for outbound calls; and `@sluice/http/adapter` (src/adapter/), the kit the
+// framework adapters are built from.
+export { createHandler } from './handler/handler.js';
+export type { Handler, HandleResult, LimiterResult, Outcome } from './handler/handler.js';
 export type {
   DeniedEvent,
   DenyContext,
@@ -16,24 +16,17 @@ export type {
   LimiterEntry,
   MissingIdentityPolicy,
   ShadowBanOptions,
-} from './options.js';
-export { HTTP_OPTION_NAMES } from './options.js';
+} from './handler/options.js';
 
-export { clientIpResolver, PLATFORM_HEADERS } from './client-ip.js';
-export type { AddressSource, ClientIpOptions, ClientIpResult, Platform } from './client-ip.js';
+export { clientIpResolver, PLATFORM_HEADERS } from './handler/client-ip.js';
+export type { AddressSource, ClientIpOptions, ClientIpResult, Platform } from './handler/client-ip.js';
 // A resolved client's `address` is one; the functions that parse and format it are on `@sluice/http/ip`.
-export type { IpAddress } from './ip-address.js';
+export type { IpAddress } from './ip/address.js';
 
-export { nodeHeaderTarget, writeHeaders } from './header-fields.js';
-export type { HeaderField, HeaderStyle, HeaderTarget, LegacyReset } from './header-fields.js';
-export type { ProblemDetails, RefusalKind } from './problem.js';
-export type { DenyEntry } from './deny-list.js';
-export { matchDenyList } from './deny-check.js';
-export type { DenyListStep } from './options.js';
-export { addressLost } from './request.js';
-export type { HeaderBag, HttpRequest, SocketLike } from './request.js';
-export { applyHeaders, toResponse } from './web.js';
-export { BackgroundHooks } from './background.js';
-export type { BackgroundHooksOptions, WaitUntil } from './background.js';
-export { checkStackLayers, heldUntilEnd, releasingBody, runStackLayers } from './stack.js';
-export type { EndingResponse, StackLayer, StackLayers, StackOutcome, StackRefusal } from './stack.js';
+export type { HeaderField, HeaderStyle, LegacyReset } from './shared/header-fields.js';
+export type { ProblemDetails, RefusalKind } from './handler/problem.js';
+export type { DenyEntry } from './handler/deny/list.js';
+export { matchDenyList } from './handler/deny/check.js';
+export type { DenyListStep } from './handler/options.js';
+export type { HeaderBag, HttpRequest } from './handler/request.js';
+export { applyHeaders, toResponse } from './handler/web.js';

@@ -1,6 +1,6 @@
 // BackgroundHooks, the adapters' shared background work (@sluice/hono and @sluice/next run their hooks through it).
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { BackgroundHooks, type WaitUntil } from '../src/index.js';
+import { BackgroundHooks, type WaitUntil } from '../src/adapter/index.js';
 
 interface Req {
   id: string;

@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { clientIpResolver, type ClientIpOptions } from '../src/index.js';
-import { parseForwarded } from '../src/ip-api.js';
+import { parseForwarded } from '../src/ip/index.js';
 
 function resolve(options: ClientIpOptions, remoteAddress: string | undefined, headers: Record<string, string> = {}) {
   return clientIpResolver(options)({ headers, remoteAddress });

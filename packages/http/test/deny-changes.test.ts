@@ -1,8 +1,8 @@
 import { fixedWindow } from '@sluice/core';
 import { denyChangesSince, liveDenyList, type LiveDenyLineage } from '@sluice/core/config';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { COMPILE_AT_ONCE, COMPILE_PART } from '../src/deny-compile.js';
-import { DenyListCompiler } from '../src/deny-list.js';
+import { COMPILE_AT_ONCE, COMPILE_PART } from '../src/handler/deny/compile.js';
+import { DenyListCompiler } from '../src/handler/deny/list.js';
 import { createHandler, matchDenyList, type DenyEntry, type ErrorEvent, type HandleResult } from '../src/index.js';
 import { memoryLimiter, request } from './support.js';
 

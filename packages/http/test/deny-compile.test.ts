@@ -1,6 +1,6 @@
 import { fixedWindow } from '@sluice/core';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { COMPILE_AT_ONCE, COMPILE_PART, readyMatcher } from '../src/deny-compile.js';
+import { COMPILE_AT_ONCE, COMPILE_PART, readyMatcher } from '../src/handler/deny/compile.js';
 import { createHandler, matchDenyList, type DenyEntry, type ErrorEvent, type HandleResult } from '../src/index.js';
 import { memoryLimiter, request } from './support.js';
 

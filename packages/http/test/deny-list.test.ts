@@ -1,8 +1,8 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { compileDenyList, type DenyEntry } from '../src/deny-list.js';
-import { inPrefix, parseIp, type IpAddress } from '../src/ip-address.js';
-import { parseRange } from '../src/ip-range.js';
+import { compileDenyList, type DenyEntry } from '../src/handler/deny/list.js';
+import { inPrefix, parseIp, type IpAddress } from '../src/ip/address.js';
+import { parseRange } from '../src/ip/range.js';
 
 const never = (): number => {
   throw new Error('the clock was read for entries without until');

@@ -2,9 +2,9 @@ import { fixedWindow } from '@sluice/core';
 import { denyChangesSince, liveDenyList, type DenyLineage, type DenyListChange, type LiveDenyLineage } from '@sluice/core/config';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { compileDenyList, type DenyEntry } from '../src/deny-list.js';
-import type { MutableDenyMatcher } from '../src/deny-matcher.js';
-import { parseIp, type IpAddress } from '../src/ip-address.js';
+import { compileDenyList, type DenyEntry } from '../src/handler/deny/list.js';
+import type { MutableDenyMatcher } from '../src/handler/deny/matcher.js';
+import { parseIp, type IpAddress } from '../src/ip/address.js';
 import { memoryLimiter } from './support.js';
 
 /** The time every lookup is made at: entries carry `until`s on either side of it. */

@@ -1,6 +1,7 @@
 import { createLimiter, fixedWindow, tokenBucket } from '@sluice/core';
 import { describe, expect, it, vi } from 'vitest';
-import { addressLost, createHandler, matchDenyList, type ErrorEvent, type HandleResult, type LimitedEvent } from '../src/index.js';
+import { addressLost } from '../src/adapter/index.js';
+import { createHandler, matchDenyList, type ErrorEvent, type HandleResult, type LimitedEvent } from '../src/index.js';
 import { asyncMemoryStore, brokenStore, fakeClock, memoryLimiter, request, written } from './support.js';
 
 function sync(result: HandleResult | Promise<HandleResult>): HandleResult {

@@ -1,15 +1,8 @@
 import { fixedWindow, slidingWindowLog, tokenBucket } from '@sluice/core';
 import { describe, expect, it } from 'vitest';
-import {
-  createHandler,
-  nodeHeaderTarget,
-  toResponse,
-  writeHeaders,
-  type HandleResult,
-  type HeaderStyle,
-  type LegacyReset,
-} from '../src/index.js';
-import { HEADER_STYLES, capWindowParams, fieldMembers, sfString } from '../src/header-fields.js';
+import { createHandler, toResponse, type HandleResult, type HeaderStyle, type LegacyReset } from '../src/index.js';
+import { nodeHeaderTarget, writeHeaders } from '../src/adapter/index.js';
+import { HEADER_STYLES, capWindowParams, fieldMembers, sfString } from '../src/shared/header-fields.js';
 import { fakeClock, memoryLimiter, request, written } from './support.js';
 
 function headersAfter(count: number, styles: HeaderStyle | HeaderStyle[], legacyReset?: LegacyReset) {

@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { formatIp, maskIp, parseAddressText, parseIp, parseIpv4, parseIpv6 } from '../src/ip-api.js';
+import { formatIp, maskIp, parseAddressText, parseIp, parseIpv4, parseIpv6 } from '../src/ip/index.js';
 
 const hex = (bytes: Uint8Array | undefined) =>
   bytes === undefined ? undefined : Array.from(bytes, (b) => b.toString(16).padStart(2, '0')).join('');

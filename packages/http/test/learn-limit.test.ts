@@ -4,8 +4,8 @@
  */
 import { afterEach, beforeEach, describe, expect, test, vi } from 'vitest';
 import { createLimiter, fixedWindow, gcra, tokenBucket, type Rule } from '@sluice/core';
-import { CUT_FACTOR, LimitLearner, QUIET_WINDOWS, statedLimits, withLimit } from '../src/learn-limit.js';
-import { createThrottledFetch } from '../src/throttled-fetch.js';
+import { CUT_FACTOR, LimitLearner, QUIET_WINDOWS, statedLimits, withLimit } from '../src/fetch/learn-limit.js';
+import { createThrottledFetch } from '../src/fetch/throttled-fetch.js';
 import { reserveStore } from './support.js';
 
 const answer = (status: number, headers: Record<string, string> = {}) => ({ status, headers: new Headers(headers) });

@@ -1,27 +1,24 @@
 // The runtime surface of @sluice/http, listed name by name so it changes only on purpose: the root export is what
-// an application or a framework adapter calls, `@sluice/http/ip` is the address parsing under `clientIpResolver`,
-// `@sluice/http/fetch` the throttled fetch for outbound calls.
+// an application calls, `@sluice/http/ip` is the address parsing under `clientIpResolver`, `@sluice/http/fetch` the
+// throttled fetch for outbound calls, and `@sluice/http/adapter` the kit the framework adapters are built from.
 import { describe, expect, test } from 'vitest';
-import * as fetchSource from '../src/fetch-api.js';
+import * as adapterSource from '../src/adapter/index.js';
+import * as fetchSource from '../src/fetch/index.js';
 import * as rootSource from '../src/index.js';
-import * as ipSource from '../src/ip-api.js';
+import * as ipSource from '../src/ip/index.js';
 
-const ROOT = [
+const ROOT = ['PLATFORM_HEADERS', 'applyHeaders', 'clientIpResolver', 'createHandler', 'matchDenyList', 'toResponse'];
+
+const ADAPTER = [
   'BackgroundHooks',
   'HTTP_OPTION_NAMES',
-  'PLATFORM_HEADERS',
   'addressLost',
-  'applyHeaders',
   'checkOptionsObject',
   'checkStackLayers',
-  'clientIpResolver',
-  'createHandler',
   'heldUntilEnd',
-  'matchDenyList',
   'nodeHeaderTarget',
   'releasingBody',
   'runStackLayers',
-  'toResponse',
   'writeHeaders',
 ];
 
@@ -49,26 +46,31 @@ const names = (module: object) =>
     .sort();
 
 describe('public API', () => {
-  test('the root export (src/index.ts) is exactly the handler, client identity, header and response API', () => {
+  test('the root export (src/index.ts) is exactly the application API: the handler, client identity, deny list matcher and web response', () => {
     expect(names(rootSource)).toEqual(ROOT);
   });
 
-  test('the /ip export (src/ip-api.ts) is exactly the address parsing API', () => {
+  test('the /ip export (src/ip/index.ts) is exactly the address parsing API', () => {
     expect(names(ipSource)).toEqual(IP);
   });
 
-  test('the /fetch export (src/fetch-api.ts) is exactly the throttled fetch', () => {
+  test('the /fetch export (src/fetch/index.ts) is exactly the throttled fetch', () => {
     expect(names(fetchSource)).toEqual(FETCH);
   });
 
+  test("the /adapter export (src/adapter/index.ts) is exactly the framework adapters' kit", () => {
+    expect(names(adapterSource)).toEqual(ADAPTER);
+  });
+
   test('no two entries share a runtime name', () => {
-    const all = [...ROOT, ...IP, ...FETCH];
+    const all = [...ROOT, ...IP, ...FETCH, ...ADAPTER];
     expect(new Set(all).size).toBe(all.length);
   });
 
-  test('the built ESM entries (dist/index.js, dist/ip.js, dist/fetch.js) export the same names', async () => {
+  test('the built ESM entries (dist/index.js, dist/ip.js, dist/fetch.js, dist/adapter.js) export the same names', async () => {
     expect(names(await import('../dist/index.js'))).toEqual(ROOT);
     expect(names(await import('../dist/ip.js'))).toEqual(IP);
     expect(names(await import('../dist/fetch.js'))).toEqual(FETCH);
+    expect(names(await import('../dist/adapter.js'))).toEqual(ADAPTER);
   });
 });

@@ -8,8 +8,8 @@ import { describe, expect, test, vi } from 'vitest';
 import { createLimiter, gcra, type Duration, type Limiter } from '@sluice/core';
 import { parseLimiterConfig, watchConfig, type ConfigSource } from '@sluice/core/config';
 import { memoryConfigSource, memoryStore } from '@sluice/memory';
-import { QUIET_WINDOWS_SHARED, SharedLimitLearner } from '../src/shared-limit-learner.js';
-import { createThrottledFetch } from '../src/throttled-fetch.js';
+import { QUIET_WINDOWS_SHARED, SharedLimitLearner } from '../src/fetch/shared-limit-learner.js';
+import { createThrottledFetch } from '../src/fetch/throttled-fetch.js';
 import { reserveStore } from './support.js';
 
 /**

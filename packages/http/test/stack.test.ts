@@ -3,7 +3,7 @@
 // Node response (the web adapters').
 import type { ConcurrencyLimiter, Lease } from '@sluice/core/concurrency';
 import { describe, expect, it } from 'vitest';
-import { checkStackLayers, heldUntilEnd, runStackLayers } from '../src/index.js';
+import { checkStackLayers, heldUntilEnd, runStackLayers } from '../src/adapter/index.js';
 
 const WITH_RATE = { where: 'trafficStack', example: '{ rate, concurrency: { limiter } }', rateOption: true };
 const WITHOUT_RATE = { where: 'trafficStackPlugin', example: '{ concurrency: { limiter } }', rateOption: false };

@@ -2,7 +2,7 @@ import type { Store } from '@sluice/core';
 import type { StoreOperation } from '@sluice/core/store';
 import { memoryStore } from '@sluice/memory';
 import type { HeaderField, HttpRequest } from '../src/index.js';
-import { writeHeaders } from '../src/index.js';
+import { writeHeaders } from '../src/adapter/index.js';
 export { brokenStore, deferred, fakeClock, memoryLimiter } from '../../../test/harness/doubles.js';
 
 /** `null` for a runtime that exposes no socket address. */

@@ -7,10 +7,10 @@
  */
 import { afterEach, beforeEach, describe, expect, test, vi } from 'vitest';
 import { createLimiter, gcra, type Rule } from '@sluice/core';
-import { followStated } from '../src/learn-limit.js';
-import { StoreClock } from '../src/store-clock.js';
-import { thirdPartyLimit } from '../src/third-party-limit.js';
-import { LATE_SEND_MS, createThrottledFetch } from '../src/throttled-fetch.js';
+import { followStated } from '../src/fetch/learn-limit.js';
+import { StoreClock } from '../src/fetch/store-clock.js';
+import { thirdPartyLimit } from '../src/fetch/third-party-limit.js';
+import { LATE_SEND_MS, createThrottledFetch } from '../src/fetch/throttled-fetch.js';
 import { reserveStore } from './support.js';
 
 const T0 = 1_700_000_000_000;

@@ -6,7 +6,7 @@
  */
 import { afterEach, beforeEach, describe, expect, test, vi } from 'vitest';
 import { createLimiter, gcra, tokenBucket, type Rule } from '@sluice/core';
-import { createThrottledFetch, holdOffMs, parseRateLimit, parseRetryAfter, pushBack } from '../src/throttled-fetch.js';
+import { createThrottledFetch, holdOffMs, parseRateLimit, parseRetryAfter, pushBack } from '../src/fetch/throttled-fetch.js';
 import { reserveStore } from './support.js';
 
 const T0 = 1_700_000_000_000;

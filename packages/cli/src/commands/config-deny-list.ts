@@ -2,7 +2,7 @@
  * `sluice config deny list`: prints a limiter's deny list, or a page of it (`--limit`, `--offset`), as a table or one
  * JSON entry per line (`--json`), written in chunks as stdout drains, never as one string.
  *
- * Where the source keeps the list in a structure of its own (`source.deny`, core's deny-source.ts), the list is
+ * Where the source keeps the list in a structure of its own (`source.deny`, core's deny/source.ts), the list is
  * read a page of the store's at a time, in the store's order: NDJSON is written as each page arrives, and a read
  * stops once it has printed `--limit` entries (and learnt whether more follow), so a page of 100 from a list of
  * 100,000 reads about that page, plus the pages `--offset` skips. The summary then names the structure's version, so a

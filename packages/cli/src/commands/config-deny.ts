@@ -1,5 +1,5 @@
 /**
- * `sluice config deny`: the deny list of a limiter's runtime configuration (core's deny-entries.ts). Every
+ * `sluice config deny`: the deny list of a limiter's runtime configuration (core's deny/entries.ts). Every
  * instance running `watchConfig` picks a change up, and @sluice/http answers a listed identity or address 403
  * before any limiter decides. Writes go through core's addDenyEntry and removeDenyEntry: where the source keeps
  * the list in a structure of its own (`source.deny`), each is one change of that one entry, whatever the list's

@@ -5,15 +5,15 @@
  * identity so a whole fleet of clients does not reset at the same instant.
  * State: [windowStart, count].
  */
-import { NEVER, newStepScratch, setPair, type StepOperation, type State, type StepOutcome, type StepScratch } from '../algorithm.js';
-import type { Duration } from '../duration.js';
-import { describe } from '../describe.js';
-import { SluiceError } from '../errors.js';
-import { readRuleOptions, type RuleBaseOptions } from '../rule-options.js';
-import type { FixedWindowParams, Rule } from '../rule-types.js';
-import { positiveInteger } from '../validate.js';
+import { NEVER, newStepScratch, setPair, type StepOperation, type State, type StepOutcome, type StepScratch } from './algorithm.js';
+import type { Duration } from '../shared/duration.js';
+import { describe } from '../shared/describe.js';
+import { SluiceError } from '../shared/errors.js';
+import { readRuleOptions, type RuleBaseOptions } from './rule-options.js';
+import type { FixedWindowParams, Rule } from './rule-types.js';
+import { positiveInteger } from '../shared/validate.js';
 
-export type { FixedWindowParams } from '../rule-types.js';
+export type { FixedWindowParams } from './rule-types.js';
 
 export function fixedWindowStep(
   state: State | undefined,

@@ -19,13 +19,13 @@ import {
   type State,
   type StepOutcome,
   type StepScratch,
-} from '../algorithm.js';
-import type { Duration } from '../duration.js';
-import { readRuleOptions, type RuleBaseOptions } from '../rule-options.js';
-import type { GcraParams, Rule } from '../rule-types.js';
-import { boundedProduct, positiveInteger } from '../validate.js';
+} from './algorithm.js';
+import type { Duration } from '../shared/duration.js';
+import { readRuleOptions, type RuleBaseOptions } from './rule-options.js';
+import type { GcraParams, Rule } from './rule-types.js';
+import { boundedProduct, positiveInteger } from '../shared/validate.js';
 
-export type { GcraParams } from '../rule-types.js';
+export type { GcraParams } from './rule-types.js';
 
 export function gcraStep(state: State | undefined, now: number, cost: number, operation: StepOperation, params: GcraParams): StepOutcome {
   const out = newStepScratch();

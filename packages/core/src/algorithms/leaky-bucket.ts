@@ -8,13 +8,13 @@
  * State: [level × intervalMs, lastMs, intervalMs]. A rule changed at run time (same id) keeps its level in units,
  * rescaled to a new interval (rounded up: never less queued than there was).
  */
-import { NEVER, approach, ceilDiv, rescale, type StepOperation, type State, type StepOutcome } from '../algorithm.js';
-import type { Duration } from '../duration.js';
-import { readRuleOptions, type RuleBaseOptions } from '../rule-options.js';
-import type { LeakyBucketParams, Rule } from '../rule-types.js';
-import { boundedProduct, positiveInteger } from '../validate.js';
+import { NEVER, approach, ceilDiv, rescale, type StepOperation, type State, type StepOutcome } from './algorithm.js';
+import type { Duration } from '../shared/duration.js';
+import { readRuleOptions, type RuleBaseOptions } from './rule-options.js';
+import type { LeakyBucketParams, Rule } from './rule-types.js';
+import { boundedProduct, positiveInteger } from '../shared/validate.js';
 
-export type { LeakyBucketParams } from '../rule-types.js';
+export type { LeakyBucketParams } from './rule-types.js';
 
 export function leakyBucketStep(
   state: State | undefined,

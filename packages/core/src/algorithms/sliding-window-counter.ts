@@ -6,13 +6,13 @@
  * worst case admits up to 2 × limit in one sliding window (everything at the very end of the previous window).
  * Memory: three integers per identity. State: [windowStart, previous, current].
  */
-import { NEVER, newStepScratch, setTriple, type StepOperation, type State, type StepOutcome, type StepScratch } from '../algorithm.js';
-import type { Duration } from '../duration.js';
-import { readRuleOptions, type RuleBaseOptions } from '../rule-options.js';
-import type { SlidingWindowCounterParams, Rule } from '../rule-types.js';
-import { boundedProduct, positiveInteger } from '../validate.js';
+import { NEVER, newStepScratch, setTriple, type StepOperation, type State, type StepOutcome, type StepScratch } from './algorithm.js';
+import type { Duration } from '../shared/duration.js';
+import { readRuleOptions, type RuleBaseOptions } from './rule-options.js';
+import type { SlidingWindowCounterParams, Rule } from './rule-types.js';
+import { boundedProduct, positiveInteger } from '../shared/validate.js';
 
-export type { SlidingWindowCounterParams } from '../rule-types.js';
+export type { SlidingWindowCounterParams } from './rule-types.js';
 
 /** Smallest elapsed e in [0, windowMs] with floor(count × (windowMs − e) / windowMs) <= room. */
 function decayedBy(count: number, room: number, windowMs: number): number {
@@ -63,7 +63,7 @@ export function slidingWindowCounterInto(
   const elapsed = t - start;
   const weighted = Math.floor((previous * (windowMs - elapsed)) / windowMs);
   // A previous window that no longer weighs anything is forgotten, so that a state read after its expiry is
-  // exactly no state (every executor relies on it: see store.ts), whatever the clock does next.
+  // exactly no state (every executor relies on it: see store/store.ts), whatever the clock does next.
   if (weighted === 0) previous = 0;
 
   let allowed = true;

@@ -5,13 +5,13 @@
  * Denied requests are not logged, so a client that keeps hammering is admitted again as soon as its old
  * requests leave the window. State: [t1, c1, t2, c2, ...], ascending by time, one entry per millisecond.
  */
-import { NEVER, type StepOperation, type State, type StepOutcome } from '../algorithm.js';
-import type { Duration } from '../duration.js';
-import { readRuleOptions, type RuleBaseOptions } from '../rule-options.js';
-import type { SlidingWindowLogParams, Rule } from '../rule-types.js';
-import { positiveInteger } from '../validate.js';
+import { NEVER, type StepOperation, type State, type StepOutcome } from './algorithm.js';
+import type { Duration } from '../shared/duration.js';
+import { readRuleOptions, type RuleBaseOptions } from './rule-options.js';
+import type { SlidingWindowLogParams, Rule } from './rule-types.js';
+import { positiveInteger } from '../shared/validate.js';
 
-export type { SlidingWindowLogParams } from '../rule-types.js';
+export type { SlidingWindowLogParams } from './rule-types.js';
 
 export function slidingWindowLogStep(
   state: State | undefined,

@@ -24,15 +24,15 @@ import {
   type State,
   type StepOutcome,
   type StepScratch,
-} from '../algorithm.js';
-import type { Duration } from '../duration.js';
-import { describe } from '../describe.js';
-import { SluiceError } from '../errors.js';
-import { readRuleOptions, type RuleBaseOptions } from '../rule-options.js';
-import type { TokenBucketParams, Rule } from '../rule-types.js';
-import { boundedProduct, positiveInteger } from '../validate.js';
+} from './algorithm.js';
+import type { Duration } from '../shared/duration.js';
+import { describe } from '../shared/describe.js';
+import { SluiceError } from '../shared/errors.js';
+import { readRuleOptions, type RuleBaseOptions } from './rule-options.js';
+import type { TokenBucketParams, Rule } from './rule-types.js';
+import { boundedProduct, positiveInteger } from '../shared/validate.js';
 
-export type { TokenBucketParams } from '../rule-types.js';
+export type { TokenBucketParams } from './rule-types.js';
 
 export function tokenBucketStep(
   state: State | undefined,

@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { fixedWindow, gcra, leakyBucket, slidingWindowCounter, slidingWindowLog, tokenBucket, type Rule } from '../../src/index.js';
-import { hash32 } from '../../src/identity.js';
+import { hash32 } from '../../src/shared/identity.js';
 import {
   fixedWindowModel,
   gcraModel,

@@ -1,4 +1,4 @@
-import type { ConfigSource } from '../../src/config-api.js';
+import type { ConfigSource } from '../../src/config/index.js';
 
 /**
  * The smallest honest config source, for core's own tests (core cannot depend on @sluice/memory, which has the

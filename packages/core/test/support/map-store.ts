@@ -1,5 +1,5 @@
 import type { SyncStore } from '../../src/index.js';
-import { evaluate, type LimitRequest, type LimitResult, type State, type StoreCapabilities } from '../../src/store-api.js';
+import { evaluate, type LimitRequest, type LimitResult, type State, type StoreCapabilities } from '../../src/store/index.js';
 
 /**
  * The smallest honest store: a Map of per-rule records, each run through core's `evaluate` (the reference every

@@ -1,5 +1,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { addressLost, createHandler, nodeHeaderTarget, writeHeaders, type HandleResult, type HttpLimitOptions } from '@sluice/http';
+import { createHandler, type HandleResult, type HttpLimitOptions } from '@sluice/http';
+import { addressLost, nodeHeaderTarget, writeHeaders } from '@sluice/http/adapter';
 
 /** What the middleware leaves on `req.rateLimit`: the handler's whole answer (decision, identity, headers). */
 export type RateLimitInfo = HandleResult;

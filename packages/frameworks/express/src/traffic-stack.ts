@@ -7,7 +7,7 @@ import {
   writeHeaders,
   type StackLayer,
   type StackLayers,
-} from '@sluice/http';
+} from '@sluice/http/adapter';
 import { rateLimit, type ExpressRateLimitOptions, type ExpressRequest, type RateLimitMiddleware } from './rate-limit.js';
 
 export type { StackLayer };

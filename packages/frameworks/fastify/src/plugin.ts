@@ -1,15 +1,7 @@
 import { SluiceError, type Store } from '@sluice/core';
 import { rejectUnknownOptions } from '@sluice/core/internal';
-import {
-  addressLost,
-  checkOptionsObject,
-  HTTP_OPTION_NAMES,
-  nodeHeaderTarget,
-  writeHeaders,
-  type HandleResult,
-  type HttpLimitOptions,
-  type ProblemDetails,
-} from '@sluice/http';
+import { type HandleResult, type HttpLimitOptions, type ProblemDetails } from '@sluice/http';
+import { addressLost, checkOptionsObject, HTTP_OPTION_NAMES, nodeHeaderTarget, writeHeaders } from '@sluice/http/adapter';
 import type { FastifyInstance, FastifyReply, FastifyRequest, HookHandlerDoneFunction } from 'fastify';
 import fp from 'fastify-plugin';
 import {

@@ -1,6 +1,7 @@
 import { SluiceError, createLimiter, type Limiter, type Rule, type Store } from '@sluice/core';
 import { rejectUnknownOptions } from '@sluice/core/internal';
-import { checkOptionsObject, createHandler, HTTP_OPTION_NAMES, type Handler, type HttpLimitOptions } from '@sluice/http';
+import { createHandler, type Handler, type HttpLimitOptions } from '@sluice/http';
+import { checkOptionsObject, HTTP_OPTION_NAMES } from '@sluice/http/adapter';
 import type { FastifyRequest } from 'fastify';
 
 export type HookStage = 'onRequest' | 'preHandler';

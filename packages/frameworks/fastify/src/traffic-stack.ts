@@ -1,4 +1,4 @@
-import { checkStackLayers, heldUntilEnd, nodeHeaderTarget, runStackLayers, writeHeaders, type StackLayers } from '@sluice/http';
+import { checkStackLayers, heldUntilEnd, nodeHeaderTarget, runStackLayers, writeHeaders, type StackLayers } from '@sluice/http/adapter';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
 

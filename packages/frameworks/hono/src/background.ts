@@ -1,4 +1,5 @@
-import { BackgroundHooks, type ErrorEvent, type WaitUntil } from '@sluice/http';
+import { type ErrorEvent } from '@sluice/http';
+import { BackgroundHooks, type WaitUntil } from '@sluice/http/adapter';
 import type { Context } from 'hono';
 
 /**

@@ -1,4 +1,4 @@
-import { addressLost, type SocketLike } from '@sluice/http';
+import { addressLost, type SocketLike } from '@sluice/http/adapter';
 import type { Context } from 'hono';
 
 /** The TCP peer of a request, as far as the runtime tells it. */

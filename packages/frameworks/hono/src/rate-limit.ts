@@ -1,5 +1,6 @@
 import { optionalFunction } from '@sluice/core/internal';
-import { applyHeaders, checkOptionsObject, createHandler, type HandleResult, type HttpLimitOptions } from '@sluice/http';
+import { applyHeaders, createHandler, type HandleResult, type HttpLimitOptions } from '@sluice/http';
+import { checkOptionsObject } from '@sluice/http/adapter';
 import type { Context, Env, MiddlewareHandler } from 'hono';
 import type { StatusCode } from 'hono/utils/http-status';
 import { background as backgroundHooks } from './background.js';

@@ -1,12 +1,5 @@
-import {
-  applyHeaders,
-  checkStackLayers,
-  heldUntilEnd,
-  releasingBody,
-  runStackLayers,
-  type StackLayer,
-  type StackLayers,
-} from '@sluice/http';
+import { applyHeaders } from '@sluice/http';
+import { checkStackLayers, heldUntilEnd, releasingBody, runStackLayers, type StackLayer, type StackLayers } from '@sluice/http/adapter';
 import type { Context, Env, MiddlewareHandler } from 'hono';
 import type { HonoRateLimitOptions } from './options.js';
 import { decider, refuse } from './rate-limit.js';

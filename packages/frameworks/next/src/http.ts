@@ -1,18 +1,9 @@
 // Everything this package takes from @sluice/http comes in through this one file.
 export {
   applyHeaders,
-  BackgroundHooks,
-  checkOptionsObject,
   createHandler,
-  checkStackLayers,
-  heldUntilEnd,
   matchDenyList,
-  releasingBody,
-  runStackLayers,
   type DeniedEvent,
-  type StackLayer,
-  type StackLayers,
-  type WaitUntil,
   type ErrorEvent,
   type HandleResult,
   type HttpLimitOptions,
@@ -21,3 +12,14 @@ export {
   type LimiterEntry,
   type Outcome,
 } from '@sluice/http';
+export {
+  BackgroundHooks,
+  checkOptionsObject,
+  checkStackLayers,
+  heldUntilEnd,
+  releasingBody,
+  runStackLayers,
+  type StackLayer,
+  type StackLayers,
+  type WaitUntil,
+} from '@sluice/http/adapter';

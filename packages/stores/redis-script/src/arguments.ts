@@ -173,7 +173,7 @@ export function parseCallReply(reply: unknown, requests: readonly LimitRequest[]
       at += 4;
     }
     if (hasExtra(request)) {
-      // Granted (take) or startAt (reserve): the same on every rule of the decision (core's operations.ts).
+      // Granted (take) or startAt (reserve): the same on every rule of the decision (core's store/operations.ts).
       const extra = integer(reply[at]);
       at += 1;
       for (let i = 0; i < rules.length; i++) {

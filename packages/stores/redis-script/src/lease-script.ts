@@ -1,5 +1,5 @@
 /**
- * Concurrency leases in one script call (core's `evaluateLease()`, leases.ts), for `store.lease(request)` of the
+ * Concurrency leases in one script call (core's `evaluateLease()`, store/leases.ts), for `store.lease(request)` of the
  * Redis-protocol stores. src/lua/lease.lua, assembled and digested at build time like the limit script.
  *
  * A second script rather than an operation of the limit driver: a lease record is a sorted set, not the string state

@@ -8,7 +8,7 @@
  * build/lua.mjs, which also computes the SHA-1 (so nothing here is hard-coded): steps/*.lua, one per algorithm
  * step, each a line-by-line transcription of the JS step in @sluice/core (packages/core/src/algorithms);
  * prelude.lua, the shared helpers, the step cache and the spec parser; driver.lua, one call, which is
- * `evaluate()` from core's rules.ts; script.lua and library.lua, the two ways the same text ships (below). Redis Lua numbers are IEEE doubles like JS numbers, and
+ * `evaluate()` from core's algorithms/rules.ts; script.lua and library.lua, the two ways the same text ships (below). Redis Lua numbers are IEEE doubles like JS numbers, and
  * every expression keeps the JS operation order, so `floor(a / b)` and friends round identically: the
  * differential tests in test/redis hold the two equal event by event, batched calls included. Change both or
  * neither.
@@ -21,7 +21,7 @@
  *   '#code a b c'  the rules of the decisions that follow, one `code a b c` per rule joined by ' ' (three
  *                  integer parameters, unused ones 0). Decisions of one limiter share one spec entry.
  *   'cost'         a decision that consumes; 'p' + cost peeks, 'r' + cost refunds, 't' + cost takes, and
- *                  'v' + cost + ',' + maxWaitMs reserves (core's operations.ts: the same search and rounding, in the
+ *                  'v' + cost + ',' + maxWaitMs reserves (core's store/operations.ts: the same search and rounding, in the
  *                  same order). It takes the next KEYS, one per rule of the current spec.
  * Reply, flat, integers only (no fraction ever leaves the script): the store clock's now (0 with the client's
  * clock), then per decision and rule allowed (1/0), remaining, resetAt, retryAt (-1 = never), and after a take

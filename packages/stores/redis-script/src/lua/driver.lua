@@ -111,7 +111,7 @@ for a = 1, nargs do
       end
       local extra
       if special then
-        -- core's takeEvaluation / reserveEvaluation (operations.ts), in the same order. `extra` is the decision's granted
+        -- core's takeEvaluation / reserveEvaluation (store/operations.ts), in the same order. `extra` is the decision's granted
         -- (take) or startAt (reserve), sent after its rules; `at`, when set, is the instant every rule consumes
         -- `amount` and is written (a take that granted units, a reserve that booked).
         local at, amount = nil, cost

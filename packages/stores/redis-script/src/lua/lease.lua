@@ -1,4 +1,4 @@
---- Concurrency leases: core's evaluateLease() (packages/core/src/leases.ts) in one atomic call, the sorted set
+--- Concurrency leases: core's evaluateLease() (packages/core/src/store/leases.ts) in one atomic call, the sorted set
 --- of the "concurrent requests limiter" in the article 'Scaling your API with rate limiters'. A script of its own
 --- (LEASE_SCRIPT), not an operation of the limit driver: see lease-script.ts for the protocol and why.
 --- One call carries n >= 1 operations, run in order, each as evaluateLease with the one before it applied.

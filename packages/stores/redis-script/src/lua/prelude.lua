@@ -67,7 +67,7 @@ local function rules_of(spec)
   return rules
 end
 
--- core's operations.ts (take and reserve), over a decision's rules and the states read for them (false: none).
+-- core's store/operations.ts (take and reserve), over a decision's rules and the states read for them (false: none).
 
 -- stateTime(): the time a rule's state was last moved to (a reservation never starts before it), by spec code:
 -- the index of that time in the state, 0 for GCRA (its TAT orders requests by itself).
