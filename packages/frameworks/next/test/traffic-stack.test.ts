@@ -1,15 +1,98 @@
 /**
- * withTrafficStack around a route handler: the order of the article 'Scaling your API with rate limiters', 429/503
- * problem bodies naming the layer, and leases held until the response body is read to its end, cancelled (a client
- * that went away) or the handler threw.
+ * withTrafficStack around a route handler. First the adapters' shared traffic stack suite
+ * (test/harness/adapter-traffic-stack.ts) behind a real HTTP server and real clients. The server plays Next.js's
+ * part: it overwrites x-vercel-forwarded-for with the connecting address (as Vercel's edge does), hands the handler a
+ * NextRequest, streams the response body to the socket, and cancels that body when the client goes away. The slow
+ * route streams: its head goes out at once and its body waits, so its leases are held until the body has been read
+ * to its end or cancelled. The server is Node's, but the handler runs on the environment's globals, so under the edge
+ * project it runs on the edge runtime's Request, Response and streams. Then the same lease, handler by handler.
  */
-import { fixedWindow } from '@sluice/core';
 import { createConcurrencyLimiter } from '@sluice/core/concurrency';
-import { createFleetShedder } from '@sluice/core/shedding';
 import { memoryStore } from '@sluice/memory';
+import { NextRequest } from 'next/server';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { describe, expect, it } from 'vitest';
-import { rateLimit, withTrafficStack } from '../src/index.js';
-import { memoryLimiter, nextRequest } from './support.js';
+import { describeAdapterTrafficStack } from '../../../../test/harness/adapter-traffic-stack.js';
+import { rateLimit, withTrafficStack, type NextTrafficStackOptions } from '../src/index.js';
+import { nextRequest } from './support.js';
+
+type Handler = (request: NextRequest, context: object) => Promise<Response>;
+
+const json = (value: unknown) => new TextEncoder().encode(JSON.stringify(value));
+
+/** The app's routes: /fast, /slow (its body held until `hold()` resolves) and /throw. */
+function routes(hold: () => Promise<void>) {
+  return async (request: NextRequest): Promise<Response> => {
+    const path = request.nextUrl.pathname;
+    if (path === '/throw') throw new Error('handler failed');
+    if (path !== '/slow') return Response.json({ ok: true });
+    const body = new ReadableStream<Uint8Array>({
+      async pull(controller) {
+        await hold();
+        controller.enqueue(json({ ok: true }));
+        controller.close();
+      },
+    });
+    return new Response(body, { headers: { 'content-type': 'application/json' } });
+  };
+}
+
+/** A Node server in front of a route handler, doing what Next.js's server does for it. */
+async function listen(handler: Handler): Promise<Server> {
+  const server = createServer(async (req, res) => {
+    const headers = new Headers();
+    for (const [name, value] of Object.entries(req.headers)) if (typeof value === 'string') headers.set(name, value);
+    headers.set('x-vercel-forwarded-for', (req.socket.remoteAddress ?? '').replace(/^::ffff:/, ''));
+    let response: Response;
+    try {
+      response = await handler(new NextRequest(`http://127.0.0.1${req.url ?? '/'}`, { method: req.method, headers }), {});
+    } catch (error) {
+      res.writeHead(500, { 'content-type': 'application/json' }).end(JSON.stringify({ error: (error as Error).message }));
+      return;
+    }
+    const head: Record<string, string> = {};
+    response.headers.forEach((value, name) => (head[name] = value));
+    res.writeHead(response.status, head);
+    if (response.body === null) {
+      res.end();
+      return;
+    }
+    const reader = response.body.getReader();
+    res.on('close', () => {
+      if (!res.writableFinished) void reader.cancel().catch(() => undefined);
+    });
+    try {
+      for (let chunk = await reader.read(); !chunk.done; chunk = await reader.read()) res.write(chunk.value);
+      res.end();
+    } catch {
+      res.destroy();
+    }
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return server;
+}
+
+describeAdapterTrafficStack<NextRequest>({
+  name: 'next',
+  create: (options) => withTrafficStack(async () => new Response(), options),
+  header: (request, name) => request.headers.get(name) ?? undefined,
+  loopbackIdentity: 'ip:127.0.0.1',
+  rateLayer: 'option',
+  reportsInfo: false,
+  serve: async ({ stack, rate, hold }) => {
+    const options: NextTrafficStackOptions =
+      rate === undefined ? stack : { ...stack, rate: rateLimit({ limiter: rate, clientIp: { platform: 'vercel' } }) };
+    const server = await listen(withTrafficStack(routes(hold), options));
+    return {
+      port: (server.address() as AddressInfo).port,
+      close: () => {
+        server.closeAllConnections();
+        return new Promise<void>((resolve) => server.close(() => resolve()));
+      },
+    };
+  },
+});
 
 const client = (request: { headers: Headers }) => request.headers.get('x-client') ?? 'anonymous';
 
@@ -47,47 +130,5 @@ describe('withTrafficStack', () => {
     await new Promise((resolve) => setTimeout(resolve, 0));
     fail = false;
     expect((await handler(request(), {})).status).toBe(200);
-  });
-
-  it('rate first: a refused request takes no lease, and an allowed one carries the RateLimit headers', async () => {
-    const store = memoryStore();
-    const inFlight = createConcurrencyLimiter({ store, limit: 5 });
-    const rate = rateLimit({
-      limiter: memoryLimiter({ rules: fixedWindow({ limit: 1, window: '1m' }), name: 'rate' }),
-      identify: (request) => client(request),
-    });
-    const handler = withTrafficStack(async () => new Response(null, { status: 204 }), { rate, concurrency: { limiter: inFlight } });
-    const allowed = await handler(nextRequest({ 'x-client': 'alice' }), {});
-    expect(allowed.status).toBe(204);
-    expect(allowed.headers.get('ratelimit')).not.toBeNull();
-    const refused = await handler(nextRequest({ 'x-client': 'alice' }), {});
-    expect(refused.status).toBe(429);
-    expect(await refused.json()).toMatchObject({ 'violated-policies': ['rate'] });
-    expect((await inFlight.acquire('alice')).held).toBe(1); // nothing was left held by either request
-  });
-
-  it('fleet: non-critical work gets 503 past its share, critical passes', async () => {
-    const fleet = createFleetShedder({ store: memoryStore(), capacity: 2, reserve: 0.5, classes: ['critical', 'normal'] });
-    const handler = withTrafficStack(async () => new Response('ok'), {
-      fleet,
-      priority: (request) => (request.headers.get('x-critical') === '1' ? 'critical' : 'normal'),
-    });
-    const held = await handler(nextRequest(), {});
-    expect(held.status).toBe(200);
-    const shed = await handler(nextRequest(), {});
-    expect(shed.status).toBe(503);
-    expect(await shed.json()).toMatchObject({ refusedBy: 'fleet', status: 503 });
-    expect((await handler(nextRequest({ 'x-critical': '1' }), {})).status).toBe(200);
-    await held.text();
-  });
-
-  it('refuses bad options clearly', () => {
-    const fleet = createFleetShedder({ store: memoryStore(), capacity: 2 });
-    expect(() => withTrafficStack(async () => new Response(), { fleet })).toThrow(/priority must be a function/);
-    expect(() =>
-      withTrafficStack(async () => new Response(), {
-        concurrency: { limiter: createConcurrencyLimiter({ store: memoryStore(), limit: 1 }) },
-      }),
-    ).toThrow(/concurrency needs identify/);
   });
 });
