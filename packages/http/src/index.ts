@@ -7,14 +7,14 @@ export { createHandler } from './handler/handler.js';
 export type { Handler, HandleResult, LimiterResult, Outcome } from './handler/handler.js';
 export type {
   DeniedEvent,
-  DenyContext,
-  DenyResponse,
   ErrorEvent,
   HttpLimitOptions,
   IdentityValue,
   LimitedEvent,
   LimiterEntry,
-  MissingIdentityPolicy,
+  MissingIdentityAnswer,
+  RefusalContext,
+  RefusalResponse,
   ShadowBanOptions,
 } from './handler/options.js';
 

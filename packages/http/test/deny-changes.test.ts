@@ -132,7 +132,7 @@ describe('the deny list step: a change of some entries (the change() of a live d
     for (const errors of [first.errors, seen]) {
       expect(errors).toHaveLength(2);
       expect(String(errors[1]![0])).toContain('deny list of "api": change.add "203.0.113.999": looks like an IP address');
-      expect(errors[1]![1]).toMatchObject({ source: 'deny-list', policy: 'api' });
+      expect(errors[1]![1]).toMatchObject({ source: 'deny-list', limiterName: 'api' });
     }
   });
 

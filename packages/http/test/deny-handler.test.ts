@@ -68,12 +68,12 @@ describe('createHandler: the deny list', () => {
     expect(calls).toBe(1);
   });
 
-  it('hands the 403 to denyResponse as kind denied, which may change it', () => {
+  it('hands the 403 to refusalResponse as kind denied, which may change it', () => {
     const limiter = deniedLimiter([{ match: '203.0.113.7' }]);
     const handler = createHandler({
       limiter,
       denyList: matchDenyList,
-      denyResponse: (context) => (context.kind === 'denied' ? { status: 404, body: 'not found', contentType: 'text/plain' } : undefined),
+      refusalResponse: (context) => (context.kind === 'denied' ? { status: 404, body: 'not found', contentType: 'text/plain' } : undefined),
     });
     const refused = sync(handler.run(request()));
     expect([refused.status, refused.outcome, refused.body]).toEqual([404, 'denied', 'not found']);
@@ -161,7 +161,7 @@ describe('createHandler: the deny list', () => {
     const handler = createHandler({ denyList: matchDenyList, limiter, onDenied: (e) => events.push(e) });
     expect(sync(handler.run(request())).allowed).toBe(true);
     expect(events).toMatchObject([
-      { identity: 'ip:203.0.113.7', address: '203.0.113.7', policy: 'api', shadow: true, entry: { reason: 'test' } },
+      { identity: 'ip:203.0.113.7', address: '203.0.113.7', limiterName: 'api', shadow: true, entry: { reason: 'test' } },
     ]);
     limiter.configure({ denyMode: 'enforce' });
     expect(sync(handler.run(request())).status).toBe(403);
@@ -192,7 +192,7 @@ describe('createHandler: the deny list', () => {
     const handler = createHandler({ denyList: matchDenyList, limiter, onError: (error, event) => errors.push([error, event]) });
     for (let i = 0; i < 3; i++) expect(sync(handler.run(request())).status).toBe(403);
     expect(errors).toHaveLength(1);
-    expect(errors[0]![1]).toMatchObject({ source: 'deny-list', policy: 'api' });
+    expect(errors[0]![1]).toMatchObject({ source: 'deny-list', limiterName: 'api' });
     expect(String((errors[0]![0] as Error).message)).toContain('deny[0]: "10.0.0.0/40"');
   });
 
@@ -203,7 +203,7 @@ describe('createHandler: the deny list', () => {
     expect(sync(handler.run(request())).status).toBe(200);
     expect(sync(handler.run(request())).status).toBe(200);
     expect(errors).toHaveLength(1);
-    expect(errors[0]![1]).toMatchObject({ source: 'deny-list', policy: 'api' });
+    expect(errors[0]![1]).toMatchObject({ source: 'deny-list', limiterName: 'api' });
     expect(String((errors[0]![0] as Error).message)).toContain('denyList: matchDenyList');
     limiter.configure({ deny: [{ match: '203.0.113.8' }] });
     expect(sync(handler.run(request())).status).toBe(429);

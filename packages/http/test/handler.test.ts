@@ -102,8 +102,10 @@ describe('createHandler: N allowed, then 429', () => {
     const perDay = fixedWindow({ limit: 1000, window: '1d', id: 'day' });
     const a = memoryLimiter({ name: 'api', rules: [perSecond, perDay], clock: clock.read });
     const b = memoryLimiter({ name: 'search', rules: fixedWindow({ limit: 10, window: '1m' }), clock: clock.read });
-    const handler = createHandler({ limiter: [a, { limiter: b, policy: 'search-v2' }] });
-    const headers = written(sync(handler.run(request())).headers);
+    const handler = createHandler({ limiter: [a, { limiter: b, name: 'search-v2' }] });
+    const result = sync(handler.run(request()));
+    expect(result.results.map((r) => r.name)).toEqual(['api', 'search-v2']);
+    const headers = written(result.headers);
     const secondsToMidnight = Math.ceil((86_400_000 - (clock.now % 86_400_000)) / 1000);
     expect(headers['ratelimit-policy']).toBe('"api/second";q=5;w=1, "api/day";q=1000;w=86400, "search-v2";q=10;w=60');
     expect(headers.ratelimit).toBe(`"api/second";r=4;t=1, "api/day";r=999;t=${secondsToMidnight}, "search-v2";r=9;t=37`);
@@ -182,7 +184,7 @@ describe('refusals other than 429', () => {
     expect(written(result.headers)).toEqual({ 'retry-after': '1', 'content-type': 'application/problem+json' });
     expect(onError).toHaveBeenCalledOnce();
     expect(onError.mock.calls[0]![0]).toMatchObject({ code: 'STORE_ERROR' });
-    expect(onError.mock.calls[0]![1]).toMatchObject({ source: 'store', policy: 'api' });
+    expect(onError.mock.calls[0]![1]).toMatchObject({ source: 'store', limiterName: 'api' });
   });
 
   it('a store failure under fail-open lets the request through but never as an ordinary allow', async () => {
@@ -210,7 +212,7 @@ describe('refusals other than 429', () => {
       await handler.handle(request());
       expect(warn).toHaveBeenCalledOnce();
       expect(warn.mock.calls[0]![0]).toBe(
-        '[sluice] store failure in policy "api": the store failed: connection refused. Pass onError to handle it.',
+        '[sluice] store failure in limiter "api": the store failed: connection refused. Pass onError to handle it.',
       );
     } finally {
       warn.mockRestore();
@@ -229,7 +231,7 @@ describe('identity', () => {
     expect(sync(handler.run(request(), {})).identity).toBe('ip:203.0.113.7');
   });
 
-  it("no identity at all: 'deny' (the default) is a 400 that says why, before anything is counted", () => {
+  it("no identity at all: 'refuse' (the default) is a 400 that says why, before anything is counted", () => {
     const limiter = memoryLimiter({ name: 'api', rules: fixedWindow({ limit: 1, window: '1m' }), clock: fakeClock().read });
     const result = sync(createHandler({ limiter }).run(request(null)));
     expect(result).toMatchObject({ allowed: false, outcome: 'unidentified', status: 400, results: [] });
@@ -271,7 +273,7 @@ describe('shadow mode, shadow-ban, skip, cost', () => {
     expect(second).toMatchObject({ allowed: true, outcome: 'shadow', status: 200 });
     expect(written(second.headers)).toEqual({ 'ratelimit-policy': '"api";q=1;w=10', ratelimit: '"api";r=0;t=7' });
     expect(events).toHaveLength(1);
-    expect(events[0]).toMatchObject({ shadow: true, shadowBanned: false, identity: 'ip:203.0.113.7', policy: 'api' });
+    expect(events[0]).toMatchObject({ shadow: true, shadowBanned: false, identity: 'ip:203.0.113.7', limiterName: 'api' });
   });
 
   it("a limiter in core's shadow mode is reported the same way", () => {
@@ -343,11 +345,11 @@ describe('shadow mode, shadow-ban, skip, cost', () => {
     expect(sync(handler.run(request(), { size: 6 })).allowed).toBe(true);
   });
 
-  it('denyResponse can replace the refusal response', () => {
+  it('refusalResponse can replace the refusal response', () => {
     const limiter = memoryLimiter({ name: 'api', rules: fixedWindow({ limit: 1, window: '10s' }), clock: fakeClock().read });
     const handler = createHandler({
       limiter,
-      denyResponse: (ctx) => ({
+      refusalResponse: (ctx) => ({
         body: `slow down, ${ctx.retryAfterSeconds}s`,
         contentType: 'text/plain',
         headers: { 'X-Reason': ctx.kind },
@@ -423,7 +425,7 @@ describe('a request whose connection was reset before its address could be read'
   const lost = { headers: {}, remoteAddress: undefined, connectionLost: true, method: 'GET', url: '/' };
 
   it("is refused under 'skip' and { bucket } too, and counted nowhere", async () => {
-    for (const onMissingIdentity of ['deny', 'skip', { bucket: 'anonymous' }] as const) {
+    for (const onMissingIdentity of ['refuse', 'skip', { bucket: 'anonymous' }] as const) {
       const limiter = memoryLimiter({ name: 'api', rules: fixedWindow({ limit: 1, window: '10s' }), clock: fakeClock().read });
       const handler = createHandler({ limiter, onMissingIdentity });
       const result = sync(handler.run(lost));
@@ -464,13 +466,16 @@ describe('options are validated once, with messages that say what to change', ()
       /headers must be 'draft-11', 'draft-7', 'draft-6', 'legacy', a list of them, or false, got "draft-9"/,
     ],
     [{ limiter, headers: ['draft-11', 'draft-7'] }, /'draft-11' and 'draft-7' both define the RateLimit field differently/],
-    [{ limiter, onMissingIdentity: 'allow' }, /onMissingIdentity must be 'deny', 'skip' or \{ bucket: 'name' \}/],
+    [{ limiter, onMissingIdentity: 'allow' }, /onMissingIdentity must be 'refuse', 'skip' or \{ bucket: 'name' \}/],
     [{ limiter, onMissingIdentity: { bucket: '' } }, /onMissingIdentity must be/],
+    [{ limiter, onMissingIdentity: 'deny' }, /onMissingIdentity must be 'refuse', 'skip' or \{ bucket: 'name' \} .*, got "deny"/],
+    [{ limiter, denyResponse: () => undefined }, /unknown option "denyResponse"/],
+    [{ limiter: { limiter, policy: 'api' } }, /unknown option "policy"/],
     [{ limiter, shadowBan: { status: 99 } }, /shadowBan.status must be an HTTP status from 200 to 599, got 99/],
     [{ limiter, identify: 'user' }, /identify must be a function \(request\) => id \| undefined, got "user"/],
     [{ limiter, limit: 5 }, /unknown option "limit"; accepted options are limiter, identify/],
     [{ limiter: { limiter, kind: 'global' } }, /limiter\[0\].kind must be 'limit' or 'shed', got "global"/],
-    [{ limiter: { limiter, policy: 'ä' } }, /limiter\[0\].policy must be 1 to 64 printable ASCII characters/],
+    [{ limiter: { limiter, name: 'ä' } }, /limiter\[0\].name must be 1 to 64 printable ASCII characters/],
     [{ limiter, clientIp: { trustProxy: 'everyone' } }, /clientIp.trustProxy: "everyone" is not an address or CIDR block/],
   ])('%#', (options, message) => {
     expect(() => createHandler(options as never)).toThrow(message);

@@ -8,9 +8,9 @@ import { warner } from './report.js';
 
 type MaybePromise<T> = T | Promise<T>;
 
-const ENTRY_OPTION_NAMES = ['limiter', 'kind', 'identify', 'cost', 'policy'];
+const ENTRY_OPTION_NAMES = ['limiter', 'kind', 'identify', 'cost', 'name'];
 const SHADOW_BAN_OPTION_NAMES = ['when', 'status', 'body', 'contentType'];
-const POLICY_PATTERN = /^[\x20-\x7e]{1,64}$/;
+const NAME_PATTERN = /^[\x20-\x7e]{1,64}$/;
 const BUCKET_PATTERN = /^[\x21-\x7e]{1,64}$/;
 
 function fail(message: string): never {
@@ -34,19 +34,19 @@ function compileEntry<R>(value: unknown, index: number): CompiledEntry<R> {
   const field = `limiter[${index}]`;
   const entry = (isLimiter(value) ? { limiter: value } : value) as LimiterEntry<R> | undefined;
   if (typeof entry !== 'object' || entry === null || !isLimiter(entry.limiter)) {
-    fail(`${field} must be a limiter from createLimiter() or { limiter, kind?, identify?, cost?, policy? }, got ${describe(value)}`);
+    fail(`${field} must be a limiter from createLimiter() or { limiter, kind?, identify?, cost?, name? }, got ${describe(value)}`);
   }
   rejectUnknownOptions(entry, ENTRY_OPTION_NAMES, field);
   const kind = entry.kind ?? 'limit';
   if (kind !== 'limit' && kind !== 'shed') fail(`${field}.kind must be 'limit' or 'shed', got ${describe(kind)}`);
-  const policy = entry.policy ?? entry.limiter.name;
-  if (typeof policy !== 'string' || !POLICY_PATTERN.test(policy)) {
-    fail(`${field}.policy must be 1 to 64 printable ASCII characters, got ${describe(policy)}`);
+  const name = entry.name ?? entry.limiter.name;
+  if (typeof name !== 'string' || !NAME_PATTERN.test(name)) {
+    fail(`${field}.name must be 1 to 64 printable ASCII characters, got ${describe(name)}`);
   }
   return {
     limiter: entry.limiter,
     kind,
-    policy,
+    name,
     identify: optionalFunction(entry.identify, `${field}.identify`, '(request) => id | undefined'),
     cost: checkCost<R>(entry.cost, `${field}.cost`),
     sync: undefined,
@@ -108,14 +108,14 @@ export function compileOptions<R>(options: HttpLimitOptions<R>): CompiledOptions
     clientIp = (request) => resolve(request);
   }
 
-  const missing = options.onMissingIdentity ?? 'deny';
-  let missingPolicy: string;
-  if (missing === 'deny' || missing === 'skip') {
-    missingPolicy = missing;
+  const missing = options.onMissingIdentity ?? 'refuse';
+  let missingAnswer: string;
+  if (missing === 'refuse' || missing === 'skip') {
+    missingAnswer = missing;
   } else if (typeof missing === 'object' && missing !== null && typeof missing.bucket === 'string' && BUCKET_PATTERN.test(missing.bucket)) {
-    missingPolicy = `bucket:${missing.bucket}`;
+    missingAnswer = `bucket:${missing.bucket}`;
   } else {
-    fail(`onMissingIdentity must be 'deny', 'skip' or { bucket: 'name' } (1 to 64 visible ASCII characters), got ${describe(missing)}`);
+    fail(`onMissingIdentity must be 'refuse', 'skip' or { bucket: 'name' } (1 to 64 visible ASCII characters), got ${describe(missing)}`);
   }
 
   const styles = compileStyles(options.headers);
@@ -134,14 +134,14 @@ export function compileOptions<R>(options: HttpLimitOptions<R>): CompiledOptions
     clientIpIsHook: typeof ip === 'function',
     // clientIpResolver checked it (48 to 64) when there is one.
     ipv6Prefix: typeof ip === 'object' && ip !== null && typeof ip.ipv6Prefix === 'number' ? ip.ipv6Prefix : 56,
-    missing: missingPolicy,
+    missing: missingAnswer,
     skip: optionalFunction(options.skip, 'skip', '(request) => boolean'),
     cost: checkCost<R>(options.cost, 'cost') ?? 1,
     shadow,
     shadowBan: compileShadowBan(options.shadowBan),
     styles,
     legacyReset,
-    denyResponse: optionalFunction(options.denyResponse, 'denyResponse', '(context) => response | undefined'),
+    refusalResponse: optionalFunction(options.refusalResponse, 'refusalResponse', '(context) => response | undefined'),
     denyList: checkDenyListStep(options.denyList),
     onLimited: optionalFunction(options.onLimited, 'onLimited', '(event) => void'),
     onDenied: optionalFunction(options.onDenied, 'onDenied', '(event) => void'),

@@ -43,11 +43,11 @@ export function note<R>(o: CompiledOptions<R>, raw: R, entry: CompiledEntry<R>, 
   let verdict = 0;
   if (decision.degraded) {
     verdict |= DEGRADED;
-    report(o, decision.error, { request: raw, source: 'store', policy: entry.policy, decision }, entry.store);
+    report(o, decision.error, { request: raw, source: 'store', limiterName: entry.name, decision }, entry.store);
   }
   if (!decision.allowed || decision.reason === 'shadow') {
     if (decision.allowed || o.shadow) {
-      limited(o, { request: raw, identity: key, policy: entry.policy, decision, shadow: true, shadowBanned: false });
+      limited(o, { request: raw, identity: key, limiterName: entry.name, decision, shadow: true, shadowBanned: false });
       return verdict | SHADOWED;
     }
     return verdict | REFUSED;

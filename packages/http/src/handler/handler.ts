@@ -79,7 +79,7 @@ function* flow<R>(o: CompiledOptions<R>, request: HttpRequest, raw: R): Generato
     let shared = resolveShared(o, request, raw, ip);
     if (isPromiseLike(shared)) shared = (yield shared) as SharedIdentity;
     if (typeof shared !== 'string') {
-      if (o.missing === 'deny' || shared.lost === true) return unidentified(o, raw, shared.problem);
+      if (o.missing === 'refuse' || shared.lost === true) return unidentified(o, raw, shared.problem);
     } else {
       identity = shared;
     }
@@ -119,7 +119,7 @@ function* flow<R>(o: CompiledOptions<R>, request: HttpRequest, raw: R): Generato
     }
     let decision: Decision | PromiseLike<Decision> = consume(entry, key, cost);
     if (isPromiseLike(decision)) decision = (yield decision) as Decision;
-    results.push({ policy: entry.policy, kind: entry.kind, identity: key, cost, decision });
+    results.push({ name: entry.name, kind: entry.kind, identity: key, cost, decision });
     consulted.push(entry);
     verdicts |= note(o, raw, entry, key, decision);
     if (verdicts & REFUSED) break;
@@ -137,7 +137,7 @@ function* flow<R>(o: CompiledOptions<R>, request: HttpRequest, raw: R): Generato
       if (isPromiseLike(back)) back = (yield back) as Decision;
       if (!back.degraded) results[i] = { ...earlier, decision: { ...back, rule: earlier.decision.rule } };
     } catch (error) {
-      report(o, error, { request: raw, source: 'store', policy: earlier.policy }, consulted[i]!.store);
+      report(o, error, { request: raw, source: 'store', limiterName: earlier.name }, consulted[i]!.store);
     }
   }
   return refusedResult(o, raw, tally);
@@ -160,7 +160,7 @@ function fast<R>(o: CompiledOptions<R>, entry: CompiledEntry<R>, request: HttpRe
   const ip = deny === DENY_ADDRESS && o.clientIp !== undefined && request.connectionLost !== true ? o.clientIp(request, raw) : undefined;
   const shared = afterIdentify(o, request, raw, undefined, ip as ClientIpResult | undefined) as SharedIdentity;
   if (typeof shared !== 'string') {
-    return o.missing === 'deny' || shared.lost === true ? unidentified(o, raw, shared.problem) : skipped(undefined);
+    return o.missing === 'refuse' || shared.lost === true ? unidentified(o, raw, shared.problem) : skipped(undefined);
   }
   if (deny !== DENY_NONE) {
     const refused = o.denyList!.check(o, raw, shared, ip as ClientIpResult | undefined);
@@ -182,13 +182,13 @@ function concludeOne<R>(
   cost: number,
   decision: Decision,
 ): HandleResult {
-  const results: LimiterResult[] = [{ policy: entry.policy, kind: entry.kind, identity, cost, decision }];
+  const results: LimiterResult[] = [{ name: entry.name, kind: entry.kind, identity, cost, decision }];
   const verdict = note(o, raw, entry, identity, decision);
   const tally = { results, identity, degraded: (verdict & DEGRADED) !== 0, shadowed: (verdict & SHADOWED) !== 0 };
   return verdict & REFUSED ? refusedResult(o, raw, tally) : allowedResult(o, tally);
 }
 
-/** No identity, under onMissingIdentity: 'deny' or with the connection lost: 400, counted nowhere. */
+/** No identity, under onMissingIdentity: 'refuse' or with the connection lost: 400, counted nowhere. */
 function unidentified<R>(o: CompiledOptions<R>, raw: R, problem: string): HandleResult {
   return refusal(o, raw, { kind: 'unidentified', rateHeaders: [], degraded: false, reason: problem, results: [] });
 }

@@ -51,7 +51,7 @@ export function afterIdentify<R>(
 
 function fromAddress<R>(o: CompiledOptions<R>, ip: ClientIpResult | undefined): SharedIdentity {
   if (ip !== undefined && ip.ok) return ip.identity;
-  if (o.missing !== 'deny' && o.missing !== 'skip') return o.missing;
+  if (o.missing !== 'refuse' && o.missing !== 'skip') return o.missing;
   return {
     problem:
       ip === undefined

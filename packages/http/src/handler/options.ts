@@ -15,18 +15,21 @@ export type IdentityValue = string | number | undefined | null;
  */
 export interface LimiterEntry<R> {
   limiter: Limiter;
-  /** `limit`: denials are 429. `shed`: a guard on the server's own capacity, shared by every client; denials are 503. @default 'limit' */
+  /** `limit`: refusals are 429. `shed`: a guard on the server's own capacity, shared by every client; refusals are 503. @default 'limit' */
   kind?: 'limit' | 'shed';
   /** The identity for this limiter alone (a tenant, an API key). Falls back to the shared resolution when it returns nothing. */
   identify?: (request: R) => MaybePromise<IdentityValue>;
   /** Cost for this limiter alone; see the shared `cost`. */
   cost?: number | ((request: R) => MaybePromise<number>);
-  /** Policy name in headers and problem bodies: printable ASCII, at most 64 characters. @default limiter.name */
-  policy?: string;
+  /**
+   * The limiter's name in headers (its RateLimit-Policy item), problem bodies and events: printable ASCII, at most 64
+   * characters. @default limiter.name
+   */
+  name?: string;
 }
 
 /** What happens to a request that has neither an authenticated id nor a usable client address. */
-export type MissingIdentityPolicy = 'deny' | 'skip' | { readonly bucket: string };
+export type MissingIdentityAnswer = 'refuse' | 'skip' | { readonly bucket: string };
 
 export interface ShadowBanOptions<R> {
   /** Only shadow-ban when this says so (e.g. for flagged abusers); others get the ordinary 429. @default always */
@@ -47,8 +50,8 @@ export interface DenyListStep {
   readonly step: 'deny-list';
 }
 
-/** What a refusal response will be, passed to `denyResponse` so it can adjust it. */
-export interface DenyContext<R> {
+/** What a refusal response will be, passed to `refusalResponse` so it can adjust it. */
+export interface RefusalContext<R> {
   readonly request: R;
   readonly kind: RefusalKind;
   readonly status: number;
@@ -58,7 +61,7 @@ export interface DenyContext<R> {
   readonly decision: Decision | undefined;
 }
 
-export interface DenyResponse {
+export interface RefusalResponse {
   status?: number;
   body?: string;
   contentType?: string;
@@ -68,7 +71,8 @@ export interface DenyResponse {
 export interface LimitedEvent<R> {
   readonly request: R;
   readonly identity: string;
-  readonly policy: string;
+  /** The refusing limiter's name (its entry's `name`, else the limiter's own). */
+  readonly limiterName: string;
   readonly decision: Decision;
   /** The request went through anyway (shadow mode): this is what would have been refused. */
   readonly shadow: boolean;
@@ -83,8 +87,8 @@ export interface DeniedEvent<R> {
   readonly identity: string | undefined;
   /** The client's address as limiting reads it, when one was resolved. */
   readonly address: string | undefined;
-  /** The policy (limiter) whose deny list holds the entry. */
-  readonly policy: string;
+  /** The limiter whose deny list holds the entry, by its name (its entry's `name`, else the limiter's own). */
+  readonly limiterName: string;
   readonly entry: DenyEntry;
   /** The request went through anyway (shadow mode, the limiter's or this handler's): it would have been refused with 403. */
   readonly shadow: boolean;
@@ -98,7 +102,8 @@ export interface ErrorEvent<R> {
    * handler was not given `denyList` and so does not enforce it; once per list.
    */
   readonly source: 'store' | 'hook' | 'deny-list';
-  readonly policy?: string;
+  /** The limiter concerned, by its name, when there is one. */
+  readonly limiterName?: string;
   readonly decision?: Decision;
 }
 
@@ -118,8 +123,8 @@ export interface HttpLimitOptions<R> {
    * @default {} (the socket address; forwarding headers ignored)
    */
   clientIp?: ClientIpOptions | ((request: R) => MaybePromise<string | undefined>) | false;
-  /** No id and no address: refuse with 400, let through unlimited, or count in one named shared bucket. @default 'deny' */
-  onMissingIdentity?: MissingIdentityPolicy;
+  /** No id and no address: refuse with 400, let through unlimited, or count in one named shared bucket. @default 'refuse' */
+  onMissingIdentity?: MissingIdentityAnswer;
   /** Requests that are not limited at all (and get no headers). */
   skip?: (request: R) => MaybePromise<boolean>;
   /** Units this request takes from each limiter, a non-negative integer. @default 1 */
@@ -133,7 +138,7 @@ export interface HttpLimitOptions<R> {
   /** `X-RateLimit-Reset` convention for the legacy headers. @default 'epoch-seconds' */
   legacyReset?: LegacyReset;
   /** Adjust or replace any refusal response (status, body, content type, extra headers). */
-  denyResponse?: (context: DenyContext<R>) => DenyResponse | undefined;
+  refusalResponse?: (context: RefusalContext<R>) => RefusalResponse | undefined;
   /** Every refusal, and every would-be refusal in shadow mode: for logs and metrics. */
   onLimited?: (event: LimitedEvent<R>) => void;
   /**
@@ -162,7 +167,7 @@ export const HTTP_OPTION_NAMES: readonly string[] = [
   'shadowBan',
   'headers',
   'legacyReset',
-  'denyResponse',
+  'refusalResponse',
   'onLimited',
   'denyList',
   'onDenied',

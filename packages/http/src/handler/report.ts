@@ -12,11 +12,11 @@ export function limited<R>(o: CompiledOptions<R>, event: LimitedEvent<R>): void 
     const returned: unknown = o.onLimited(event);
     if (isPromiseLike(returned)) {
       returned.then(undefined, (error: unknown) =>
-        report(o, error, { request: event.request, source: 'hook', policy: event.policy, decision: event.decision }),
+        report(o, error, { request: event.request, source: 'hook', limiterName: event.limiterName, decision: event.decision }),
       );
     }
   } catch (error) {
-    report(o, error, { request: event.request, source: 'hook', policy: event.policy, decision: event.decision });
+    report(o, error, { request: event.request, source: 'hook', limiterName: event.limiterName, decision: event.decision });
   }
 }
 
@@ -48,7 +48,9 @@ export function warner(): Warner {
   const warn = throttledWarning();
   return (error, event, store) => {
     const where = store === undefined ? '' : ` (${store})`;
-    warn(`[sluice] ${event.source} failure in policy "${event.policy ?? '?'}"${where}: ${explain(error)}. Pass onError to handle it.`);
+    warn(
+      `[sluice] ${event.source} failure in limiter "${event.limiterName ?? '?'}"${where}: ${explain(error)}. Pass onError to handle it.`,
+    );
   };
 }
 

@@ -2,7 +2,7 @@ import type { Decision } from '@sluice/core';
 import { leastRoom, reportableResults } from './decision.js';
 import type { CompiledOptions, HandleResult, LimiterResult } from './types.js';
 import { ceilSeconds, rateLimitFields, type CachedFieldsOptions, type HeaderField } from '../shared/header-fields.js';
-import type { DenyContext } from './options.js';
+import type { RefusalContext } from './options.js';
 import { PROBLEM_CONTENT_TYPE, REFUSAL_STATUS, problemFor, type RefusalKind } from './problem.js';
 import { limited } from './report.js';
 
@@ -22,8 +22,8 @@ export interface Refusal {
   readonly kind: RefusalKind;
   /** The refusing decision; none for `unidentified`. */
   readonly decision?: Decision | undefined;
-  /** The refusing limiter's policy name and the cost it was asked for. */
-  readonly about?: { readonly policy: string; readonly cost: number } | undefined;
+  /** The refusing limiter's name and the cost it was asked for. */
+  readonly about?: { readonly name: string; readonly cost: number } | undefined;
   /** RateLimit fields to send with the refusal. */
   readonly rateHeaders: readonly HeaderField[];
   readonly identity?: string | undefined;
@@ -72,7 +72,7 @@ export function allowedResult<R>(o: CompiledOptions<R>, tally: Tally): HandleRes
 export function refusedResult<R>(o: CompiledOptions<R>, raw: R, tally: Tally): HandleResult {
   const { results, identity, degraded } = tally;
   const refused = results.length - 1;
-  const { decision, kind: entryKind, policy, cost, identity: key } = results[refused]!;
+  const { decision, kind: entryKind, name, cost, identity: key } = results[refused]!;
   const kind: RefusalKind =
     decision.reason === 'store_unavailable'
       ? 'store_unavailable'
@@ -83,7 +83,7 @@ export function refusedResult<R>(o: CompiledOptions<R>, raw: R, tally: Tally): H
           : 'limited';
   const ban = o.shadowBan;
   if (kind === 'limited' && ban !== undefined && (ban.when === undefined || ban.when(raw, decision))) {
-    limited(o, { request: raw, identity: key, policy, decision, shadow: false, shadowBanned: true });
+    limited(o, { request: raw, identity: key, limiterName: name, decision, shadow: false, shadowBanned: true });
     // The same fields an allowed response carries (and no Retry-After): a ban the client can tell apart by its
     // header names is no shadow ban.
     const headers = rateLimitFields(reportableResults(results), refused, o);
@@ -99,7 +99,7 @@ export function refusedResult<R>(o: CompiledOptions<R>, raw: R, tally: Tally): H
       degraded,
     };
   }
-  limited(o, { request: raw, identity: key, policy, decision, shadow: false, shadowBanned: false });
+  limited(o, { request: raw, identity: key, limiterName: name, decision, shadow: false, shadowBanned: false });
   const capped: CachedFieldsOptions = {
     styles: o.styles,
     legacyReset: o.legacyReset,
@@ -107,7 +107,7 @@ export function refusedResult<R>(o: CompiledOptions<R>, raw: R, tally: Tally): H
     policyItems: o.policyItems,
   };
   const rateHeaders = rateLimitFields(reportableResults(results), refused, capped);
-  return refusal(o, raw, { kind, decision, about: { policy, cost }, rateHeaders, identity, degraded, results });
+  return refusal(o, raw, { kind, decision, about: { name, cost }, rateHeaders, identity, degraded, results });
 }
 
 /** Whole seconds for Retry-After on a 429 or 503 (at least 1), none on other refusals. */
@@ -116,17 +116,17 @@ function retryAfterSeconds(status: number, decision: Decision | undefined): numb
   return Math.max(1, ceilSeconds(decision !== undefined && Number.isFinite(decision.retryAfter) ? decision.retryAfter : 1000));
 }
 
-/** The refusal response: problem+json (or denyResponse's), its status, Retry-After and Content-Type. */
+/** The refusal response: problem+json (or refusalResponse's), its status, Retry-After and Content-Type. */
 export function refusal<R>(o: CompiledOptions<R>, raw: R, refused: Refusal): HandleResult {
   const { kind, decision, about } = refused;
   const status = REFUSAL_STATUS[kind];
   const retryAfter = retryAfterSeconds(status, decision);
   const rule = decision?.rules.find((r) => r.id === decision.rule);
-  // Name the violated policy exactly as its RateLimit item is named: `policy/ruleId` for a compound limiter.
+  // Name the violated policy exactly as its RateLimit item is named: `name/ruleId` for a compound limiter.
   const compound = decision !== undefined && decision.rules.length > 1;
   const problem = problemFor({
     kind,
-    policy: about === undefined ? undefined : compound ? `${about.policy}/${decision.rule}` : about.policy,
+    policy: about === undefined ? undefined : compound ? `${about.name}/${decision.rule}` : about.name,
     limit: decision?.limit,
     windowMs: rule?.windowMs,
     cost: about?.cost,
@@ -138,9 +138,9 @@ export function refusal<R>(o: CompiledOptions<R>, raw: R, refused: Refusal): Han
   let finalStatus = status;
   const headers: HeaderField[] = [...refused.rateHeaders];
   if (retryAfter !== undefined) headers.push({ name: 'Retry-After', value: String(retryAfter), merge: 'max' });
-  if (o.denyResponse !== undefined) {
-    const context: DenyContext<R> = { request: raw, kind, status, problem, retryAfterSeconds: retryAfter, decision };
-    const custom = o.denyResponse(context);
+  if (o.refusalResponse !== undefined) {
+    const context: RefusalContext<R> = { request: raw, kind, status, problem, retryAfterSeconds: retryAfter, decision };
+    const custom = o.refusalResponse(context);
     if (custom !== undefined) {
       if (custom.status !== undefined) finalStatus = custom.status;
       if (custom.body !== undefined) body = custom.body;

@@ -16,7 +16,8 @@ type MaybePromise<T> = T | Promise<T>;
 export interface CompiledEntry<R> {
   readonly limiter: Limiter;
   readonly kind: 'limit' | 'shed';
-  readonly policy: string;
+  /** The entry's `name`, else the limiter's: its RateLimit-Policy item and the `limiterName` of events. */
+  readonly name: string;
   readonly identify: ((request: R) => MaybePromise<IdentityValue>) | undefined;
   readonly cost: number | ((request: R) => MaybePromise<number>) | undefined;
   /** Whether `limitSync` works for this limiter: learnt on first use (undefined until then). */
@@ -47,14 +48,14 @@ export interface CompiledOptions<R> {
   readonly clientIpIsHook: boolean;
   /** The client identity's IPv6 grouping (clientIp.ipv6Prefix), to which deny list blocks are widened. */
   readonly ipv6Prefix: number;
-  readonly missing: 'deny' | 'skip' | string;
+  readonly missing: 'refuse' | 'skip' | string;
   readonly skip: ((request: R) => MaybePromise<boolean>) | undefined;
   readonly cost: number | ((request: R) => MaybePromise<number>);
   readonly shadow: boolean;
   readonly shadowBan: (Required<Omit<ShadowBanOptions<R>, 'when'>> & Pick<ShadowBanOptions<R>, 'when'>) | undefined;
   readonly styles: readonly HeaderStyle[];
   readonly legacyReset: LegacyReset;
-  readonly denyResponse: HttpLimitOptions<R>['denyResponse'];
+  readonly refusalResponse: HttpLimitOptions<R>['refusalResponse'];
   /** The deny list step (`matchDenyList`), when the handler enforces deny lists. */
   readonly denyList: DenyListSteps | undefined;
   readonly onLimited: HttpLimitOptions<R>['onLimited'];
@@ -62,7 +63,7 @@ export interface CompiledOptions<R> {
   readonly onError: HttpLimitOptions<R>['onError'];
   /** The console warning used without onError: one per handler, throttled to one a minute. */
   readonly warn: Warner;
-  /** This handler's RateLimit-Policy items, built once per policy and rule (see header-fields.ts). */
+  /** This handler's RateLimit-Policy items, built once per limiter name and rule (see header-fields.ts). */
   readonly policyItems: PolicyItemCache;
 }
 
@@ -71,7 +72,8 @@ export type Warner = (error: unknown, event: ErrorEvent<unknown>, store?: string
 
 /** One limiter's part in the answer. */
 export interface LimiterResult {
-  readonly policy: string;
+  /** The limiter's name, as its entry gives it (else the limiter's own): its RateLimit-Policy item's name. */
+  readonly name: string;
   readonly kind: 'limit' | 'shed';
   readonly identity: string;
   readonly cost: number;
@@ -84,7 +86,7 @@ export interface LimiterResult {
  * - `shadow`: a limiter would have refused, but shadow mode let it through.
  * - `shadow_banned`: refused, and answered with the shadow-ban response.
  * - a refusal: `limited` (429), `shed` (503), `cost_exceeds_limit` (413), `store_unavailable` (503, the store
- *   failed and the limiter fails closed), `unidentified` (400, no identity under `onMissingIdentity: 'deny'`),
+ *   failed and the limiter fails closed), `unidentified` (400, no identity under `onMissingIdentity: 'refuse'`),
  *   `denied` (403, on a limiter's deny list).
  */
 export type Outcome = 'allowed' | 'skipped' | 'shadow' | 'shadow_banned' | RefusalKind;

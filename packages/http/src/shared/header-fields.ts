@@ -38,8 +38,9 @@ export interface HeaderField {
 }
 
 /** One evaluated limiter, as the header writer sees it. */
-export interface PolicyReport {
-  readonly policy: string;
+export interface LimiterReport {
+  /** The limiter's name, as its RateLimit-Policy item calls it. */
+  readonly name: string;
   readonly decision: Decision;
 }
 
@@ -69,23 +70,23 @@ interface PolicyItem {
 }
 
 /**
- * Policy items are the same on every response, so a handler builds them once per policy and rule (in its own
- * cache, keyed by policy, then rule id), and rebuilds one only when the rule's limit or window changes
+ * Policy items are the same on every response, so a handler builds them once per limiter name and rule (in its
+ * own cache, keyed by limiter name, then rule id), and rebuilds one only when the rule's limit or window changes
  * (configure(), per-identity quotas). Bounded by the configuration.
  */
 export type PolicyItemCache = Map<string, Map<string, PolicyItem>>;
 
-/** The item for one rule: named after the policy alone for a one-rule limiter, `policy/ruleId` for compound ones. */
-function policyItem(cache: PolicyItemCache | undefined, policy: string, rule: RuleReport, single: boolean): PolicyItem {
-  let byRule = cache?.get(policy);
+/** The item for one rule: named after the limiter alone for a one-rule limiter, `name/ruleId` for compound ones. */
+function policyItem(cache: PolicyItemCache | undefined, limiterName: string, rule: RuleReport, single: boolean): PolicyItem {
+  let byRule = cache?.get(limiterName);
   if (byRule === undefined) {
     byRule = new Map();
-    cache?.set(policy, byRule);
+    cache?.set(limiterName, byRule);
   }
   const ruleKey = single ? '' : rule.id;
   let item = byRule.get(ruleKey);
   if (item === undefined || item.limit !== rule.limit || item.windowMs !== rule.windowMs) {
-    const name = sfString(single ? policy : `${policy}/${rule.id}`);
+    const name = sfString(single ? limiterName : `${limiterName}/${rule.id}`);
     item = {
       limit: rule.limit,
       windowMs: rule.windowMs,
@@ -121,7 +122,7 @@ function seconds(ms: number, maxWindowSeconds: number): number {
 }
 
 /** Header fields for the evaluated limiters; `decider` is the index of the one that speaks for the request. */
-export function rateLimitFields(reports: readonly PolicyReport[], decider: number, options: RateLimitFieldsOptions): HeaderField[] {
+export function rateLimitFields(reports: readonly LimiterReport[], decider: number, options: RateLimitFieldsOptions): HeaderField[] {
   const cache = (options as Partial<CachedFieldsOptions>).policyItems;
   const { styles, legacyReset } = options;
   const maxWindowSeconds = options.maxWindowSeconds ?? Number.POSITIVE_INFINITY;
@@ -134,7 +135,7 @@ export function rateLimitFields(reports: readonly PolicyReport[], decider: numbe
         const now = report.decision.now;
         const single = report.decision.rules.length === 1;
         for (const rule of report.decision.rules) {
-          const item = policyItem(cache, report.policy, rule, single);
+          const item = policyItem(cache, report.name, rule, single);
           policies = policies === '' ? item.policy : `${policies}, ${item.policy}`;
           const limit = `${item.name};r=${rule.remaining};t=${seconds(effectiveWindowMs(rule, now), maxWindowSeconds)}`;
           limits = limits === '' ? limit : `${limits}, ${limit}`;

@@ -98,8 +98,8 @@ function next<R>(
   entry.denyMatcher = matcher;
   if (problems.length > 0) {
     const more = problems.length > 1 ? ` (and ${problems.length - 1} more)` : '';
-    const error = new SluiceError('INVALID_OPTION', `deny list of "${entry.policy}": ${problems[0]}${more}; left out`);
-    report(o, error, { request: raw, source: 'deny-list', policy: entry.policy }, entry.store);
+    const error = new SluiceError('INVALID_OPTION', `deny list of "${entry.name}": ${problems[0]}${more}; left out`);
+    report(o, error, { request: raw, source: 'deny-list', limiterName: entry.name }, entry.store);
   }
   return matcher;
 }
@@ -130,7 +130,7 @@ function checkDeny<R>(
       request: raw,
       identity,
       address: address === undefined ? undefined : formatIp(address),
-      policy: entry.policy,
+      limiterName: entry.name,
       entry: found,
       shadow,
     });
@@ -146,10 +146,12 @@ function denied<R>(o: CompiledOptions<R>, event: DeniedEvent<R>): void {
   try {
     const returned: unknown = o.onDenied(event);
     if (isPromiseLike(returned)) {
-      returned.then(undefined, (error: unknown) => report(o, error, { request: event.request, source: 'hook', policy: event.policy }));
+      returned.then(undefined, (error: unknown) =>
+        report(o, error, { request: event.request, source: 'hook', limiterName: event.limiterName }),
+      );
     }
   } catch (error) {
-    report(o, error, { request: event.request, source: 'hook', policy: event.policy });
+    report(o, error, { request: event.request, source: 'hook', limiterName: event.limiterName });
   }
 }
 

@@ -32,10 +32,10 @@ export function unenforcedDenyList<R>(o: CompiledOptions<R>, raw: R): number {
     entry.denySource = source;
     const error = new SluiceError(
       'INVALID_OPTION',
-      `limiter "${entry.policy}" has a deny list of ${size} entries, but this handler does not enforce it: ` +
+      `limiter "${entry.name}" has a deny list of ${size} entries, but this handler does not enforce it: ` +
         `pass denyList: matchDenyList (from @sluice/http or the adapter) to refuse those clients with 403`,
     );
-    report(o, error, { request: raw, source: 'deny-list', policy: entry.policy }, entry.store);
+    report(o, error, { request: raw, source: 'deny-list', limiterName: entry.name }, entry.store);
   }
   return DENY_NONE;
 }
