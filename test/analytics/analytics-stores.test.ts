@@ -2,7 +2,7 @@
  * The analytics store contract, run against every store on real backends (a redis-server and a three-master Redis
  * Cluster started here, a SQLite file in a temporary directory): two instances publish into one store and `read`
  * sums them, a range is inclusive and ascending with empty seconds left out, seconds past the retention are neither
- * read nor named, and two real `fleetAnalytics` observers publishing through `stop()` add up to the decisions their
+ * read nor named, and two real `createFleetAnalytics` observers publishing through `stop()` add up to the decisions their
  * limiters made. Upstash runs the same checks on its REST fixture (packages/stores/upstash/test).
  */
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -12,7 +12,7 @@ import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import Database from 'better-sqlite3';
 import { Cluster, Redis } from 'ioredis';
 import { createLimiter, fixedWindow } from '@sluice/core';
-import { fleetAnalytics, type AnalyticsSecond, type AnalyticsStore } from '@sluice/core/analytics';
+import { createFleetAnalytics, type AnalyticsSecond, type AnalyticsStore } from '@sluice/core/analytics';
 import { memoryAnalyticsStore, memoryStore } from '@sluice/memory';
 import { redisAnalyticsStore } from '@sluice/redis';
 import { sqliteAnalyticsStore } from '@sluice/sqlite';
@@ -125,11 +125,11 @@ describe.each(FACTORIES)('analytics store: $name', ({ make }) => {
     expect([...(await store.names())]).toEqual(['mixed']);
   });
 
-  test('two fleetAnalytics instances publishing through their timers sum to the decisions their limiters made', async () => {
+  test('two createFleetAnalytics instances publishing through their timers sum to the decisions their limiters made', async () => {
     const store = make();
     const rules = fixedWindow({ id: 'w', limit: 5, window: '1h' });
     const instances = [0, 1].map(() => {
-      const analytics = fleetAnalytics({ store });
+      const analytics = createFleetAnalytics({ store });
       const limiter = createLimiter({ store: memoryStore(), rules, name: 'fleet', onDecision: analytics.onDecision });
       return { analytics, limiter };
     });

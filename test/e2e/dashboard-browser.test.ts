@@ -1,6 +1,6 @@
 /**
  * `sluice dashboard` in a real browser (Debian's chromium, headless, driven by puppeteer-core) over a real fleet:
- * a redis-server, three processes each deciding with a limiter named 'api' (fleetAnalytics publishing to Redis,
+ * a redis-server, three processes each deciding with a limiter named 'api' (createFleetAnalytics publishing to Redis,
  * watchConfig applying the configuration) and the dashboard served by the built CLI. The test checks what an operator
  * relies on:
  * - for every second, the counts the page renders (the chart's data-seconds) equal the sum of what the processes

@@ -1,14 +1,14 @@
 // One instance of the fleet the dashboard's browser test watches: its own ioredis client, a limiter named 'api' on a
-// redisStore, fleetAnalytics publishing to redisAnalyticsStore, and watchConfig on redisConfigSource (pub/sub). On
+// redisStore, createFleetAnalytics publishing to redisAnalyticsStore, and watchConfig on redisConfigSource (pub/sub). On
 // 'start' it decides steadily over a few identities (one of them far over the limit) and counts every decision by
-// the second fleetAnalytics files it under (the decision's own time) and by the outcome the decision reports. It judges nothing: the parent asks ('state') for its
+// the second createFleetAnalytics files it under (the decision's own time) and by the outcome the decision reports. It judges nothing: the parent asks ('state') for its
 // mode and deny list, and on 'stop' it publishes everything (analytics.stop()) and answers with its counts.
 // It also serves HTTP on 127.0.0.1 through @sluice/http's handler on the same limiter, deny list enforced, the
 // client being the user its x-user header names: the parent's requests are what a client of that process sees.
 import { createServer } from 'node:http';
 import { Redis } from 'ioredis';
 import { createLimiter, fixedWindow } from '@sluice/core';
-import { fleetAnalytics } from '@sluice/core/analytics';
+import { createFleetAnalytics } from '@sluice/core/analytics';
 import { watchConfig } from '@sluice/core/config';
 import { createHandler, matchDenyList } from '@sluice/http';
 import { redisAnalyticsStore, redisConfigSource, redisStore } from '@sluice/redis';
@@ -21,7 +21,7 @@ const DECISIONS_PER_SECOND = 150;
 const client = new Redis({ host: '127.0.0.1', port: Number(port) });
 client.on('error', () => {});
 let pinned;
-const analytics = fleetAnalytics({ store: redisAnalyticsStore(client), now: () => pinned ?? Date.now() });
+const analytics = createFleetAnalytics({ store: redisAnalyticsStore(client), now: () => pinned ?? Date.now() });
 /** second -> counts per outcome, in OUTCOMES order. */
 const counts = new Map();
 const limiter = createLimiter({
@@ -29,7 +29,7 @@ const limiter = createLimiter({
   rules: fixedWindow({ limit: 10, window: '1s' }),
   name: 'api',
   onDecision: (event) => {
-    // Filed under the decision's own time, as fleetAnalytics files it (its clock is pinned to the same instant, for
+    // Filed under the decision's own time, as createFleetAnalytics files it (its clock is pinned to the same instant, for
     // a version of it that reads its clock instead).
     const { decision } = event;
     pinned = decision.now;

@@ -31,7 +31,7 @@ const compileMs = Number(process.hrtime.bigint() - started) / 1e6;
 collect();
 const matcherBytes = process.memoryUsage().heapUsed - before;
 
-// The list replaced by one more entry (as `autoDeny` or `sluice config deny add` replaces it): compiled a part per
+// The list replaced by one more entry (as `createAutoDeny` or `sluice config deny add` replaces it): compiled a part per
 // request while the replaced list applies. Requests are timed until the new entry is denied (no timer turn runs in
 // this loop: only the requests compile).
 limiter.configure({ deny: liveDenyList([...denyEntries(count), { match: '192.0.2.1' }]) });

@@ -3,7 +3,7 @@
 // Every variant answers GET / with the same small JSON body; the limited ones allow far more than the run sends.
 import { createLimiter, fixedWindow } from '@sluice/core';
 import { createConcurrencyLimiter } from '@sluice/core/concurrency';
-import { createFleetShedder, createUtilizationShedder, eventLoopSignal } from '@sluice/core/shedding';
+import { createFleetShedder, createUtilizationShedder, createEventLoopSignal } from '@sluice/core/shedding';
 import { memoryStore } from '@sluice/memory';
 import { rateLimit as sluiceExpress, trafficStack } from '@sluice/express';
 import { rateLimitPlugin as sluiceFastify } from '@sluice/fastify';
@@ -53,7 +53,7 @@ function sluiceLimiter() {
  * - concurrency: `concurrencyHeld`, the limiter's own count of leases held for this client after the probe takes
  *   one more (then releases it): 2 while the stack holds this request's lease, 1 if it took none, more if leases leaked;
  * - fleet: `fleetHeld`, the same for the fleet-wide key (taken as 'critical', the class that may fill the capacity);
- * - worker: `workerSignalReads`, how often the shedder read its signal (the default one, eventLoopSignal(), counted
+ * - worker: `workerSignalReads`, how often the shedder read its signal (the default one, createEventLoopSignal(), counted
  *   on the way: it is read at most once a second, so the count costs nothing per request), which only its check()
  *   does; `workerAmount` (below 0 is at rest; 'read' is shed from 1/3) and `workerUtilization`, the last sample.
  */
@@ -69,7 +69,7 @@ function useStack(app, variant) {
   if (layers.includes('fleet')) options.fleet = createFleetShedder({ store, capacity: LIMIT });
   let signalReads = 0;
   if (layers.includes('worker')) {
-    const eventLoop = eventLoopSignal();
+    const eventLoop = createEventLoopSignal();
     options.worker = createUtilizationShedder({
       signal: () => {
         signalReads += 1;

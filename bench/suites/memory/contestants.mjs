@@ -1,7 +1,7 @@
 // One factory per contestant. Each runs its own loop over the shared workload, keeps its cursor between rounds,
 // counts the decisions that allowed (so the work cannot be optimised away, and the mix is reported).
 import { createLimiter, tokenBucket } from '@sluice/core';
-import { fleetAnalytics } from '@sluice/core/analytics';
+import { createFleetAnalytics } from '@sluice/core/analytics';
 import { memoryAnalyticsStore, memoryStore } from '@sluice/memory';
 import { sluiceMetrics } from '@sluice/otel';
 import { AggregationTemporality, InMemoryMetricExporter, MeterProvider, PeriodicExportingMetricReader } from '@opentelemetry/sdk-metrics';
@@ -53,10 +53,10 @@ export const SLUICE_OTEL_COUNTS = 'limitSync() + sluiceMetrics, duration: false'
  */
 export const SLUICE_OTEL_COLLECTED = 'limitSync() + sluiceMetrics, collected';
 /**
- * fleetAnalytics into a memory analytics store: per-second counts and the top limited identities, its 1 s timer
+ * createFleetAnalytics into a memory analytics store: per-second counts and the top limited identities, its 1 s timer
  * publishing during the rounds as it does in production (the publish is priced with the decisions it falls among).
  */
-export const SLUICE_ANALYTICS = 'limitSync() + fleetAnalytics';
+export const SLUICE_ANALYTICS = 'limitSync() + createFleetAnalytics';
 /** The rows that price an observer: limitSync() with onDecision set, against the SLUICE_SYNC row (unset). */
 export const OBSERVED = [SLUICE_NOOP, SLUICE_OTEL, SLUICE_OTEL_COUNTS, SLUICE_OTEL_COLLECTED, SLUICE_ANALYTICS];
 export const RLF = 'rate-limiter-flexible consume';
@@ -73,9 +73,9 @@ function sdkObserver({ duration, collected = false }) {
   return { onDecision: sluiceMetrics({ meter, duration }).onDecision, collect: collected ? collect : undefined, shutdown };
 }
 
-/** fleetAnalytics publishing into a memory analytics store; stopped (its last second published) at teardown. */
+/** createFleetAnalytics publishing into a memory analytics store; stopped (its last second published) at teardown. */
 function analyticsObserver() {
-  const analytics = fleetAnalytics({ store: memoryAnalyticsStore() });
+  const analytics = createFleetAnalytics({ store: memoryAnalyticsStore() });
   return { onDecision: analytics.onDecision, shutdown: () => analytics.stop() };
 }
 

@@ -7,9 +7,9 @@
 import {
   addDenyEntries,
   deleteLimiterConfig,
-  readDenyStructure,
+  readDenyList,
   readLimiterConfig,
-  setConfigMode,
+  setLimiterMode,
   type ConfigSource,
 } from '@sluice/core/config';
 import { memoryConfigSource } from '@sluice/memory';
@@ -27,7 +27,7 @@ describe('the dashboard and a lost configuration', () => {
   test('a document gone without a tombstone is shown as lost and restored by the restore action', async () => {
     const { source, names, view } = setup();
     names.add('api');
-    await setConfigMode(source, 'api', 'shadow');
+    await setLimiterMode(source, 'api', 'shadow');
     await addDenyEntries(source, 'api', [{ match: 'user:1' }, { match: '203.0.113.0/24', reason: 'scraper' }]);
     const written = await readLimiterConfig(source, 'api');
     expect((await view.state([])).limiters).toMatchObject([{ name: 'api', config: { revision: 1, deny: written!.deny } }]);
@@ -40,7 +40,7 @@ describe('the dashboard and a lost configuration', () => {
     expect(await view.act({ action: 'restore', name: 'api' })).toEqual(written);
     expect(await readLimiterConfig(source, 'api')).toEqual(written);
     // The entries are back in the deny structure, where instances follow them; the document holds no deny field.
-    expect([...(await readDenyStructure(source.deny, 'api')).keys()].sort()).toEqual(['203.0.113.0/24', 'user:1']);
+    expect([...(await readDenyList(source.deny, 'api')).keys()].sort()).toEqual(['203.0.113.0/24', 'user:1']);
     expect(JSON.parse((await source.read('api'))!)).not.toHaveProperty('deny');
     expect((await view.state([])).limiters[0]).not.toHaveProperty('lost');
   });
@@ -48,17 +48,17 @@ describe('the dashboard and a lost configuration', () => {
   test('a tombstone is not a loss; restore refuses when it has no copy or a document is stored again', async () => {
     const { source, names, view } = setup();
     names.add('api');
-    await setConfigMode(source, 'api', 'off');
+    await setLimiterMode(source, 'api', 'off');
     await view.state([]);
     await deleteLimiterConfig(source, 'api');
     expect((await view.state([])).limiters).toMatchObject([{ name: 'api', config: { deleted: true } }]);
     expect((await view.state([])).limiters[0]).not.toHaveProperty('lost');
     await expect(view.act({ action: 'restore', name: 'api' })).rejects.toThrow(/the dashboard has no copy of the configuration of "api"/);
-    await setConfigMode(source, 'api', 'off');
+    await setLimiterMode(source, 'api', 'off');
     await view.state([]);
     source.remove('api');
     await view.state([]);
-    await setConfigMode(source, 'api', 'enforce'); // an operator wrote a new one since the loss
+    await setLimiterMode(source, 'api', 'enforce'); // an operator wrote a new one since the loss
     await expect(view.act({ action: 'restore', name: 'api' })).rejects.toThrow(/is stored again .*nothing was restored/);
     expect((await readLimiterConfig(source, 'api'))?.mode).toBe('enforce');
   });

@@ -13,7 +13,7 @@ import { createServer, type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { setConfigMode, setQuota, type DenyEntry } from '@sluice/core/config';
+import { setLimiterMode, setQuota, type DenyEntry } from '@sluice/core/config';
 import { redisConfigSource } from '@sluice/redis';
 import { sqliteAnalyticsStore, sqliteConfigSource } from '@sluice/sqlite';
 import { upstashAnalyticsStore } from '@sluice/upstash';
@@ -384,7 +384,7 @@ describe('sluice dashboard', () => {
           ],
         },
       ]);
-      await setConfigMode(sqliteConfigSource(db), 'api', 'shadow');
+      await setLimiterMode(sqliteConfigSource(db), 'api', 'shadow');
       await setQuota(sqliteConfigSource(db), 'billing', 'acme', { algorithm: 'gcra', limit: 5, period: '1s' });
       const { url } = await dashboardOn(['--sqlite', file], []);
       const state = await api(url, '/api/state');

@@ -15,7 +15,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import Database from 'better-sqlite3';
 import { describe, expect, test } from 'vitest';
-import { addDenyEntries, readDenyStructure, type ConfigSource, type DenyEntry, type DenyListSource } from '@sluice/core/config';
+import { addDenyEntries, readDenyList, type ConfigSource, type DenyEntry, type DenyListSource } from '@sluice/core/config';
 import { redisConfigSource } from '@sluice/redis';
 import { sqliteConfigSource } from '@sluice/sqlite';
 import { byMatch, ndjson, sluice, useStores } from './run-cli.js';
@@ -70,7 +70,7 @@ async function fill(place: Place, name: string, list: readonly DenyEntry[]): Pro
 
 /** The entries the structure holds, sorted by match. */
 async function held(place: Place, name: string): Promise<DenyEntry[]> {
-  return byMatch([...(await place.use((source) => readDenyStructure(source.deny, name))).values()]);
+  return byMatch([...(await place.use((source) => readDenyList(source.deny, name))).values()]);
 }
 
 /** The structure's version (a write that changes nothing leaves it where it was). */

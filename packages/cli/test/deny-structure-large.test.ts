@@ -11,7 +11,7 @@
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, test } from 'vitest';
-import { addDenyEntries, setConfigMode, type DenyEntry } from '@sluice/core/config';
+import { addDenyEntries, setLimiterMode, type DenyEntry } from '@sluice/core/config';
 import { redisConfigSource } from '@sluice/redis';
 import { byMatch, ndjson, sluice, storedDeny, storedDenyVersion, useStores } from './run-cli.js';
 
@@ -143,7 +143,7 @@ describe('sluice config deny on a 100,000-entry list in the deny structure (Redi
 
   test('export, the store emptied, import: every entry is back in the deny structure, the document without a deny field', async () => {
     const stored = bigList();
-    await setConfigMode(redisConfigSource(stores.redis), 'backup', 'shadow');
+    await setLimiterMode(redisConfigSource(stores.redis), 'backup', 'shadow');
     await fill('backup', stored);
     const exported = await sluice(['config', 'export', '--names', 'backup', '--redis', `redis://127.0.0.1:${stores.server.port}`]);
     expect(exported.code, exported.stderr).toBe(0);

@@ -7,7 +7,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { readDenyStructure, type DenyEntry, type DenyListVersion } from '@sluice/core/config';
+import { readDenyList, type DenyEntry, type DenyListVersion } from '@sluice/core/config';
 import { redisConfigSource } from '@sluice/redis';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll } from 'vitest';
@@ -83,7 +83,7 @@ export function ndjson<T = unknown>(stdout: string): T[] {
  * sources share its keys), sorted by match: a structure keeps no order of its own.
  */
 export async function storedDeny(redis: Redis, name: string): Promise<DenyEntry[]> {
-  return byMatch([...(await readDenyStructure(redisConfigSource(redis).deny, name)).values()]);
+  return byMatch([...(await readDenyList(redisConfigSource(redis).deny, name)).values()]);
 }
 
 /** Where that structure is (undefined: none stored); a write that changes nothing leaves it where it was. */

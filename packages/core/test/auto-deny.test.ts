@@ -1,11 +1,11 @@
 /**
- * autoDeny: an identity refused `after` times within `within` is added to the deny list for `for`, through the
+ * createAutoDeny: an identity refused `after` times within `within` is added to the deny list for `for`, through the
  * compare-and-set writer; tracking is bounded, one write is in flight per identity, and a failed write reaches
  * onError and nothing else. A fake clock drives the counting; nothing sleeps.
  */
 import { describe, expect, test } from 'vitest';
 import { createLimiter, fixedWindow, type Decision, type DecisionEvent } from '../src/index.js';
-import { autoDeny, readLimiterConfig, type AutoDenyOptions } from '../src/config/index.js';
+import { createAutoDeny, readLimiterConfig, type AutoDenyOptions } from '../src/config/index.js';
 import { MapStore } from './support/map-store.js';
 import { MapConfigSource } from './support/map-config-source.js';
 
@@ -34,7 +34,7 @@ function setup(options: Partial<AutoDenyOptions> = {}) {
   const time = { now: 1_000_000 };
   const source = new MapConfigSource();
   const errors: { error: unknown; identity: string }[] = [];
-  const deny = autoDeny({
+  const deny = createAutoDeny({
     source,
     name: 'api',
     clock: () => time.now,
@@ -49,7 +49,7 @@ function setup(options: Partial<AutoDenyOptions> = {}) {
   return { time, source, errors, deny, denied, settle };
 }
 
-describe('autoDeny', () => {
+describe('createAutoDeny', () => {
   test('the after-th refusal within the window adds the identity until now + for, with the default reason', async () => {
     const { time, deny, denied, settle, errors } = setup();
     for (let i = 0; i < 19; i++) {
@@ -237,13 +237,13 @@ describe('autoDeny', () => {
 
   test('options are checked with errors that name them', () => {
     const source = new MapConfigSource();
-    expect(() => autoDeny({ source, name: 'api', after: 0 })).toThrow('autoDeny: after must be a positive integer');
-    expect(() => autoDeny({ source, name: 'api', within: '0s' })).toThrow('autoDeny: within');
-    expect(() => autoDeny({ source, name: 'api', for: '1ms' })).toThrow('autoDeny: for');
-    expect(() => autoDeny({ source, name: 'api', maxTracked: -1 })).toThrow('autoDeny: maxTracked');
-    expect(() => autoDeny({ source, name: 'api', reason: 'r'.repeat(201) })).toThrow('autoDeny: reason');
-    expect(() => autoDeny({ source, name: '' })).toThrow('autoDeny: name');
-    expect(() => autoDeny({ source: {} as never, name: 'api' })).toThrow('autoDeny: source');
-    expect(() => autoDeny({ source, name: 'api', limit: 3 } as never)).toThrow('unknown option "limit"');
+    expect(() => createAutoDeny({ source, name: 'api', after: 0 })).toThrow('createAutoDeny: after must be a positive integer');
+    expect(() => createAutoDeny({ source, name: 'api', within: '0s' })).toThrow('createAutoDeny: within');
+    expect(() => createAutoDeny({ source, name: 'api', for: '1ms' })).toThrow('createAutoDeny: for');
+    expect(() => createAutoDeny({ source, name: 'api', maxTracked: -1 })).toThrow('createAutoDeny: maxTracked');
+    expect(() => createAutoDeny({ source, name: 'api', reason: 'r'.repeat(201) })).toThrow('createAutoDeny: reason');
+    expect(() => createAutoDeny({ source, name: '' })).toThrow('createAutoDeny: name');
+    expect(() => createAutoDeny({ source: {} as never, name: 'api' })).toThrow('createAutoDeny: source');
+    expect(() => createAutoDeny({ source, name: 'api', limit: 3 } as never)).toThrow('unknown option "limit"');
   });
 });

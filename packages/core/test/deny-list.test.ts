@@ -11,7 +11,7 @@ import {
   parseLimiterConfig,
   readLimiterConfig,
   removeDenyEntry,
-  setConfigMode,
+  setLimiterMode,
   watchConfig,
   writeLimiterConfig,
   type ConfigWarning,
@@ -131,7 +131,7 @@ describe('watchConfig and deny', () => {
     await watcher.refresh();
     expect(l.deny).toEqual([{ match: '203.0.113.0/24', reason: 'scraper', addedAt: 1_000 }]);
     const fromStore = l.deny;
-    await setConfigMode(source, 'api', 'shadow');
+    await setLimiterMode(source, 'api', 'shadow');
     await watcher.refresh();
     expect(l.mode).toBe('shadow');
     expect(l.deny).toBe(fromStore);

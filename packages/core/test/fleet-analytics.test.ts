@@ -1,5 +1,5 @@
 /**
- * fleetAnalytics: decisions are counted per limiter name and second by outcome, exactly; the refused identities are
+ * createFleetAnalytics: decisions are counted per limiter name and second by outcome, exactly; the refused identities are
  * kept up to topK per second; the timer publishes each complete second once, at most one publish per name per
  * second; a failed publish loses nothing and is retried; stop() publishes the current second. A fake clock and
  * vitest's fake timers drive it; nothing sleeps.
@@ -8,7 +8,7 @@ import { afterEach, beforeEach, describe, expect, test, vi } from 'vitest';
 import { createLimiter, fixedWindow, type Decision, type DecisionEvent, type SyncStore } from '../src/index.js';
 import { createUtilizationShedder } from '../src/shedding/index.js';
 import {
-  fleetAnalytics,
+  createFleetAnalytics,
   type AnalyticsOutcome,
   type AnalyticsSecond,
   type AnalyticsStore,
@@ -67,7 +67,7 @@ class RecordingStore implements AnalyticsStore {
 function setup(options: Partial<FleetAnalyticsOptions> = {}) {
   const store = new RecordingStore(time);
   const errors: unknown[] = [];
-  const analytics = fleetAnalytics({ store, now: () => time.now, onError: (e) => void errors.push(e), ...options });
+  const analytics = createFleetAnalytics({ store, now: () => time.now, onError: (e) => void errors.push(e), ...options });
   /** Moves the fake clock and the fake timers together. */
   const advance = async (ms: number) => {
     time.now += ms;
@@ -84,7 +84,7 @@ afterEach(() => {
   vi.useRealTimers();
 });
 
-describe('fleetAnalytics', () => {
+describe('createFleetAnalytics', () => {
   test('counts each second exactly by outcome, and publishes it once it is complete', async () => {
     const { store, analytics, advance, errors } = setup();
     for (let i = 0; i < 7; i++) analytics.onDecision(event('a'));
@@ -272,7 +272,7 @@ describe('fleetAnalytics', () => {
       read: () => [],
       names: () => [],
     };
-    const analytics = fleetAnalytics({
+    const analytics = createFleetAnalytics({
       store,
       now: () => time.now,
       onError: () => {
@@ -317,7 +317,7 @@ describe('fleetAnalytics', () => {
     const warn = vi.spyOn(console, 'warn').mockImplementation(() => {});
     try {
       const store: AnalyticsStore = { publish: () => Promise.reject(new Error('down')), read: () => [], names: () => [] };
-      const analytics = fleetAnalytics({ store, now: () => time.now });
+      const analytics = createFleetAnalytics({ store, now: () => time.now });
       for (let s = 0; s < 4; s++) {
         analytics.onDecision(event('a'));
         time.now += 1_000;
@@ -333,9 +333,9 @@ describe('fleetAnalytics', () => {
 
   test('rejects bad options with the fix', () => {
     const store: AnalyticsStore = { publish: () => {}, read: () => [], names: () => [] };
-    expect(() => fleetAnalytics({ store: {} as AnalyticsStore })).toThrow(/store must be an analytics store/);
-    expect(() => fleetAnalytics({ store, topK: 0 })).toThrow(/topK must be a positive integer/);
-    expect(() => fleetAnalytics({ store, retention: 'soon' as '1s' })).toThrow(/retention must be a duration/);
-    expect(() => fleetAnalytics({ store, nope: 1 } as FleetAnalyticsOptions)).toThrow(/unknown option "nope"/);
+    expect(() => createFleetAnalytics({ store: {} as AnalyticsStore })).toThrow(/store must be an analytics store/);
+    expect(() => createFleetAnalytics({ store, topK: 0 })).toThrow(/topK must be a positive integer/);
+    expect(() => createFleetAnalytics({ store, retention: 'soon' as '1s' })).toThrow(/retention must be a duration/);
+    expect(() => createFleetAnalytics({ store, nope: 1 } as FleetAnalyticsOptions)).toThrow(/unknown option "nope"/);
   });
 });

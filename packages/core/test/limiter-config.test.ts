@@ -9,8 +9,8 @@ import {
   parseLimiterConfig,
   readLimiterConfig,
   removeQuota,
-  setConfigMode,
-  setConfigRules,
+  setLimiterMode,
+  setLimiterRules,
   setQuota,
   writeLimiterConfig,
 } from '../src/config/index.js';
@@ -62,10 +62,10 @@ describe('parseLimiterConfig', () => {
 describe('writing', () => {
   test('each write merges its change into the stored document, with the next revision', async () => {
     const source = new MapConfigSource();
-    const first = await setConfigRules(source, 'api', [GCRA]);
+    const first = await setLimiterRules(source, 'api', [GCRA]);
     expect(first).toMatchObject({ version: 1, revision: 1, rules: [GCRA] });
     expect(first.updatedAt).toBeGreaterThan(0);
-    await setConfigMode(source, 'api', 'off');
+    await setLimiterMode(source, 'api', 'off');
     await setQuota(source, 'api', 'acme', { ...GCRA, limit: 100 });
     await setQuota(source, 'api', 'globex', gcra({ limit: 5, period: '1s' })); // a factory's rule is written as its spec
     expect(await readLimiterConfig(source, 'api')).toEqual({
@@ -77,7 +77,7 @@ describe('writing', () => {
       quotas: { acme: [{ ...GCRA, limit: 100 }], globex: [{ algorithm: 'gcra', id: 'gcra:1000', limit: 5, period: 1000, burst: 5 }] },
     });
     await removeQuota(source, 'api', 'acme');
-    await setConfigMode(source, 'api', null);
+    await setLimiterMode(source, 'api', null);
     const last = await removeQuota(source, 'api', 'globex');
     expect(last).toEqual({ version: 1, revision: 7, updatedAt: expect.any(Number), rules: [GCRA] });
     expect(JSON.parse(source.documents.get('api')!)).toEqual(last);
@@ -87,18 +87,18 @@ describe('writing', () => {
 
   test('a bad rule is refused when written, and nothing is stored', async () => {
     const source = new MapConfigSource();
-    await setConfigMode(source, 'api', 'shadow');
+    await setLimiterMode(source, 'api', 'shadow');
     const before = source.documents.get('api');
     await expect(setQuota(source, 'api', 'acme', [{ ...GCRA, limit: -1 }])).rejects.toThrow(
       /quotas\["acme"\]\[0\]: gcra: limit must be a positive integer, got -1/,
     );
-    await expect(setConfigRules(source, 'api', [])).rejects.toThrow(/rules must be a non-empty array/);
-    await expect(setConfigMode(source, 'api', 'of' as never)).rejects.toThrow(/mode must be 'enforce', 'shadow' or 'off', got "of"/);
+    await expect(setLimiterRules(source, 'api', [])).rejects.toThrow(/rules must be a non-empty array/);
+    await expect(setLimiterMode(source, 'api', 'of' as never)).rejects.toThrow(/mode must be 'enforce', 'shadow' or 'off', got "of"/);
     await expect(writeLimiterConfig(source, 'api', { modes: 'off' } as never)).rejects.toThrow(
       /writeLimiterConfig: unknown option "modes"/,
     );
     await expect(setQuota(source, 'api', '', [GCRA])).rejects.toThrow(/identity must be a non-empty string/);
-    await expect(setConfigMode(source, '', 'off')).rejects.toThrow(/name must be the limiter's name/);
+    await expect(setLimiterMode(source, '', 'off')).rejects.toThrow(/name must be the limiter's name/);
     expect(source.documents.get('api')).toBe(before);
   });
 
@@ -106,8 +106,8 @@ describe('writing', () => {
     const source = new MapConfigSource();
     source.documents.set('api', '{"version":1,"mode":"of"}');
     await expect(readLimiterConfig(source, 'api')).rejects.toThrow(/the stored configuration of "api" is not valid .*mode must be/);
-    await expect(setConfigMode(source, 'api', 'off')).rejects.toThrow(/not valid/);
+    await expect(setLimiterMode(source, 'api', 'off')).rejects.toThrow(/not valid/);
     await deleteLimiterConfig(source, 'api'); // the way out: start over (over a tombstone of revision 1)
-    expect((await setConfigMode(source, 'api', 'off')).revision).toBe(2);
+    expect((await setLimiterMode(source, 'api', 'off')).revision).toBe(2);
   });
 });

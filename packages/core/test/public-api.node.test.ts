@@ -18,7 +18,7 @@ const THROWERS: Record<string, (entry: Record<string, (...args: unknown[]) => un
   concurrency: (concurrency) => concurrency.createConcurrencyLimiter!({ nope: 1 }),
   shedding: (shedding) => shedding.createUtilizationShedder!({ nope: 1 }),
   config: (config) => config.parseLimiterConfig!('not json'),
-  analytics: (analytics) => analytics.fleetAnalytics!({ nope: 1 }),
+  analytics: (analytics) => analytics.createFleetAnalytics!({ nope: 1 }),
   internal: (internal) => internal.rejectUnknownOptions!({ nope: 1 }, [], 'someFunction'),
 };
 

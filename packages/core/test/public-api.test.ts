@@ -52,7 +52,7 @@ const STORE = [
 
 const CONCURRENCY = ['createConcurrencyLimiter'];
 
-const SHEDDING = ['createFleetShedder', 'createUtilizationShedder', 'eventLoopSignal'];
+const SHEDDING = ['createFleetShedder', 'createUtilizationShedder', 'createEventLoopSignal'];
 
 const CONFIG = [
   'DENY_CHANGE_MAX',
@@ -60,7 +60,7 @@ const CONFIG = [
   'DENY_LOG_LENGTH',
   'addDenyEntries',
   'addDenyEntry',
-  'autoDeny',
+  'createAutoDeny',
   'changeText',
   'deleteLimiterConfig',
   'denyChangesSince',
@@ -70,15 +70,15 @@ const CONFIG = [
   'newEpoch',
   'parseLimiterConfig',
   'readChangeText',
-  'readDenyStructure',
+  'readDenyList',
   'readLimiterConfig',
   'removeDenyEntries',
   'removeDenyEntry',
   'removeQuota',
   'replaceDenyEntries',
-  'setConfigMode',
-  'setConfigRules',
-  'setDenyMode',
+  'setLimiterMode',
+  'setLimiterRules',
+  'setDenyListMode',
   'setQuota',
   'stampChangeText',
   'watchConfig',
@@ -91,7 +91,7 @@ const ANALYTICS = [
   'DEFAULT_ANALYTICS_TOP_K',
   'analyticsStoreSettings',
   'emptyAnalyticsCounts',
-  'fleetAnalytics',
+  'createFleetAnalytics',
   'topEntries',
 ];
 

@@ -4,7 +4,7 @@
  * point is the direction of the signal, not its exact value on a shared machine.
  */
 import { describe, expect, test } from 'vitest';
-import { createUtilizationShedder, eventLoopSignal } from '../src/shedding/index.js';
+import { createUtilizationShedder, createEventLoopSignal } from '../src/shedding/index.js';
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
@@ -15,9 +15,9 @@ function busy(ms: number): void {
   }
 }
 
-describe('eventLoopSignal (Node)', () => {
+describe('createEventLoopSignal (Node)', () => {
   test('a blocked event loop reads as saturated; an idle one as idle', async () => {
-    const signal = eventLoopSignal({ maxDelay: '100ms' });
+    const signal = createEventLoopSignal({ maxDelay: '100ms' });
     try {
       await sleep(50);
       signal(); // reset the window

@@ -5,7 +5,7 @@
  * real event-loop signal is measured in utilization-shedder.node.test.ts.
  */
 import { afterEach, describe, expect, test, vi } from 'vitest';
-import { createUtilizationShedder, eventLoopSignal, type UtilizationShedderOptions } from '../src/shedding/index.js';
+import { createUtilizationShedder, createEventLoopSignal, type UtilizationShedderOptions } from '../src/shedding/index.js';
 
 const T0 = 1_700_000_000_000;
 
@@ -195,7 +195,7 @@ describe('modes, draws and errors', () => {
 
   test('without a signal, a runtime with no event-loop utilization is refused clearly (UNSUPPORTED_OPERATION)', () => {
     vi.stubGlobal('performance', { now: () => 0 });
-    expect(() => eventLoopSignal()).toThrow(
+    expect(() => createEventLoopSignal()).toThrow(
       expect.objectContaining({ code: 'UNSUPPORTED_OPERATION', message: expect.stringMatching(/pass createUtilizationShedder a signal/) }),
     );
     expect(() => createUtilizationShedder()).toThrow(expect.objectContaining({ code: 'UNSUPPORTED_OPERATION' }));

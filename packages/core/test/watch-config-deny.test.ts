@@ -4,7 +4,7 @@
  */
 import { afterEach, beforeEach, describe, expect, test, vi } from 'vitest';
 import { createLimiter, fixedWindow, type Limiter } from '../src/index.js';
-import { addDenyEntry, parseLimiterConfig, setConfigMode, setDenyMode, watchConfig, writeLimiterConfig } from '../src/config/index.js';
+import { addDenyEntry, parseLimiterConfig, setLimiterMode, setDenyListMode, watchConfig, writeLimiterConfig } from '../src/config/index.js';
 import { MapStore } from './support/map-store.js';
 import { MapConfigSource } from './support/map-config-source.js';
 
@@ -23,14 +23,14 @@ describe('watchConfig: the deny mode', () => {
     const watcher = watchConfig(l, source, { onWarning: (w) => expect.fail(w.message) });
     await watcher.ready;
     expect([l.mode, l.denyMode, l.deny.length]).toEqual(['enforce', 'enforce', 1]);
-    await setConfigMode(source, 'api', 'off');
+    await setLimiterMode(source, 'api', 'off');
     await watcher.refresh();
     expect([l.mode, l.denyMode, l.deny.length]).toEqual(['off', 'enforce', 1]);
-    await setDenyMode(source, 'api', 'shadow');
+    await setDenyListMode(source, 'api', 'shadow');
     await watcher.refresh();
     expect([l.mode, l.denyMode]).toEqual(['off', 'shadow']);
     expect(watcher.config).toMatchObject({ mode: 'off', denyMode: 'shadow' });
-    await setDenyMode(source, 'api', 'off');
+    await setDenyListMode(source, 'api', 'off');
     await watcher.refresh();
     expect(l.denyMode).toBe('off');
     await watcher.stop();
@@ -41,10 +41,10 @@ describe('watchConfig: the deny mode', () => {
     const l = limiter();
     l.configure({ denyMode: 'shadow' });
     const watcher = watchConfig(l, source);
-    await setDenyMode(source, 'api', 'enforce');
+    await setDenyListMode(source, 'api', 'enforce');
     await watcher.refresh();
     expect(l.denyMode).toBe('enforce');
-    await setDenyMode(source, 'api', null);
+    await setDenyListMode(source, 'api', null);
     await watcher.refresh();
     expect(l.denyMode).toBe('shadow');
     await watcher.stop();
@@ -52,7 +52,7 @@ describe('watchConfig: the deny mode', () => {
 
   test('a bad denyMode is refused by the writers and by the document check, naming the field', async () => {
     const source = new MapConfigSource();
-    await expect(setDenyMode(source, 'api', 'dry-run' as never)).rejects.toThrow(
+    await expect(setDenyListMode(source, 'api', 'dry-run' as never)).rejects.toThrow(
       /denyMode must be 'enforce', 'shadow' or 'off', got "dry-run"/,
     );
     await expect(writeLimiterConfig(source, 'api', { denyMode: 1 as never })).rejects.toThrow(/denyMode must be/);

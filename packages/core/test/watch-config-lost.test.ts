@@ -11,7 +11,7 @@ import {
   deleteLimiterConfig,
   parseLimiterConfig,
   readLimiterConfig,
-  setConfigMode,
+  setLimiterMode,
   setQuota,
   watchConfig,
   type ConfigWarning,
@@ -36,7 +36,7 @@ function limiter(): Limiter {
 async function watched() {
   const source = new MapConfigSource();
   await addDenyEntry(source, 'api', { match: 'user:scraper', reason: 'scraper' });
-  await setConfigMode(source, 'api', 'shadow');
+  await setLimiterMode(source, 'api', 'shadow');
   await setQuota(source, 'api', 'acme', spec(9));
   const l = limiter();
   const watcher = watchConfig(l, source, { refresh: '1s', onWarning: (w) => void warnings.push(w) });
@@ -67,7 +67,7 @@ describe('watchConfig: a document that disappears', () => {
     await watcher.refresh();
     source.write('api', text); // `sluice config import` of the exported document
     await watcher.refresh();
-    await setConfigMode(source, 'api', 'enforce');
+    await setLimiterMode(source, 'api', 'enforce');
     await watcher.refresh();
     expect([l.mode, l.deny.length]).toEqual(['enforce', 1]);
     source.remove('api');
@@ -120,6 +120,6 @@ describe('watchConfig: a document that disappears', () => {
     source.documents.set('api', '{"version":1,"mode":"of"}');
     await deleteLimiterConfig(source, 'api');
     expect(JSON.parse(source.documents.get('api')!)).toMatchObject({ revision: 1, deleted: true });
-    expect((await setConfigMode(source, 'api', 'off')).revision).toBe(2);
+    expect((await setLimiterMode(source, 'api', 'off')).revision).toBe(2);
   });
 });

@@ -5,7 +5,7 @@
  */
 import { afterEach, beforeEach, describe, expect, test, vi } from 'vitest';
 import { createLimiter, fixedWindow, type Limiter } from '../src/index.js';
-import { deleteLimiterConfig, setConfigMode, setConfigRules, setQuota, watchConfig, type ConfigWarning } from '../src/config/index.js';
+import { deleteLimiterConfig, setLimiterMode, setLimiterRules, setQuota, watchConfig, type ConfigWarning } from '../src/config/index.js';
 import { MapStore } from './support/map-store.js';
 import { MapConfigSource } from './support/map-config-source.js';
 
@@ -50,7 +50,7 @@ describe('watchConfig', () => {
     expect(await allowed(l, 'acme')).toEqual({ allowed: 5, reason: 'rate_limited' });
     expect(await allowed(l, 'someone')).toEqual({ allowed: 2, reason: 'rate_limited' });
     expect(watcher.config?.quotas).toEqual({ acme: [spec(5)] });
-    await setConfigRules(source, 'api', spec(3));
+    await setLimiterRules(source, 'api', spec(3));
     await watcher.refresh();
     expect(await allowed(l, 'other')).toEqual({ allowed: 3, reason: 'rate_limited' });
     await watcher.stop();
@@ -65,7 +65,7 @@ describe('watchConfig', () => {
     const readsAtStart = source.reads;
     await allowed(l, 'a', 500);
     expect(source.reads).toBe(readsAtStart);
-    await setConfigMode(source, 'api', 'off');
+    await setLimiterMode(source, 'api', 'off');
     await vi.advanceTimersByTimeAsync(999);
     expect(l.mode).toBe('enforce');
     await vi.advanceTimersByTimeAsync(1);
@@ -81,12 +81,12 @@ describe('watchConfig', () => {
     const watcher = watchConfig(l, source, { refresh: '1h', onWarning });
     await watcher.ready;
     expect(source.listeners.get('api')?.size).toBe(1);
-    await setConfigMode(source, 'api', 'shadow');
+    await setLimiterMode(source, 'api', 'shadow');
     await vi.advanceTimersByTimeAsync(0);
     expect(l.mode).toBe('shadow');
     await watcher.stop();
     expect(source.listeners.get('api')?.size).toBe(0);
-    await setConfigMode(source, 'api', 'off');
+    await setLimiterMode(source, 'api', 'off');
     const reads = source.reads; // the writer's own read counted
     await vi.advanceTimersByTimeAsync(5 * 3_600_000);
     expect([l.mode, source.reads]).toEqual(['shadow', reads]);
@@ -99,8 +99,8 @@ describe('watchConfig', () => {
     l.configure({ quotas: own });
     const watcher = watchConfig(l, source, { onWarning });
     await watcher.ready;
-    await setConfigRules(source, 'api', spec(9));
-    await setConfigMode(source, 'api', 'shadow');
+    await setLimiterRules(source, 'api', spec(9));
+    await setLimiterMode(source, 'api', 'shadow');
     await setQuota(source, 'api', 'partner', spec(1));
     await watcher.refresh();
     expect([l.rules[0]!.limit, l.mode, l.quotas.get('partner')?.[0]?.limit]).toEqual([9, 'shadow', 1]);
@@ -116,7 +116,7 @@ describe('watchConfig', () => {
     const l = limiter();
     const watcher = watchConfig(l, source, { refresh: '1s', onWarning });
     await watcher.ready;
-    await setConfigMode(source, 'api', 'shadow');
+    await setLimiterMode(source, 'api', 'shadow');
     await watcher.refresh();
     expect(l.mode).toBe('shadow');
     l.configure({ mode: 'off', rules: fixedWindow({ id: 'w', limit: 4, window: '1h' }) });
@@ -126,7 +126,7 @@ describe('watchConfig', () => {
     expect(source.reads).toBeGreaterThan(10);
     expect([l.mode, l.rules[0]!.limit]).toEqual(['off', 4]);
     // The next change in the store applies the whole document again.
-    await setConfigRules(source, 'api', spec(6));
+    await setLimiterRules(source, 'api', spec(6));
     await vi.advanceTimersByTimeAsync(0);
     expect([l.mode, l.rules[0]!.limit]).toEqual(['shadow', 6]);
     await watcher.stop();
@@ -135,7 +135,7 @@ describe('watchConfig', () => {
 
   test('an unreadable store keeps the last configuration, warns once, and recovers; nothing rejects', async () => {
     const source = new MapConfigSource(false);
-    await setConfigMode(source, 'api', 'off');
+    await setLimiterMode(source, 'api', 'off');
     const l = limiter();
     const watcher = watchConfig(l, source, { refresh: '1s', onWarning });
     await watcher.ready;
@@ -149,7 +149,7 @@ describe('watchConfig', () => {
       /watchConfig\("api"\): the store could not be read \(connect ECONNREFUSED 127\.0\.0\.1:6380\); keeping the last known configuration/,
     );
     source.failing = undefined;
-    await setConfigMode(source, 'api', 'enforce');
+    await setLimiterMode(source, 'api', 'enforce');
     await vi.advanceTimersByTimeAsync(1_000);
     expect(l.mode).toBe('enforce');
     await watcher.stop();
@@ -165,7 +165,7 @@ describe('watchConfig', () => {
     expect(warnings.map((w) => w.code)).toEqual(['read_failed']);
     expect(warnings[0]!.message).toMatch(/no answer within 300 ms/);
     source.hanging = false;
-    await setConfigMode(source, 'api', 'off');
+    await setLimiterMode(source, 'api', 'off');
     await vi.advanceTimersByTimeAsync(1_000);
     expect(l.mode).toBe('off');
     await watcher.stop();
@@ -173,7 +173,7 @@ describe('watchConfig', () => {
 
   test('a bad document is ignored with a warning naming the problem: limiting stays on', async () => {
     const source = new MapConfigSource();
-    await setConfigRules(source, 'api', spec(4));
+    await setLimiterRules(source, 'api', spec(4));
     const l = limiter();
     const watcher = watchConfig(l, source, { onWarning });
     await watcher.ready;
@@ -249,7 +249,7 @@ describe('watchConfig', () => {
     const watcher = watchConfig(l, source, { refresh: '1s', onWarning });
     await watcher.ready;
     expect(warnings.map((w) => w.code)).toEqual(['subscribe_failed']);
-    await setConfigMode(source, 'api', 'off');
+    await setLimiterMode(source, 'api', 'off');
     await vi.advanceTimersByTimeAsync(1_000);
     expect(l.mode).toBe('off');
     await watcher.stop();

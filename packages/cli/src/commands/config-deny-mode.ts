@@ -1,11 +1,11 @@
 /**
- * `sluice config deny mode <enforce|shadow|off>`: the deny list's own switch (core's `setDenyMode`, `"denyMode"` in
+ * `sluice config deny mode <enforce|shadow|off>`: the deny list's own switch (core's `setDenyListMode`, `"denyMode"` in
  * the runtime configuration document), apart from the limiter's mode. The kill switch (`sluice config off`) turns off
  * limits, not the list; this turns the list off (`off`), has it report listed clients and serve them (`shadow`, a new
  * list's dark launch), or refuse them again (`enforce`). Exit codes: those of config-connection.ts (0, 1, 2).
  */
 import { SluiceError } from '@sluice/core';
-import { setDenyMode } from '@sluice/core/config';
+import { setDenyListMode } from '@sluice/core/config';
 import type { Command } from 'commander';
 import { fail, pickUp, run, withConnection, type ConnectionFlags } from './config-connection.js';
 
@@ -26,7 +26,7 @@ export function registerDenyMode(deny: Command): void {
       return;
     }
     return run(flags, true, async (connection) => {
-      const written = await setDenyMode(connection.source, flags.name, mode as (typeof MODES)[number]);
+      const written = await setDenyListMode(connection.source, flags.name, mode as (typeof MODES)[number]);
       process.stdout.write(`${JSON.stringify(written, null, 2)}\n`);
       process.stderr.write(
         `wrote revision ${written.revision} of ${JSON.stringify(flags.name)} (deny list ${mode}, ${written.mode === undefined ? "the code's mode" : `mode ${written.mode}`}) to ${connection.where}; ${pickUp(connection)}\n`,

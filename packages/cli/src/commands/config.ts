@@ -10,8 +10,8 @@ import { SluiceError, isSluiceError } from '@sluice/core';
 import {
   deleteLimiterConfig,
   readLimiterConfig,
-  setConfigMode,
-  setConfigRules,
+  setLimiterMode,
+  setLimiterRules,
   setQuota,
   removeQuota,
   type LimiterConfig,
@@ -66,7 +66,7 @@ export function registerConfig(program: Command): void {
     .requiredOption('--rules <json>', `the rules, e.g. ${RULES_EXAMPLE}`)
     .action((flags: ConnectionFlags & { rules: string }) =>
       run(flags, true, (connection) =>
-        report(connection, flags.name, setConfigRules(connection.source, flags.name, parseRules(flags.rules, '--rules'))),
+        report(connection, flags.name, setLimiterRules(connection.source, flags.name, parseRules(flags.rules, '--rules'))),
       ),
     );
 
@@ -77,7 +77,7 @@ export function registerConfig(program: Command): void {
   ];
   for (const [command, mode, description] of modes) {
     withConnection(config.command(command).description(description)).action((flags: ConnectionFlags) =>
-      run(flags, true, (connection) => report(connection, flags.name, setConfigMode(connection.source, flags.name, mode))),
+      run(flags, true, (connection) => report(connection, flags.name, setLimiterMode(connection.source, flags.name, mode))),
     );
   }
 

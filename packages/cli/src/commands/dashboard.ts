@@ -1,7 +1,7 @@
 /**
  * `sluice dashboard`: serves a live page of the fleet (dashboard/page.ts) on node:http (dashboard/server.ts, where
  * the security model is): each limiter's decisions per second over the last 15 minutes, as the instances'
- * `fleetAnalytics` publish them to the store, the identities limited most in the last minute, and the stored
+ * `createFleetAnalytics` publish them to the store, the identities limited most in the last minute, and the stored
  * configuration, with buttons and forms that change it through core's writers, as `sluice config` does. It runs
  * until stopped (Ctrl-C). Exit codes: 1 the store could not be reached at start, 2 a wrong flag.
  */

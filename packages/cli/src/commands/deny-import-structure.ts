@@ -11,7 +11,7 @@
  */
 import {
   addDenyEntries,
-  readDenyStructure,
+  readDenyList,
   readLimiterConfig,
   removeDenyEntries,
   type ConfigSource,
@@ -47,7 +47,7 @@ export async function applyToStructure(
     const document = await readDocumentAlone(source, name, skipped.onBadDenyEntry);
     held = new Map((document?.deleted === true ? [] : (document?.deny ?? [])).map((entry) => [entry.match, entry]));
   } else {
-    held = await readDenyStructure(deny, name, (error, entry) => skipped.onBadDenyEntry(-1, error, entry));
+    held = await readDenyList(deny, name, (error, entry) => skipped.onBadDenyEntry(-1, error, entry));
   }
   const next = plan([...held.values()], wanted, flags.replace === true, now);
   const kept = new Set(next.deny.map((entry) => entry.match));

@@ -5,9 +5,9 @@
  * whether more follow.
  */
 import type { SluiceError } from '@sluice/core';
-import { readDenyStructure, type DenyEntry, type DenyListSource, type DenyListVersion, type DenyPage } from '@sluice/core/config';
+import { readDenyList, type DenyEntry, type DenyListSource, type DenyListVersion, type DenyPage } from '@sluice/core/config';
 
-/** The most entries asked of the store per page (core's readDenyStructure asks as many). */
+/** The most entries asked of the store per page (core's readDenyList asks as many). */
 const PAGE_MAX = 1_000;
 /** The fewest asked per page: a store's page is a hint (a Redis HSCAN's COUNT), and tiny pages cost a round trip each. */
 const PAGE_MIN = 10;
@@ -100,7 +100,7 @@ export function readDenyPages(deny: DenyListSource, name: string, options: DenyP
 }
 
 /**
- * A page's entries checked by core's readDenyStructure, given that one page as a whole list: core's one check of an
+ * A page's entries checked by core's readDenyList, given that one page as a whole list: core's one check of an
  * entry (its messages, the ones instances warn with), without checking each through a document of its own.
  */
 async function checkedEntries(page: DenyPage, onBad: DenyPagesOptions['onBad']): Promise<DenyEntry[]> {
@@ -109,6 +109,6 @@ async function checkedEntries(page: DenyPage, onBad: DenyPagesOptions['onBad']):
     change: () => Promise.reject(new Error('not used: a read')),
     readChanges: () => Promise.reject(new Error('not used: a read')),
   };
-  const entries = await readDenyStructure(onePage, 'page', (error, entry) => onBad(-1, error, entry));
+  const entries = await readDenyList(onePage, 'page', (error, entry) => onBad(-1, error, entry));
   return [...entries.values()];
 }

@@ -1,6 +1,6 @@
 /**
  * The dashboard's two reads beyond a limiter's configuration, from the store the connection flags name: the fleet's
- * decisions per second (the analytics store that `fleetAnalytics` publishes to, from the store's own package) and
+ * decisions per second (the analytics store that `createFleetAnalytics` publishes to, from the store's own package) and
  * the names of the limiters that have a configuration document (a SCAN on Redis, a SELECT on SQLite; Upstash's
  * are not listed: the page shows the names that publish analytics and asks for the others).
  */

@@ -10,8 +10,8 @@ import {
   readLimiterConfig,
   removeDenyEntry,
   removeQuota,
-  setConfigMode,
-  setDenyMode,
+  setLimiterMode,
+  setDenyListMode,
   setQuota,
   type ConfigSource,
   type DenyEntry,
@@ -27,7 +27,7 @@ import type { AnalyticsSecond, AnalyticsStore } from '@sluice/core/analytics';
 export const WINDOW_SECONDS = 900;
 /**
  * How far behind the clock the window ends, in seconds: an instance publishes each second within a second of its
- * end (fleetAnalytics' timer), so the second before the last is the newest every instance has published.
+ * end (createFleetAnalytics' timer), so the second before the last is the newest every instance has published.
  */
 export const LAG_SECONDS = 2;
 /** "Limited most": the last minute. */
@@ -212,9 +212,9 @@ export class FleetView {
       case 'restore':
         return this.memory.restore(source, action.name);
       case 'mode':
-        return setConfigMode(source, action.name, action.mode);
+        return setLimiterMode(source, action.name, action.mode);
       case 'denyMode':
-        return setDenyMode(source, action.name, action.mode);
+        return setDenyListMode(source, action.name, action.mode);
       case 'setQuota':
         return setQuota(source, action.name, action.identity, parseRules(action.rules, 'rules'));
       case 'removeQuota':

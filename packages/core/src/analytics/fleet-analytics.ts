@@ -86,7 +86,7 @@ export interface FleetAnalytics {
   stats(): FleetAnalyticsStats;
 }
 
-const WHERE = 'fleetAnalytics';
+const WHERE = 'createFleetAnalytics';
 const KNOWN = ['store', 'topK', 'retention', 'now', 'onError'];
 const RETENTION_RANGE = { min: 1_000, max: 7 * 86_400_000 };
 const TICK_MS = 1_000;
@@ -129,11 +129,11 @@ class Series {
 /**
  * Makes the observer. Combine it with others with a small function: `onDecision: (e) => { metrics.onDecision(e); analytics.onDecision(e); }`.
  * @example
- * const analytics = fleetAnalytics({ store: redisAnalyticsStore(redis) });
+ * const analytics = createFleetAnalytics({ store: redisAnalyticsStore(redis) });
  * const limiter = createLimiter({ store, rules, name: 'api', onDecision: analytics.onDecision });
  * // on shutdown: await analytics.stop();
  */
-export function fleetAnalytics(options: FleetAnalyticsOptions): FleetAnalytics {
+export function createFleetAnalytics(options: FleetAnalyticsOptions): FleetAnalytics {
   const raw = requireObject(options, WHERE) as unknown as FleetAnalyticsOptions;
   rejectUnknownOptions(raw, KNOWN, WHERE);
   const store = raw.store as Partial<AnalyticsStore> | undefined;
@@ -362,6 +362,6 @@ function warnOnce(): (error: unknown) => void {
     const message = error instanceof Error ? error.message : String(error);
     if (seen.has(message) || seen.size >= 100) return;
     seen.add(message);
-    runtime.console?.warn(`[sluice] fleetAnalytics: could not publish (kept, retried every second): ${message}`);
+    runtime.console?.warn(`[sluice] createFleetAnalytics: could not publish (kept, retried every second): ${message}`);
   };
 }

@@ -1,4 +1,4 @@
-// `@sluice/core/analytics`: fleet analytics. `fleetAnalytics`, the observer that counts each limiter's decisions per
+// `@sluice/core/analytics`: fleet analytics. `createFleetAnalytics`, the observer that counts each limiter's decisions per
 // second and publishes them, and `AnalyticsStore`, the contract of the store the fleet publishes into and a
 // dashboard reads from (memoryAnalyticsStore, redisAnalyticsStore, sqliteAnalyticsStore).
 export {
@@ -10,5 +10,5 @@ export {
   topEntries,
 } from './store.js';
 export type { AnalyticsOutcome, AnalyticsSecond, AnalyticsStore, AnalyticsStoreOptions, AnalyticsStoreSettings } from './store.js';
-export { fleetAnalytics } from './fleet-analytics.js';
+export { createFleetAnalytics } from './fleet-analytics.js';
 export type { FleetAnalytics, FleetAnalyticsOptions, FleetAnalyticsStats } from './fleet-analytics.js';

@@ -14,7 +14,7 @@ import { optionalFunction, rejectUnknownOptions } from '../shared/validate.js';
  * - `degraded`: the store failed and the failure policy answered (allowed or not); it wins over the others;
  * - `shadowLimited`: shadow mode let through what enforce mode would have refused;
  * - `limited`: the limiter refused (the cost too large for a rule included);
- * - `shed`: a load shedder refused (see `fleetAnalytics().onShed` and `recordShed`);
+ * - `shed`: a load shedder refused (see `createFleetAnalytics().onShed` and `recordShed`);
  * - `allowed`: everything else that was let through (a disabled limiter's pass included).
  */
 export type AnalyticsOutcome = 'allowed' | 'limited' | 'shadowLimited' | 'shed' | 'degraded';
@@ -39,7 +39,7 @@ export interface AnalyticsSecond {
  *
  * | method    | called by                                     | must guarantee                                                                 |
  * |-----------|-----------------------------------------------|--------------------------------------------------------------------------------|
- * | `publish` | each instance's `fleetAnalytics`, ≤ 1/s per name | adds the counts (never replaces), in one round trip; keeps them for the retention |
+ * | `publish` | each instance's `createFleetAnalytics`, ≤ 1/s per name | adds the counts (never replaces), in one round trip; keeps them for the retention |
  * | `read`    | dashboards                                     | sums over instances, `from` ≤ second ≤ `to`, ascending, empty seconds left out   |
  * | `names`   | dashboards                                     | the limiter names with a second published within the retention                  |
  */

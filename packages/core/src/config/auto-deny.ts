@@ -81,36 +81,39 @@ const WRITE_EVERY_RANGE: DurationRange = { min: 0, max: 3_600_000 };
 /**
  * Makes the observer. Combine it with another with a small function: `onDecision: (e) => { metrics(e); deny.onDecision(e); }`.
  * @example
- * const deny = autoDeny({ source: redisConfigSource(redis), name: 'api', after: 20, within: '1m', for: '1h' });
+ * const deny = createAutoDeny({ source: redisConfigSource(redis), name: 'api', after: 20, within: '1m', for: '1h' });
  * const limiter = createLimiter({ store, rules, name: 'api', onDecision: deny.onDecision });
  */
-export function autoDeny(options: AutoDenyOptions): AutoDeny {
-  const raw = requireObject(options, 'autoDeny') as unknown as AutoDenyOptions;
-  rejectUnknownOptions(raw, KNOWN, 'autoDeny');
+export function createAutoDeny(options: AutoDenyOptions): AutoDeny {
+  const raw = requireObject(options, 'createAutoDeny') as unknown as AutoDenyOptions;
+  rejectUnknownOptions(raw, KNOWN, 'createAutoDeny');
   const source = raw.source as Partial<ConfigSource> | undefined;
   if (typeof source !== 'object' || source === null || typeof source.read !== 'function' || typeof source.write !== 'function') {
     throw new SluiceError(
       'INVALID_OPTION',
-      `autoDeny: source must be a config source such as redisConfigSource(redis), got ${describe(raw.source)}`,
+      `createAutoDeny: source must be a config source such as redisConfigSource(redis), got ${describe(raw.source)}`,
     );
   }
   if (typeof raw.name !== 'string' || raw.name.length === 0) {
-    throw new SluiceError('INVALID_OPTION', `autoDeny: name must be the limiter's name, a non-empty string, got ${describe(raw.name)}`);
+    throw new SluiceError(
+      'INVALID_OPTION',
+      `createAutoDeny: name must be the limiter's name, a non-empty string, got ${describe(raw.name)}`,
+    );
   }
-  const after = positiveInteger(raw.after ?? 20, 'autoDeny: after');
-  const withinMs = durationOption(raw.within ?? '1m', 'autoDeny: within', WITHIN_RANGE);
-  const forMs = durationOption(raw.for ?? '1h', 'autoDeny: for', FOR_RANGE);
-  const maxTracked = positiveInteger(raw.maxTracked ?? 10_000, 'autoDeny: maxTracked');
-  const writeEveryMs = durationOption(raw.writeEvery ?? '1s', 'autoDeny: writeEvery', WRITE_EVERY_RANGE);
+  const after = positiveInteger(raw.after ?? 20, 'createAutoDeny: after');
+  const withinMs = durationOption(raw.within ?? '1m', 'createAutoDeny: within', WITHIN_RANGE);
+  const forMs = durationOption(raw.for ?? '1h', 'createAutoDeny: for', FOR_RANGE);
+  const maxTracked = positiveInteger(raw.maxTracked ?? 10_000, 'createAutoDeny: maxTracked');
+  const writeEveryMs = durationOption(raw.writeEvery ?? '1s', 'createAutoDeny: writeEvery', WRITE_EVERY_RANGE);
   const reason = raw.reason ?? `automatic: refused ${after} times within ${describeDuration(raw.within ?? '1m')}`;
   if (typeof reason !== 'string' || reason.length > MAX_DENY_REASON_LENGTH) {
     throw new SluiceError(
       'INVALID_OPTION',
-      `autoDeny: reason must be a string of at most ${MAX_DENY_REASON_LENGTH} characters, got ${describe(reason)}`,
+      `createAutoDeny: reason must be a string of at most ${MAX_DENY_REASON_LENGTH} characters, got ${describe(reason)}`,
     );
   }
-  const clock = optionalFunction(raw.clock, 'autoDeny: clock', '() => epoch ms') ?? Date.now;
-  const onError = optionalFunction(raw.onError, 'autoDeny: onError', '(error, identity) => void') ?? defaultError;
+  const clock = optionalFunction(raw.clock, 'createAutoDeny: clock', '() => epoch ms') ?? Date.now;
+  const onError = optionalFunction(raw.onError, 'createAutoDeny: onError', '(error, identity) => void') ?? defaultError;
   return new AutoDenyObserver(
     source as ConfigSource,
     raw.name,
@@ -136,7 +139,7 @@ class AutoDenyObserver implements AutoDeny {
     const decision = event.decision;
     if (decision.allowed || this.closed || decision.reason !== 'rate_limited' || decision.degraded || event.operation !== 'limit') return;
     try {
-      this.refused(event.identity, readClock(this.clock, 'autoDeny'));
+      this.refused(event.identity, readClock(this.clock, 'createAutoDeny'));
     } catch (error) {
       this.report(error, event.identity);
     }
@@ -177,7 +180,7 @@ class AutoDenyObserver implements AutoDeny {
     if (times.length < this.settings.after || times[0]! <= now - this.settings.withinMs) return;
     times.length = 0;
     // An identity the list cannot hold (too long, control characters) is refused alone, not with its batch.
-    checkDenyEntry({ match: identity }, 'autoDeny: entry');
+    checkDenyEntry({ match: identity }, 'createAutoDeny: entry');
     this.pending.set(identity, { state, until: now + this.settings.forMs });
     this.schedule(now);
   }
@@ -207,7 +210,7 @@ class AutoDenyObserver implements AutoDeny {
     this.writing = new Set(batch.keys());
     let now: number;
     try {
-      now = readClock(this.clock, 'autoDeny');
+      now = readClock(this.clock, 'createAutoDeny');
     } catch (error) {
       for (const identity of batch.keys()) this.report(error, identity);
       this.writing = new Set();
@@ -242,7 +245,7 @@ class AutoDenyObserver implements AutoDeny {
 /** The clock's reading, or `fallback` when it throws (reported already where it mattered). */
 function readClockOr(clock: () => number, fallback: number): number {
   try {
-    return readClock(clock, 'autoDeny');
+    return readClock(clock, 'createAutoDeny');
   } catch {
     return fallback;
   }
@@ -254,5 +257,5 @@ function describeDuration(value: Duration): string {
 
 function defaultError(error: unknown, identity: string): void {
   const message = error instanceof Error ? error.message : String(error);
-  timers.console?.warn(`[sluice] autoDeny: could not deny ${JSON.stringify(identity.slice(0, 64))}: ${message}`);
+  timers.console?.warn(`[sluice] createAutoDeny: could not deny ${JSON.stringify(identity.slice(0, 64))}: ${message}`);
 }

@@ -7,7 +7,7 @@ import { SluiceError } from '../shared/errors.js';
  * Every entry of a structure, read a page at a time, checked: an entry that is not valid goes to `onBad` (or is
  * left out), as instances leave it out. The entries changed during the read may show in either state.
  */
-export async function readDenyStructure(
+export async function readDenyList(
   deny: DenyListSource,
   name: string,
   onBad?: (error: SluiceError, entry: unknown) => void,

@@ -9,7 +9,7 @@
  * a document again, since a new entry means the list is wanted.
  */
 import { readForWrite, updateLimiterConfig, nextRevision, checkName } from './writers.js';
-import { readDenyStructure } from './deny-read.js';
+import { readDenyList } from './deny-read.js';
 import { parseLimiterConfig, type LimiterConfig } from './document.js';
 import type { ConfigSource } from './source.js';
 import { checkDenyEntry, MAX_EPOCH_MS, type DenyEntry } from '../deny/entries.js';
@@ -151,7 +151,7 @@ export async function replaceDenyEntries(source: ConfigSource, name: string, ent
   }
   const deny = source.deny;
   await prepareStructure(source, deny, name);
-  const held = await readDenyStructure(deny, name);
+  const held = await readDenyList(deny, name);
   const remove = [...held.keys()].filter((match) => !wanted.has(match));
   const add = [...wanted.values()].filter((entry) => !sameEntry(held.get(entry.match), entry));
   const version = await sendChanges(deny, name, add, remove);

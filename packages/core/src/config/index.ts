@@ -1,7 +1,7 @@
 // `@sluice/core/config`: runtime configuration kept in the shared store. The functions that read and write a
-// limiter's document, `watchConfig`, which applies it to a running limiter, `autoDeny`, which adds identities that
+// limiter's document, `watchConfig`, which applies it to a running limiter, `createAutoDeny`, which adds identities that
 // keep being refused to the deny list, and `ConfigSource`, the contract a store implements to hold it.
-export { autoDeny } from './auto-deny.js';
+export { createAutoDeny } from './auto-deny.js';
 export type { AutoDeny, AutoDenyOptions } from './auto-deny.js';
 export { parseLimiterConfig } from './document.js';
 export type { LimiterConfig } from './document.js';
@@ -14,15 +14,15 @@ export type { DenyChangeRecord } from '../deny/change.js';
 export { denyChangesSince, denyListVersion, liveDenyList } from '../deny/lineage.js';
 export type { DenyLineage, DenyListStep, LiveDenyLineage } from '../deny/lineage.js';
 export { addDenyEntries, addDenyEntry, removeDenyEntries, removeDenyEntry, replaceDenyEntries } from './deny-writers.js';
-export { readDenyStructure } from './deny-read.js';
+export { readDenyList } from './deny-read.js';
 export type { AddDenyEntryOptions, DenyWriteResult } from './deny-writers.js';
 export {
   deleteLimiterConfig,
   readLimiterConfig,
   removeQuota,
-  setConfigMode,
-  setConfigRules,
-  setDenyMode,
+  setLimiterMode,
+  setLimiterRules,
+  setDenyListMode,
   setQuota,
   writeLimiterConfig,
 } from './writers.js';

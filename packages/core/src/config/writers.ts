@@ -7,7 +7,7 @@
  */
 import { compileLimiterConfig, parseLimiterConfig, type LimiterConfig } from './document.js';
 import type { ConfigSource } from './source.js';
-import { readDenyStructure } from './deny-read.js';
+import { readDenyList } from './deny-read.js';
 import type { DenyEntry } from '../deny/entries.js';
 import { describe } from '../shared/describe.js';
 import { SluiceError, isSluiceError } from '../shared/errors.js';
@@ -65,7 +65,7 @@ export async function readLimiterConfig(
     if (onBadDenyEntry === undefined) throw error;
     onBadDenyEntry(-1, error, entry);
   };
-  const entries = await readDenyStructure(source.deny, name, bad);
+  const entries = await readDenyList(source.deny, name, bad);
   const { deny: _field, denyMode, ...rest } = document;
   const deny = entries.size === 0 && document.deny !== undefined ? document.deny : [...entries.values()];
   return { ...rest, ...(deny.length === 0 ? {} : { deny }), ...(denyMode === undefined ? {} : { denyMode }) };
@@ -227,12 +227,12 @@ export async function deleteLimiterConfig(source: ConfigSource, name: string): P
 }
 
 /** Sets the rules every instance uses (`null`: their code's again). */
-export async function setConfigRules(source: ConfigSource, name: string, rules: RulesInput | null): Promise<LimiterConfig> {
+export async function setLimiterRules(source: ConfigSource, name: string, rules: RulesInput | null): Promise<LimiterConfig> {
   return writeLimiterConfig(source, name, { rules });
 }
 
 /** Sets the mode: `'off'` is the kill switch, `'shadow'` a dark launch, `'enforce'` limits (`null`: the code's mode). */
-export async function setConfigMode(source: ConfigSource, name: string, mode: LimiterMode | null): Promise<LimiterConfig> {
+export async function setLimiterMode(source: ConfigSource, name: string, mode: LimiterMode | null): Promise<LimiterConfig> {
   return writeLimiterConfig(source, name, { mode });
 }
 
@@ -240,7 +240,7 @@ export async function setConfigMode(source: ConfigSource, name: string, mode: Li
  * Sets the deny list's mode, apart from the limiter's: `'shadow'` reports listed clients and serves them (a new
  * list's dark launch), `'off'` ignores the list, `'enforce'` refuses them (`null`: the code's deny mode).
  */
-export async function setDenyMode(source: ConfigSource, name: string, denyMode: DenyMode | null): Promise<LimiterConfig> {
+export async function setDenyListMode(source: ConfigSource, name: string, denyMode: DenyMode | null): Promise<LimiterConfig> {
   return writeLimiterConfig(source, name, { denyMode });
 }
 

@@ -32,7 +32,7 @@ export interface DenyListChange {
   /**
    * Epoch ms: after the change, the store removes up to DENY_EXPIRE_MAX entries whose `until` is at or before it,
    * as a change of their own (the next version, announced like any other), so a list of temporary blocks
-   * (autoDeny's, `--for`) does not grow without end. The writers send their clock's now. Not part of the change's text.
+   * (createAutoDeny's, `--for`) does not grow without end. The writers send their clock's now. Not part of the change's text.
    */
   readonly expireBefore?: number;
 }

@@ -1,7 +1,7 @@
 // `@sluice/core/shedding`: the load shedders, which refuse work by priority class when the process is busy
-// (createUtilizationShedder, fed by eventLoopSignal or any other signal) or when the fleet is near its capacity
+// (createUtilizationShedder, fed by createEventLoopSignal or any other signal) or when the fleet is near its capacity
 // (createFleetShedder), with the types of their options, decisions and events.
-export { createUtilizationShedder, eventLoopSignal } from './utilization-shedder.js';
+export { createUtilizationShedder, createEventLoopSignal } from './utilization-shedder.js';
 export type {
   EventLoopSignal,
   EventLoopSignalOptions,

@@ -27,7 +27,7 @@ const DEFAULT_PRIORITY_CLASSES: readonly string[] = ['critical', 'write', 'read'
 export interface UtilizationShedderOptions {
   /**
    * How busy the process is, from 0 (idle) to 1 (saturated); called at most once per `sampleEvery`. Default: the
-   * event loop's utilization and delay (`eventLoopSignal()`, Node and Bun only; elsewhere pass your own).
+   * event loop's utilization and delay (`createEventLoopSignal()`, Node and Bun only; elsewhere pass your own).
    */
   signal?: () => number;
   /** Priority classes, most important first; the first is never shed. @default ['critical', 'write', 'read', 'test'] */
@@ -177,7 +177,7 @@ class Shedder implements UtilizationShedder {
     this.onDecision = callback(options.onDecision, 'onDecision', '(event) => void');
     const signal = callback(options.signal, 'signal', '() => utilization from 0 to 1');
     if (signal === undefined) {
-      this.ownSignal = eventLoopSignal();
+      this.ownSignal = createEventLoopSignal();
       this.signal = this.ownSignal;
     } else {
       this.ownSignal = undefined;
@@ -356,16 +356,16 @@ const runtime = globalThis as unknown as {
  * probe timer fired, as a share of `maxDelay`). Node and Bun only; elsewhere it refuses (UNSUPPORTED_OPERATION)
  * rather than report an idle process.
  */
-export function eventLoopSignal(options: EventLoopSignalOptions = {}): EventLoopSignal & (() => number) {
-  rejectUnknownOptions(requireObject(options, 'eventLoopSignal'), ['maxDelay', 'probeEvery'], 'eventLoopSignal');
-  const maxDelayMs = durationOption(options.maxDelay ?? 100, 'eventLoopSignal: maxDelay', { min: 1 });
-  const probeMs = durationOption(options.probeEvery ?? 20, 'eventLoopSignal: probeEvery', { min: 1, max: 60_000 });
+export function createEventLoopSignal(options: EventLoopSignalOptions = {}): EventLoopSignal & (() => number) {
+  rejectUnknownOptions(requireObject(options, 'createEventLoopSignal'), ['maxDelay', 'probeEvery'], 'createEventLoopSignal');
+  const maxDelayMs = durationOption(options.maxDelay ?? 100, 'createEventLoopSignal: maxDelay', { min: 1 });
+  const probeMs = durationOption(options.probeEvery ?? 20, 'createEventLoopSignal: probeEvery', { min: 1, max: 60_000 });
   const elu = runtime.performance?.eventLoopUtilization;
   const { setInterval, clearInterval } = runtime;
   if (typeof elu !== 'function' || typeof setInterval !== 'function' || typeof clearInterval !== 'function') {
     throw new SluiceError(
       'UNSUPPORTED_OPERATION',
-      'eventLoopSignal: this runtime has no event-loop utilization (performance.eventLoopUtilization: Node and Bun have it, edge runtimes do not); pass createUtilizationShedder a signal of your own: () => a number from 0 to 1',
+      'createEventLoopSignal: this runtime has no event-loop utilization (performance.eventLoopUtilization: Node and Bun have it, edge runtimes do not); pass createUtilizationShedder a signal of your own: () => a number from 0 to 1',
     );
   }
   let previous = elu.call(runtime.performance);

@@ -26,9 +26,9 @@ interface StoredSecond {
 const WHERE = 'memoryAnalyticsStore';
 
 /**
- * Fleet analytics (core's `fleetAnalytics`) kept in this process: for one process, tests and the dashboard's demo.
+ * Fleet analytics (core's `createFleetAnalytics`) kept in this process: for one process, tests and the dashboard's demo.
  * Every publish adds into the second's sums; seconds older than `retention` are pruned on publish and never read.
- * @example fleetAnalytics({ store: memoryAnalyticsStore() })
+ * @example createFleetAnalytics({ store: memoryAnalyticsStore() })
  */
 export function memoryAnalyticsStore(options: MemoryAnalyticsStoreOptions = {}): AnalyticsStore {
   const { retentionSeconds, topK, now } = analyticsStoreSettings(options, WHERE);

@@ -22,7 +22,7 @@ export interface MemoryConfigSource extends ConfigSource {
  * @example
  * const source = memoryConfigSource();
  * watchConfig(limiter, source);
- * await setConfigMode(source, limiter.name, 'off'); // the limiter is off before the next decision is made
+ * await setLimiterMode(source, limiter.name, 'off'); // the limiter is off before the next decision is made
  */
 export function memoryConfigSource(): MemoryConfigSource {
   const documents = new Map<string, string>();

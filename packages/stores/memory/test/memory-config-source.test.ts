@@ -2,7 +2,7 @@
 // decision (subscribers are told at once), with no timer involved.
 import { describe, expect, test } from 'vitest';
 import { createLimiter, fixedWindow } from '@sluice/core';
-import { readLimiterConfig, setConfigMode, setQuota, deleteLimiterConfig, watchConfig, type ConfigWarning } from '@sluice/core/config';
+import { readLimiterConfig, setLimiterMode, setQuota, deleteLimiterConfig, watchConfig, type ConfigWarning } from '@sluice/core/config';
 import { memoryConfigSource, memoryStore } from '../src/index.js';
 
 // One timer turn: the push's read and apply (a few microtasks) are done by then. Typed here: no DOM or Node types.
@@ -18,11 +18,11 @@ describe('memoryConfigSource', () => {
     );
     const watchers = limiters.map((l) => watchConfig(l, source, { refresh: '1h', onWarning: (w) => void warnings.push(w) }));
     await Promise.all(watchers.map((w) => w.ready));
-    await setConfigMode(source, 'api', 'off');
+    await setLimiterMode(source, 'api', 'off');
     await settle();
     for (const l of limiters) expect((await l.limit('a')).reason).toBe('disabled');
     await setQuota(source, 'api', 'acme', { algorithm: 'fixed-window', id: 'w', limit: 5, window: '1h' });
-    await setConfigMode(source, 'api', 'enforce');
+    await setLimiterMode(source, 'api', 'enforce');
     await settle();
     const l = limiters[0]!;
     let acme = 0;

@@ -30,7 +30,7 @@ type AnalyticsClient = Pick<Redis, 'multi' | 'pipeline' | 'zadd' | 'zremrangebys
 const WHERE = 'redisAnalyticsStore';
 
 /**
- * Fleet analytics (core's `fleetAnalytics`) in Redis. The key layout, with `{name}` a Cluster hash tag so one
+ * Fleet analytics (core's `createFleetAnalytics`) in Redis. The key layout, with `{name}` a Cluster hash tag so one
  * name's keys share a slot:
  *
  * | key                                      | type | holds                                                   | expires           |
@@ -43,7 +43,7 @@ const WHERE = 'redisAnalyticsStore';
  * both keys, ZADD GT on the names index (pruned of names past the retention). On a Cluster the names index is in
  * another slot: it is sent beside the MULTI, in the same turn. A read is one pipeline of HGETALL and ZREVRANGE over
  * the range, clamped to the retention. The client is the user's: the store never closes it.
- * @example fleetAnalytics({ store: redisAnalyticsStore(redis) })
+ * @example createFleetAnalytics({ store: redisAnalyticsStore(redis) })
  */
 export function redisAnalyticsStore(client: Redis | Cluster, options: RedisAnalyticsStoreOptions = {}): AnalyticsStore {
   const candidate = client as Partial<AnalyticsClient> | null;

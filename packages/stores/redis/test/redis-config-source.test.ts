@@ -6,7 +6,7 @@
 import { describe, expect, test } from 'vitest';
 import type { Cluster, Redis } from 'ioredis';
 import { createLimiter, fixedWindow, type Limiter } from '@sluice/core';
-import { deleteLimiterConfig, readLimiterConfig, setConfigMode, setQuota, watchConfig, type ConfigWarning } from '@sluice/core/config';
+import { deleteLimiterConfig, readLimiterConfig, setLimiterMode, setQuota, watchConfig, type ConfigWarning } from '@sluice/core/config';
 import { redisConfigSource, redisStore } from '../src/index.js';
 import { useServers } from './servers.js';
 
@@ -35,7 +35,7 @@ describe('redisConfigSource (standalone)', () => {
       watchConfig(l, redisConfigSource(connect()), { refresh: '1h', onWarning: (w) => void warnings.push(w) }),
     );
     await Promise.all(watchers.map((w) => w.ready));
-    await setConfigMode(writer, 'push', 'off');
+    await setLimiterMode(writer, 'push', 'off');
     const ms = await until(() => limiters.every((l) => l.mode === 'off'));
     expect(ms).toBeLessThan(1_000);
     const raw = await connect().get('sluice:config:push');
@@ -60,7 +60,7 @@ describe('redisConfigSource (standalone)', () => {
     const watchers = [watchConfig(limiter('one'), source, { refresh: '1h' }), watchConfig(limiter('two'), source, { refresh: '1h' })];
     await Promise.all(watchers.map((w) => w.ready));
     expect(await connections()).toBe(1);
-    await setConfigMode(source, 'one', 'shadow');
+    await setLimiterMode(source, 'one', 'shadow');
     expect(await admin.exists('tenant-a:config:one')).toBe(1);
     await watchers[0]!.stop();
     expect(await connections()).toBe(1);
@@ -73,7 +73,7 @@ describe('redisConfigSource (standalone)', () => {
     const l = limiter('outage');
     const warnings: ConfigWarning[] = [];
     const source = redisConfigSource(connect());
-    await setConfigMode(source, 'outage', 'shadow');
+    await setLimiterMode(source, 'outage', 'shadow');
     // A refresh of an hour: reads happen when asked, so after the restart only the subscriber's reconnect can read.
     const watcher = watchConfig(l, source, { refresh: '1h', timeout: '300ms', onWarning: (w) => void warnings.push(w) });
     await watcher.ready;
@@ -119,9 +119,9 @@ describe('redisConfigSource (Cluster of three masters)', () => {
     const limiters = clusterClients.map((client) => limiter('cluster', client));
     const watchers = clusterClients.map((client, i) => watchConfig(limiters[i]!, redisConfigSource(client), { refresh: '1h' }));
     await Promise.all(watchers.map((w) => w.ready));
-    await setConfigMode(writer, 'cluster', 'off');
+    await setLimiterMode(writer, 'cluster', 'off');
     expect(await until(() => limiters.every((l) => l.mode === 'off'))).toBeLessThan(1_000);
-    await setConfigMode(writer, 'cluster', 'enforce');
+    await setLimiterMode(writer, 'cluster', 'enforce');
     await until(() => limiters.every((l) => l.mode === 'enforce'));
     expect((await readLimiterConfig(writer, 'cluster'))?.revision).toBe(2);
     const others = clusterClients.map((client) => redisConfigSource(client));

@@ -38,11 +38,11 @@ const WHERE = 'sqliteAnalyticsStore';
 const COLUMNS = ['allowed', 'limited', 'shadow_limited', 'shed', 'degraded'] as const;
 
 /**
- * Fleet analytics (core's `fleetAnalytics`) in the SQLite file the processes share. Two tables, created on first
+ * Fleet analytics (core's `createFleetAnalytics`) in the SQLite file the processes share. Two tables, created on first
  * use: `sluice_analytics` (name, second, one column per outcome) and `sluice_analytics_top` (name, second,
  * identity, limited). A publish is one transaction of upserts that add to what is there, and deletes the name's
  * seconds older than `retention`; a read is two range scans of the primary keys.
- * @example fleetAnalytics({ store: sqliteAnalyticsStore(new Database('ratelimit.db')) })
+ * @example createFleetAnalytics({ store: sqliteAnalyticsStore(new Database('ratelimit.db')) })
  */
 export function sqliteAnalyticsStore(db: SqliteDatabase, options: SqliteAnalyticsStoreOptions = {}): AnalyticsStore {
   if (typeof db !== 'object' || db === null || typeof (db as Partial<SqliteDatabase>).prepare !== 'function') {

@@ -4,7 +4,7 @@
  */
 import Database from 'better-sqlite3';
 import { createLimiter, fixedWindow } from '@sluice/core';
-import { readLimiterConfig, setConfigMode, setQuota, deleteLimiterConfig, watchConfig, type ConfigWarning } from '@sluice/core/config';
+import { readLimiterConfig, setLimiterMode, setQuota, deleteLimiterConfig, watchConfig, type ConfigWarning } from '@sluice/core/config';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { sqliteConfigSource, sqliteStore } from '../src/index.js';
 import { tempFolder } from './helpers.js';
@@ -54,7 +54,7 @@ describe('sqliteConfigSource', () => {
       true,
       false,
     ]);
-    await setConfigMode(writer, 'api', 'off');
+    await setLimiterMode(writer, 'api', 'off');
     expect(await until(() => limiter.mode === 'off', 2_000)).toBeLessThan(200 + 300);
     expect(limiter.limitSync('b').reason).toBe('disabled');
     await deleteLimiterConfig(writer, 'api');
@@ -67,7 +67,7 @@ describe('sqliteConfigSource', () => {
   it('a connection that fails to read keeps the last configuration, with one warning naming the failure', async () => {
     const [db] = connections(1);
     const source = sqliteConfigSource(db!);
-    await setConfigMode(source, 'api', 'shadow');
+    await setLimiterMode(source, 'api', 'shadow');
     const limiter = createLimiter({ store: sqliteStore(connections(1)[0]!), rules: fixedWindow({ limit: 1, window: '1h' }), name: 'api' });
     const warnings: ConfigWarning[] = [];
     const watcher = watchConfig(limiter, source, { refresh: '50ms', onWarning: (w) => void warnings.push(w) });

@@ -31,13 +31,13 @@ export interface UpstashAnalyticsStoreOptions {
 const WHERE = 'upstashAnalyticsStore';
 
 /**
- * Fleet analytics (core's `fleetAnalytics`) in Upstash Redis, with the keys `redisAnalyticsStore` uses (see
+ * Fleet analytics (core's `createFleetAnalytics`) in Upstash Redis, with the keys `redisAnalyticsStore` uses (see
  * @sluice/redis's README), so either client reads what the other published. Each call is one request: a publish is
  * one EVAL (src/lua/analytics.lua of @sluice/redis-script), a read one EVAL over the range clamped to the retention,
  * `names()` one EVAL. Edge-safe. `{ url, token }` uses the store's own client (`upstashRest()`). With
  * @upstash/redis's default `automaticDeserialization`, an identity that is JSON text (`{"a":1}`) comes back parsed:
  * pass `automaticDeserialization: false` to read such identities exactly.
- * @example fleetAnalytics({ store: upstashAnalyticsStore({ url: env.UPSTASH_REDIS_REST_URL, token: env.UPSTASH_REDIS_REST_TOKEN }) })
+ * @example createFleetAnalytics({ store: upstashAnalyticsStore({ url: env.UPSTASH_REDIS_REST_URL, token: env.UPSTASH_REDIS_REST_TOKEN }) })
  */
 export function upstashAnalyticsStore(
   client: UpstashAnalyticsClient | UpstashRestOptions,

@@ -3,7 +3,7 @@
  * the store's own REST client: the analytics store contract (two instances sum, an inclusive ascending range without
  * empty seconds, the retention), one request per publish and per read, and the Redis store's key layout.
  */
-import { fleetAnalytics, type AnalyticsSecond, type AnalyticsStore } from '@sluice/core/analytics';
+import { createFleetAnalytics, type AnalyticsSecond, type AnalyticsStore } from '@sluice/core/analytics';
 import { beforeEach, describe, expect, it } from 'vitest';
 import { upstashAnalyticsStore, upstashRest } from '../src/index.js';
 import { client, control, identity, token, url } from './helpers.js';
@@ -67,9 +67,9 @@ describe.each(CLIENTS)('upstashAnalyticsStore through $name', ({ make }) => {
     expect(await store.names()).toEqual(['api']);
   });
 
-  it('a fleetAnalytics observer publishes into it', async () => {
+  it('a createFleetAnalytics observer publishes into it', async () => {
     const store = make(identity('observer'));
-    const analytics = fleetAnalytics({ store });
+    const analytics = createFleetAnalytics({ store });
     const now = Date.now();
     const decision = {
       allowed: false,

@@ -4,7 +4,7 @@
  * fixture's counters show what that costs (one GET per refresh, nothing per decision).
  */
 import { createLimiter, fixedWindow } from '@sluice/core';
-import { readLimiterConfig, setConfigMode, setQuota, deleteLimiterConfig, watchConfig, type ConfigWarning } from '@sluice/core/config';
+import { readLimiterConfig, setLimiterMode, setQuota, deleteLimiterConfig, watchConfig, type ConfigWarning } from '@sluice/core/config';
 import { beforeEach, describe, expect, it } from 'vitest';
 import { upstashConfigSource, upstashStore } from '../src/index.js';
 import { client, control, identity } from './helpers.js';
@@ -41,7 +41,7 @@ describe.each(Object.entries(configurations))('with %s', (_name, options) => {
     const watcher = watchConfig(limiter, source, { refresh: '300ms', onWarning: (w) => void warnings.push(w) });
     await watcher.ready;
     expect(limiter.quotas.get('acme')?.[0]?.limit).toBe(5);
-    await setConfigMode(source, name, 'off');
+    await setLimiterMode(source, name, 'off');
     const picked = await until(() => limiter.mode === 'off', 2_000);
     expect(picked).toBeLessThan(300 + 500); // one refresh plus a request, with room for a loaded machine
     await deleteLimiterConfig(source, name);
@@ -71,7 +71,7 @@ it('a watcher costs one GET per refresh and nothing per decision', async () => {
 it('the store failing: the last configuration stays, one warning, no rejection', async () => {
   const name = identity('fault');
   const source = upstashConfigSource(client({ retry: { retries: 0 } }));
-  await setConfigMode(source, name, 'shadow');
+  await setLimiterMode(source, name, 'shadow');
   const limiter = createLimiter({ store: upstashStore(client()), rules: fixedWindow({ limit: 1, window: '1h' }), name });
   const warnings: ConfigWarning[] = [];
   const watcher = watchConfig(limiter, source, { refresh: '100ms', onWarning: (w) => void warnings.push(w) });
@@ -82,7 +82,7 @@ it('the store failing: the last configuration stays, one warning, no rejection',
   expect(limiter.mode).toBe('shadow');
   expect(warnings.map((w) => w.code)).toEqual(['read_failed']);
   await control.fault(null);
-  await setConfigMode(source, name, 'enforce');
+  await setLimiterMode(source, name, 'enforce');
   await until(() => limiter.mode === 'enforce', 2_000);
   await watcher.stop();
 });
