@@ -282,7 +282,7 @@ describe('configure() at run time', () => {
   });
 });
 
-describe('quota(identity)', () => {
+describe('quotaFor(identity)', () => {
   const standard = fixedWindow({ limit: 2, window: '1m', id: 'fw' });
   const premium = [fixedWindow({ limit: 5, window: '1m', id: 'fw' })];
 
@@ -292,7 +292,7 @@ describe('quota(identity)', () => {
       store,
       rules: standard,
       clock: () => T0,
-      quota: (id) => (id.startsWith('vip:') ? premium : undefined),
+      quotaFor: (id) => (id.startsWith('vip:') ? premium : undefined),
     });
     const admitted = (id: string) => {
       let n = 0;
@@ -306,9 +306,9 @@ describe('quota(identity)', () => {
     expect(limiter.peekSync('vip:1').remaining).toBe(5);
   });
 
-  test('a quota that returns something other than rules is rejected, naming quota(identity)', () => {
-    const limiter = createLimiter({ store: new MapStore(), rules: standard, quota: () => [{}] as unknown as Rule[] });
-    expect(() => limiter.limitSync('u')).toThrow(/quota\(identity\)/);
+  test('a quotaFor that returns something other than rules is rejected, naming quotaFor(identity)', () => {
+    const limiter = createLimiter({ store: new MapStore(), rules: standard, quotaFor: () => [{}] as unknown as Rule[] });
+    expect(() => limiter.limitSync('u')).toThrow(/quotaFor\(identity\)/);
   });
 });
 

@@ -204,14 +204,14 @@ describe('createLimiter', () => {
     expectError(() => make({ clok: () => 0 }), 'UNKNOWN_OPTION', 'createLimiter', '"clok"');
   });
 
-  test('store, name, prefix, clock, quota and mode are checked and named', () => {
+  test('store, name, prefix, clock, quotaFor and mode are checked and named', () => {
     expectError(() => createLimiter({ rules } as never), 'INVALID_OPTION', 'createLimiter: store');
     expectError(() => make({ store: { limit: 1 } }), 'INVALID_OPTION', 'createLimiter: store');
     for (const name of ['', 'a b', 'x:y', 'a{b}', 'n'.repeat(65), 7])
       expectError(() => make({ name }), 'INVALID_OPTION', 'createLimiter: name');
     for (const prefix of ['', 'p:q', '{p}']) expectError(() => make({ prefix }), 'INVALID_OPTION', 'createLimiter: prefix');
     expectError(() => make({ clock: 5 }), 'INVALID_OPTION', 'createLimiter: clock');
-    expectError(() => make({ quota: {} }), 'INVALID_OPTION', 'createLimiter: quota');
+    expectError(() => make({ quotaFor: {} }), 'INVALID_OPTION', 'createLimiter: quotaFor');
     expectError(() => make({ mode: 'on' }), 'INVALID_OPTION', 'mode', "'enforce', 'shadow' or 'off'");
     expectError(() => createLimiter(null as never), 'INVALID_OPTION', 'createLimiter');
   });
@@ -242,9 +242,9 @@ describe('createLimiter', () => {
     expectError(() => limiter.configure({ mode: 'silent' as never }), 'INVALID_OPTION', 'mode');
   });
 
-  test('duplicate ids returned by quota(identity) are refused at the call', () => {
-    const limiter = createLimiter({ store, rules, quota: () => [rules, rules] });
-    expectError(() => limiter.limitSync('u'), 'INVALID_OPTION', 'quota(identity)', 'share the id');
+  test('duplicate ids returned by quotaFor(identity) are refused at the call', () => {
+    const limiter = createLimiter({ store, rules, quotaFor: () => [rules, rules] });
+    expectError(() => limiter.limitSync('u'), 'INVALID_OPTION', 'quotaFor(identity)', 'share the id');
   });
 });
 

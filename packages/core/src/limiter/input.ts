@@ -173,9 +173,9 @@ export function checkStoreOperations(store: Store): void {
 }
 
 /** The limiter's optional callbacks are functions when given. */
-export function checkCallbacks(options: Pick<LimiterOptions, 'clock' | 'quota' | 'onDecision'>): void {
+export function checkCallbacks(options: Pick<LimiterOptions, 'clock' | 'quotaFor' | 'onDecision'>): void {
   optionalFunction(options.clock, 'createLimiter: clock', 'returning epoch ms');
-  optionalFunction(options.quota, 'createLimiter: quota', '(identity) => rules | undefined');
+  optionalFunction(options.quotaFor, 'createLimiter: quotaFor', '(identity) => rules | undefined');
   optionalFunction(options.onDecision, 'createLimiter: onDecision', '(event) => void');
 }
 

@@ -55,7 +55,7 @@ export type {
   TakeOptions,
 } from './types.js';
 
-const KNOWN = ['store', 'rules', 'name', 'prefix', 'clock', 'mode', 'quota', 'timeout', 'onStoreError', 'circuitBreaker', 'onDecision'];
+const KNOWN = ['store', 'rules', 'name', 'prefix', 'clock', 'mode', 'quotaFor', 'timeout', 'onStoreError', 'circuitBreaker', 'onDecision'];
 
 /**
  * Builds a limiter. Everything is validated here, once; the hot path only checks identity and cost.
@@ -64,15 +64,15 @@ const KNOWN = ['store', 'rules', 'name', 'prefix', 'clock', 'mode', 'quota', 'ti
  * const decision = await limiter.limit('user:42');
  */
 export function createLimiter<S extends Store>(options: LimiterOptions<S>): S extends SyncStore ? SyncLimiter : Limiter {
-  return new LimiterImpl(options) as unknown as S extends SyncStore ? SyncLimiter : Limiter;
+  return new RateLimiter(options) as unknown as S extends SyncStore ? SyncLimiter : Limiter;
 }
 
-class LimiterImpl implements SyncLimiter {
+class RateLimiter implements SyncLimiter {
   readonly name: string;
   readonly store: Store;
   private readonly keyPrefix: string;
   private readonly clock: () => number;
-  private readonly quota: LimiterOptions['quota'];
+  private readonly quotaFor: LimiterOptions['quotaFor'];
   private readonly policy: FailurePolicy;
   private readonly quotaCache = new WeakMap<object, readonly Rule[]>();
   private readonly keys: KeyCache;
@@ -88,7 +88,7 @@ class LimiterImpl implements SyncLimiter {
   private readonly onDecision: ((event: DecisionEvent) => void) | undefined;
   /**
    * The rule when every `limit`/`limitSync` call without options can go straight to the seam (`limitOneRule`): a
-   * FastPathStore with a synchronous failure policy (`limit` only: a MemoryFirstStore), no quota, one unstaggered
+   * FastPathStore with a synchronous failure policy (`limit` only: a MemoryFirstStore), no quotaFor, one unstaggered
    * rule, enforce mode (shadow mode takes the pipeline, which lets its denials through). Set by configure().
    */
   private fastRule: Rule | undefined;
@@ -106,7 +106,7 @@ class LimiterImpl implements SyncLimiter {
     this.calls = new StoreCalls(this.store, this.keyPrefix, typeof options.onStoreError === 'object');
     checkCallbacks(options);
     this.clock = options.clock ?? Date.now;
-    this.quota = options.quota;
+    this.quotaFor = options.quotaFor;
     this.onDecision = options.onDecision;
     // A store that answers its own failures (a tier) gave every answer it could prove safe (see answersFailures).
     this.policy = createFailurePolicy({
@@ -171,7 +171,7 @@ class LimiterImpl implements SyncLimiter {
     this.currentMode = mode;
     this.currentQuotas = quotas;
     const only = rules.length === 1 ? rules[0]! : undefined;
-    const plain = this.quota === undefined && quotas.size === 0 && this.onDecision === undefined;
+    const plain = this.quotaFor === undefined && quotas.size === 0 && this.onDecision === undefined;
     const seam = (this.calls.fastPath !== undefined && this.policy.synchronous) || this.calls.memoryPath !== undefined;
     this.fastRule = seam && plain && only !== undefined && !only.stagger && mode === 'enforce' ? only : undefined;
   }
@@ -352,13 +352,13 @@ class LimiterImpl implements SyncLimiter {
       const own = this.currentQuotas.get(identity);
       if (own !== undefined) return own;
     }
-    if (this.quota === undefined) return this.currentRules;
-    const custom = this.quota(identity);
+    if (this.quotaFor === undefined) return this.currentRules;
+    const custom = this.quotaFor(identity);
     if (custom === undefined) return this.currentRules;
-    // Quota functions usually return one of a few shared rule lists: validate each list once.
+    // quotaFor usually returns one of a few shared rule lists: validate each list once.
     let checked = this.quotaCache.get(custom);
     if (checked === undefined) {
-      checked = checkRules(custom, 'quota(identity)');
+      checked = checkRules(custom, 'quotaFor(identity)');
       this.quotaCache.set(custom, checked);
     }
     return checked;

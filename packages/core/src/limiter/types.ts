@@ -36,7 +36,7 @@ export interface LimiterOptions<S extends Store = Store> {
   /** @default 'enforce' */
   mode?: LimiterMode;
   /** Per-identity rules (custom quotas). Return undefined for the limiter's rules. Keep rule ids the same to keep state. */
-  quota?: (identity: string) => Rule | readonly Rule[] | undefined;
+  quotaFor?: (identity: string) => Rule | readonly Rule[] | undefined;
   /**
    * Deadline for one store call (and for an asynchronous fallback store), async stores only. A healthy local
    * Redis answers in well under a millisecond and a cross-zone one in a few, so 250 ms is far beyond any normal
@@ -81,7 +81,7 @@ export interface LimiterChanges {
   rules?: Rule | readonly Rule[];
   mode?: LimiterMode;
   /**
-   * Rules for single identities, over the limiter's rules and over `quota` (per-customer quotas set at run time,
+   * Rules for single identities, over the limiter's rules and over `quotaFor` (per-customer quotas set at run time,
    * e.g. from the shared store by `watchConfig`). Replaces the previous quotas; an empty map removes them.
    */
   quotas?: ReadonlyMap<string, Rule | readonly Rule[]>;

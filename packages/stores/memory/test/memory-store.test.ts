@@ -94,7 +94,7 @@ describe('memoryStore: expired state is dropped', () => {
     const limiter = createLimiter({
       store,
       rules: fixedWindow({ limit: 5, window: '1s' }),
-      quota: (identity) =>
+      quotaFor: (identity) =>
         identity.startsWith('long') ? [fixedWindow({ limit: 5, window: '1s' }), fixedWindow({ limit: 5, window: '1m' })] : undefined,
       clock: () => T0,
     });
