@@ -1,13 +1,15 @@
 import { SluiceError } from '@sluice/core';
+import type { StoreClient } from './clients/contract.js';
 
 /**
- * Keeps the store's commands out of ioredis's offline queue. With ioredis defaults a command issued while the client
- * is not connected waits in that queue and runs whenever the connection comes back, minutes later if need be; by
- * then the limiter's deadline has long answered the decision by its failure policy, so the late run would spend
- * budget for a decision that was already made.
+ * Keeps the store's commands out of the client's offline queue. With ioredis's and node-redis's defaults a command
+ * issued while the client is not connected waits in that queue and runs whenever the connection comes back, minutes
+ * later if need be; by then the limiter's deadline has long answered the decision by its failure policy, so the
+ * late run would spend budget for a decision that was already made.
  *
  * The gate sends at once when the client is `ready` (or when a command cannot wait anyway: offline queue off,
- * client ended). Otherwise it holds the command itself, for at most `waitMs` from the moment it was issued, and
+ * client closed, or a client with no offline queue at all, like Valkey GLIDE, whose own `requestTimeout` bounds a
+ * request's wait). Otherwise it holds the command itself, for at most `waitMs` from the moment it was issued, and
  * sends it when the client becomes ready within that time; past it the command is never sent and fails with a
  * STORE_ERROR, which the limiter's failure policy answers. With `waitMs` at most the limiter's `timeout`, a held
  * command is sent only while its decision is still waiting for it. A client built with `lazyConnect` is connected
@@ -17,14 +19,6 @@ import { SluiceError } from '@sluice/core';
  * (ioredis resends it on reconnect unless `autoResendUnfulfilledCommands: false`); so is a Cluster node's own
  * connection while the Cluster as a whole reports `ready`.
  */
-export interface GatedClient {
-  readonly status?: string;
-  readonly options?: { enableOfflineQueue?: boolean };
-  connect?(): Promise<void>;
-  on(event: 'ready' | 'end', listener: () => void): unknown;
-  off(event: 'ready' | 'end', listener: () => void): unknown;
-}
-
 interface Held {
   readonly since: number;
   readonly send: () => void;
@@ -34,35 +28,32 @@ interface Held {
 export class ConnectionGate {
   /** Held commands in the order they were issued (so, with one `waitMs`, in the order they expire). */
   private held: Held[] = [];
-  private listening = false;
   private timer: ReturnType<typeof setTimeout> | undefined;
+  /** Stops listening to the client's state changes; set while commands are held. */
+  private unlisten: (() => void) | undefined;
 
   constructor(
-    private readonly client: GatedClient,
+    private readonly client: StoreClient,
     private readonly waitMs: number,
   ) {}
 
   /** Runs `send` now when the client can take it without queueing; otherwise when it is ready, within waitMs. */
   run<T>(send: () => Promise<T>): Promise<T> {
     if (this.open()) return send();
-    const status = this.client.status;
-    if (this.waitMs === 0) return Promise.reject(notReady(status, 0));
+    const state = this.client.state();
+    if (this.waitMs === 0) return Promise.reject(notReady(state, 0));
     return new Promise<T>((resolve, reject) => {
       this.held.push({ since: Date.now(), send: () => send().then(resolve, reject), reject });
-      if (!this.listening) {
-        this.listening = true;
-        this.client.on('ready', this.release);
-        this.client.on('end', this.release);
-      }
+      this.unlisten ??= this.client.onStateChange(this.release);
       this.arm();
-      if (status === 'wait') this.client.connect?.().catch(() => undefined); // lazyConnect; errors reach the client's listeners
+      if (state === 'connecting') this.client.connect(); // lazyConnect
     });
   }
 
   /** True when a command sent now goes to the socket or fails at once: it can never wait in the offline queue. */
   private open(): boolean {
-    const status = this.client.status;
-    return status === 'ready' || status === 'end' || status === undefined || this.client.options?.enableOfflineQueue === false;
+    const state = this.client.state();
+    return state === 'ready' || state === 'closed' || !this.client.queuesOffline();
   }
 
   /** Sends what is still within its wait once the client can take it; fails what has waited too long. */
@@ -71,7 +62,7 @@ export class ConnectionGate {
     const open = this.open();
     const keep: Held[] = [];
     for (const command of this.held) {
-      if (now - command.since >= this.waitMs) command.reject(notReady(this.client.status, this.waitMs));
+      if (now - command.since >= this.waitMs) command.reject(notReady(this.client.state(), this.waitMs));
       else if (open) command.send();
       else keep.push(command);
     }
@@ -82,9 +73,8 @@ export class ConnectionGate {
     }
     if (this.timer !== undefined) clearTimeout(this.timer);
     this.timer = undefined;
-    this.listening = false;
-    this.client.off('ready', this.release);
-    this.client.off('end', this.release);
+    this.unlisten?.();
+    this.unlisten = undefined;
   };
 
   /** One timer, for the oldest held command's wait; unref'd, so it never keeps a process alive. */
@@ -99,9 +89,9 @@ export class ConnectionGate {
   }
 }
 
-function notReady(status: string | undefined, waitMs: number): SluiceError {
+function notReady(state: string, waitMs: number): SluiceError {
   return new SluiceError(
     'STORE_ERROR',
-    `redisStore: the Redis client was not connected (status ${JSON.stringify(status)}) within offlineWait (${waitMs} ms); the decision was not sent and will never count`,
+    `redisStore: the Redis client was not connected (${state}) within offlineWait (${waitMs} ms); the decision was not sent and will never count`,
   );
 }

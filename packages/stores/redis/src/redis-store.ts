@@ -1,8 +1,8 @@
 import { SluiceError, type Duration, type Store } from '@sluice/core';
 import type { LeaseRequest, LeaseResult, LimitRequest, LimitResult, StoreCapabilities } from '@sluice/core/store';
 import { describeValue, durationOption, type DurationRange } from '@sluice/core/internal';
-import { Command, type Cluster, type Redis } from 'ioredis';
-import { ConnectionGate, type GatedClient } from './connection-gate.js';
+import { storeClient, type RedisClient, type StoreClient } from './clients/index.js';
+import { ConnectionGate } from './connection-gate.js';
 import {
   LEASE_SCRIPT,
   LEASE_SCRIPT_SHA1,
@@ -52,18 +52,16 @@ export interface RedisStoreOptions {
   /**
    * How long a decision issued while the client is not connected (starting, reconnecting) waits for it: ms or a
    * string like `'200ms'`.
-   * The store holds such a decision itself, never in ioredis's offline queue, and sends it only if the client
-   * becomes ready within this time; otherwise it fails with a STORE_ERROR (the limiter's failure policy answers)
-   * and is never sent, so a decision that was already answered can never spend budget later. Keep it at most
-   * the limiters' `timeout` (250 ms by default). 0 fails at once whenever the client is not ready.
+   * The store holds such a decision itself, never in the client's offline queue (ioredis's, node-redis's), and
+   * sends it only if the client becomes ready within this time; otherwise it fails with a STORE_ERROR (the
+   * limiter's failure policy answers) and is never sent, so a decision that was already answered can never spend
+   * budget later. Keep it at most the limiters' `timeout` (250 ms by default). 0 fails at once whenever the client
+   * is not ready. Valkey GLIDE has no offline queue and no connection state: its own `requestTimeout` bounds the
+   * wait instead (keep it at most the limiters' `timeout` too; both default to 250 ms).
    * @default '200ms'
    */
   offlineWait?: Duration;
 }
-
-/** The ioredis members the store uses; `Redis` and `Cluster` both have them. */
-type ScriptClient = Pick<Redis, 'evalsha' | 'eval' | 'del' | 'sendCommand'> &
-  GatedClient & { readonly options?: { keyPrefix?: string; showFriendlyErrorStack?: boolean; enableOfflineQueue?: boolean } };
 
 /** At most what a timer can wait. */
 const OFFLINE_WAIT_RANGE: DurationRange = { min: 0, max: 2 ** 31 - 1 };
@@ -71,19 +69,20 @@ const OFFLINE_WAIT_RANGE: DurationRange = { min: 0, max: 2 ** 31 - 1 };
 const KNOWN = ['clock', 'batch', 'maxBatch', 'functions', 'offlineWait'];
 
 /**
- * Store on the user's ioredis client, standalone `Redis` or `Cluster`, with or without `enableAutoPipelining`.
+ * Store on the user's client: ioredis (standalone `Redis` or `Cluster`, with or without `enableAutoPipelining`),
+ * node-redis (`createClient`, RESP2 or RESP3) or Valkey GLIDE (`GlideClient`), recognised by their members.
  * One decision = one call (FCALL of a Redis Function, or EVALSHA) of one Lua executor, compound rules included;
  * decisions issued together share calls.
  * The client is the user's: the store never closes it and never changes its options.
  * @example createLimiter({ store: redisStore(new Redis()), rules: gcra({ limit: 100, period: '1m' }) })
  */
-export function redisStore(client: Redis | Cluster, options: RedisStoreOptions = {}): RedisStore {
+export function redisStore(client: RedisClient, options: RedisStoreOptions = {}): RedisStore {
   return new RedisStore(client, options);
 }
 
 export class RedisStore implements Store {
   readonly capabilities: StoreCapabilities;
-  private readonly client: ScriptClient;
+  private readonly client: StoreClient;
   private readonly batcher: LimitBatcher;
   private readonly gate: ConnectionGate;
   /** FCALL until the server shows it has no Functions for us; then EVALSHA for good. */
@@ -99,30 +98,16 @@ export class RedisStore implements Store {
   private leaseScript: LeaseBatcher | undefined;
   private readonly clock: 'store' | 'client';
 
-  constructor(client: Redis | Cluster, options: RedisStoreOptions = {}) {
-    const candidate = client as Partial<ScriptClient> | null | undefined;
-    if (
-      typeof candidate !== 'object' ||
-      candidate === null ||
-      typeof candidate.evalsha !== 'function' ||
-      typeof candidate.eval !== 'function' ||
-      typeof candidate.del !== 'function' ||
-      typeof candidate.sendCommand !== 'function'
-    ) {
-      throw new SluiceError(
-        'INVALID_OPTION',
-        'redisStore: client must be an ioredis Redis or Cluster instance, e.g. redisStore(new Redis())',
-      );
-    }
+  constructor(client: RedisClient, options: RedisStoreOptions = {}) {
+    this.client = storeClient(client, 'redisStore');
     const { clock, batch, maxBatch } = scriptStoreOptions(options, KNOWN, 'redisStore');
     const functions = options.functions ?? true;
     if (typeof functions !== 'boolean')
       throw new SluiceError('INVALID_OPTION', `redisStore: functions must be true or false, got ${describeValue(functions)}`);
     const offlineWaitMs = durationOption(options.offlineWait ?? 200, 'redisStore: offlineWait', OFFLINE_WAIT_RANGE);
-    this.client = client as ScriptClient;
     this.clock = clock;
     this.gate = new ConnectionGate(this.client, offlineWaitMs);
-    this.useFunction = functions && (client as { isCluster?: boolean }).isCluster !== true;
+    this.useFunction = functions && !this.client.cluster;
     this.capabilities = { synchronous: false, clock, operations: ['limit', 'reset', 'take', 'reserve', 'lease'] };
     this.batcher = new LimitBatcher({
       clock,
@@ -130,7 +115,7 @@ export class RedisStore implements Store {
       splitWaves: true,
       call: this.call,
       // A script's keys must share one hash slot on a Cluster: only decisions of one hash tag (identity) share a call.
-      group: (client as { isCluster?: boolean }).isCluster === true ? hashTagOf : undefined,
+      group: this.client.cluster ? hashTagOf : undefined,
       // At the end of this turn of the event loop, not of this tick: a server handles each request in a callback of
       // its own (microtasks run between them), so process.nextTick sent one call per decision. In a fleet of 4
       // processes on 2 cores whose loops decide after a setImmediate (bench/suites/fleet/plain-store.mjs), calls
@@ -162,7 +147,7 @@ export class RedisStore implements Store {
         eval: (keys, args) => this.send('eval', [LEASE_SCRIPT, keys.length, keys, args]),
       },
       where: 'redisStore.lease',
-      group: (this.client as { isCluster?: boolean }).isCluster === true ? hashTag : undefined,
+      group: this.client.cluster ? hashTag : undefined,
       // At the end of this turn of the event loop: the acquires and releases of every callback that ran in it
       // share a call (process.nextTick sent those of one callback; in the fleet bench, 4 processes × 64 lanes,
       // the turn took 30% less client CPU and 20% less Redis CPU per acquire). No timer: an idle loop runs it at once.
@@ -174,7 +159,8 @@ export class RedisStore implements Store {
   async reset(key: string, ruleIds: readonly string[]): Promise<void> {
     if (ruleIds.length === 0) return;
     // One DEL: the keys share the identity's hash tag, so this is a single-slot command on a Cluster too.
-    await this.client.del(...ruleIds.map((id) => `${key}:${id}`));
+    const keys = ruleIds.map((id) => `${key}:${id}`);
+    await this.gate.run(() => this.client.send('del', keys));
   }
 
   private readonly call = async (keys: string[], args: string[]): Promise<unknown> => {
@@ -198,22 +184,12 @@ export class RedisStore implements Store {
   };
 
   /**
-   * Sends one command the way ioredis's own methods do (the client's key prefix, its friendly error stacks,
-   * UTF-8 replies), but never through its auto-pipelining: a script call already carries every decision of the
-   * tick, and wrapping it in an automatic pipeline cost about 1.4 µs of CPU per decision (measured with 64 in
-   * flight). Arrays in `args` are flattened one level by ioredis's Command. Sent through the connection gate:
-   * never into the offline queue (see connection-gate.ts).
+   * Sends one command through the client's adapter (clients/: for ioredis, its key prefix and friendly error
+   * stacks, never its auto-pipelining), through the connection gate: never into the client's offline queue (see
+   * connection-gate.ts). Arrays in `args` stand for their items.
    */
   private send(name: string, args: Array<string | number | string[]>): Promise<unknown> {
-    return this.gate.run(() => {
-      const options = this.client.options;
-      const command = new Command(name, args as Array<string | number>, {
-        replyEncoding: 'utf8',
-        keyPrefix: options?.keyPrefix,
-        errorStack: options?.showFriendlyErrorStack === true ? new Error() : undefined,
-      });
-      return this.client.sendCommand(command) as Promise<unknown>;
-    });
+    return this.gate.run(() => this.client.send(name, args));
   }
 
   /** FUNCTION LOAD, once for every call waiting on it; a server that refuses Functions turns them off. */
