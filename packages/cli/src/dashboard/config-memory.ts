@@ -27,10 +27,10 @@ export class ConfigMemory {
   }
 
   /**
-   * Notes a read of `name`: `document` as read (null when none is stored; a tombstone is a document). Answers the
+   * Records a read of `name`: `document` as read (null when none is stored; a tombstone is a document). Answers the
    * lost document when none is stored but one was remembered (no tombstone came in between).
    */
-  note(name: string, document: LimiterConfig | null): LostConfig | undefined {
+  recordRead(name: string, document: LimiterConfig | null): LostConfig | undefined {
     if (document === null) {
       const last = this.seen.get(name);
       return last === undefined ? undefined : { revision: last.revision, updatedAt: last.updatedAt, denyEntries: last.deny?.length ?? 0 };

@@ -184,7 +184,7 @@ export class FleetView {
   /** `{ lost }` when the store lost `name`'s document (see ConfigMemory); nothing for a document that is not valid. */
   private lostField(name: string, config: { document: LimiterConfig | null; error?: string }): { lost?: LostConfig } {
     if (config.error !== undefined) return {};
-    const lost = this.memory.note(name, config.document);
+    const lost = this.memory.recordRead(name, config.document);
     return lost === undefined ? {} : { lost };
   }
 

@@ -144,7 +144,7 @@ export class DenyFollower {
     const remove: string[] = [];
     const add: DenyEntry[] = [];
     for (const match of this.entries.keys()) if (!read.has(match)) remove.push(match);
-    for (const [match, entry] of read) if (!same(this.entries.get(match), entry)) add.push(entry);
+    for (const [match, entry] of read) if (!sameEntry(this.entries.get(match), entry)) add.push(entry);
     const whole = !this.seen || remove.length + add.length > Math.max(4096, read.size / 4);
     this.entries.clear();
     for (const [match, entry] of read) this.entries.set(match, entry);
@@ -216,7 +216,7 @@ function parse(text: string): unknown {
   }
 }
 
-function same(a: DenyEntry | undefined, b: DenyEntry): boolean {
+function sameEntry(a: DenyEntry | undefined, b: DenyEntry): boolean {
   return a !== undefined && a.match === b.match && a.until === b.until && a.reason === b.reason && a.addedAt === b.addedAt;
 }
 

@@ -55,7 +55,7 @@ export const MIN_REFUSALS_TO_CUT = 3;
 const MAX_ATTEMPTS = 8;
 
 /** What one process knows of one identity's shared limit. */
-interface Known {
+interface IdentityLimitState {
   /** The limits in force, by index of the written rules. */
   limits: number[];
   /** Counts adoptions: a request carries the version it was sent under. */
@@ -80,7 +80,7 @@ export class SharedLimitLearner {
   private readonly written: readonly Rule[];
   private readonly writtenLimits: readonly number[];
   private readonly windowMs: number;
-  private readonly known = new Map<string, Known>();
+  private readonly known = new Map<string, IdentityLimitState>();
   /** Refusals within two windows, fleet-wide, that make a bare 429 cut. */
   readonly refusalsToCut: number;
   /** Counts refusals fleet-wide, in the limiter's store: denied once refusalsToCut - 1 were counted within two windows. */
@@ -154,7 +154,7 @@ export class SharedLimitLearner {
     const stated = statedLimits(response);
     if (stated.length > 0) {
       const target = followStated(this.written, stated, from);
-      if (!same(target, from)) await this.update(identity, (stored) => (same(stored, target) ? undefined : target));
+      if (!sameLimits(target, from)) await this.update(identity, (stored) => (sameLimits(stored, target) ? undefined : target));
     } else if (refused && ticket !== known.version) {
       // Sent under limits this process has since left: another worker's cut may be stored already; read it.
       this.read(identity, known);
@@ -162,14 +162,14 @@ export class SharedLimitLearner {
       const back = known.beforeRise;
       if (back !== undefined) {
         // A probe refused: back to the limits it rose from, at once (they held for a whole quiet time).
-        await this.update(identity, (stored) => (same(stored, from) ? back : undefined));
+        await this.update(identity, (stored) => (sameLimits(stored, from) ? back : undefined));
       } else if (now - known.since >= this.windowMs && (await this.confirmed(identity, from))) {
-        await this.update(identity, (stored) => (same(stored, from) ? cutLimits(this.written, from, SHARED_CUT_FACTOR) : undefined));
+        await this.update(identity, (stored) => (sameLimits(stored, from) ? cutLimits(this.written, from, SHARED_CUT_FACTOR) : undefined));
       } else {
         this.read(identity, known);
       }
     } else if (this.mayProbe(known, now)) {
-      await this.update(identity, (stored) => (same(stored, from) ? raiseLimits(this.written, from) : undefined));
+      await this.update(identity, (stored) => (sameLimits(stored, from) ? raiseLimits(this.written, from) : undefined));
     }
   }
 
@@ -177,7 +177,7 @@ export class SharedLimitLearner {
    * Reads the stored limits in the background: now, or once after the read or update in flight (which may have
    * read before another worker's cut landed).
    */
-  private read(identity: string, known: Known): void {
+  private read(identity: string, known: IdentityLimitState): void {
     if (known.readQueued) return;
     known.readQueued = true;
     void this.update(
@@ -201,13 +201,13 @@ export class SharedLimitLearner {
     }
   }
 
-  private mayProbe(known: Known, now: number): boolean {
-    if (same(known.limits, this.writtenLimits)) return false;
+  private mayProbe(known: IdentityLimitState, now: number): boolean {
+    if (sameLimits(known.limits, this.writtenLimits)) return false;
     const quiet = QUIET_WINDOWS_SHARED * this.windowMs * 2 ** known.doublings;
     return now - known.since >= quiet && now - known.lastRefusal >= quiet;
   }
 
-  private state(identity: string): Known {
+  private state(identity: string): IdentityLimitState {
     let known = this.known.get(identity);
     if (known === undefined) {
       known = {
@@ -252,7 +252,7 @@ export class SharedLimitLearner {
 
   private async compareAndSet(
     identity: string,
-    known: Known,
+    known: IdentityLimitState,
     next: (stored: readonly number[]) => readonly number[] | undefined,
   ): Promise<void> {
     for (let attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
@@ -262,7 +262,7 @@ export class SharedLimitLearner {
       const stored = this.storedLimits(document, identity);
       this.adopt(identity, known, stored);
       const wanted = next(stored);
-      if (wanted === undefined || same(wanted, stored)) return;
+      if (wanted === undefined || sameLimits(wanted, stored)) return;
       const written = await this.source.replace!(
         this.limiter.name,
         document?.revision ?? 0,
@@ -296,7 +296,7 @@ export class SharedLimitLearner {
   /** The next revision of the document with the identity's quota set to `limits` (removed at the written limits). */
   private withQuota(document: LimiterConfig | undefined, identity: string, limits: readonly number[]): LimiterConfig {
     const quotas: Record<string, unknown> = { ...document?.quotas };
-    if (same(limits, this.writtenLimits)) delete quotas[identity];
+    if (sameLimits(limits, this.writtenLimits)) delete quotas[identity];
     else quotas[identity] = rulesWithLimits(this.written, limits).map(ruleSpec);
     const next: Record<string, unknown> = {
       ...document,
@@ -310,10 +310,10 @@ export class SharedLimitLearner {
   }
 
   /** Puts `limits` in force for the identity in this process, when they differ from the ones in force. */
-  private adopt(identity: string, known: Known, limits: readonly number[]): void {
-    if (same(limits, known.limits)) return;
+  private adopt(identity: string, known: IdentityLimitState, limits: readonly number[]): void {
+    if (sameLimits(limits, known.limits)) return;
     const rose = limits.every((limit, i) => limit >= known.limits[i]!);
-    const fellBackFromProbe = known.beforeRise !== undefined && same(limits, known.beforeRise);
+    const fellBackFromProbe = known.beforeRise !== undefined && sameLimits(limits, known.beforeRise);
     if (fellBackFromProbe) known.doublings = Math.min(MAX_QUIET_DOUBLINGS, known.doublings + 1);
     const lowered = limits.some((limit, i) => limit < known.limits[i]!);
     known.beforeRise = rose ? known.limits : undefined;
@@ -322,12 +322,12 @@ export class SharedLimitLearner {
     if (lowered) known.loweredAt = known.version;
     known.since = this.clock();
     const quotas = new Map(this.limiter.quotas);
-    if (same(limits, this.writtenLimits)) quotas.delete(identity);
+    if (sameLimits(limits, this.writtenLimits)) quotas.delete(identity);
     else quotas.set(identity, rulesWithLimits(this.written, limits));
     this.limiter.configure({ quotas });
   }
 }
 
-function same(a: readonly number[], b: readonly number[]): boolean {
+function sameLimits(a: readonly number[], b: readonly number[]): boolean {
   return a.length === b.length && a.every((value, i) => value === b[i]);
 }

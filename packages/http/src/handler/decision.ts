@@ -30,7 +30,7 @@ export function giveBack<R>(entry: CompiledEntry<R>, key: string, cost: number):
   return entry.limiter.refund(key, { cost });
 }
 
-/** Bits of `note`'s answer. */
+/** Bits of `reportVerdict`'s answer. */
 export const DEGRADED = 1;
 export const SHADOWED = 2;
 export const REFUSED = 4;
@@ -39,7 +39,7 @@ export const REFUSED = 4;
  * Reports what one limiter's decision means (a degraded store to onError, a shadow would-be refusal to
  * onLimited) and answers, as DEGRADED | SHADOWED | REFUSED bits, whether it refuses the request.
  */
-export function note<R>(o: CompiledOptions<R>, raw: R, entry: CompiledEntry<R>, key: string, decision: Decision): number {
+export function reportVerdict<R>(o: CompiledOptions<R>, raw: R, entry: CompiledEntry<R>, key: string, decision: Decision): number {
   let verdict = 0;
   if (decision.degraded) {
     verdict |= DEGRADED;

@@ -3,10 +3,10 @@ import { isPromiseLike } from '@sluice/core/internal';
 import type { ClientIpResult } from './client-ip.js';
 import { compileOptions } from './compile-options.js';
 import { DENY_ADDRESS, DENY_NONE, unenforcedDenyList } from './deny/step.js';
-import { consume, DEGRADED, giveBack, note, REFUSED, SHADOWED } from './decision.js';
+import { consume, DEGRADED, giveBack, REFUSED, reportVerdict, SHADOWED } from './decision.js';
 import type { CompiledEntry, CompiledOptions, HandleResult, LimiterResult } from './types.js';
 import { afterIdentify, identityText, resolveShared, type SharedIdentity } from './identity.js';
-import { drive } from './maybe-async.js';
+import { runMaybeAsync } from './maybe-async.js';
 import type { HttpLimitOptions, IdentityValue } from './options.js';
 import { report } from './report.js';
 import type { HttpRequest } from './request.js';
@@ -43,7 +43,9 @@ export function createHandler<R = HttpRequest>(options: HttpLimitOptions<R>): Ha
   const run = (request: HttpRequest, raw?: R) => {
     // Without a framework request, hooks receive the HttpRequest itself.
     const hooks = (raw === undefined ? request : raw) as R;
-    return simple !== undefined && simple.sync === true ? fast(compiled, simple, request, hooks) : drive(flow(compiled, request, hooks));
+    return simple !== undefined && simple.sync === true
+      ? decideSimpleRequest(compiled, simple, request, hooks)
+      : runMaybeAsync(decideRequest(compiled, request, hooks));
   };
   return {
     run,
@@ -57,8 +59,8 @@ export function createHandler<R = HttpRequest>(options: HttpLimitOptions<R>): Ha
   };
 }
 
-function* flow<R>(o: CompiledOptions<R>, request: HttpRequest, raw: R): Generator<unknown, HandleResult, unknown> {
-  // Hooks may answer with a promise; only then does the flow yield (and the driver go async).
+function* decideRequest<R>(o: CompiledOptions<R>, request: HttpRequest, raw: R): Generator<unknown, HandleResult, unknown> {
+  // Hooks may answer with a promise; only then does decideRequest yield (and runMaybeAsync go async).
   if (o.skip !== undefined) {
     let skip: unknown = o.skip(raw);
     if (isPromiseLike(skip)) skip = yield skip;
@@ -121,7 +123,7 @@ function* flow<R>(o: CompiledOptions<R>, request: HttpRequest, raw: R): Generato
     if (isPromiseLike(decision)) decision = (yield decision) as Decision;
     results.push({ name: entry.name, kind: entry.kind, identity: key, cost, decision });
     consulted.push(entry);
-    verdicts |= note(o, raw, entry, key, decision);
+    verdicts |= reportVerdict(o, raw, entry, key, decision);
     if (verdicts & REFUSED) break;
   }
 
@@ -145,7 +147,7 @@ function* flow<R>(o: CompiledOptions<R>, request: HttpRequest, raw: R): Generato
 
 /**
  * The one entry of a configuration with no hooks that could return a promise (no skip, identify, cost function
- * or clientIp function, one plain limiter): such requests are decided by `fast`, without the generator.
+ * or clientIp function, one plain limiter): such requests are decided by `decideSimpleRequest`, without the generator.
  */
 function isSimple<R>(o: CompiledOptions<R>): CompiledEntry<R> | undefined {
   const entry = o.entries[0]!;
@@ -153,9 +155,14 @@ function isSimple<R>(o: CompiledOptions<R>): CompiledEntry<R> | undefined {
   return plain && o.skip === undefined && o.identify === undefined && typeof o.cost === 'number' && !o.clientIpIsHook ? entry : undefined;
 }
 
-/** `flow` for a simple configuration over a synchronous store, as straight-line code. */
-function fast<R>(o: CompiledOptions<R>, entry: CompiledEntry<R>, request: HttpRequest, raw: R): HandleResult | Promise<HandleResult> {
-  // Synchronous: clientIp is no hook. The deny list step as in `flow`.
+/** `decideRequest` for a simple configuration over a synchronous store, as straight-line code. */
+function decideSimpleRequest<R>(
+  o: CompiledOptions<R>,
+  entry: CompiledEntry<R>,
+  request: HttpRequest,
+  raw: R,
+): HandleResult | Promise<HandleResult> {
+  // Synchronous: clientIp is no hook. The deny list step as in `decideRequest`.
   const deny = o.denyList === undefined ? unenforcedDenyList(o, raw) : o.denyList.needs(o, raw);
   const ip = deny === DENY_ADDRESS && o.clientIp !== undefined && request.connectionLost !== true ? o.clientIp(request, raw) : undefined;
   const shared = afterIdentify(o, request, raw, undefined, ip as ClientIpResult | undefined) as SharedIdentity;
@@ -169,12 +176,12 @@ function fast<R>(o: CompiledOptions<R>, entry: CompiledEntry<R>, request: HttpRe
   const cost = (entry.cost ?? o.cost) as number;
   const decided = consume(entry, shared, cost);
   // limitSync refused (a synchronous store falling back to an asynchronous one): limit() answered instead.
-  if (isPromiseLike(decided)) return decided.then((decision) => concludeOne(o, entry, raw, shared, cost, decision));
-  return concludeOne(o, entry, raw, shared, cost, decided);
+  if (isPromiseLike(decided)) return decided.then((decision) => resultForOneLimiter(o, entry, raw, shared, cost, decision));
+  return resultForOneLimiter(o, entry, raw, shared, cost, decided);
 }
 
 /** The answer for one limiter's decision, on the shared identity. */
-function concludeOne<R>(
+function resultForOneLimiter<R>(
   o: CompiledOptions<R>,
   entry: CompiledEntry<R>,
   raw: R,
@@ -183,7 +190,7 @@ function concludeOne<R>(
   decision: Decision,
 ): HandleResult {
   const results: LimiterResult[] = [{ name: entry.name, kind: entry.kind, identity, cost, decision }];
-  const verdict = note(o, raw, entry, identity, decision);
+  const verdict = reportVerdict(o, raw, entry, identity, decision);
   const tally = { results, identity, degraded: (verdict & DEGRADED) !== 0, shadowed: (verdict & SHADOWED) !== 0 };
   return verdict & REFUSED ? refusedResult(o, raw, tally) : allowedResult(o, tally);
 }

@@ -5,17 +5,17 @@ import { isPromiseLike } from '@sluice/core/internal';
  * a synchronous store with synchronous hooks never allocates a promise; the first real promise switches the rest
  * of the run to async. Each yield evaluates to the settled value (or throws its rejection) either way.
  */
-export function drive<T>(flow: Generator<unknown, T, unknown>): T | Promise<T> {
-  let step = flow.next();
+export function runMaybeAsync<T>(steps: Generator<unknown, T, unknown>): T | Promise<T> {
+  let step = steps.next();
   while (!step.done) {
     const value = step.value;
-    if (isPromiseLike(value)) return continueAsync(flow, value);
-    step = flow.next(value);
+    if (isPromiseLike(value)) return continueAsync(steps, value);
+    step = steps.next(value);
   }
   return step.value;
 }
 
-async function continueAsync<T>(flow: Generator<unknown, T, unknown>, pending: PromiseLike<unknown>): Promise<T> {
+async function continueAsync<T>(steps: Generator<unknown, T, unknown>, pending: PromiseLike<unknown>): Promise<T> {
   let current: unknown = pending;
   while (true) {
     let step: IteratorResult<unknown, T>;
@@ -28,9 +28,9 @@ async function continueAsync<T>(flow: Generator<unknown, T, unknown>, pending: P
         failure = { error };
       }
       // A rejection is thrown into the generator at its yield, where its own try/catch can see it.
-      step = failure === undefined ? flow.next(settled) : flow.throw(failure.error);
+      step = failure === undefined ? steps.next(settled) : steps.throw(failure.error);
     } else {
-      step = flow.next(current);
+      step = steps.next(current);
     }
     if (step.done) return step.value;
     current = step.value;

@@ -158,14 +158,14 @@ export class MutableDenyMatcher implements DenyMatcher {
   add(raw: unknown, index?: number): void {
     this.entries++;
     const entry = readEntry(raw);
-    if (typeof entry === 'string') return this.note(raw, index, entry, true);
+    if (typeof entry === 'string') return this.recordProblem(raw, index, entry, true);
     if (entry !== raw)
-      this.note(raw, index, `reason must be a string of at most ${MAX_REASON} characters; the entry applies with it cut`, false);
+      this.recordProblem(raw, index, `reason must be a string of at most ${MAX_REASON} characters; the entry applies with it cut`, false);
     const match = entry.match;
     const kind = placeMatch(match, this.ipv6Prefix, this.found);
     if (kind === MALFORMED) {
       const said = index === undefined ? '' : `${JSON.stringify(match)} `;
-      return this.note(raw, index, `${said}looks like an IP address but is neither an address nor a CIDR block`, true);
+      return this.recordProblem(raw, index, `${said}looks like an IP address but is neither an address nor a CIDR block`, true);
     }
     this.size++;
     if (kind === IDENTITY) {
@@ -340,7 +340,7 @@ export class MutableDenyMatcher implements DenyMatcher {
     this.hasRanges = this.v4Groups.length + this.v6Groups.length > 0;
   }
 
-  private note(raw: unknown, index: number | undefined, text: string, leftOut: boolean): void {
+  private recordProblem(raw: unknown, index: number | undefined, text: string, leftOut: boolean): void {
     const match = (raw as { match?: unknown } | null)?.match;
     const label = index === undefined ? `change.add ${JSON.stringify(match) ?? typeof match}` : `deny[${index}]`;
     const key = typeof match === 'string' ? match : {};
