@@ -83,7 +83,7 @@ describe('the degraded-store warning has one prefix and names the store and the 
     expect(warn).toHaveBeenCalledOnce();
     const text = String(warn.mock.calls[0]![0]);
     expect(text).toContain(
-      `[sluice] store failure in policy "api" (RefusedStore): the store failed: connect ECONNREFUSED 127.0.0.1:${port}`,
+      `[sluice] store failure in limiter "api" (RefusedStore): the store failed: connect ECONNREFUSED 127.0.0.1:${port}`,
     );
     expect(text.split('[sluice]').length - 1).toBe(1);
   });
@@ -92,7 +92,7 @@ describe('the degraded-store warning has one prefix and names the store and the 
     expect(await status(new SilentStore(), 20)).toBe(200);
     expect(warn).toHaveBeenCalledOnce();
     expect(String(warn.mock.calls[0]![0])).toBe(
-      '[sluice] store failure in policy "api" (SilentStore): the store did not answer within 20 ms. Pass onError to handle it.',
+      '[sluice] store failure in limiter "api" (SilentStore): the store did not answer within 20 ms. Pass onError to handle it.',
     );
   });
 });

@@ -1,5 +1,5 @@
 import { SluiceError, createLimiter, type Limiter, type Rule, type Store } from '@sluice/core';
-import { rejectUnknownOptions } from '@sluice/core/internal';
+import { nameOption, rejectUnknownOptions } from '@sluice/core/internal';
 import { createHandler, type Handler, type HttpLimitOptions } from '@sluice/http';
 import { checkOptionsObject, HTTP_OPTION_NAMES } from '@sluice/http/adapter';
 import type { FastifyRequest } from 'fastify';
@@ -12,7 +12,7 @@ export interface RouteRateLimitOptions extends Partial<HttpLimitOptions<FastifyR
   group?: string;
   /** A limiter of this route's own, with these rules, on the plugin's `store`. */
   rules?: Rule | readonly Rule[];
-  /** Limiter name (and policy name in headers) for `rules`. @default derived from the method and URL, or the group name */
+  /** Limiter name (its name in the RateLimit headers too) for `rules`. @default derived from the method and URL, or the group name */
   name?: string;
   /** When to decide: before parsing (`onRequest`), or after auth hooks have run (`preHandler`). @default the plugin's */
   hook?: HookStage;
@@ -25,7 +25,6 @@ export interface Plan {
 }
 
 const ROUTE_OPTION_NAMES = [...HTTP_OPTION_NAMES, 'group', 'rules', 'name', 'hook'];
-const NAME_PATTERN = /^[A-Za-z0-9_.-]{1,64}$/;
 
 export function checkHook(value: unknown, field: string): HookStage {
   if (value !== 'onRequest' && value !== 'preHandler') {
@@ -77,12 +76,7 @@ export class PlanBuilder {
    */
   private uniqueName(explicit: string | undefined, derived: string, where: string): string {
     if (explicit !== undefined) {
-      if (typeof explicit !== 'string' || !NAME_PATTERN.test(explicit)) {
-        throw new SluiceError(
-          'INVALID_OPTION',
-          `${where}: name must be 1 to 64 characters of letters, digits, '_', '.' or '-', got ${JSON.stringify(explicit)}`,
-        );
-      }
+      nameOption(explicit, `${where}: name`);
       if (this.names.has(explicit)) {
         throw new SluiceError(
           'INVALID_OPTION',

@@ -62,6 +62,6 @@ export function decider<E extends Env>(options: HonoRateLimitOptions<E>): (c: Co
 
 /** The refusal, with the headers already on `c.res` (its content type among them). */
 export function refuse(c: Context, result: HandleResult): Response {
-  // A refusal's status is one of 429, 503, 413, 400 or a `denyResponse` / shadow-ban choice: a valid HTTP status.
+  // A refusal's status is one of 429, 503, 413, 400 or a `refusalResponse` / shadow-ban choice: a valid HTTP status.
   return c.newResponse(result.body ?? null, result.status as StatusCode);
 }

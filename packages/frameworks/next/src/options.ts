@@ -74,7 +74,7 @@ export function checkNextIdentity(options: NextRateLimitOptions): void {
     typeof ip === 'function' ||
     (typeof ip === 'object' && ip !== null && ((ip.trustProxy !== undefined && ip.trustProxy !== false) || ip.platform !== undefined));
   if (ip === false || ipCanResolve || options.identify !== undefined) return;
-  if (options.onMissingIdentity !== undefined && options.onMissingIdentity !== 'deny') return;
+  if (options.onMissingIdentity !== undefined && options.onMissingIdentity !== 'refuse') return;
   const entries: unknown[] = Array.isArray(options.limiter) ? [...(options.limiter as readonly unknown[])] : [options.limiter as Limiter];
   if (entries.every((entry) => isShed(entry) || hasOwnIdentify(entry))) return;
   fail(

@@ -21,7 +21,7 @@ describe('options are checked when the limiter is built', () => {
       { limiter },
       { limiter, clientIp: {} },
       { limiter, clientIp: { ipv6Prefix: 48 } },
-      { limiter, onMissingIdentity: 'deny' },
+      { limiter, onMissingIdentity: 'refuse' },
     ]) {
       const { code, message } = failure(options);
       expect(code).toBe('INVALID_OPTION');
