@@ -5,4 +5,9 @@ import { library } from '../../scripts/tsup-preset.mjs';
 // CIDR ranges, forwarding chains), `fetch` is `@sluice/http/fetch` (the throttled fetch for outbound calls) and
 // `adapter` is `@sluice/http/adapter` (the framework adapters' kit). Splitting puts the code entries share (the
 // parsers, the RateLimit field reader) in chunks, in CJS too, so a bundle that imports two entries ships it once.
-export default defineConfig(library({ entry: { index: 'src/index.ts', ip: 'src/ip/index.ts', fetch: 'src/fetch/index.ts', adapter: 'src/adapter/index.ts' }, splitting: true }));
+export default defineConfig(
+  library({
+    entry: { index: 'src/index.ts', ip: 'src/ip/index.ts', fetch: 'src/fetch/index.ts', adapter: 'src/adapter/index.ts' },
+    splitting: true,
+  }),
+);
