@@ -20,7 +20,7 @@ export const TRUSTED_PROXIES = ['127.0.0.1/32'];
 
 /**
  * @param {import('ioredis').Redis} redis  the app's own client; the store never changes or closes it
- * @param {{ onStoreError?: (error: unknown, context: { policy: string }) => void }} [hooks]
+ * @param {{ onStoreError?: (error: unknown, context: { limiterName?: string }) => void }} [hooks]
  */
 export function createApp(redis, hooks = {}) {
   const store = redisStore(redis);

@@ -37,11 +37,11 @@ const redis = new Redis({
 redis.on('error', () => {});
 await once(redis, 'ready');
 
-/** Store failures, as the handler's onError hook saw them: `${policy} ${code}` -> count. */
+/** Store failures, as the handler's onError hook saw them: `${limiterName} ${code}` -> count. */
 const storeErrors = new Map();
 const { app, limiters } = createApp(redis, {
-  onStoreError: (error, { policy }) => {
-    const key = `${policy} ${error?.code ?? 'error'}`;
+  onStoreError: (error, { limiterName }) => {
+    const key = `${limiterName} ${error?.code ?? 'error'}`;
     storeErrors.set(key, (storeErrors.get(key) ?? 0) + 1);
   },
 });

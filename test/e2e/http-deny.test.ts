@@ -82,7 +82,7 @@ for (const framework of FRAMEWORKS) {
       expect(events[0]).toMatchObject({
         identity: 'ip:127.0.0.5',
         address: '127.0.0.5',
-        policy: 'api',
+        limiterName: 'api',
         shadow: true,
         entry: { reason: 'trial' },
       });
