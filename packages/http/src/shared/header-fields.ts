@@ -10,7 +10,7 @@
  *   Reset is the Unix time in seconds at which to retry (GitHub's convention), or seconds from now by option.
  *
  * Time values are whole seconds rounded up, so a client that waits them is never early. The draft-7, draft-6 and
- * legacy forms describe one policy only: the one closest to denying (the denying one on a 429).
+ * legacy forms describe one policy only: the one closest to refusing (the refusing one on a 429).
  *
  * The same fields come back on answers from other servers: `fieldMembers` reads them for the throttled fetch
  * (`@sluice/http/fetch`), so the one file that writes them also says how they are read.
@@ -49,7 +49,7 @@ export function ceilSeconds(ms: number): number {
   return ms <= 0 ? 0 : Math.ceil(ms / 1000);
 }
 
-/** Milliseconds until this rule's answer changes: its retry time when it denies, else until it is full again. */
+/** Milliseconds until this rule's answer changes: its retry time when it refuses, else until it is full again. */
 function effectiveWindowMs(rule: RuleReport, now: number): number {
   if (!rule.allowed && rule.retryAt >= 0) return rule.retryAt - now;
   return rule.resetAt - now;
