@@ -52,7 +52,7 @@ const STORE = [
 
 const CONCURRENCY = ['createConcurrencyLimiter'];
 
-const SHEDDING = ['createFleetShedder', 'createUtilizationShedder', 'createEventLoopSignal'];
+const SHEDDING = ['createEventLoopSignal', 'createFleetShedder', 'createUtilizationShedder'];
 
 const CONFIG = [
   'DENY_CHANGE_MAX',
@@ -60,8 +60,8 @@ const CONFIG = [
   'DENY_LOG_LENGTH',
   'addDenyEntries',
   'addDenyEntry',
-  'createAutoDeny',
   'changeText',
+  'createAutoDeny',
   'deleteLimiterConfig',
   'denyChangesSince',
   'denyListVersion',
@@ -76,9 +76,9 @@ const CONFIG = [
   'removeDenyEntry',
   'removeQuota',
   'replaceDenyEntries',
+  'setDenyListMode',
   'setLimiterMode',
   'setLimiterRules',
-  'setDenyListMode',
   'setQuota',
   'stampChangeText',
   'watchConfig',
@@ -90,8 +90,8 @@ const ANALYTICS = [
   'DEFAULT_ANALYTICS_RETENTION',
   'DEFAULT_ANALYTICS_TOP_K',
   'analyticsStoreSettings',
-  'emptyAnalyticsCounts',
   'createFleetAnalytics',
+  'emptyAnalyticsCounts',
   'topEntries',
 ];
 
