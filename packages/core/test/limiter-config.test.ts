@@ -98,7 +98,7 @@ describe('writing', () => {
       /writeLimiterConfig: unknown option "modes"/,
     );
     await expect(setQuota(source, 'api', '', [GCRA])).rejects.toThrow(/identity must be a non-empty string/);
-    await expect(setLimiterMode(source, '', 'off')).rejects.toThrow(/name must be the limiter's name/);
+    await expect(setLimiterMode(source, '', 'off')).rejects.toThrow(/name must be 1 to 64 characters of letters, digits/);
     expect(source.documents.get('api')).toBe(before);
   });
 

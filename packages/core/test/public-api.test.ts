@@ -95,16 +95,25 @@ const ANALYTICS = [
   'topEntries',
 ];
 
-/** The option checks sluice's own packages share (they import `@sluice/core/internal`), one copy in a bundle. */
+/** The option checks and the timers sluice's own packages share (they import `@sluice/core/internal`), one copy in a bundle. */
 const INTERNAL_HELPERS = [
+  'MAX_TIMER_MS',
+  'MODES',
+  'clockOption',
   'describeValue',
   'durationOption',
   'integerOption',
   'isPromiseLike',
+  'modeOption',
+  'nameOption',
+  'optionNames',
   'optionalFunction',
   'positiveInteger',
   'rejectUnknownOptions',
   'requireObject',
+  'timerDuration',
+  'timers',
+  'unref',
 ];
 
 /** Each entry: its name in dist/, its source module and the names it exports. */

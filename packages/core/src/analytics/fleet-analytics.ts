@@ -41,7 +41,8 @@ import type { FleetEvent } from '../shedding/fleet-shedder.js';
 import type { DecisionEvent } from '../limiter/types.js';
 import { isPromiseLike } from '../shared/promise.js';
 import type { ShedEvent } from '../shedding/utilization-shedder.js';
-import { optionalFunction, positiveInteger, rejectUnknownOptions, requireObject } from '../shared/validate.js';
+import { timers, unref } from '../shared/timers.js';
+import { clockOption, optionalFunction, optionNames, positiveInteger, rejectUnknownOptions, requireObject } from '../shared/validate.js';
 
 export interface FleetAnalyticsOptions {
   /** Where every instance publishes, e.g. `redisAnalyticsStore(redis)`. */
@@ -87,7 +88,7 @@ export interface FleetAnalytics {
 }
 
 const WHERE = 'createFleetAnalytics';
-const KNOWN = ['store', 'topK', 'retention', 'now', 'onError'];
+const KNOWN = optionNames<FleetAnalyticsOptions>({ store: true, topK: true, retention: true, now: true, onError: true });
 const RETENTION_RANGE = { min: 1_000, max: 7 * 86_400_000 };
 const TICK_MS = 1_000;
 /** Indexes into a bucket's counts, in ANALYTICS_OUTCOMES order. */
@@ -96,12 +97,6 @@ const LIMITED = 1;
 const SHADOW_LIMITED = 2;
 const SHED = 3;
 const DEGRADED = 4;
-
-const runtime = globalThis as unknown as {
-  setInterval(callback: () => void, ms: number): unknown;
-  clearInterval(timer: unknown): void;
-  console?: { warn(...values: unknown[]): void };
-};
 
 /** One limiter name's counts for one second on this instance. */
 class Bucket {
@@ -145,7 +140,7 @@ export function createFleetAnalytics(options: FleetAnalyticsOptions): FleetAnaly
   }
   const topK = positiveInteger(raw.topK ?? DEFAULT_ANALYTICS_TOP_K, `${WHERE}: topK`);
   const retentionMs = durationOption(raw.retention ?? DEFAULT_ANALYTICS_RETENTION, `${WHERE}: retention`, RETENTION_RANGE);
-  const now = optionalFunction(raw.now, `${WHERE}: now`, '() => epoch ms') ?? Date.now;
+  const now = clockOption(raw.now, `${WHERE}: now`);
   const onError = optionalFunction(raw.onError, `${WHERE}: onError`, '(error) => void') ?? warnOnce();
   return new FleetAnalyticsObserver(store as AnalyticsStore, topK, Math.ceil(retentionMs / 1000), now, onError);
 }
@@ -212,7 +207,7 @@ class FleetAnalyticsObserver implements FleetAnalytics {
 
   async stop(): Promise<void> {
     this.stopped = true;
-    if (this.timer !== undefined) runtime.clearInterval(this.timer);
+    if (this.timer !== undefined) timers.clearInterval(this.timer);
     this.timer = undefined;
     await this.flush({ all: true });
   }
@@ -257,8 +252,7 @@ class FleetAnalyticsObserver implements FleetAnalytics {
   private startTimer(): void {
     if (this.timer !== undefined) return;
     // Started on the first decision, not at creation: an edge runtime may refuse timers at module scope.
-    this.timer = runtime.setInterval(() => this.tick(), TICK_MS);
-    (this.timer as { unref?: () => void }).unref?.();
+    this.timer = unref(timers.setInterval(() => this.tick(), TICK_MS));
   }
 
   /** The current second, or NaN (reported) when the clock throws: then nothing counts as too old or as current. */
@@ -362,6 +356,6 @@ function warnOnce(): (error: unknown) => void {
     const message = error instanceof Error ? error.message : String(error);
     if (seen.has(message) || seen.size >= 100) return;
     seen.add(message);
-    runtime.console?.warn(`[sluice] createFleetAnalytics: could not publish (kept, retried every second): ${message}`);
+    timers.console?.warn(`[sluice] createFleetAnalytics: could not publish (kept, retried every second): ${message}`);
   };
 }

@@ -7,7 +7,7 @@
 import { describe } from '../shared/describe.js';
 import { durationOption, type Duration } from '../shared/duration.js';
 import { SluiceError } from '../shared/errors.js';
-import { optionalFunction, rejectUnknownOptions } from '../shared/validate.js';
+import { clockOption, rejectUnknownOptions } from '../shared/validate.js';
 
 /**
  * What a decision counts as, one of five:
@@ -113,6 +113,6 @@ export function analyticsStoreSettings(options: unknown, where: string, { prefix
   if (!Number.isSafeInteger(topK) || topK < 1) {
     throw new SluiceError('INVALID_OPTION', `${where}: topK must be a positive integer, got ${describe(topK)}`);
   }
-  const now = optionalFunction(raw.now, `${where}: now`, '() => epoch ms') ?? Date.now;
+  const now = clockOption(raw.now, `${where}: now`);
   return { prefix: keyPrefix as string | undefined, retentionSeconds, topK, now };
 }

@@ -5,7 +5,7 @@
  * `evaluateLease()` (store/leases.ts) atomically.
  */
 import { readClock } from '../shared/clock.js';
-import { durationOption, type Duration, type DurationRange } from '../shared/duration.js';
+import type { Duration } from '../shared/duration.js';
 import { describe } from '../shared/describe.js';
 import { SluiceError } from '../shared/errors.js';
 import { FailureAnswer, checkStore, createFailurePolicy, type FailurePolicy } from '../store/failure-policy.js';
@@ -15,7 +15,17 @@ import type { LeaseOp, LeaseRequest, LeaseResult } from '../store/leases.js';
 import { notify, performanceNow } from '../limiter/observe.js';
 import type { AbortSignalLike, LimiterMode } from '../shared/types.js';
 import type { Store } from '../store/store.js';
-import { optionalFunction, rejectUnknownOptions, requireObject } from '../shared/validate.js';
+import {
+  clockOption,
+  modeOption,
+  nameOption,
+  optionalFunction,
+  optionNames,
+  positiveInteger,
+  rejectUnknownOptions,
+  requireObject,
+  timerDuration,
+} from '../shared/validate.js';
 
 export type { AbortSignalLike } from '../shared/types.js';
 
@@ -103,10 +113,20 @@ export interface ConcurrencyLimiter {
   configure(changes: { limit?: number; mode?: LimiterMode }): void;
 }
 
-const KNOWN = ['store', 'limit', 'ttl', 'name', 'prefix', 'clock', 'mode', 'timeout', 'onStoreError', 'circuitBreaker', 'onDecision'];
+const KNOWN = optionNames<ConcurrencyLimiterOptions>({
+  store: true,
+  limit: true,
+  ttl: true,
+  name: true,
+  prefix: true,
+  clock: true,
+  mode: true,
+  timeout: true,
+  onStoreError: true,
+  circuitBreaker: true,
+  onDecision: true,
+});
 const WHERE = 'createConcurrencyLimiter';
-const NAME_PATTERN = /^[A-Za-z0-9_.-]{1,64}$/;
-const TTL_RANGE: DurationRange = { min: 1, max: 2 ** 31 - 1 };
 
 /**
  * @example
@@ -140,10 +160,10 @@ class Concurrency implements ConcurrencyLimiter {
       );
     }
     this.store = store as Store & { lease: NonNullable<Store['lease']> };
-    this.name = checkName(options.name ?? 'default', 'name');
-    this.keyPrefix = `${checkName(options.prefix ?? 'sluice', 'prefix')}:${this.name}:{`;
-    this.ttlMs = durationOption(options.ttl ?? 60_000, `${WHERE}: ttl`, TTL_RANGE);
-    this.clock = optionalFunction(options.clock, `${WHERE}: clock`, 'returning epoch ms') ?? Date.now;
+    this.name = nameOption(options.name ?? 'default', `${WHERE}: name`);
+    this.keyPrefix = `${nameOption(options.prefix ?? 'sluice', `${WHERE}: prefix`)}:${this.name}:{`;
+    this.ttlMs = timerDuration(options.ttl ?? 60_000, `${WHERE}: ttl`);
+    this.clock = clockOption(options.clock, `${WHERE}: clock`);
     const onStoreError = options.onStoreError ?? 'allow';
     if (onStoreError !== 'allow' && onStoreError !== 'deny') {
       throw new SluiceError('INVALID_OPTION', `${WHERE}: onStoreError must be 'allow' or 'deny', got ${describe(onStoreError)}`);
@@ -169,14 +189,8 @@ class Concurrency implements ConcurrencyLimiter {
 
   configure(changes: { limit?: number; mode?: LimiterMode }): void {
     rejectUnknownOptions(requireObject(changes, 'configure'), ['limit', 'mode'], 'configure');
-    const limit = changes.limit ?? this.currentLimit;
-    if (typeof limit !== 'number' || !Number.isSafeInteger(limit) || limit < 1) {
-      throw new SluiceError('INVALID_OPTION', `${WHERE}: limit must be a positive integer, got ${describe(limit)}`);
-    }
-    const mode = changes.mode ?? this.currentMode;
-    if (mode !== 'enforce' && mode !== 'shadow' && mode !== 'off') {
-      throw new SluiceError('INVALID_OPTION', `${WHERE}: mode must be 'enforce', 'shadow' or 'off', got ${describe(mode)}`);
-    }
+    const limit = positiveInteger(changes.limit ?? this.currentLimit, `${WHERE}: limit`);
+    const mode = modeOption(changes.mode ?? this.currentMode, `${WHERE}: mode`);
     this.currentLimit = limit;
     this.currentMode = mode;
   }
@@ -250,7 +264,7 @@ class Concurrency implements ConcurrencyLimiter {
   }
 
   ttlOf(ttl: Duration | undefined): number {
-    return ttl === undefined ? this.ttlMs : durationOption(ttl, 'lease.extend: ttl', TTL_RANGE);
+    return ttl === undefined ? this.ttlMs : timerDuration(ttl, 'lease.extend: ttl');
   }
 
   private now(): number {
@@ -334,14 +348,4 @@ function leaseId(): string {
   let id = '';
   for (let end = idAt + 16; idAt < end; idAt++) id += ID_ALPHABET[idBytes[idAt]! & 63];
   return id;
-}
-
-function checkName(value: unknown, field: string): string {
-  if (typeof value !== 'string' || !NAME_PATTERN.test(value)) {
-    throw new SluiceError(
-      'INVALID_OPTION',
-      `${WHERE}: ${field} must be 1 to 64 characters of letters, digits, '_', '.' or '-', got ${describe(value)}`,
-    );
-  }
-  return value;
 }

@@ -26,7 +26,17 @@ import { describe } from '../shared/describe.js';
 import { durationOption, type Duration, type DurationRange } from '../shared/duration.js';
 import { SluiceError } from '../shared/errors.js';
 import type { DecisionEvent } from '../limiter/types.js';
-import { optionalFunction, positiveInteger, rejectUnknownOptions, requireObject } from '../shared/validate.js';
+import { timers, unref } from '../shared/timers.js';
+import {
+  clockOption,
+  nameOption,
+  optionalFunction,
+  optionNames,
+  positiveInteger,
+  rejectUnknownOptions,
+  requireObject,
+  timerDuration,
+} from '../shared/validate.js';
 
 export interface AutoDenyOptions {
   /** Where the deny list is kept (the store every instance watches). */
@@ -67,15 +77,20 @@ interface Tracked {
   deniedUntil: number;
 }
 
-const timers = globalThis as unknown as {
-  console?: { warn(...values: unknown[]): void };
-  setTimeout(callback: () => void, ms: number): unknown;
-  clearTimeout(handle: unknown): void;
-};
-const WITHIN_RANGE: DurationRange = { min: 1, max: 2 ** 31 - 1 };
 /** A block from one second up to a year; `until` stays far inside the clock's range. */
 const FOR_RANGE: DurationRange = { min: 1_000, max: 366 * 86_400_000 };
-const KNOWN = ['source', 'name', 'after', 'within', 'for', 'maxTracked', 'reason', 'writeEvery', 'clock', 'onError'];
+const KNOWN = optionNames<AutoDenyOptions>({
+  source: true,
+  name: true,
+  after: true,
+  within: true,
+  for: true,
+  maxTracked: true,
+  reason: true,
+  writeEvery: true,
+  clock: true,
+  onError: true,
+});
 const WRITE_EVERY_RANGE: DurationRange = { min: 0, max: 3_600_000 };
 
 /**
@@ -94,14 +109,9 @@ export function createAutoDeny(options: AutoDenyOptions): AutoDeny {
       `createAutoDeny: source must be a config source such as redisConfigSource(redis), got ${describe(raw.source)}`,
     );
   }
-  if (typeof raw.name !== 'string' || raw.name.length === 0) {
-    throw new SluiceError(
-      'INVALID_OPTION',
-      `createAutoDeny: name must be the limiter's name, a non-empty string, got ${describe(raw.name)}`,
-    );
-  }
+  nameOption(raw.name, 'createAutoDeny: name');
   const after = positiveInteger(raw.after ?? 20, 'createAutoDeny: after');
-  const withinMs = durationOption(raw.within ?? '1m', 'createAutoDeny: within', WITHIN_RANGE);
+  const withinMs = timerDuration(raw.within ?? '1m', 'createAutoDeny: within');
   const forMs = durationOption(raw.for ?? '1h', 'createAutoDeny: for', FOR_RANGE);
   const maxTracked = positiveInteger(raw.maxTracked ?? 10_000, 'createAutoDeny: maxTracked');
   const writeEveryMs = durationOption(raw.writeEvery ?? '1s', 'createAutoDeny: writeEvery', WRITE_EVERY_RANGE);
@@ -112,7 +122,7 @@ export function createAutoDeny(options: AutoDenyOptions): AutoDeny {
       `createAutoDeny: reason must be a string of at most ${MAX_DENY_REASON_LENGTH} characters, got ${describe(reason)}`,
     );
   }
-  const clock = optionalFunction(raw.clock, 'createAutoDeny: clock', '() => epoch ms') ?? Date.now;
+  const clock = clockOption(raw.clock, 'createAutoDeny: clock');
   const onError = optionalFunction(raw.onError, 'createAutoDeny: onError', '(error, identity) => void') ?? defaultError;
   return new AutoDenyObserver(
     source as ConfigSource,
@@ -197,11 +207,12 @@ class AutoDenyObserver implements AutoDeny {
       return;
     }
     if (this.timer !== undefined) return;
-    this.timer = timers.setTimeout(() => {
-      this.timer = undefined;
-      if (!this.closed) this.write();
-    }, wait);
-    (this.timer as { unref?: () => void }).unref?.();
+    this.timer = unref(
+      timers.setTimeout(() => {
+        this.timer = undefined;
+        if (!this.closed) this.write();
+      }, wait),
+    );
   }
 
   private write(): void {

@@ -8,7 +8,7 @@
  * structure by the first write, and the field dropped; a tombstone (a configuration deleted on purpose) becomes
  * a document again, since a new entry means the list is wanted.
  */
-import { readForWrite, updateLimiterConfig, nextRevision, checkName } from './writers.js';
+import { readForWrite, updateLimiterConfig, nextRevision } from './writers.js';
 import { readDenyList } from './deny-read.js';
 import { parseLimiterConfig, type LimiterConfig } from './document.js';
 import type { ConfigSource } from './source.js';
@@ -16,7 +16,7 @@ import { checkDenyEntry, MAX_EPOCH_MS, type DenyEntry } from '../deny/entries.js
 import { DENY_CHANGE_MAX, type DenyListSource, type DenyListVersion } from '../deny/source.js';
 import { describe } from '../shared/describe.js';
 import { SluiceError } from '../shared/errors.js';
-import { rejectUnknownOptions } from '../shared/validate.js';
+import { nameOption, rejectUnknownOptions } from '../shared/validate.js';
 
 /** Options of `addDenyEntry`. */
 export interface AddDenyEntryOptions {
@@ -79,7 +79,7 @@ export async function removeDenyEntry(source: ConfigSource, name: string, match:
   if (typeof match !== 'string' || match.length === 0) {
     throw new SluiceError('INVALID_OPTION', `removeDenyEntry: match must be the entry's match, a non-empty string, got ${describe(match)}`);
   }
-  checkName(name);
+  nameOption(name, 'name');
   if (source.deny !== undefined) {
     const moved = await prepareStructure(source, source.deny, name);
     const answer = await source.deny.change(name, { remove: [match], expireBefore: Date.now() });
@@ -107,7 +107,7 @@ export async function removeDenyEntries(source: ConfigSource, name: string, matc
       `removeDenyEntries: matches must be an array of non-empty match strings, got ${describe(matches)}`,
     );
   }
-  checkName(name);
+  nameOption(name, 'name');
   if (matches.length === 0) return 0;
   if (source.deny !== undefined) {
     const moved = await prepareStructure(source, source.deny, name);
@@ -137,7 +137,7 @@ export async function removeDenyEntries(source: ConfigSource, name: string, matc
  * no moment holds fewer of the entries both lists share. Where the list is the document's field, one revision.
  */
 export async function replaceDenyEntries(source: ConfigSource, name: string, entries: readonly DenyEntry[]): Promise<DenyWriteResult> {
-  checkName(name);
+  nameOption(name, 'name');
   const wanted = new Map<string, DenyEntry>();
   for (const [i, entry] of entries.entries()) {
     const checked = checkDenyEntry(entry, `replaceDenyEntries: entries[${i}]`);
@@ -178,7 +178,7 @@ async function addEntries(
   if (!Number.isSafeInteger(maxEntries) || maxEntries < 1) {
     throw new SluiceError('INVALID_OPTION', `${caller}: maxEntries must be a positive integer, got ${describe(maxEntries)}`);
   }
-  checkName(name);
+  nameOption(name, 'name');
   const added = entries.map((entry, i) => {
     const where = entries.length === 1 && field === 'entry' ? field : `${field}[${i}]`;
     const checked = checkDenyEntry(entry, `${caller}: ${where}`);

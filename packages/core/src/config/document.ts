@@ -25,7 +25,7 @@ import { describe } from '../shared/describe.js';
 import { SluiceError } from '../shared/errors.js';
 import { ruleFromSpec, type RuleSpec } from '../algorithms/rule-spec.js';
 import type { Rule } from '../algorithms/rules.js';
-import { rejectUnknownOptions } from '../shared/validate.js';
+import { modeOption, rejectUnknownOptions } from '../shared/validate.js';
 
 /** The document a store holds under a limiter's name. */
 export interface LimiterConfig {
@@ -76,7 +76,6 @@ export interface CompileProblems {
 const FIELDS = ['version', 'revision', 'updatedAt', 'rules', 'mode', 'quotas', 'deny', 'denyMode', 'deleted'];
 /** What a tombstone may hold besides `deleted`. */
 const TOMBSTONE_FIELDS = ['version', 'revision', 'updatedAt', 'deleted'];
-const MODES: readonly string[] = ['enforce', 'shadow', 'off'];
 
 /**
  * Checks a stored document (its text, or the parsed object) and returns it. The first problem throws a
@@ -136,14 +135,8 @@ export function compileLimiterConfig(input: unknown, problems: CompileProblems =
     return { document, rules: undefined, mode: undefined, quotas: new Map(), deny: undefined, denyMode: undefined, deleted: true };
   }
   const rules = doc.rules === undefined ? undefined : buildRules(doc.rules, 'rules');
-  if (doc.mode !== undefined && (typeof doc.mode !== 'string' || !MODES.includes(doc.mode))) {
-    throw new SluiceError('INVALID_OPTION', `mode must be 'enforce', 'shadow' or 'off', got ${describe(doc.mode)}`);
-  }
-  const mode = doc.mode as LimiterMode | undefined;
-  if (doc.denyMode !== undefined && (typeof doc.denyMode !== 'string' || !MODES.includes(doc.denyMode))) {
-    throw new SluiceError('INVALID_OPTION', `denyMode must be 'enforce', 'shadow' or 'off', got ${describe(doc.denyMode)}`);
-  }
-  const denyMode = doc.denyMode as DenyMode | undefined;
+  const mode = doc.mode === undefined ? undefined : modeOption(doc.mode, 'mode');
+  const denyMode = doc.denyMode === undefined ? undefined : modeOption(doc.denyMode, 'denyMode');
   const quotas = new Map<string, readonly Rule[]>();
   let quotaSpecs: Record<string, readonly RuleSpec[]> | undefined;
   if (doc.quotas !== undefined) {

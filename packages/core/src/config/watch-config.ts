@@ -17,7 +17,7 @@
  *   must not un-deny every client or lift every quota;
  * - reads run one at a time, in order, so an older read never overwrites a newer one.
  */
-import { durationOption, type Duration, type DurationRange } from '../shared/duration.js';
+import type { Duration } from '../shared/duration.js';
 import { describe } from '../shared/describe.js';
 import { SluiceError, isSluiceError } from '../shared/errors.js';
 import type { DenyMode, Limiter, LimiterMode } from '../limiter/types.js';
@@ -26,9 +26,11 @@ import type { ConfigSource, Unsubscribe } from './source.js';
 import type { DenyEntry } from '../deny/entries.js';
 import { DenyFollower, SLICE_MS, nowMs } from './watch-deny.js';
 import { liveDenyList, type LiveDenyLineage } from '../deny/lineage.js';
-import { delay, settle, timers, unref, withTimeout } from './watch-timers.js';
+import { callWithDeadline } from '../shared/deadline.js';
+import { timers, unref } from '../shared/timers.js';
+import { delay, settle } from './watch-timers.js';
 import type { Rule } from '../algorithms/rules.js';
-import { optionalFunction, rejectUnknownOptions } from '../shared/validate.js';
+import { optionalFunction, rejectUnknownOptions, timerDuration } from '../shared/validate.js';
 
 export interface WatchConfigOptions {
   /** How often the document is read; the pick-up time of a change where the source cannot push. @default '1s' */
@@ -64,9 +66,6 @@ export interface ConfigWatcher {
   stop(): Promise<void>;
 }
 
-const REFRESH_RANGE: DurationRange = { min: 10, max: 2 ** 31 - 1 };
-const TIMEOUT_RANGE: DurationRange = { min: 1, max: 2 ** 31 - 1 };
-
 /**
  * Applies the configuration stored under `limiter.name` in `source` to the limiter, and keeps it current.
  * @example
@@ -93,8 +92,8 @@ export function watchConfig(limiter: Limiter, source: ConfigSource, options: Wat
     throw new SluiceError('INVALID_OPTION', `watchConfig: options must be an object, got ${describe(options)}`);
   }
   rejectUnknownOptions(options, ['refresh', 'timeout', 'onWarning'], 'watchConfig');
-  const refreshMs = durationOption(options.refresh ?? '1s', 'watchConfig: refresh', REFRESH_RANGE);
-  const timeoutMs = durationOption(options.timeout ?? '2s', 'watchConfig: timeout', TIMEOUT_RANGE);
+  const refreshMs = timerDuration(options.refresh ?? '1s', 'watchConfig: refresh', 10);
+  const timeoutMs = timerDuration(options.timeout ?? '2s', 'watchConfig: timeout');
   const onWarning = optionalFunction(options.onWarning, 'watchConfig: onWarning', '(warning) => void') ?? defaultWarning;
   return new Watcher(limiter, source, refreshMs, timeoutMs, onWarning);
 }
@@ -150,7 +149,7 @@ class Watcher implements ConfigWatcher {
         ? undefined
         : new DenyFollower(source.deny, {
             name: limiter.name,
-            call: (read) => withTimeout(read, timeoutMs),
+            call: (read) => callWithDeadline(read, timeoutMs),
             change: (denyChanges) => {
               if (this.deleted) return;
               // The limiter does not hold the follower's list yet (it held the code's or a document's): all of it, once.
@@ -293,7 +292,7 @@ class Watcher implements ConfigWatcher {
   private async readDocument(): Promise<boolean> {
     let text: unknown;
     try {
-      text = await withTimeout(() => this.source.read(this.limiter.name), this.timeoutMs);
+      text = await callWithDeadline(() => this.source.read(this.limiter.name), this.timeoutMs);
     } catch (error) {
       this.warn('read_failed', `the store could not be read (${messageOf(error)}); keeping the last known configuration`, error);
       return false;

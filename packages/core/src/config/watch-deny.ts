@@ -18,6 +18,7 @@ import { readChangeText } from '../deny/change.js';
 import { checkDenyList, markCheckedDenyList, type DenyEntry } from '../deny/entries.js';
 import type { DenyListChange, DenyListSource, DenyListVersion } from '../deny/source.js';
 import type { SluiceError } from '../shared/errors.js';
+import { timers } from '../shared/timers.js';
 
 /** Longest stretch of work before a timer turn lets requests in. */
 export const SLICE_MS = 4;
@@ -37,8 +38,6 @@ export interface DenyFollowerHost {
   /** Reports entries left out, or a structure gone. */
   warn(code: 'invalid_deny_entry' | 'document_lost', message: string, cause?: unknown): void;
 }
-
-const timers = globalThis as unknown as { setTimeout(callback: () => void, ms: number): unknown };
 
 export class DenyFollower {
   /** Where the list held is in the store; undefined before the first read, or when the store has no structure. */

@@ -14,7 +14,8 @@ import { SluiceError, isSluiceError } from '../shared/errors.js';
 import type { DenyMode, LimiterMode } from '../limiter/types.js';
 import { ruleSpec, type RuleSpec } from '../algorithms/rule-spec.js';
 import type { Rule } from '../algorithms/rules.js';
-import { optionalFunction, rejectUnknownOptions } from '../shared/validate.js';
+import { nameOption, optionalFunction, rejectUnknownOptions } from '../shared/validate.js';
+import { timers } from '../shared/timers.js';
 
 /** Rules as a writer may give them: specs (JSON) or rules made by the factories, one or a list. */
 export type RulesInput = RuleSpec | Rule | readonly (RuleSpec | Rule)[];
@@ -77,7 +78,7 @@ async function readDocument(
   name: string,
   onBadDenyEntry: ((index: number, error: SluiceError, entry: unknown) => void) | undefined,
 ): Promise<LimiterConfig | undefined> {
-  const text = await source.read(checkName(name));
+  const text = await source.read(nameOption(name, 'name'));
   if (text === undefined || text === null) return undefined;
   let document: LimiterConfig;
   try {
@@ -173,8 +174,6 @@ export async function updateLimiterConfig(
   }
 }
 
-const timers = globalThis as unknown as { setTimeout(callback: () => void, ms: number): unknown };
-
 /** Writers that lose the compare and set read again and retry, this many times in all (about 3 s of pauses at most). */
 const MAX_WRITE_ATTEMPTS = 64;
 
@@ -216,7 +215,9 @@ export function nextRevision(current: LimiterConfig | undefined, now: number): R
 export async function deleteLimiterConfig(source: ConfigSource, name: string): Promise<void> {
   const tombstone = (revision: number) => ({ version: 1, revision, updatedAt: Date.now(), deleted: true }) as const;
   try {
-    await updateLimiterConfig(source, checkName(name), 'deleteLimiterConfig', (current) => tombstone((current?.revision ?? 0) + 1));
+    await updateLimiterConfig(source, nameOption(name, 'name'), 'deleteLimiterConfig', (current) =>
+      tombstone((current?.revision ?? 0) + 1),
+    );
   } catch (error) {
     if (!isSluiceError(error) || error.code !== 'INVALID_OPTION') throw error;
     // Not valid, so without a revision to compare: the way out is to write over it (a deletion is meant to win).
@@ -262,13 +263,6 @@ function specsOf(input: RulesInput): unknown[] {
 
 function isRule(value: unknown): value is Rule {
   return typeof value === 'object' && value !== null && 'params' in value && typeof (value as { params: unknown }).params === 'object';
-}
-
-export function checkName(name: unknown): string {
-  if (typeof name !== 'string' || name.length === 0) {
-    throw new SluiceError('INVALID_OPTION', `name must be the limiter's name, a non-empty string, got ${describe(name)}`);
-  }
-  return name;
 }
 
 function checkIdentity(identity: unknown): string {

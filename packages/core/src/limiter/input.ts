@@ -14,19 +14,22 @@ import type { DenyMode, LimiterChanges, LimiterOptions, LimitOptions, ReserveOpt
 import type { FailurePolicy } from '../store/failure-policy.js';
 import type { Store } from '../store/store.js';
 import type { Rule } from '../algorithms/rules.js';
-import { optionalFunction, rejectUnknownOptions } from '../shared/validate.js';
+import { clockOption, modeOption, optionalFunction, optionNames, rejectUnknownOptions } from '../shared/validate.js';
 
-const NAME_PATTERN = /^[A-Za-z0-9_.-]{1,64}$/;
-
-export function checkName(value: unknown, field: string): string {
-  if (typeof value !== 'string' || !NAME_PATTERN.test(value)) {
-    throw new SluiceError(
-      'INVALID_OPTION',
-      `createLimiter: ${field} must be 1 to 64 characters of letters, digits, '_', '.' or '-', got ${describe(value)}`,
-    );
-  }
-  return value;
-}
+/** createLimiter's option names, checked against LimiterOptions by the compiler. */
+export const LIMITER_OPTIONS = optionNames<LimiterOptions>({
+  store: true,
+  rules: true,
+  name: true,
+  prefix: true,
+  clock: true,
+  mode: true,
+  quotaFor: true,
+  timeout: true,
+  onStoreError: true,
+  circuitBreaker: true,
+  onDecision: true,
+});
 
 const RULE_ALGORITHMS: ReadonlySet<string> = new Set(ALGORITHM_NAMES);
 
@@ -107,10 +110,7 @@ function nextDenyList(value: unknown, current: readonly DenyEntry[]): readonly D
 
 function nextDenyMode(value: unknown, current: DenyMode): DenyMode {
   if (value === undefined) return current;
-  if (value !== 'enforce' && value !== 'shadow' && value !== 'off') {
-    throw new SluiceError('INVALID_OPTION', `configure: denyMode must be 'enforce', 'shadow' or 'off', got ${describe(value)}`);
-  }
-  return value;
+  return modeOption(value, 'configure: denyMode');
 }
 
 export function readCost(options: LimitOptions, operation: Operation): number {
@@ -174,7 +174,7 @@ export function checkStoreOperations(store: Store): void {
 
 /** The limiter's optional callbacks are functions when given. */
 export function checkCallbacks(options: Pick<LimiterOptions, 'clock' | 'quotaFor' | 'onDecision'>): void {
-  optionalFunction(options.clock, 'createLimiter: clock', 'returning epoch ms');
+  clockOption(options.clock, 'createLimiter: clock');
   optionalFunction(options.quotaFor, 'createLimiter: quotaFor', '(identity) => rules | undefined');
   optionalFunction(options.onDecision, 'createLimiter: onDecision', '(event) => void');
 }

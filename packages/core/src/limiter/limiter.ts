@@ -14,7 +14,7 @@ import type { DenyLineage } from '../deny/lineage.js';
 import type { Rule } from '../algorithms/rules.js';
 import type { LimitRequest, LimitResult, RuleAnswer, Store, SyncStore } from '../store/store.js';
 import { StoreCalls, type StoreAnswer } from './store-calls.js';
-import { rejectUnknownOptions, requireObject } from '../shared/validate.js';
+import { modeOption, nameOption, rejectUnknownOptions, requireObject } from '../shared/validate.js';
 import { waitForSlot, type WaitOptions } from './wait.js';
 import { EVENT_OPERATIONS, notify, performanceNow } from './observe.js';
 import type {
@@ -30,7 +30,7 @@ import type {
 } from './types.js';
 import {
   checkCallbacks,
-  checkName,
+  LIMITER_OPTIONS,
   checkOperation,
   checkQuotas,
   checkRules,
@@ -54,8 +54,6 @@ export type {
   SyncLimiter,
   TakeOptions,
 } from './types.js';
-
-const KNOWN = ['store', 'rules', 'name', 'prefix', 'clock', 'mode', 'quotaFor', 'timeout', 'onStoreError', 'circuitBreaker', 'onDecision'];
 
 /**
  * Builds a limiter. Everything is validated here, once; the hot path only checks identity and cost.
@@ -95,11 +93,11 @@ class RateLimiter implements SyncLimiter {
 
   constructor(raw: LimiterOptions) {
     const options = requireObject(raw, 'createLimiter') as unknown as LimiterOptions;
-    rejectUnknownOptions(options, KNOWN, 'createLimiter');
+    rejectUnknownOptions(options, LIMITER_OPTIONS, 'createLimiter');
     this.store = checkStore(options.store, 'createLimiter: store');
     checkStoreOperations(this.store);
-    this.name = checkName(options.name ?? 'default', 'name');
-    const prefix = checkName(options.prefix ?? 'sluice', 'prefix');
+    this.name = nameOption(options.name ?? 'default', 'createLimiter: name');
+    const prefix = nameOption(options.prefix ?? 'sluice', 'createLimiter: prefix');
     this.keyPrefix = `${prefix}:${this.name}:{`;
     this.keys = new KeyCache(this.keyPrefix, this.store.capabilities.synchronous === true || this.store.capabilities.memoryFirst === true);
     const { answersFailures } = this.store.capabilities;
@@ -158,10 +156,7 @@ class RateLimiter implements SyncLimiter {
     const known = requireObject(changes, 'configure');
     rejectUnknownOptions(known, ['rules', 'mode', 'quotas', 'deny', 'denyMode'], 'configure');
     const rules = changes.rules === undefined ? this.currentRules : checkRules(changes.rules, 'rules');
-    const mode = changes.mode ?? this.currentMode;
-    if (mode !== 'enforce' && mode !== 'shadow' && mode !== 'off') {
-      throw new SluiceError('INVALID_OPTION', `mode must be 'enforce', 'shadow' or 'off', got ${describe(mode)}`);
-    }
+    const mode = modeOption(changes.mode ?? this.currentMode, 'mode');
     const quotas = changes.quotas === undefined ? this.currentQuotas : checkQuotas(changes.quotas);
     const deny = nextDeny(changes, this);
     // A list set whole (an array) replaces a live one; a live one speaks for itself.

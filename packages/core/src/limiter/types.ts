@@ -19,7 +19,7 @@ export type { LimiterMode } from '../shared/types.js';
  * `enforce` refuses a listed client (403), `shadow` reports it (`onDenied` with `shadow: true`) and serves it, `off`
  * ignores the list.
  */
-export type DenyMode = 'enforce' | 'shadow' | 'off';
+export type DenyMode = LimiterMode;
 
 export type { StoreErrorPolicy };
 

@@ -12,18 +12,13 @@ import { SluiceError } from '../shared/errors.js';
 import type { Limiter } from './types.js';
 import { NEVER } from '../algorithms/algorithm.js';
 import type { AbortSignalLike, WaitOptions } from '../shared/types.js';
+import { MAX_TIMER_MS, timers } from '../shared/timers.js';
 
 export type { WaitOptions } from '../shared/types.js';
 
 // For outbound calls, build the limiter with onStoreError: 'deny' (or a fallback store): with the default 'allow',
 // a store failure resolves every wait at once, and the fleet calls the third party unlimited while the store is down.
 
-const timers = globalThis as unknown as {
-  setTimeout(callback: () => void, ms: number): unknown;
-  clearTimeout(handle: unknown): void;
-};
-/** setTimeout clamps longer delays to 1 ms in every runtime: long waits sleep in steps of this. */
-const MAX_TIMER_MS = 2_147_483_647;
 const MAX_WAIT_RANGE: DurationRange = { min: 0, max: MAX_CLOCK_MS };
 
 /** Algorithms whose refund gives a booked slot back to the next caller (a window's refund would land in the wrong window). */
@@ -67,6 +62,7 @@ export async function waitForSlot(limiter: Limiter, identity: string, options: W
   const refundable = limiter.rules.every((rule) => REFUNDABLE.has(rule.algorithm));
   try {
     while (remaining > 0) {
+      // setTimeout fires at once past MAX_TIMER_MS: long waits sleep in steps of it.
       const step = Math.min(remaining, MAX_TIMER_MS);
       await sleep(step, signal);
       remaining -= step;

@@ -4,7 +4,8 @@
  * JIT at start, the process descheduled on a machine with more processes than cores) never times out a healthy
  * store nor opens the breaker. A store that really is slow still gets its deadline: on a healthy loop a call is
  * answered at `timeout` plus about one loop turn. A late outcome is consumed, a timer is always cleared or stops by
- * itself, and nothing rejects unhandled. Used by the failure policy (store/failure-policy.ts).
+ * itself, and nothing rejects unhandled. Used by the failure policy (store/failure-policy.ts) and
+ * the config watcher (config/watch-config.ts).
  *
  * How the loop is measured: while a call is in flight the deadline timer never sleeps longer than SLICE_MS, and each
  * firing tells how late it was. A firing charges the calls in flight with the time it slept, plus at most
@@ -19,12 +20,8 @@
  * more than MAX_GRACE_TURNS turns in all.
  */
 import { SluiceError } from './errors.js';
-
-/** Timers exist in every runtime sluice targets (Node, Bun, Deno, workers, edge), but core compiles without DOM or Node typings. */
-const timers = globalThis as unknown as {
-  setTimeout(callback: () => void, ms: number): unknown;
-  clearTimeout(handle: unknown): void;
-};
+import { isPromiseLike } from './promise.js';
+import { timers, unref } from './timers.js';
 
 /** The longest the deadline timer sleeps while a call is in flight (ms): how finely stalls are measured. */
 export const SLICE_MS = 5;
@@ -48,6 +45,20 @@ export const MAX_GRACE_TURNS = 8;
  */
 export function withDeadline<T>(pending: Promise<T>, timeoutMs: number): Promise<T> {
   return new Deadlines(timeoutMs, true).race(pending);
+}
+
+/**
+ * `withDeadline` for a call that may answer at once or throw (a config source's read): an answer at once is taken as
+ * it is, with no timer; a thrown error rejects; a promise races the deadline.
+ */
+export function callWithDeadline<T>(call: () => T | PromiseLike<T>, timeoutMs: number): Promise<T> {
+  let answer: T | PromiseLike<T>;
+  try {
+    answer = call();
+  } catch (error) {
+    return Promise.reject(error);
+  }
+  return isPromiseLike<T>(answer) ? withDeadline(Promise.resolve(answer), timeoutMs) : Promise.resolve(answer);
 }
 
 function timeoutError(timeoutMs: number): SluiceError {
@@ -172,8 +183,6 @@ export class Deadlines {
     this.armedAt = Date.now();
     // setTimeout(0) sleeps at least a millisecond in Node; what was asked is what a firing on time charges.
     this.sleepMs = ms;
-    const timer = timers.setTimeout(this.expire, ms) as { unref?: () => void } | undefined;
-    if (typeof timer === 'object' && timer !== null && typeof timer.unref === 'function') timer.unref();
-    this.timer = timer;
+    this.timer = unref(timers.setTimeout(this.expire, ms));
   }
 }

@@ -17,7 +17,15 @@ import {
 import { describe } from '../shared/describe.js';
 import { SluiceError } from '../shared/errors.js';
 import { notify, performanceNow } from '../limiter/observe.js';
-import { optionalFunction, rejectUnknownOptions, requireObject } from '../shared/validate.js';
+import type { LimiterMode } from '../shared/types.js';
+import {
+  optionalFunction,
+  optionNames,
+  priorityClasses,
+  rejectUnknownOptions,
+  requireObject,
+  unknownPriorityClass,
+} from '../shared/validate.js';
 
 export interface FleetShedderOptions extends Omit<ConcurrencyLimiterOptions, 'limit' | 'onDecision'> {
   /** Requests the whole fleet can have in flight at once, a positive integer. */
@@ -63,25 +71,25 @@ export interface FleetShedder {
   /** Most leases the fleet may hold when a request of this class arrives. */
   limitFor(priority: string): number;
   /** Changes the capacity, the reserve or the mode at run time; held leases are kept. */
-  configure(changes: { capacity?: number; reserve?: number; mode?: 'enforce' | 'shadow' | 'off' }): void;
+  configure(changes: { capacity?: number; reserve?: number; mode?: LimiterMode }): void;
 }
 
 const WHERE = 'createFleetShedder';
-const KNOWN = [
-  'store',
-  'capacity',
-  'reserve',
-  'classes',
-  'ttl',
-  'name',
-  'prefix',
-  'clock',
-  'mode',
-  'timeout',
-  'onStoreError',
-  'circuitBreaker',
-  'onDecision',
-];
+const KNOWN = optionNames<FleetShedderOptions>({
+  store: true,
+  capacity: true,
+  reserve: true,
+  classes: true,
+  ttl: true,
+  name: true,
+  prefix: true,
+  clock: true,
+  mode: true,
+  timeout: true,
+  onStoreError: true,
+  circuitBreaker: true,
+  onDecision: true,
+});
 const DEFAULT_CLASSES: readonly string[] = ['critical', 'write', 'read', 'test'];
 /** The key every instance counts on: one identity for the whole fleet. */
 const FLEET = 'fleet';
@@ -111,19 +119,7 @@ class Fleet implements FleetShedder {
     const { capacity, reserve, classes, onDecision, ...rest } = options;
     // The fleet reports its own decisions (with the class); its per-class limiters are not observed.
     this.onDecision = optionalFunction(onDecision, `${WHERE}: onDecision`, '(event) => void');
-    const list = classes ?? DEFAULT_CLASSES;
-    if (
-      !Array.isArray(list) ||
-      list.length === 0 ||
-      list.some((c) => typeof c !== 'string' || c === '') ||
-      new Set(list).size !== list.length
-    ) {
-      throw new SluiceError(
-        'INVALID_OPTION',
-        `${WHERE}: classes must be distinct non-empty strings, most important first, got ${describe(list)}`,
-      );
-    }
-    this.classes = Object.freeze([...list]);
+    this.classes = priorityClasses(classes ?? DEFAULT_CLASSES, `${WHERE}: classes`);
     this.setShares(capacity, reserve ?? 0.2);
     this.name = rest.name ?? 'fleet';
     // One concurrency limiter per class, all counting the same fleet-wide key (same name, same identity).
@@ -136,7 +132,7 @@ class Fleet implements FleetShedder {
     return this.share(this.rankOf(priority));
   }
 
-  configure(changes: { capacity?: number; reserve?: number; mode?: 'enforce' | 'shadow' | 'off' }): void {
+  configure(changes: { capacity?: number; reserve?: number; mode?: LimiterMode }): void {
     rejectUnknownOptions(requireObject(changes, 'configure'), ['capacity', 'reserve', 'mode'], 'configure');
     this.setShares(changes.capacity ?? this.capacity, changes.reserve ?? this.reserve);
     for (const [i, priority] of this.classes.entries()) {
@@ -179,13 +175,7 @@ class Fleet implements FleetShedder {
 
   private rankOf(priority: string): number {
     const rank = this.classes.indexOf(priority);
-    if (rank < 0) {
-      throw new SluiceError(
-        'INVALID_OPTION',
-        `${WHERE}: unknown priority class ${describe(priority)}; the classes are ${this.classes.map((c) => JSON.stringify(c)).join(', ')}`,
-      );
-    }
-    return rank;
+    return rank < 0 ? unknownPriorityClass(priority, this.classes, WHERE) : rank;
   }
 
   /** Class i's share, as computed by `shares()` when the capacity or the reserve was set. */

@@ -16,10 +16,22 @@
  * probability clamp(a × k − j, 0, 1): test traffic goes first, and at a = 1 everything but critical is shed.
  */
 import { durationOption, type Duration } from '../shared/duration.js';
+import { createEventLoopSignal, type EventLoopSignal } from './event-loop-signal.js';
 import { describe } from '../shared/describe.js';
 import { SluiceError } from '../shared/errors.js';
 import { notify, performanceNow } from '../limiter/observe.js';
-import { optionalFunction, optionalString, rejectUnknownOptions, requireObject } from '../shared/validate.js';
+import type { LimiterMode } from '../shared/types.js';
+import {
+  clockOption,
+  modeOption,
+  nameOption,
+  optionalFunction,
+  optionNames,
+  priorityClasses,
+  rejectUnknownOptions,
+  requireObject,
+  unknownPriorityClass,
+} from '../shared/validate.js';
 
 /** The article's four classes, from most to least important. */
 const DEFAULT_PRIORITY_CLASSES: readonly string[] = ['critical', 'write', 'read', 'test'];
@@ -43,7 +55,7 @@ export interface UtilizationShedderOptions {
   /** How often the signal is read and the shedding amount updated. @default '1s' */
   sampleEvery?: Duration;
   /** `shadow` decides and reports but never sheds; `off` never reads the signal and admits everything. @default 'enforce' */
-  mode?: 'enforce' | 'shadow' | 'off';
+  mode?: LimiterMode;
   /** Epoch ms. @default Date.now */
   clock?: () => number;
   /** A number in [0, 1), for the drop draw. @default Math.random */
@@ -96,30 +108,29 @@ export interface UtilizationShedder {
   check(priority: string): ShedDecision;
   /** The shedding amount now (without sampling). */
   readonly amount: number;
-  readonly mode: 'enforce' | 'shadow' | 'off';
+  readonly mode: LimiterMode;
   readonly classes: readonly string[];
   /** Changes the mode at run time (dark launch, kill switch). */
-  configure(changes: { mode?: 'enforce' | 'shadow' | 'off' }): void;
+  configure(changes: { mode?: LimiterMode }): void;
   /** Stops the default signal's probe timer, if any. */
   close(): void;
 }
 
-const KNOWN = [
-  'signal',
-  'classes',
-  'goodBelow',
-  'badAbove',
-  'rampUp',
-  'delay',
-  'sampleEvery',
-  'mode',
-  'clock',
-  'random',
-  'name',
-  'onDecision',
-];
+const KNOWN = optionNames<UtilizationShedderOptions>({
+  signal: true,
+  classes: true,
+  goodBelow: true,
+  badAbove: true,
+  rampUp: true,
+  delay: true,
+  sampleEvery: true,
+  mode: true,
+  clock: true,
+  random: true,
+  name: true,
+  onDecision: true,
+});
 const WHERE = 'createUtilizationShedder';
-const NAME_PATTERN = /^[A-Za-z0-9_.-]{1,64}$/;
 
 /**
  * @example
@@ -151,12 +162,12 @@ class Shedder implements UtilizationShedder {
   private lastUpdate: number | undefined;
   private lastSample: number | undefined;
   private utilization = Number.NaN;
-  private currentMode: 'enforce' | 'shadow' | 'off' = 'enforce';
+  private currentMode: LimiterMode = 'enforce';
 
   constructor(raw: UtilizationShedderOptions) {
     const options = requireObject(raw, WHERE) as UtilizationShedderOptions;
     rejectUnknownOptions(options, KNOWN, WHERE);
-    this.classes = checkClasses(options.classes ?? DEFAULT_PRIORITY_CLASSES);
+    this.classes = priorityClasses(options.classes ?? DEFAULT_PRIORITY_CLASSES, `${WHERE}: classes`);
     this.classes.forEach((name, i) => this.rank.set(name, i));
     this.goodBelow = fraction(options.goodBelow ?? 0.7, 'goodBelow');
     this.badAbove = fraction(options.badAbove ?? 0.8, 'badAbove');
@@ -169,11 +180,9 @@ class Shedder implements UtilizationShedder {
     this.rampUpMs = durationOption(options.rampUp ?? 120_000, `${WHERE}: rampUp`, { min: 1 });
     this.delayMs = durationOption(options.delay ?? 28_000, `${WHERE}: delay`, { min: 0 });
     this.sampleEveryMs = durationOption(options.sampleEvery ?? 1000, `${WHERE}: sampleEvery`, { min: 1 });
-    this.clock = callback(options.clock, 'clock', '() => epoch ms') ?? Date.now;
+    this.clock = clockOption(options.clock, `${WHERE}: clock`);
     this.random = callback(options.random, 'random', '() => a number in [0, 1)') ?? Math.random;
-    this.name =
-      optionalString(options.name, `${WHERE}: name`, NAME_PATTERN, "1 to 64 characters of letters, digits, '_', '.' or '-'") ??
-      'utilization';
+    this.name = nameOption(options.name ?? 'utilization', `${WHERE}: name`);
     this.onDecision = callback(options.onDecision, 'onDecision', '(event) => void');
     const signal = callback(options.signal, 'signal', '() => utilization from 0 to 1');
     if (signal === undefined) {
@@ -193,17 +202,13 @@ class Shedder implements UtilizationShedder {
     return this.current;
   }
 
-  get mode(): 'enforce' | 'shadow' | 'off' {
+  get mode(): LimiterMode {
     return this.currentMode;
   }
 
-  configure(changes: { mode?: 'enforce' | 'shadow' | 'off' }): void {
+  configure(changes: { mode?: LimiterMode }): void {
     rejectUnknownOptions(requireObject(changes, 'configure'), ['mode'], 'configure');
-    const mode = changes.mode ?? this.currentMode;
-    if (mode !== 'enforce' && mode !== 'shadow' && mode !== 'off') {
-      throw new SluiceError('INVALID_OPTION', `${WHERE}: mode must be 'enforce', 'shadow' or 'off', got ${describe(mode)}`);
-    }
-    this.currentMode = mode;
+    this.currentMode = modeOption(changes.mode ?? this.currentMode, `${WHERE}: mode`);
   }
 
   close(): void {
@@ -227,13 +232,7 @@ class Shedder implements UtilizationShedder {
   }
 
   private decide(priority: string): ShedDecision {
-    const rank = this.rank.get(priority);
-    if (rank === undefined) {
-      throw new SluiceError(
-        'INVALID_OPTION',
-        `${WHERE}: unknown priority class ${describe(priority)}; the classes are ${this.classes.map((c) => JSON.stringify(c)).join(', ')}`,
-      );
-    }
+    const rank = this.rank.get(priority) ?? unknownPriorityClass(priority, this.classes, WHERE);
     const now = this.clock();
     if (this.currentMode === 'off') return this.decision(true, 'disabled', priority, 0, now);
     this.update(now);
@@ -305,90 +304,4 @@ function fraction(value: unknown, field: string): number {
 
 function callback<T>(value: T | undefined, field: string, shape: string): T | undefined {
   return optionalFunction(value, `${WHERE}: ${field}`, shape);
-}
-
-function checkClasses(value: unknown): readonly string[] {
-  if (
-    !Array.isArray(value) ||
-    value.length === 0 ||
-    value.some((c) => typeof c !== 'string' || c === '') ||
-    new Set(value).size !== value.length
-  ) {
-    throw new SluiceError(
-      'INVALID_OPTION',
-      `${WHERE}: classes must be distinct non-empty strings, most important first, such as ['critical', 'write', 'read', 'test'], got ${describe(value)}`,
-    );
-  }
-  return Object.freeze([...(value as string[])]);
-}
-
-// -------------------------------------------------------------------------------------------------------------------
-// The default signal: the event loop's utilization and delay
-
-export interface EventLoopSignalOptions {
-  /** Event-loop delay counted as full utilization. @default '100ms' */
-  maxDelay?: Duration;
-  /** How often the delay probe runs. @default '20ms' */
-  probeEvery?: Duration;
-}
-
-export interface EventLoopSignal {
-  /** Stops the probe timer. */
-  close(): void;
-}
-
-interface EventLoopUtilization {
-  idle: number;
-  active: number;
-  utilization: number;
-}
-
-/** What the runtime may offer: Node and Bun have `performance.eventLoopUtilization` and unref'able timers. */
-const runtime = globalThis as unknown as {
-  performance?: { eventLoopUtilization?: (later?: EventLoopUtilization, earlier?: EventLoopUtilization) => EventLoopUtilization };
-  setInterval?: (callback: () => void, ms: number) => unknown;
-  clearInterval?: (handle: unknown) => void;
-};
-
-/**
- * How busy this process is, from 0 to 1, since the last call: the larger of the event loop's utilization (the
- * share of time it was running JavaScript, `performance.eventLoopUtilization`) and its delay (how late an unref'd
- * probe timer fired, as a share of `maxDelay`). Node and Bun only; elsewhere it refuses (UNSUPPORTED_OPERATION)
- * rather than report an idle process.
- */
-export function createEventLoopSignal(options: EventLoopSignalOptions = {}): EventLoopSignal & (() => number) {
-  rejectUnknownOptions(requireObject(options, 'createEventLoopSignal'), ['maxDelay', 'probeEvery'], 'createEventLoopSignal');
-  const maxDelayMs = durationOption(options.maxDelay ?? 100, 'createEventLoopSignal: maxDelay', { min: 1 });
-  const probeMs = durationOption(options.probeEvery ?? 20, 'createEventLoopSignal: probeEvery', { min: 1, max: 60_000 });
-  const elu = runtime.performance?.eventLoopUtilization;
-  const { setInterval, clearInterval } = runtime;
-  if (typeof elu !== 'function' || typeof setInterval !== 'function' || typeof clearInterval !== 'function') {
-    throw new SluiceError(
-      'UNSUPPORTED_OPERATION',
-      'createEventLoopSignal: this runtime has no event-loop utilization (performance.eventLoopUtilization: Node and Bun have it, edge runtimes do not); pass createUtilizationShedder a signal of your own: () => a number from 0 to 1',
-    );
-  }
-  let previous = elu.call(runtime.performance);
-  let worstLateMs = 0;
-  let expected = Date.now() + probeMs;
-  const timer = setInterval(() => {
-    const now = Date.now();
-    const late = now - expected;
-    if (late > worstLateMs) worstLateMs = late;
-    expected = now + probeMs;
-  }, probeMs);
-  (timer as { unref?: () => void }).unref?.();
-  const read = (): number => {
-    const current = elu.call(runtime.performance);
-    const utilization = elu.call(runtime.performance, current, previous).utilization;
-    previous = current;
-    // A probe that has not fired yet is as late as it is now.
-    const pending = Math.max(0, Date.now() - expected);
-    const late = Math.max(worstLateMs, pending);
-    // The next window starts now: a probe that fires late right after this read was late in this window, not the next.
-    worstLateMs = 0;
-    expected = Date.now() + probeMs;
-    return Math.max(utilization, Math.min(1, late / maxDelayMs));
-  };
-  return Object.assign(read, { close: () => clearInterval(timer) });
 }

@@ -18,7 +18,7 @@ import { describe } from '../shared/describe.js';
 import { SluiceError, isSluiceError } from '../shared/errors.js';
 import type { LimitRequest, LimitResult, Store } from './store.js';
 import { isPromiseLike } from '../shared/promise.js';
-import { optionalFunction, positiveInteger, rejectUnknownOptions, requireObject } from '../shared/validate.js';
+import { clockOption, optionNames, positiveInteger, rejectUnknownOptions, requireObject, timerDuration } from '../shared/validate.js';
 
 /** What to do when the store fails or misses its deadline: fail open, fail closed, or ask another store. */
 export type StoreErrorPolicy = 'allow' | 'deny' | Store;
@@ -69,11 +69,9 @@ export interface FailurePolicy {
   runOperation<T>(now: number, call: () => T | Promise<T>): T | FailureAnswer | Promise<T | FailureAnswer>;
 }
 
-/** setTimeout clamps delays above 2^31 - 1 ms to 1 ms in every runtime, which would time out every call at once. */
-const TIMEOUT_RANGE: DurationRange = { min: 1, max: 2_147_483_647 };
 const COOLDOWN_RANGE: DurationRange = { min: 1 };
 
-const KNOWN = ['timeout', 'onStoreError', 'circuitBreaker', 'clock', 'caller'];
+const KNOWN = optionNames<FailurePolicyOptions>({ timeout: true, onStoreError: true, circuitBreaker: true, clock: true, caller: true });
 
 /**
  * Builds a failure policy, validating its options once.
@@ -97,7 +95,7 @@ class Policy implements FailurePolicy {
   private readonly clock: () => number;
 
   constructor(options: FailurePolicyOptions, caller: string) {
-    this.timeoutMs = durationOption(options.timeout ?? 250, `${caller}: timeout`, TIMEOUT_RANGE);
+    this.timeoutMs = timerDuration(options.timeout ?? 250, `${caller}: timeout`);
     this.deadlines = new Deadlines(this.timeoutMs);
     this.breaker = makeBreaker(options.circuitBreaker, caller);
     const policy = options.onStoreError ?? 'allow';
@@ -105,7 +103,7 @@ class Policy implements FailurePolicy {
     else if (typeof policy === 'object' && policy !== null) this.fallback = checkStore(policy, `${caller}: onStoreError`);
     else throw new SluiceError('INVALID_OPTION', `${caller}: onStoreError must be 'allow', 'deny' or a store, got ${describe(policy)}`);
     this.synchronous = this.fallback === undefined || this.fallback.capabilities.synchronous === true;
-    this.clock = optionalFunction(options.clock, `${caller}: clock`, 'returning epoch ms') ?? Date.now;
+    this.clock = clockOption(options.clock, `${caller}: clock`);
   }
 
   get circuit(): CircuitState {
