@@ -9,7 +9,7 @@ import { memoryAnalyticsStore, memoryConfigSource } from '@sluice/memory';
 import { describe, expect, test } from 'vitest';
 import { FleetView } from '../src/dashboard/fleet-view.js';
 
-const T0 = 1_800_000_000; // epoch seconds
+const START_SECOND = 1_800_000_000; // epoch seconds
 
 function second(at: number, limited: number, top: [string, number][] = []): AnalyticsSecond {
   return { second: at, counts: { ...emptyAnalyticsCounts(), allowed: 1, limited }, topLimited: top };
@@ -33,23 +33,23 @@ function counted(store: AnalyticsStore): { store: AnalyticsStore; spans: number[
 
 describe('FleetView', () => {
   test('the window ends at the newest second every instance has published; the top list sums the last minute only', async () => {
-    let nowMs = (T0 + 101) * 1000 + 500;
+    let nowMs = (START_SECOND + 101) * 1000 + 500;
     const analytics = memoryAnalyticsStore({ now: () => nowMs });
     await analytics.publish('api', [
-      second(T0 + 100 - 61, 50, [['old', 50]]), // older than the last minute: in the chart, not in the top list
-      second(T0 + 100 - 60, 4, [
+      second(START_SECOND + 100 - 61, 50, [['old', 50]]), // older than the last minute: in the chart, not in the top list
+      second(START_SECOND + 100 - 60, 4, [
         ['mallory', 3],
         ['bob', 1],
       ]),
-      second(T0 + 99, 5, [['mallory', 5]]),
-      second(T0 + 100, 9, [['now', 9]]), // the second before the current one: instances may still be publishing it
+      second(START_SECOND + 99, 5, [['mallory', 5]]),
+      second(START_SECOND + 100, 9, [['now', 9]]), // the second before the current one: instances may still be publishing it
     ]);
     const view = new FleetView({ source: memoryConfigSource(), analytics, listConfigNames: undefined, now: () => nowMs });
     const state = await view.state([]);
-    expect([state.from, state.to]).toEqual([T0 + 99 - 899, T0 + 99]);
+    expect([state.from, state.to]).toEqual([START_SECOND + 99 - 899, START_SECOND + 99]);
     expect(state.namesListed).toBe(false);
     expect(state.limiters).toHaveLength(1);
-    expect(state.limiters[0]!.seconds.map((s) => s.second)).toEqual([T0 + 39, T0 + 40, T0 + 99]);
+    expect(state.limiters[0]!.seconds.map((s) => s.second)).toEqual([START_SECOND + 39, START_SECOND + 40, START_SECOND + 99]);
     expect(state.limiters[0]!.topLimited).toEqual([
       ['mallory', 8],
       ['bob', 1],
@@ -64,14 +64,14 @@ describe('FleetView', () => {
   });
 
   test('the last minute is read on every poll, the whole window every 10 s, so a late publish to an old second shows within 10 s', async () => {
-    let nowMs = (T0 + 1000) * 1000;
+    let nowMs = (START_SECOND + 1000) * 1000;
     const memory = memoryAnalyticsStore({ now: () => nowMs });
     const { store, spans } = counted(memory);
     const view = new FleetView({ source: memoryConfigSource(), analytics: store, listConfigNames: undefined, now: () => nowMs });
-    await memory.publish('api', [second(T0 + 900, 1)]);
+    await memory.publish('api', [second(START_SECOND + 900, 1)]);
     expect((await view.state([])).limiters[0]!.seconds).toHaveLength(1);
     // An instance that could not publish adds to a second 100 s old.
-    await memory.publish('api', [second(T0 + 900, 2)]);
+    await memory.publish('api', [second(START_SECOND + 900, 2)]);
     for (let poll = 1; poll < 10; poll++) {
       nowMs += 1000;
       expect((await view.state([])).limiters[0]!.seconds[0]!.counts.limited).toBe(1);
@@ -95,7 +95,7 @@ describe('FleetView', () => {
 
   test('actions go through the writers; a refused one answers why and writes nothing', async () => {
     const source = memoryConfigSource();
-    const view = new FleetView({ source, analytics: undefined, listConfigNames: async () => ['api'], now: () => T0 * 1000 });
+    const view = new FleetView({ source, analytics: undefined, listConfigNames: async () => ['api'], now: () => START_SECOND * 1000 });
     expect(await view.act({ action: 'mode', name: 'api', mode: 'shadow' })).toMatchObject({ mode: 'shadow', revision: 1 });
     const refusals: Array<[unknown, RegExp]> = [
       [{ action: 'mode', name: 'api', mode: 'loud' }, /mode must be enforce, shadow or off, got "loud"/],
@@ -125,14 +125,14 @@ describe('FleetView', () => {
     expect(await view.act({ action: 'addDeny', name: 'api', match: 'user:1', for: '1h', reason: '' })).toMatchObject({
       revision: 1,
       mode: 'shadow',
-      deny: [{ match: 'user:1', until: T0 * 1000 + 3_600_000 }],
+      deny: [{ match: 'user:1', until: START_SECOND * 1000 + 3_600_000 }],
     });
     await view.act({ action: 'setQuota', name: 'api', identity: 'acme', rules: '[{"algorithm":"gcra","limit":10,"period":"1s"}]' });
     const state = await view.state([]);
     expect(state.limiters[0]!.config).toMatchObject({
       revision: 2,
       mode: 'shadow',
-      deny: [{ match: 'user:1', until: T0 * 1000 + 3_600_000 }],
+      deny: [{ match: 'user:1', until: START_SECOND * 1000 + 3_600_000 }],
       quotas: { acme: [{ algorithm: 'gcra', limit: 10, period: '1s' }] },
     });
     expect(await view.act({ action: 'removeDeny', name: 'api', match: 'user:1' })).not.toHaveProperty('deny');

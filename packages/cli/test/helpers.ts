@@ -21,7 +21,7 @@ export function tuneText(content: string | Uint8Array, options: Omit<TuneOptions
   return tune({ ...options, inputs: [tempFile(content)] });
 }
 
-export const T0 = Date.UTC(2024, 4, 1);
+export const LOG_START = Date.UTC(2024, 4, 1);
 
 export function iso(ms: number): string {
   return new Date(ms).toISOString();

@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
-import { iso, T0, tuneText } from './helpers.js';
+import { iso, LOG_START, tuneText } from './helpers.js';
 
 const identitiesOf = async (lines: Array<Record<string, unknown>>) => {
-  const report = await tuneText(lines.map((l) => JSON.stringify({ time: iso(T0), ...l })).join('\n'));
+  const report = await tuneText(lines.map((l) => JSON.stringify({ time: iso(LOG_START), ...l })).join('\n'));
   return report.busiest.map((b) => `${b.identity} ${b.peak}`).sort();
 };
 
@@ -36,7 +36,9 @@ describe('identity, as @sluice/http resolves it', () => {
 
   it('takes the IPv6 prefix length from ipv6Prefix', async () => {
     const report = await tuneText(
-      [{ ip: '2001:db8:aaaa:bb01::1' }, { ip: '2001:db8:aaaa:bc00::1' }].map((l) => JSON.stringify({ time: iso(T0), ...l })).join('\n'),
+      [{ ip: '2001:db8:aaaa:bb01::1' }, { ip: '2001:db8:aaaa:bc00::1' }]
+        .map((l) => JSON.stringify({ time: iso(LOG_START), ...l }))
+        .join('\n'),
       { ipv6Prefix: 48 },
     );
     expect(report.busiest).toEqual([{ identity: 'ip:2001:db8:aaaa::/48', peak: 2 }]);

@@ -1,23 +1,23 @@
 import { describe, expect, it } from 'vitest';
 import { generateLogLines, parseRuleFlag } from '../src/index.js';
-import { iso, T0, tuneText } from './helpers.js';
+import { iso, LOG_START, tuneText } from './helpers.js';
 
 const line = (fields: Record<string, unknown>) => JSON.stringify(fields);
 
 describe('JSON lines', () => {
   it('reads the time, user id and IP, and counts each malformed line by reason without stopping', async () => {
     const text = [
-      line({ time: iso(T0), ip: '203.0.113.1', user_id: 'alice' }),
+      line({ time: iso(LOG_START), ip: '203.0.113.1', user_id: 'alice' }),
       '{"time":"2024-05-01T00:00:01Z","ip":"203.0.113.1","user_id":"al', // truncated write
       'not json at all',
       '[1,2,3]',
       line({ ip: '203.0.113.1', user_id: 'alice' }), // no time
       line({ time: 'yesterday-ish', user_id: 'alice' }), // unreadable time
-      line({ time: iso(T0), user_id: true }), // user id of the wrong type
-      line({ time: iso(T0), ip: 'not-an-ip' }), // anonymous, no readable IP
-      line({ time: iso(T0 + 5), ip: '203.0.113.9' }),
+      line({ time: iso(LOG_START), user_id: true }), // user id of the wrong type
+      line({ time: iso(LOG_START), ip: 'not-an-ip' }), // anonymous, no readable IP
+      line({ time: iso(LOG_START + 5), ip: '203.0.113.9' }),
       '',
-      line({ time: T0 / 1000 + 2, user_id: 42 }), // epoch seconds, numeric id
+      line({ time: LOG_START / 1000 + 2, user_id: 42 }), // epoch seconds, numeric id
     ].join('\n');
     const report = await tuneText(text);
     expect(report.lines.read).toBe(10); // the blank line is not a line
@@ -25,22 +25,22 @@ describe('JSON lines', () => {
     expect(report.lines.skippedByReason).toMatchObject({ notJson: 3, noTime: 1, badTime: 1, badUser: 1, noIdentity: 1 });
     expect(report.lines.skipped).toBe(7);
     expect(report.identities).toEqual({ total: 3, users: 2, ips: 1 });
-    expect(report.time.first).toBe(T0);
-    expect(report.time.last).toBe(T0 + 2000);
+    expect(report.time.first).toBe(LOG_START);
+    expect(report.time.last).toBe(LOG_START + 2000);
   });
 
   it('reads escaped strings, nested fields and repeated keys as JSON.parse does', async () => {
     const text = [
       // An escaped quote: the scan hands the line to JSON.parse, which unescapes the id.
-      `{"time":"${iso(T0)}","user_id":"a\\"b","ua":"x"}`,
+      `{"time":"${iso(LOG_START)}","user_id":"a\\"b","ua":"x"}`,
       // A key spelled with an escape is still the key.
-      `{"time":"${iso(T0)}","user\\u005fid":"escaped-key"}`,
+      `{"time":"${iso(LOG_START)}","user\\u005fid":"escaped-key"}`,
       // The same key twice: JSON.parse keeps the last.
-      `{"time":"${iso(T0)}","user_id":"first","user_id":"last"}`,
+      `{"time":"${iso(LOG_START)}","user_id":"first","user_id":"last"}`,
       // The key's text as a value, before the real key.
-      `{"time":"${iso(T0)}","note":"user_id","user_id":"after-value"}`,
+      `{"time":"${iso(LOG_START)}","note":"user_id","user_id":"after-value"}`,
       // A nested object holding the same key name: only the top-level field counts.
-      `{"time":"${iso(T0)}","ip":"198.51.100.2","meta":{"user_id":"nested"}}`,
+      `{"time":"${iso(LOG_START)}","ip":"198.51.100.2","meta":{"user_id":"nested"}}`,
     ].join('\n');
     const report = await tuneText(text);
     const ids = report.busiest.map((b) => b.identity).sort();
@@ -50,13 +50,13 @@ describe('JSON lines', () => {
   });
 
   it('reads a dotted --user-field path through JSON.parse', async () => {
-    const report = await tuneText(`{"ts":${T0},"req":{"user":{"id":"u7"}}}\n`, { fields: { user: 'req.user.id', time: 'ts' } });
+    const report = await tuneText(`{"ts":${LOG_START},"req":{"user":{"id":"u7"}}}\n`, { fields: { user: 'req.user.id', time: 'ts' } });
     expect(report.busiest[0]?.identity).toBe('user:u7');
   });
 
   it('reads a line with a 15 kB field, and skips (and counts) one longer than --max-line-bytes', async () => {
     const big = 'x'.repeat(15_000);
-    const text = [line({ time: iso(T0), user_id: big, ua: big }), line({ time: iso(T0), user_id: 'small' })].join('\n');
+    const text = [line({ time: iso(LOG_START), user_id: big, ua: big }), line({ time: iso(LOG_START), user_id: 'small' })].join('\n');
     const report = await tuneText(text);
     expect(report.lines.replayed).toBe(2);
     expect(report.busiest.map((b) => b.identity)).toContain(`user:${big}`);
@@ -66,7 +66,7 @@ describe('JSON lines', () => {
   });
 
   it('measures a line against --max-line-bytes with its trailing CR, as it does a line cut across two chunks', async () => {
-    const head = `{"time":"${iso(T0)}","user_id":"`;
+    const head = `{"time":"${iso(LOG_START)}","user_id":"`;
     const sized = (bytes: number) => `${head}${'u'.repeat(bytes - head.length - 2)}"}`;
     // 64 bytes and a CR: too long for 64; 63 and a CR: read; a blank line of 100 spaces: too long, never blank.
     const report = await tuneText(`${sized(64)}\r\n${sized(63)}\r\n${' '.repeat(100)}\n`, { maxLineBytes: 64 });
@@ -75,8 +75,12 @@ describe('JSON lines', () => {
   });
 
   it('skips lines that are not UTF-8 and decodes multi-byte user ids', async () => {
-    const good = Buffer.from(`${line({ time: iso(T0), user_id: 'zoë-日本' })}\n`);
-    const bad = Buffer.concat([Buffer.from(`{"time":"${iso(T0)}","user_id":"`), Buffer.from([0xc3, 0x28, 0xff]), Buffer.from('"}\n')]);
+    const good = Buffer.from(`${line({ time: iso(LOG_START), user_id: 'zoë-日本' })}\n`);
+    const bad = Buffer.concat([
+      Buffer.from(`{"time":"${iso(LOG_START)}","user_id":"`),
+      Buffer.from([0xc3, 0x28, 0xff]),
+      Buffer.from('"}\n'),
+    ]);
     const report = await tuneText(Buffer.concat([good, bad, good]));
     expect(report.lines.skippedByReason.invalidUtf8).toBe(1);
     expect(report.lines.replayed).toBe(2);

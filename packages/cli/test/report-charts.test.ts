@@ -6,7 +6,7 @@ import { Replay } from '../src/tune/replay.js';
 import { htmlReport } from '../src/tune/report-html.js';
 import { peakDistributionChart } from '../src/tune/svg.js';
 import { timelineBucketMs } from '../src/tune/timeline.js';
-import { T0, tuneText, iso } from './helpers.js';
+import { LOG_START, tuneText, iso } from './helpers.js';
 
 /** The label boxes of a rendered histogram, from its SVG, with the layout's own width estimate. */
 function renderedLabels(svg: string): LabelBox[] {
@@ -81,7 +81,7 @@ describe('refused requests over time', () => {
     // One request a second for 20 minutes against fixed-window:30/1m: 30 refused in each minute. Buckets of 10 s
     // counted 0, 0, 0, 10, 10, 10 in every minute.
     const replay = new Replay([parseRuleFlag('fixed-window:30/1m')], 60_000);
-    for (let s = 0; s < 20 * 60; s++) replay.request(0, T0 + s * 1000);
+    for (let s = 0; s < 20 * 60; s++) replay.request(0, LOG_START + s * 1000);
     expect(replay.timeline.bucketMs).toBe(60_000);
     const buckets = replay.timeline.list();
     expect(buckets).toHaveLength(20);
@@ -94,9 +94,9 @@ describe('refused requests over time', () => {
 
   it('names the bucket length in the HTML report and keeps empty stretches as zeros on a time axis', async () => {
     const lines: string[] = [];
-    for (let s = 0; s < 600; s++) lines.push(JSON.stringify({ time: iso(T0 + s * 1000), user_id: 'steady' }));
+    for (let s = 0; s < 600; s++) lines.push(JSON.stringify({ time: iso(LOG_START + s * 1000), user_id: 'steady' }));
     // Ten quiet minutes, then five more minutes of traffic.
-    for (let s = 1200; s < 1500; s++) lines.push(JSON.stringify({ time: iso(T0 + s * 1000), user_id: 'steady' }));
+    for (let s = 1200; s < 1500; s++) lines.push(JSON.stringify({ time: iso(LOG_START + s * 1000), user_id: 'steady' }));
     const report = await tuneText(lines.join('\n'), { candidates: [parseRuleFlag('fixed-window:30/1m')] });
     const html = htmlReport(report);
     expect(html).toContain('<p class="muted" id="buckets">Buckets of 1m, whole windows of every candidate.');

@@ -2,7 +2,7 @@ import { createLimiter, type Limiter, type Rule, type Store, type SyncLimiter } 
 import { afterAll, afterEach, beforeAll, beforeEach, expect, it } from 'vitest';
 import type { ResolvedOptions } from './options.js';
 import { ReferenceStore } from './reference-store.js';
-import { T0, clockOffset } from './time.js';
+import { FAKE_EPOCH, clockOffset } from './time.js';
 import { TrackedLimiter, type Api } from './tracked-limiter.js';
 
 export interface LimiterConfig {
@@ -19,9 +19,9 @@ let sequence = 0;
 /** One test's world: the store, a unique key prefix, the fake clock (client clock) and the reference model. */
 export class TestContext<S extends Store = Store> {
   readonly model = new ReferenceStore();
-  private fakeNow = T0;
+  private fakeNow = FAKE_EPOCH;
   /** Time of the latest decision, which is where the model replays the next one. */
-  modelNow = T0;
+  modelNow = FAKE_EPOCH;
 
   constructor(
     readonly store: S,
@@ -38,10 +38,10 @@ export class TestContext<S extends Store = Store> {
     return this.clientClock ? this.fakeNow : Date.now();
   }
 
-  /** Moves the fake clock to T0 + offset (`'1:18'` or ms). Client clock only. */
+  /** Moves the fake clock to FAKE_EPOCH + offset (`'1:18'` or ms). Client clock only. */
   at(offset: string | number): void {
     if (!this.clientClock) throw new Error('conformance: at() drives the fake clock, which store-clock stores ignore');
-    this.fakeNow = T0 + (typeof offset === 'number' ? offset : clockOffset(offset));
+    this.fakeNow = FAKE_EPOCH + (typeof offset === 'number' ? offset : clockOffset(offset));
   }
 
   /** Moves the fake clock to an absolute epoch ms. Client clock only. */
@@ -116,11 +116,11 @@ export class TestContext<S extends Store = Store> {
 
   describeTime(now: number): string {
     if (!this.clientClock) return `store time ${now}`;
-    const offset = now - T0;
+    const offset = now - FAKE_EPOCH;
     if (offset < 0 || offset >= 1_000 * 60_000) return `epoch ms ${now}`;
     const minutes = Math.floor(offset / 60_000);
     const seconds = ((offset % 60_000) / 1000).toFixed(3).padStart(6, '0');
-    return `T0+${minutes}:${seconds}`;
+    return `FAKE_EPOCH+${minutes}:${seconds}`;
   }
 }
 

@@ -1,6 +1,6 @@
 import type { Decision } from '@sluice/core';
 import { expect } from 'vitest';
-import { T0, clockOffset } from './time.js';
+import { FAKE_EPOCH, clockOffset } from './time.js';
 import type { Expected } from './vectors/types.js';
 
 /**
@@ -17,8 +17,8 @@ export function expectDecision(decision: Decision, expected: Expected, clientClo
     wanted.retryAfter = retryAfter;
   }
   if (expected.resetAt !== undefined && clientClock) {
-    actual.resetAt = `T0+${formatOffset(decision.resetAt - T0)}`;
-    wanted.resetAt = `T0+${formatOffset(clockOffset(expected.resetAt))}`;
+    actual.resetAt = `FAKE_EPOCH+${formatOffset(decision.resetAt - FAKE_EPOCH)}`;
+    wanted.resetAt = `FAKE_EPOCH+${formatOffset(clockOffset(expected.resetAt))}`;
   }
   if (expected.limit !== undefined) {
     actual.limit = decision.limit;
@@ -35,7 +35,7 @@ export function expectDecision(decision: Decision, expected: Expected, clientClo
   expect(actual, what).toEqual(wanted);
 }
 
-/** ms after T0 as m:ss.mmm, so a wrong resetAt reads like the vector that states it. */
+/** ms after FAKE_EPOCH as m:ss.mmm, so a wrong resetAt reads like the vector that states it. */
 function formatOffset(ms: number): string {
   if (!Number.isFinite(ms)) return String(ms);
   const sign = ms < 0 ? '-' : '';

@@ -5,4 +5,4 @@ export type { InspectKeysContext, StoreConformanceOptions } from './options.js';
 // The model's class is a type only: a reference store is made by its factory, like every store.
 export { referenceStore } from './reference-store.js';
 export type { ReferenceStore } from './reference-store.js';
-export { T0, clockOffset } from './time.js';
+export { FAKE_EPOCH, clockOffset } from './time.js';

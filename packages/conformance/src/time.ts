@@ -1,13 +1,13 @@
 /**
  * The suite's fake epoch: 2030-01-01T00:00:00Z. It is a whole number of every window the vectors use (1 ms up to
- * 1 day), so fixed windows, interval refills and sliding-counter windows all start exactly at T0.
+ * 1 day), so fixed windows, interval refills and sliding-counter windows all start exactly at FAKE_EPOCH.
  */
-export const T0 = Date.UTC(2030, 0, 1);
+export const FAKE_EPOCH = Date.UTC(2030, 0, 1);
 
 const PATTERN = /^(\d+):(\d{2})(?:\.(\d{3}))?$/;
 
 /**
- * Milliseconds after T0 for a clock reading such as `'0:15'`, `'1:24.001'` or `'210:00'` (minutes may exceed 59),
+ * Milliseconds after FAKE_EPOCH for a clock reading such as `'0:15'`, `'1:24.001'` or `'210:00'` (minutes may exceed 59),
  * so vectors read like the worked examples they come from.
  */
 export function clockOffset(text: string): number {

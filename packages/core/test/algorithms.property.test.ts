@@ -18,7 +18,7 @@ import {
   type AlgorithmCase,
 } from './support/cases.js';
 import { expectEvent } from './support/models.js';
-import { RUNS, T0, eventsArb, play, type Step } from './support/scenario.js';
+import { RUNS, CLOCK_START, eventsArb, play, type Step } from './support/scenario.js';
 
 /** What a step looks like in a failure diff: times relative to the start, so counterexamples read like a story. */
 function actual(step: Step) {
@@ -26,12 +26,12 @@ function actual(step: Step) {
   const rule = d.rules[0]!;
   return {
     event: step.index,
-    atMs: step.now - T0,
+    atMs: step.now - CLOCK_START,
     allowed: d.allowed,
     reason: d.reason,
     remaining: d.remaining,
-    resetAtMs: d.resetAt - T0,
-    retryAtMs: rule.retryAt === -1 ? 'never' : rule.retryAt - T0,
+    resetAtMs: d.resetAt - CLOCK_START,
+    retryAtMs: rule.retryAt === -1 ? 'never' : rule.retryAt - CLOCK_START,
     retryAfter: d.retryAfter,
   };
 }
@@ -56,12 +56,12 @@ function modelProperty<P>(c: AlgorithmCase<P>): void {
           const never = want.retryAt === -1;
           expect(actual(step)).toEqual({
             event: step.index,
-            atMs: step.now - T0,
+            atMs: step.now - CLOCK_START,
             allowed: want.allowed,
             reason: want.allowed ? 'ok' : never ? 'cost_exceeds_limit' : 'rate_limited',
             remaining: want.remaining,
-            resetAtMs: want.resetAt - T0,
-            retryAtMs: never ? 'never' : want.retryAt - T0,
+            resetAtMs: want.resetAt - CLOCK_START,
+            retryAtMs: never ? 'never' : want.retryAt - CLOCK_START,
             retryAfter: want.allowed ? 0 : never ? Number.POSITIVE_INFINITY : want.retryAt - step.now,
           });
         });

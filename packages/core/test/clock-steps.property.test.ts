@@ -14,7 +14,7 @@ import fc from 'fast-check';
 import { describe, expect, test } from 'vitest';
 import { stepRule, type ResolvedRule, type State, type StepOperation } from '../src/store/index.js';
 import { PLAIN, forEachCase, slidingWindowCounterCase, type AlgorithmCase } from './support/cases.js';
-import { RUNS, T0, costArb, moveArb, operationArb } from './support/scenario.js';
+import { RUNS, CLOCK_START, costArb, moveArb, operationArb } from './support/scenario.js';
 
 interface Record {
   state: State;
@@ -39,7 +39,7 @@ function scenario<P>(c: AlgorithmCase<P>) {
 
 /** Plays events the way an executor does (expired records read as none; ttl <= 0 deletes), yielding each record kept. */
 function* records(rule: ResolvedRule, events: ReadonlyArray<{ move: number; cost: number; operation: StepOperation }>): Generator<Record> {
-  let now = T0;
+  let now = CLOCK_START;
   let record: Record | undefined;
   for (const event of events) {
     now = Math.max(0, now + event.move);

@@ -18,7 +18,7 @@ import type { LeaseEvent } from '../src/concurrency/concurrency-limiter.js';
 import type { ShedEvent } from '../src/shedding/utilization-shedder.js';
 import { evaluateLease, type LeaseEntries, type LeaseRequest, type LeaseResult } from '../src/store/index.js';
 
-const T0 = 1_700_000_000_000;
+const CLOCK_START = 1_700_000_000_000;
 
 /** A lease store over a Map, answering with a promise; `failing` makes every call reject. */
 class LeaseStore implements Store {
@@ -62,7 +62,7 @@ describe('createConcurrencyLimiter onDecision', () => {
     const limiter = createConcurrencyLimiter({
       store,
       limit: 1,
-      clock: () => T0,
+      clock: () => CLOCK_START,
       circuitBreaker: false,
       onDecision: seen.observe,
       ...options,
@@ -107,7 +107,7 @@ describe('createConcurrencyLimiter onDecision', () => {
         return store.lease(request);
       },
     });
-    const limiter = createConcurrencyLimiter({ store: slow, limit: 1, clock: () => T0, onDecision: seen.observe });
+    const limiter = createConcurrencyLimiter({ store: slow, limit: 1, clock: () => CLOCK_START, onDecision: seen.observe });
     await limiter.acquire('a');
     expect(now).toHaveBeenCalledTimes(2);
     expect(seen.events[0]!.durationMs).toBe(107);
@@ -128,7 +128,7 @@ describe('createConcurrencyLimiter onDecision', () => {
 
   test('unset, no clock is read for the event; a call that throws decided nothing and reports nothing', async () => {
     const now = spyPerformanceNow();
-    const plain = createConcurrencyLimiter({ store: new LeaseStore(), limit: 1, clock: () => T0 });
+    const plain = createConcurrencyLimiter({ store: new LeaseStore(), limit: 1, clock: () => CLOCK_START });
     await plain.acquire('a');
     expect(now).not.toHaveBeenCalled();
 
@@ -153,7 +153,7 @@ describe('createFleetShedder onDecision', () => {
       capacity: 2,
       reserve: 0.5,
       classes: ['critical', 'normal'],
-      clock: () => T0,
+      clock: () => CLOCK_START,
       circuitBreaker: false,
       onDecision: seen.observe,
       ...options,
@@ -216,7 +216,7 @@ describe('createFleetShedder onDecision', () => {
 describe('createUtilizationShedder onDecision', () => {
   /** Overloaded from the first sample, no delay, one-second ramp: two classes, the second is shed from the second sample on. */
   function utilization(options: Partial<UtilizationShedderOptions> = {}) {
-    const state = { now: T0 };
+    const state = { now: CLOCK_START };
     const seen = recorder<ShedEvent>();
     const shedder = createUtilizationShedder({
       classes: ['critical', 'batch'],

@@ -9,7 +9,7 @@ import type { Store } from '../src/index.js';
 import { createConcurrencyLimiter, type ConcurrencyLimiterOptions } from '../src/concurrency/index.js';
 import { evaluateLease, type LeaseEntries, type LeaseRequest, type LeaseResult } from '../src/store/index.js';
 
-const T0 = 1_700_000_000_000;
+const CLOCK_START = 1_700_000_000_000;
 
 /** A lease store over a Map, answering with a promise; `failing` makes every call reject. */
 class LeaseStore implements Store {
@@ -41,7 +41,7 @@ class LeaseStore implements Store {
 }
 
 function setup(options: Partial<ConcurrencyLimiterOptions> = {}) {
-  const clock = { now: T0 };
+  const clock = { now: CLOCK_START };
   const store = new LeaseStore();
   const limiter = createConcurrencyLimiter({ store, limit: 2, ttl: '10s', clock: () => clock.now, ...options });
   return { clock, store, limiter };
@@ -62,7 +62,7 @@ describe('evaluateLease: the reference', () => {
     });
     fc.assert(
       fc.property(fc.integer({ min: 1, max: 4 }), fc.array(op, { maxLength: 60 }), (limit, ops) => {
-        let now = T0;
+        let now = CLOCK_START;
         let entries: LeaseEntries | undefined;
         for (const { op: kind, id, move, ttlMs } of ops) {
           now = Math.max(0, now + move);

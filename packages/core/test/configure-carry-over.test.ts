@@ -9,7 +9,7 @@ import { describe, expect, test } from 'vitest';
 import { fixedWindow, gcra, leakyBucket, slidingWindowCounter, slidingWindowLog, tokenBucket, type Rule } from '../src/index.js';
 import { stepRule } from '../src/store/index.js';
 import { PLAIN } from './support/cases.js';
-import { harness, RUNS, T0 } from './support/scenario.js';
+import { harness, RUNS, CLOCK_START } from './support/scenario.js';
 
 /** Spends `spent` under `before`, switches to `after` (same id) and peeks. */
 function carried(before: Rule, after: Rule, spent: number, elapsedMs = 0) {
@@ -28,7 +28,7 @@ describe("configure() keeps every algorithm's counters, whatever parameter chang
       1,
     );
     expect(decision.remaining).toBe(9);
-    expect(decision.resetAt - T0).toBe(6_000);
+    expect(decision.resetAt - CLOCK_START).toBe(6_000);
   });
 
   test('regression: token bucket, interval 1m -> 1s after spending 10 of 10 does not over-admit', () => {
@@ -38,7 +38,7 @@ describe("configure() keeps every algorithm's counters, whatever parameter chang
       10,
     );
     expect(decision.remaining).toBe(0);
-    expect(decision.resetAt - T0).toBe(1_000); // empty, refilled at the new rate of 10 per second
+    expect(decision.resetAt - CLOCK_START).toBe(1_000); // empty, refilled at the new rate of 10 per second
   });
 
   test('token bucket with interval refill: the spent tokens stay spent across an interval change', () => {
@@ -46,7 +46,7 @@ describe("configure() keeps every algorithm's counters, whatever parameter chang
     const after = tokenBucket({ capacity: 5, refillRate: 5, interval: '1m', refill: 'interval' });
     const decision = carried(before, after, 3, 500);
     expect(decision.remaining).toBe(2);
-    expect(decision.resetAt - T0).toBe(60_000); // the next refill instant of the new interval
+    expect(decision.resetAt - CLOCK_START).toBe(60_000); // the next refill instant of the new interval
   });
 
   test('leaky bucket: what is queued stays queued across an interval change', () => {
@@ -56,7 +56,7 @@ describe("configure() keeps every algorithm's counters, whatever parameter chang
       3,
     );
     expect(decision.remaining).toBe(1);
-    expect(decision.resetAt - T0).toBe(180_000); // 3 queued, draining one a minute
+    expect(decision.resetAt - CLOCK_START).toBe(180_000); // 3 queued, draining one a minute
   });
 
   test('GCRA: the theoretical arrival time is kept across a limit change', () => {
@@ -67,7 +67,7 @@ describe("configure() keeps every algorithm's counters, whatever parameter chang
     );
     // 3 cells of 1 ms under the old rule: the TAT is 3 ms ahead; the new rule needs 1 s per cell, so 9 remain.
     expect(decision.remaining).toBe(9);
-    expect(decision.resetAt - T0).toBe(3);
+    expect(decision.resetAt - CLOCK_START).toBe(3);
   });
 
   test('windows keep their count (explicit id) and a lowered limit reads as exhausted, not negative', () => {
@@ -97,14 +97,14 @@ describe("configure() keeps every algorithm's counters, whatever parameter chang
         for (const make of [tokenBucket, (o: Parameters<typeof tokenBucket>[0]) => tokenBucket({ ...o, refill: 'interval' })]) {
           const before = make({ capacity: a.capacity, refillRate: a.rate, interval: a.intervalMs });
           const after = make({ capacity: b.capacity, refillRate: b.rate, interval: b.intervalMs });
-          let state = stepRule(before, undefined, T0, 0, 'peek').next;
+          let state = stepRule(before, undefined, CLOCK_START, 0, 'peek').next;
           let left = a.capacity;
           for (let i = 0; i < Math.min(spend, a.capacity); i++) {
-            const step = stepRule(before, i === 0 ? undefined : state, T0, 1, 'consume');
+            const step = stepRule(before, i === 0 ? undefined : state, CLOCK_START, 1, 'consume');
             state = step.next;
             left = step.remaining;
           }
-          const read = stepRule(after, spend === 0 ? undefined : state, T0, 0, 'peek');
+          const read = stepRule(after, spend === 0 ? undefined : state, CLOCK_START, 0, 'peek');
           expect(read.remaining).toBeLessThanOrEqual(Math.min(spend === 0 ? b.capacity : left, b.capacity));
           expect(Number.isSafeInteger(read.resetAt)).toBe(true);
         }

@@ -19,7 +19,7 @@ import {
   type AlgorithmCase,
 } from './support/cases.js';
 import type { MapStore } from './support/map-store.js';
-import { RUNS, T0, eventsArb, play, type Step } from './support/scenario.js';
+import { RUNS, CLOCK_START, eventsArb, play, type Step } from './support/scenario.js';
 
 interface Admission {
   atMs: number;
@@ -30,7 +30,7 @@ interface Admission {
 function admissions(steps: readonly Step[]): Admission[] {
   return steps
     .filter((s) => s.event.operation === 'consume' && s.decision.allowed && s.event.cost > 0)
-    .map((s) => ({ atMs: s.now - T0, cost: s.event.cost }));
+    .map((s) => ({ atMs: s.now - CLOCK_START, cost: s.event.cost }));
 }
 
 /** Sums admitted cost per key (a window index) and returns the worst one. */
@@ -56,8 +56,8 @@ function intervalBound<P>(c: AlgorithmCase<P>, description: string): void {
           let sum = 0;
           for (let j = i; j < admitted.length; j++) {
             sum += admitted[j]!.cost;
-            const t1 = T0 + admitted[i]!.atMs;
-            const t2 = T0 + admitted[j]!.atMs;
+            const t1 = CLOCK_START + admitted[i]!.atMs;
+            const t2 = CLOCK_START + admitted[j]!.atMs;
             if (sum > c.bound(params, t1, t2)) {
               expect.fail(`admitted ${sum} in [${admitted[i]!.atMs}, ${admitted[j]!.atMs}] ms, bound ${c.bound(params, t1, t2)}`);
             }
@@ -82,7 +82,9 @@ describe('admitted cost over every interval', () => {
       fc.property(scenarioOf(fixedWindowCase, 60, false), ({ params, events }) => {
         const offset = params.stagger ? hash32(params.identity) % params.windowMs : 0;
         const admitted = admissions(play(fixedWindowCase.rule(params), params.identity, events));
-        expect(worstPerWindow(admitted, (at) => Math.floor((T0 + at - offset) / params.windowMs))).toBeLessThanOrEqual(params.limit);
+        expect(worstPerWindow(admitted, (at) => Math.floor((CLOCK_START + at - offset) / params.windowMs))).toBeLessThanOrEqual(
+          params.limit,
+        );
       }),
       { numRuns: 200 },
     );
@@ -92,7 +94,7 @@ describe('admitted cost over every interval', () => {
     fc.assert(
       fc.property(scenarioOf(slidingWindowCounterCase, 60, false), ({ params, events }) => {
         const admitted = admissions(play(slidingWindowCounterCase.rule(params), 'user', events));
-        expect(worstPerWindow(admitted, (at) => Math.floor((T0 + at) / params.windowMs))).toBeLessThanOrEqual(params.limit);
+        expect(worstPerWindow(admitted, (at) => Math.floor((CLOCK_START + at) / params.windowMs))).toBeLessThanOrEqual(params.limit);
       }),
       { numRuns: 200 },
     );

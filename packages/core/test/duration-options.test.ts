@@ -9,7 +9,7 @@ import { createLimiter, tokenBucket, type Duration, type Store } from '../src/in
 import { durationOption } from '../src/shared/duration.js';
 import { createFailurePolicy, type LimitRequest, type LimitResult } from '../src/store/index.js';
 import { MapStore } from './support/map-store.js';
-import { T0 } from './support/scenario.js';
+import { CLOCK_START } from './support/scenario.js';
 
 const rules = tokenBucket({ capacity: 1, refillRate: 1, interval: '1s' });
 const ACCEPTS = /\(a whole number of ms or a string like '250ms', '1s', '5m', '1h', '1d'\), got "soon"$/;
@@ -92,14 +92,14 @@ describe('circuitBreaker cooldown', () => {
   /** How long after opening the breaker lets a probe reach the store. */
   async function probesAfter(cooldown: Duration): Promise<number> {
     const store = new BrokenStore('reject');
-    let now = T0;
+    let now = CLOCK_START;
     const limiter = createLimiter({ store, rules, clock: () => now, circuitBreaker: { failureThreshold: 1, cooldown } });
-    await limiter.limit('a'); // fails: the circuit opens at T0
+    await limiter.limit('a'); // fails: the circuit opens at CLOCK_START
     while (store.calls === 1) {
       now += 1;
       await limiter.limit('a');
     }
-    return now - T0;
+    return now - CLOCK_START;
   }
 
   test("'1s' and 1000 are the same cooldown", async () => {
@@ -125,8 +125,8 @@ describe('circuitBreaker cooldown', () => {
 describe('reserve maxWait', () => {
   /** Two reservations on a 1-per-second bucket: the second starts 1 s later, if maxWait allows it. */
   function secondBooked(maxWait: Duration): boolean {
-    const limiter = createLimiter({ store: new ReserveStore(), rules, clock: () => T0 });
-    expect(limiter.reserveSync('a', { maxWait })).toMatchObject({ allowed: true, startAt: T0 });
+    const limiter = createLimiter({ store: new ReserveStore(), rules, clock: () => CLOCK_START });
+    expect(limiter.reserveSync('a', { maxWait })).toMatchObject({ allowed: true, startAt: CLOCK_START });
     return limiter.reserveSync('a', { maxWait }).allowed;
   }
 
@@ -137,7 +137,7 @@ describe('reserve maxWait', () => {
   });
 
   test('a bad value is refused naming the field', () => {
-    const limiter = createLimiter({ store: new ReserveStore(), rules, clock: () => T0 });
+    const limiter = createLimiter({ store: new ReserveStore(), rules, clock: () => CLOCK_START });
     const error = thrown(() => limiter.reserveSync('a', { maxWait: 'soon' as Duration }));
     expect(error.code).toBe('INVALID_OPTION');
     expect(error.message).toMatch(/^\[sluice\] reserve options: maxWait must be a duration from 0 to 140737488355328 ms /);
@@ -146,7 +146,7 @@ describe('reserve maxWait', () => {
 
   test('the former name maxWaitMs is refused with the current one, before anything is booked', () => {
     const store = new ReserveStore();
-    const limiter = createLimiter({ store, rules, clock: () => T0 });
+    const limiter = createLimiter({ store, rules, clock: () => CLOCK_START });
     const error = thrown(() => limiter.reserveSync('a', { maxWaitMs: 1000 } as never));
     expect(error.code).toBe('UNKNOWN_OPTION');
     expect(error.message).toBe('[sluice] reserve options: unknown option "maxWaitMs"; accepted options are cost, maxWait');

@@ -9,9 +9,9 @@ import { createLimiter, tokenBucket, type Store } from '../src/index.js';
 import { FailureAnswer, createFailurePolicy, type LimitRequest, type LimitResult } from '../src/store/index.js';
 import { AsyncMapStore, MapStore } from './support/map-store.js';
 
-const T0 = Date.UTC(2025, 0, 1);
+const CLOCK_START = Date.UTC(2025, 0, 1);
 const rule = tokenBucket({ capacity: 2, refillRate: 1 });
-const request: LimitRequest = { key: 'sluice:t:{a}', rules: [rule], cost: 1, operation: 'consume', now: T0 };
+const request: LimitRequest = { key: 'sluice:t:{a}', rules: [rule], cost: 1, operation: 'consume', now: CLOCK_START };
 
 const fail = (): never => {
   throw new Error('ECONNREFUSED');
@@ -54,7 +54,7 @@ describe('createFailurePolicy', () => {
   });
 
   test('the breaker opens after failureThreshold failures: the call is then not made (CIRCUIT_OPEN), until cooldown', () => {
-    let now = T0;
+    let now = CLOCK_START;
     let calls = 0;
     const policy = createFailurePolicy({ circuitBreaker: { failureThreshold: 2, cooldown: 1000 }, clock: () => now });
     const call = (): LimitResult => {
@@ -114,7 +114,7 @@ describe('capabilities.operations is checked by the limiter', () => {
 
   test('a take or reserve on a store that does not list the operation is refused before the store is called', async () => {
     const store = new MapStore();
-    const limiter = createLimiter({ store, rules: rule, clock: () => T0 });
+    const limiter = createLimiter({ store, rules: rule, clock: () => CLOCK_START });
     expect(() => limiter.takeSync('a')).toThrow(expect.objectContaining({ code: 'UNSUPPORTED_OPERATION' }));
     await expect(limiter.reserve('a', { maxWait: 10 })).rejects.toMatchObject({ code: 'UNSUPPORTED_OPERATION' });
     expect(store.calls).toBe(0);

@@ -32,7 +32,7 @@ import {
   type State,
 } from '../src/store/index.js';
 import { PLAIN, forEachCase, type AlgorithmCase } from './support/cases.js';
-import { RUNS, T0, costArb, moveArb, operationArb } from './support/scenario.js';
+import { RUNS, CLOCK_START, costArb, moveArb, operationArb } from './support/scenario.js';
 
 function historyArb<P>(c: AlgorithmCase<P>) {
   return c.params.chain((params) =>
@@ -114,7 +114,7 @@ function twinProperties<P>(c: AlgorithmCase<P>): void {
           const scratch = newStepScratch();
           // Dirty, as after another rule's step: every field and the length of `next` must be overwritten.
           Object.assign(scratch, { allowed: false, next: [7, 7, 7, 7, 7], remaining: -7, resetAt: -7, retryAt: -7, ttlMs: -7 });
-          let now = T0;
+          let now = CLOCK_START;
           let state: State | undefined;
           for (const event of events) {
             now = Math.max(0, now + event.move);
@@ -133,7 +133,7 @@ function twinProperties<P>(c: AlgorithmCase<P>): void {
       fc.assert(
         fc.property(historyArb(c), ({ params, events }) => {
           const rule = c.rule(params);
-          let now = T0;
+          let now = CLOCK_START;
           let state: State | undefined;
           for (const event of events) {
             now = Math.max(0, now + event.move);
@@ -158,7 +158,7 @@ function twinProperties<P>(c: AlgorithmCase<P>): void {
     test('a limiter over a FastPathStore decides, and writes, exactly as over the same store without the seam', () => {
       fc.assert(
         fc.property(historyArb(c), ({ params, events }) => {
-          let now = T0;
+          let now = CLOCK_START;
           const fastStore = new SeamStore();
           const generalStore = new SeamStore();
           const clock = () => now;
@@ -190,7 +190,7 @@ forEachCase(twinProperties);
 
 describe("the limiter's shortcut for limit/limitSync without options", () => {
   test('answers as the general path in enforce, shadow and off modes, across configure() and for bad identities', async () => {
-    let now = T0;
+    let now = CLOCK_START;
     const clock = () => now;
     const rule = tokenBucket({ capacity: 2, refillRate: 1 });
     const fastStore = new SeamStore();
@@ -241,7 +241,7 @@ describe("the limiter's shortcut for limit/limitSync without options", () => {
       store: failing,
       rules: tokenBucket({ capacity: 2, refillRate: 1 }),
       onStoreError: 'deny',
-      clock: () => T0,
+      clock: () => CLOCK_START,
     });
     const decision = denying.limitSync('k');
     expect(decision).toMatchObject({ allowed: false, degraded: true, reason: 'store_unavailable' });
@@ -268,7 +268,7 @@ describe('the seam is taken', () => {
       },
       reset: (key, ids) => store.reset(key, ids),
     };
-    const now = T0;
+    const now = CLOCK_START;
     const one = createLimiter({ store: spy, rules: tokenBucket({ capacity: 3, refillRate: 1 }), clock: () => now });
     one.limitSync('a');
     one.peekSync('a');

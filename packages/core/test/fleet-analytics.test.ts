@@ -16,7 +16,7 @@ import {
 } from '../src/analytics/index.js';
 import { MapStore } from './support/map-store.js';
 
-const T0 = 1_700_000_000_000;
+const CLOCK_START = 1_700_000_000_000;
 
 const ALLOWED: Decision = {
   allowed: true,
@@ -31,7 +31,7 @@ const ALLOWED: Decision = {
   now: 0,
 };
 /** The fake clock every test shares: the limiters', the observer's `now`, and the time of the hand-made events. */
-const time = { now: T0 };
+const time = { now: CLOCK_START };
 const event = (
   identity: string,
   decision: Partial<Decision> = {},
@@ -77,7 +77,7 @@ function setup(options: Partial<FleetAnalyticsOptions> = {}) {
 }
 
 beforeEach(() => {
-  time.now = T0;
+  time.now = CLOCK_START;
   vi.useFakeTimers({ toFake: ['setInterval', 'clearInterval', 'setTimeout', 'clearTimeout'] });
 });
 afterEach(() => {
@@ -95,12 +95,12 @@ describe('createFleetAnalytics', () => {
     await advance(500); // still the same second: nothing complete, nothing published
     analytics.onDecision(event('a'));
     expect(store.calls).toEqual([]);
-    await advance(600); // second T0/1000 + 1: the first is complete
+    await advance(600); // second CLOCK_START/1000 + 1: the first is complete
     expect(store.calls).toHaveLength(1);
     expect(store.calls[0]!.name).toBe('api');
     expect(store.calls[0]!.seconds).toEqual([
       {
-        second: T0 / 1000,
+        second: CLOCK_START / 1000,
         counts: { allowed: 8, limited: 3, shadowLimited: 1, shed: 0, degraded: 2 },
         topLimited: [['b', 3]],
       },
@@ -219,7 +219,7 @@ describe('createFleetAnalytics', () => {
     store.failing = false;
     await advance(1_000);
     expect(store.total('api', 'limited')).toBe(15);
-    expect(store.kept.map((k) => k.second.second)).toEqual([T0 / 1000, T0 / 1000 + 1, T0 / 1000 + 2]);
+    expect(store.kept.map((k) => k.second.second)).toEqual([CLOCK_START / 1000, CLOCK_START / 1000 + 1, CLOCK_START / 1000 + 2]);
     expect(store.kept.map((k) => k.second.topLimited)).toEqual([[['x', 5]], [['x', 5]], [['x', 5]]]);
     await analytics.stop();
     expect(store.total('api', 'limited')).toBe(15);
@@ -241,7 +241,7 @@ describe('createFleetAnalytics', () => {
     expect(errors).toHaveLength(1);
     await advance(1_000);
     // Sent again, the same second: the store now holds it twice (at least once, never lost).
-    expect(store.calls.map((c) => c.seconds.map((s) => s.second))).toEqual([[T0 / 1000], [T0 / 1000]]);
+    expect(store.calls.map((c) => c.seconds.map((s) => s.second))).toEqual([[CLOCK_START / 1000], [CLOCK_START / 1000]]);
     expect(store.total('api', 'limited')).toBe(10);
     await analytics.stop();
     expect(analytics.stats()).toEqual({ droppedIdentities: 0, droppedSeconds: 0, pendingSeconds: 0 });

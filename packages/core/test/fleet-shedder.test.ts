@@ -27,10 +27,10 @@ class LeaseStore implements Store {
   }
 }
 
-const T0 = 1_700_000_000_000;
+const CLOCK_START = 1_700_000_000_000;
 
 function fleet(store: Store, options: Partial<FleetShedderOptions> = {}) {
-  return createFleetShedder({ store, capacity: 10, reserve: 0.2, clock: () => T0, ...options });
+  return createFleetShedder({ store, capacity: 10, reserve: 0.2, clock: () => CLOCK_START, ...options });
 }
 
 describe('createFleetShedder', () => {

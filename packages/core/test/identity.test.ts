@@ -3,9 +3,10 @@ import { describe, expect, test } from 'vitest';
 import { createLimiter, fixedWindow } from '../src/index.js';
 import { MAX_VERBATIM_IDENTITY, identityKey } from '../src/store/index.js';
 import { MapStore } from './support/map-store.js';
-import { T0 } from './support/scenario.js';
+import { CLOCK_START } from './support/scenario.js';
 
-const limiterOn = (store: MapStore) => createLimiter({ store, rules: fixedWindow({ limit: 1, window: '1m', id: 'fw' }), clock: () => T0 });
+const limiterOn = (store: MapStore) =>
+  createLimiter({ store, rules: fixedWindow({ limit: 1, window: '1m', id: 'fw' }), clock: () => CLOCK_START });
 
 describe('identities', () => {
   test('any Unicode is accepted and each identity has its own counter', () => {

@@ -13,7 +13,7 @@ import {
 } from '../src/index.js';
 import { evaluate, type LimitRequest } from '../src/store/index.js';
 import { AsyncMapStore, MapStore } from './support/map-store.js';
-import { T0, harness } from './support/scenario.js';
+import { CLOCK_START, harness } from './support/scenario.js';
 
 const SECOND = 1_000;
 const DAY = 86_400_000;
@@ -44,10 +44,10 @@ describe('compound rules ("10 per second and 15 per day") are all-or-nothing', (
     expect(remainingOf(denied)).toEqual({ second: 0, day: 5 });
     expect(denied.rules.find((r) => r.id === 'day')).toMatchObject({ allowed: true });
 
-    h.now = T0 + SECOND;
+    h.now = CLOCK_START + SECOND;
     for (let i = 0; i < 5; i++) expect(h.limiter.limitSync('u').allowed).toBe(true);
     const byDay = h.limiter.limitSync('u');
-    expect(byDay).toMatchObject({ allowed: false, rule: 'day', retryAfter: DAY - SECOND, resetAt: T0 + DAY });
+    expect(byDay).toMatchObject({ allowed: false, rule: 'day', retryAfter: DAY - SECOND, resetAt: CLOCK_START + DAY });
     expect(remainingOf(byDay)).toEqual({ second: 5, day: 0 });
     expect(remainingOf(h.limiter.peekSync('u'))).toEqual({ second: 5, day: 0 });
   });
@@ -63,16 +63,16 @@ describe('compound rules ("10 per second and 15 per day") are all-or-nothing', (
 
   test('evaluate() writes nothing when any rule denies, and reports the other rules untouched', () => {
     const compound = [tokenBucket({ capacity: 5, refillRate: 1, id: 'tb' }), slidingWindowLog({ limit: 2, window: '1m', id: 'log' })];
-    const first = evaluate(compound, [undefined, undefined], T0, 2, 'consume');
+    const first = evaluate(compound, [undefined, undefined], CLOCK_START, 2, 'consume');
     expect(first.allowed).toBe(true);
     const states = first.writes!.map((w) => w.state);
-    const denied = evaluate(compound, states, T0, 1, 'consume');
+    const denied = evaluate(compound, states, CLOCK_START, 1, 'consume');
     expect(denied.allowed).toBe(false);
     expect(denied.writes).toBeUndefined();
     // The token bucket would have allowed; it reports the 3 it still has, not the 2 it would have left.
     expect(denied.outcomes).toMatchObject([
       { id: 'tb', allowed: true, remaining: 3 },
-      { id: 'log', allowed: false, remaining: 0, retryAt: T0 + 60_000 },
+      { id: 'log', allowed: false, remaining: 0, retryAt: CLOCK_START + 60_000 },
     ]);
   });
 
@@ -152,7 +152,7 @@ describe('peek, refund and cost', () => {
         const fresh = evaluate(
           rules,
           rules.map(() => undefined),
-          T0,
+          CLOCK_START,
           0,
           operation,
         );
@@ -162,7 +162,7 @@ describe('peek, refund and cost', () => {
         evaluate(
           rules,
           rules.map(() => undefined),
-          T0,
+          CLOCK_START,
           1,
           'consume',
         ).writes,
@@ -171,7 +171,7 @@ describe('peek, refund and cost', () => {
         evaluate(
           rules,
           rules.map(() => undefined),
-          T0,
+          CLOCK_START,
           1,
           'peek',
         ).writes,
@@ -204,7 +204,7 @@ describe('keys', () => {
   test('limiters with different names, or different prefixes, never share state on one store', () => {
     const store = new MapStore();
     const rules = fixedWindow({ limit: 1, window: '1m', id: 'fw' });
-    const make = (name: string, prefix?: string) => createLimiter({ store, rules, name, prefix, clock: () => T0 });
+    const make = (name: string, prefix?: string) => createLimiter({ store, rules, name, prefix, clock: () => CLOCK_START });
     const a = make('a');
     expect(a.limitSync('u').allowed).toBe(true);
     expect(a.limitSync('u').allowed).toBe(false);
@@ -291,7 +291,7 @@ describe('quotaFor(identity)', () => {
     const limiter = createLimiter({
       store,
       rules: standard,
-      clock: () => T0,
+      clock: () => CLOCK_START,
       quotaFor: (id) => (id.startsWith('vip:') ? premium : undefined),
     });
     const admitted = (id: string) => {
@@ -316,19 +316,19 @@ describe('stagger', () => {
   test('shifts window boundaries per identity, stably, within one window', () => {
     const rule = fixedWindow({ limit: 1, window: '1m', stagger: true });
     const resets = (store: MapStore) => {
-      const limiter = createLimiter({ store, rules: rule, clock: () => T0 });
+      const limiter = createLimiter({ store, rules: rule, clock: () => CLOCK_START });
       return Array.from({ length: 50 }, (_, i) => limiter.limitSync(`user:${i}`).resetAt);
     };
     const first = resets(new MapStore());
     expect(resets(new MapStore())).toEqual(first); // a fresh store (another process) agrees
     expect(new Set(first).size).toBeGreaterThan(40);
     for (const resetAt of first) {
-      expect(resetAt).toBeGreaterThan(T0);
-      expect(resetAt).toBeLessThanOrEqual(T0 + 60_000);
+      expect(resetAt).toBeGreaterThan(CLOCK_START);
+      expect(resetAt).toBeLessThanOrEqual(CLOCK_START + 60_000);
     }
     // Without stagger every identity resets at the same instant.
-    const aligned = createLimiter({ store: new MapStore(), rules: fixedWindow({ limit: 1, window: '1m' }), clock: () => T0 });
-    expect(new Set(Array.from({ length: 10 }, (_, i) => aligned.limitSync(`user:${i}`).resetAt))).toEqual(new Set([T0 + 60_000]));
+    const aligned = createLimiter({ store: new MapStore(), rules: fixedWindow({ limit: 1, window: '1m' }), clock: () => CLOCK_START });
+    expect(new Set(Array.from({ length: 10 }, (_, i) => aligned.limitSync(`user:${i}`).resetAt))).toEqual(new Set([CLOCK_START + 60_000]));
   });
 
   test('a staggered identity really gets a full window at its own boundary', () => {
@@ -344,7 +344,7 @@ describe('stagger', () => {
 describe('asynchronous stores', () => {
   test('limit, peek, refund and reset work through promises', async () => {
     const store = new AsyncMapStore();
-    const limiter = createLimiter({ store, rules: fixedWindow({ limit: 2, window: '1m' }), clock: () => T0 });
+    const limiter = createLimiter({ store, rules: fixedWindow({ limit: 2, window: '1m' }), clock: () => CLOCK_START });
     expect(await limiter.limit('u', { cost: 2 })).toMatchObject({ allowed: true, remaining: 0 });
     expect(await limiter.peek('u')).toMatchObject({ allowed: false, reason: 'rate_limited' });
     expect(await limiter.refund('u')).toMatchObject({ remaining: 1 });
@@ -385,7 +385,7 @@ describe('a store that answers without its shared state (result.error)', () => {
         },
         reset: () => undefined,
       } as const;
-      const limiter = createLimiter({ store: store as unknown as Store, rules: rule, clock: () => T0 });
+      const limiter = createLimiter({ store: store as unknown as Store, rules: rule, clock: () => CLOCK_START });
       const decision = await limiter.limit('a');
       expect(decision).toMatchObject({ allowed: true, remaining: 2, degraded: true, reason: 'ok' });
       expect(decision.error).toBe(error);

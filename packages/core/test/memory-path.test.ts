@@ -21,7 +21,7 @@ import {
   type Store,
   type StoreCapabilities,
 } from '../src/store/index.js';
-import { T0, costArb, moveArb, operationArb } from './support/scenario.js';
+import { CLOCK_START, costArb, moveArb, operationArb } from './support/scenario.js';
 
 /**
  * An asynchronous store over a Map, deciding on its own clock (the caller's plus `skewMs`), with the seam: through
@@ -110,7 +110,7 @@ describe('a limiter over a MemoryFirstStore', () => {
     test(`${name}: decides exactly as over the same store without the seam`, async () => {
       await fc.assert(
         fc.asyncProperty(fc.array(eventArb, { minLength: 1, maxLength: 40 }), fc.constantFrom(0, 250), async (events, skewMs) => {
-          let now = T0;
+          let now = CLOCK_START;
           const clock = () => now;
           const seamStore = memoryFirstDouble(skewMs);
           const generalStore = memoryFirstDouble(skewMs);
@@ -138,9 +138,9 @@ describe('a limiter over a MemoryFirstStore', () => {
 
   test('single-rule step operations go through the bound path, whose answers from memory come back as decisions; the rest through limit', async () => {
     const store = memoryFirstDouble(0);
-    const limiter = createLimiter({ store, rules: fixedWindow({ limit: 4, window: '1s' }), clock: () => T0 });
+    const limiter = createLimiter({ store, rules: fixedWindow({ limit: 4, window: '1s' }), clock: () => CLOCK_START });
     const decision = await limiter.limit('m-1');
-    expect(decision).toMatchObject({ allowed: true, remaining: 3, degraded: false, now: T0 });
+    expect(decision).toMatchObject({ allowed: true, remaining: 3, degraded: false, now: CLOCK_START });
     await limiter.peek('m-1');
     await limiter.limit('remote');
     await limiter.take('m-1', { cost: 2 });
@@ -155,7 +155,12 @@ describe('a limiter over a MemoryFirstStore', () => {
   test('no seam when the failure policy asks a fallback store: it gets the request, and may copy it', async () => {
     const store = memoryFirstDouble(0);
     const fallback = memoryFirstDouble(0);
-    const limiter = createLimiter({ store, rules: fixedWindow({ limit: 4, window: '1s' }), clock: () => T0, onStoreError: fallback });
+    const limiter = createLimiter({
+      store,
+      rules: fixedWindow({ limit: 4, window: '1s' }),
+      clock: () => CLOCK_START,
+      onStoreError: fallback,
+    });
     await limiter.limit('m-1');
     expect(store.calls).toEqual(['limit:consume']);
   });

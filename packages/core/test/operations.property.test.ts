@@ -21,7 +21,7 @@ import {
   fixedWindowCase,
   type AlgorithmCase,
 } from './support/cases.js';
-import { RUNS, T0, costArb } from './support/scenario.js';
+import { RUNS, CLOCK_START, costArb } from './support/scenario.js';
 
 const OPERATIONS: readonly Operation[] = ['consume', 'peek', 'refund', 'take', 'reserve'];
 
@@ -82,7 +82,7 @@ function play(
   history: ReadonlyArray<{ move: number; cost: number; operation: Operation; maxWaitMs: number }>,
   probeMove: number,
 ): { states: Array<State | undefined>; now: number } {
-  const world: World = { states: rules.map(() => undefined), expiresAt: rules.map(() => 0), now: T0 };
+  const world: World = { states: rules.map(() => undefined), expiresAt: rules.map(() => 0), now: CLOCK_START };
   for (const event of history) {
     world.now = Math.max(0, world.now + event.move);
     apply(world, evaluate(rules, read(world, world.now), world.now, event.cost, event.operation, event.maxWaitMs));
@@ -201,7 +201,7 @@ describe('take and reserve, defined on the steps', () => {
       fc.assert(
         fc.property(forward, ({ params, history }) => {
           const rules = [c.rule(params[0] as P)];
-          const world: World = { states: [undefined], expiresAt: [0], now: T0 };
+          const world: World = { states: [undefined], expiresAt: [0], now: CLOCK_START };
           let lastBooking = Number.NEGATIVE_INFINITY;
           for (const event of history) {
             world.now += event.move;
@@ -242,16 +242,16 @@ describe('take and reserve, defined on the steps', () => {
 
   test('reserve: later requests queue behind a booking (a token bucket of 1 per second)', () => {
     const rules = [smoothTokenBucketCase.rule({ capacity: 1, rate: 1, intervalMs: 1_000 })];
-    const world: World = { states: [undefined], expiresAt: [0], now: T0 };
+    const world: World = { states: [undefined], expiresAt: [0], now: CLOCK_START };
     const starts: number[] = [];
     for (let i = 0; i < 4; i++) {
-      const evaluation = evaluate(rules, read(world, T0), T0, 1, 'reserve', 10_000);
-      starts.push(evaluation.outcomes[0]!.startAt! - T0);
+      const evaluation = evaluate(rules, read(world, CLOCK_START), CLOCK_START, 1, 'reserve', 10_000);
+      starts.push(evaluation.outcomes[0]!.startAt! - CLOCK_START);
       apply(world, evaluation);
     }
     expect(starts).toEqual([0, 1_000, 2_000, 3_000]);
     // A consume now is denied until the last booking has passed.
-    const consume = evaluate(rules, read(world, T0), T0, 1, 'consume');
-    expect([consume.allowed, consume.outcomes[0]!.retryAt - T0]).toEqual([false, 4_000]);
+    const consume = evaluate(rules, read(world, CLOCK_START), CLOCK_START, 1, 'consume');
+    expect([consume.allowed, consume.outcomes[0]!.retryAt - CLOCK_START]).toEqual([false, 4_000]);
   });
 });

@@ -6,7 +6,7 @@ import { describe, expect, test } from 'vitest';
 import { createLimiter, fixedWindow, tokenBucket, type SyncLimiter } from '../src/index.js';
 import type { StoreCapabilities } from '../src/store/index.js';
 import { AsyncMapStore, MapStore } from './support/map-store.js';
-import { T0 } from './support/scenario.js';
+import { CLOCK_START } from './support/scenario.js';
 
 /** The map store announcing both operations (it runs core's evaluate, which defines them). */
 class TakeReserveStore extends MapStore {
@@ -23,7 +23,7 @@ function limiterOn(store: MapStore, now: { t: number }): SyncLimiter {
 
 describe('limiter.take and limiter.reserve', () => {
   test('take grants up to the cost and says how many; 0 granted is a denial with the wait for one unit', async () => {
-    const now = { t: T0 };
+    const now = { t: CLOCK_START };
     const limiter = limiterOn(new TakeReserveStore(), now);
     expect(await limiter.take('a', { cost: 2 })).toMatchObject({ allowed: true, granted: 2, remaining: 1 });
     expect(limiter.takeSync('a', { cost: 5 })).toMatchObject({ allowed: true, granted: 1, remaining: 0 });
@@ -33,11 +33,15 @@ describe('limiter.take and limiter.reserve', () => {
   });
 
   test('reserve returns startAt, queues later requests behind the booking, and refuses beyond maxWait', async () => {
-    const now = { t: T0 };
+    const now = { t: CLOCK_START };
     const limiter = limiterOn(new TakeReserveStore(), now);
-    for (let i = 0; i < 3; i++) expect(limiter.reserveSync('a', { maxWait: 0 })).toMatchObject({ allowed: true, startAt: T0 });
-    expect(await limiter.reserve('a', { maxWait: 2_000 })).toMatchObject({ allowed: true, startAt: T0 + 1_000 });
-    expect(limiter.reserveSync('a', { cost: 2, maxWait: 2_000 })).toMatchObject({ allowed: false, startAt: T0 + 3_000, retryAfter: 3_000 });
+    for (let i = 0; i < 3; i++) expect(limiter.reserveSync('a', { maxWait: 0 })).toMatchObject({ allowed: true, startAt: CLOCK_START });
+    expect(await limiter.reserve('a', { maxWait: 2_000 })).toMatchObject({ allowed: true, startAt: CLOCK_START + 1_000 });
+    expect(limiter.reserveSync('a', { cost: 2, maxWait: 2_000 })).toMatchObject({
+      allowed: false,
+      startAt: CLOCK_START + 3_000,
+      retryAfter: 3_000,
+    });
     expect(limiter.limitSync('a')).toMatchObject({ allowed: false, retryAfter: 2_000 });
     expect(limiter.reserveSync('a', { cost: 4, maxWait: 1e9 })).toMatchObject({
       allowed: false,
@@ -48,7 +52,7 @@ describe('limiter.take and limiter.reserve', () => {
 
   test('a store that does not announce an operation is refused with UNSUPPORTED_OPERATION naming the operation, and nothing is counted', async () => {
     const store = new MapStore();
-    const limiter = limiterOn(store, { t: T0 });
+    const limiter = limiterOn(store, { t: CLOCK_START });
     await expect(limiter.take('a', { cost: 1 })).rejects.toMatchObject({
       code: 'UNSUPPORTED_OPERATION',
       message: expect.stringContaining('take'),
@@ -62,7 +66,7 @@ describe('limiter.take and limiter.reserve', () => {
   });
 
   test('options are validated with errors naming the field', async () => {
-    const limiter = limiterOn(new TakeReserveStore(), { t: T0 });
+    const limiter = limiterOn(new TakeReserveStore(), { t: CLOCK_START });
     await expect(limiter.reserve('a', undefined as never)).rejects.toMatchObject({
       code: 'INVALID_OPTION',
       message: expect.stringContaining('maxWait'),
@@ -92,10 +96,10 @@ describe('limiter.take and limiter.reserve', () => {
       store: new TakeReserveStore(),
       rules: tokenBucket({ capacity: 2, refillRate: 1 }),
       mode: 'off',
-      clock: () => T0,
+      clock: () => CLOCK_START,
     });
     expect(off.takeSync('a', { cost: 5 })).toMatchObject({ allowed: true, reason: 'disabled', granted: 5 });
-    expect(off.reserveSync('a', { maxWait: 0 })).toMatchObject({ allowed: true, startAt: T0 });
+    expect(off.reserveSync('a', { maxWait: 0 })).toMatchObject({ allowed: true, startAt: CLOCK_START });
     class Broken extends TakeReserveStore {
       override limit(): never {
         throw new Error('down');
@@ -105,13 +109,13 @@ describe('limiter.take and limiter.reserve', () => {
       store: new Broken(),
       rules: tokenBucket({ capacity: 2, refillRate: 1 }),
       onStoreError: 'deny',
-      clock: () => T0,
+      clock: () => CLOCK_START,
     });
     expect(denying.takeSync('a', { cost: 2 })).toMatchObject({ allowed: false, degraded: true, granted: 0 });
     const refused = denying.reserveSync('a', { maxWait: 0 });
     expect(refused).toMatchObject({ allowed: false, degraded: true });
-    expect(refused.startAt).toBe(T0 + refused.retryAfter);
-    const allowing = createLimiter({ store: new Broken(), rules: tokenBucket({ capacity: 2, refillRate: 1 }), clock: () => T0 });
-    expect(allowing.reserveSync('a', { maxWait: 0 })).toMatchObject({ allowed: true, degraded: true, startAt: T0 });
+    expect(refused.startAt).toBe(CLOCK_START + refused.retryAfter);
+    const allowing = createLimiter({ store: new Broken(), rules: tokenBucket({ capacity: 2, refillRate: 1 }), clock: () => CLOCK_START });
+    expect(allowing.reserveSync('a', { maxWait: 0 })).toMatchObject({ allowed: true, degraded: true, startAt: CLOCK_START });
   });
 });

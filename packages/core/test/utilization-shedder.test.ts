@@ -7,12 +7,12 @@
 import { afterEach, describe, expect, test, vi } from 'vitest';
 import { createUtilizationShedder, createEventLoopSignal, type UtilizationShedderOptions } from '../src/shedding/index.js';
 
-const T0 = 1_700_000_000_000;
+const CLOCK_START = 1_700_000_000_000;
 
 /** A shedder driven by a fake clock and a utilization the test sets; `random` is fixed so chances are thresholds. */
 function scripted(options: Partial<UtilizationShedderOptions> = {}) {
   // Overloaded from the first sample on, unless a test says otherwise.
-  const state = { now: T0, utilization: 1, reads: 0 };
+  const state = { now: CLOCK_START, utilization: 1, reads: 0 };
   const shedder = createUtilizationShedder({
     signal: () => {
       state.reads++;
@@ -91,7 +91,7 @@ describe("the ramp (the article's numbers, the defaults: delay 28 s, ramp-up 120
   test('the amount moves only when the signal is sampled, by the time since the last sample at the new derivative', () => {
     const { shedder, state } = scripted({ delay: 0, sampleEvery: '5s' });
     state.utilization = 1;
-    shedder.check('test'); // sample at T0: derivative +1/120 per s
+    shedder.check('test'); // sample at CLOCK_START: derivative +1/120 per s
     state.now += 4000;
     shedder.check('test'); // no new sample within 5 s
     expect(state.reads).toBe(1);
@@ -141,7 +141,7 @@ describe('modes, draws and errors', () => {
 
   test('a partial chance is a draw: below it sheds, at or above it passes', () => {
     let draw = 0;
-    const state = { now: T0 };
+    const state = { now: CLOCK_START };
     const shedder = createUtilizationShedder({ signal: () => 1, clock: () => state.now, random: () => draw, delay: 0, rampUp: '120s' });
     shedder.check('critical');
     for (let s = 0; s < 20; s++) {
@@ -156,7 +156,7 @@ describe('modes, draws and errors', () => {
   });
 
   test('custom classes: the first is never shed, the last goes first', () => {
-    const state = { now: T0 };
+    const state = { now: CLOCK_START };
     const shedder = createUtilizationShedder({
       classes: ['payments', 'everything else'],
       signal: () => 1,

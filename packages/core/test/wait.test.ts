@@ -20,10 +20,10 @@ class ReserveStore implements Store {
   }
 }
 
-const T0 = 1_700_000_000_000;
+const CLOCK_START = 1_700_000_000_000;
 
 function setup(rules: Rule | Rule[]) {
-  const clock = { now: T0 };
+  const clock = { now: CLOCK_START };
   const store = new ReserveStore();
   const limiter = createLimiter({ store, rules, clock: () => clock.now });
   return { clock, store, limiter };
@@ -50,7 +50,7 @@ describe('wait', () => {
     }
     await Promise.all(waits);
     expect(started.map(([i]) => i)).toEqual([0, 1, 2, 3, 4]);
-    expect(started.map(([, at]) => at - T0)).toEqual([0, 100, 200, 300, 400]);
+    expect(started.map(([, at]) => at - CLOCK_START)).toEqual([0, 100, 200, 300, 400]);
   });
 
   test('a slot beyond maxWait is refused with WAIT_TOO_LONG and nothing is booked', async () => {
@@ -84,7 +84,7 @@ describe('wait', () => {
 
   test("a window's booking is not refunded on abort (the refund would land in the current window, not the booked one)", async () => {
     const { clock, limiter } = setup(fixedWindow({ limit: 1, window: '1s' }));
-    clock.now = Math.ceil(T0 / 1000) * 1000;
+    clock.now = Math.ceil(CLOCK_START / 1000) * 1000;
     await limiter.wait('api', { maxWait: 0 });
     const controller = new AbortController();
     const waiting = limiter.wait('api', { maxWait: '2s', signal: controller.signal }).catch((error: { code?: string }) => error.code);
@@ -106,7 +106,7 @@ describe('wait', () => {
       rules: gcra({ limit: 10, period: '1s' }),
       onStoreError: 'deny',
       circuitBreaker: false,
-      clock: () => T0,
+      clock: () => CLOCK_START,
     });
     await expect(limiter.wait('api', { maxWait: '30s' })).rejects.toMatchObject({ code: 'STORE_ERROR' });
   });

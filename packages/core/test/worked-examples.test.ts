@@ -1,15 +1,15 @@
 /**
- * The worked examples of the article 'Designing a rate limiter', replayed with a fake clock. Minute 0 starts at T0,
+ * The worked examples of the article 'Designing a rate limiter', replayed with a fake clock. Minute 0 starts at CLOCK_START,
  * an exact multiple of a minute, so 1:00 is a window boundary.
  */
 import { describe, expect, test } from 'vitest';
 import { fixedWindow, slidingWindowCounter, slidingWindowLog, tokenBucket } from '../src/index.js';
-import { T0, harness } from './support/scenario.js';
+import { CLOCK_START, harness } from './support/scenario.js';
 
 /** 'm:ss' → epoch ms. */
 const at = (clock: string) => {
   const [m, s] = clock.split(':').map(Number) as [number, number];
-  return T0 + (m * 60 + s) * 1000;
+  return CLOCK_START + (m * 60 + s) * 1000;
 };
 
 describe('worked examples of the article "Designing a rate limiter"', () => {

@@ -118,10 +118,10 @@ describe('LimitLearner', () => {
 });
 
 describe('createThrottledFetch follows the stated limit', () => {
-  const T0 = 1_700_000_000_000;
+  const CLOCK_START = 1_700_000_000_000;
   beforeEach(() => {
     vi.useFakeTimers();
-    vi.setSystemTime(T0);
+    vi.setSystemTime(CLOCK_START);
   });
   afterEach(() => vi.useRealTimers());
 
@@ -134,7 +134,7 @@ describe('createThrottledFetch follows the stated limit', () => {
       });
       const sent: number[] = [];
       const fetch = (_input: string, _init?: RequestInit) => {
-        sent.push(Date.now() - T0);
+        sent.push(Date.now() - CLOCK_START);
         return Promise.resolve(new Response('ok', { headers: { 'X-RateLimit-Limit': '5' } }));
       };
       const fetchApi = createThrottledFetch({ limiter, maxWait: '10s', fetch, learn });
@@ -145,7 +145,7 @@ describe('createThrottledFetch follows the stated limit', () => {
       // The slot booked at 10 per second (0 to 100) stays booked; the ones after are 200 ms apart.
       expect(sent).toEqual(learn ? [0, 100, 300, 500] : [0, 100, 200, 300]);
       expect(limiter.rules[0]!.id).toBe('api');
-      vi.setSystemTime(T0);
+      vi.setSystemTime(CLOCK_START);
     }
   });
 

@@ -13,11 +13,11 @@ import { thirdPartyLimit } from '../src/fetch/third-party-limit.js';
 import { LATE_SEND_MS, createThrottledFetch } from '../src/fetch/throttled-fetch.js';
 import { reserveStore } from './support.js';
 
-const T0 = 1_700_000_000_000;
+const CLOCK_START = 1_700_000_000_000;
 
 beforeEach(() => {
   vi.useFakeTimers();
-  vi.setSystemTime(T0);
+  vi.setSystemTime(CLOCK_START);
 });
 
 afterEach(() => {
@@ -30,7 +30,7 @@ async function starts(rule: Rule | Rule[], count: number): Promise<number[]> {
   const out: number[] = [];
   for (let i = 0; i < count; i++) {
     const decision = await limiter.reserve('api', { maxWait: '1m' });
-    out.push(decision.startAt! - T0);
+    out.push(decision.startAt! - CLOCK_START);
   }
   return out;
 }
@@ -113,7 +113,7 @@ describe('the throttled fetch on its slots', () => {
       maxWait: '10s',
       learn: false,
       fetch: async (_input: string) => {
-        sent.push(Date.now() - T0);
+        sent.push(Date.now() - CLOCK_START);
         return new Response('ok');
       },
     });
@@ -127,7 +127,7 @@ describe('the throttled fetch on its slots', () => {
     await vi.advanceTimersByTimeAsync(0);
     expect(sent).toEqual([0]);
     // The event loop is held 60 ms (the clock moves on, no timer fires): the second's timer fires at 160.
-    vi.setSystemTime(T0 + 60);
+    vi.setSystemTime(CLOCK_START + 60);
     await vi.advanceTimersByTimeAsync(100);
     expect(sent).toEqual([0]);
     // Booked again at the end of the queue (its missed slot at 100 consumed it): 200.
@@ -140,7 +140,7 @@ describe('the throttled fetch on its slots', () => {
     const { sent, fetchApi } = setup();
     const calls = [fetchApi('https://api.example.com/a'), fetchApi('https://api.example.com/b')];
     await vi.advanceTimersByTimeAsync(0);
-    vi.setSystemTime(T0 + LATE_SEND_MS);
+    vi.setSystemTime(CLOCK_START + LATE_SEND_MS);
     await vi.advanceTimersByTimeAsync(100);
     await Promise.all(calls);
     expect(sent).toEqual([0, 100 + LATE_SEND_MS]);
@@ -151,7 +151,7 @@ describe('the throttled fetch on its slots', () => {
     const booked: number[] = [];
     const reserve = limiter.reserve.bind(limiter);
     vi.spyOn(limiter, 'reserve').mockImplementation((identity, options) => {
-      booked.push(Date.now() - T0);
+      booked.push(Date.now() - CLOCK_START);
       return reserve(identity, options);
     });
     const fetchApi = createThrottledFetch({

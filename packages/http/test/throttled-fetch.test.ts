@@ -9,7 +9,7 @@ import { createLimiter, gcra, tokenBucket, type Rule } from '@sluice/core';
 import { createThrottledFetch, holdOffMs, parseRateLimit, parseRetryAfter, pushBack } from '../src/fetch/throttled-fetch.js';
 import { reserveStore } from './support.js';
 
-const T0 = 1_700_000_000_000;
+const CLOCK_START = 1_700_000_000_000;
 
 function setup(rules: Rule | Rule[]) {
   const limiter = createLimiter({ store: reserveStore(), rules, clock: () => Date.now() });
@@ -21,7 +21,7 @@ function fakeApi(answer: (n: number) => Response = () => new Response('ok')) {
   const sent: Array<{ at: number; url: string }> = [];
   const fetch = (input: string | URL | Request, _init?: RequestInit) => {
     const url = typeof input === 'string' ? input : input instanceof URL ? input.href : input.url;
-    sent.push({ at: Date.now() - T0, url });
+    sent.push({ at: Date.now() - CLOCK_START, url });
     return Promise.resolve(answer(sent.length - 1));
   };
   return { sent, fetch };
@@ -29,7 +29,7 @@ function fakeApi(answer: (n: number) => Response = () => new Response('ok')) {
 
 beforeEach(() => {
   vi.useFakeTimers();
-  vi.setSystemTime(T0);
+  vi.setSystemTime(CLOCK_START);
 });
 
 afterEach(() => {
@@ -133,14 +133,14 @@ describe('pushBack', () => {
 describe('header forms', () => {
   const response = (status: number, headers: Record<string, string>) => ({ status, headers: new Headers(headers) });
   test('Retry-After in seconds or an HTTP date, on 429 and 503 only', () => {
-    expect(parseRetryAfter('5', T0)).toBe(5000);
-    expect(parseRetryAfter('1.5', T0)).toBe(1500);
-    expect(parseRetryAfter(new Date(T0 + 7000).toUTCString(), T0)).toBe(7000);
-    expect(parseRetryAfter(new Date(T0 - 7000).toUTCString(), T0)).toBe(0);
-    expect(parseRetryAfter('soon', T0)).toBeUndefined();
-    expect(holdOffMs(response(429, { 'retry-after': '3' }), T0)).toBe(3000);
-    expect(holdOffMs(response(503, { 'retry-after': '3' }), T0)).toBe(3000);
-    expect(holdOffMs(response(200, { 'retry-after': '3' }), T0)).toBeUndefined();
+    expect(parseRetryAfter('5', CLOCK_START)).toBe(5000);
+    expect(parseRetryAfter('1.5', CLOCK_START)).toBe(1500);
+    expect(parseRetryAfter(new Date(CLOCK_START + 7000).toUTCString(), CLOCK_START)).toBe(7000);
+    expect(parseRetryAfter(new Date(CLOCK_START - 7000).toUTCString(), CLOCK_START)).toBe(0);
+    expect(parseRetryAfter('soon', CLOCK_START)).toBeUndefined();
+    expect(holdOffMs(response(429, { 'retry-after': '3' }), CLOCK_START)).toBe(3000);
+    expect(holdOffMs(response(503, { 'retry-after': '3' }), CLOCK_START)).toBe(3000);
+    expect(holdOffMs(response(200, { 'retry-after': '3' }), CLOCK_START)).toBeUndefined();
   });
 
   test('RateLimit: structured items and the older dictionary', () => {
@@ -151,14 +151,16 @@ describe('header forms', () => {
     expect(parseRateLimit('limit=10, remaining=0, reset=5')).toBe(5000);
     expect(parseRateLimit('limit=10, remaining=2, reset=5')).toBeUndefined();
     expect(parseRateLimit('r=0;t=5')).toBe(5000); // an item without its name
-    expect(holdOffMs(response(200, { ratelimit: '"default";r=0;t=2' }), T0)).toBe(2000);
+    expect(holdOffMs(response(200, { ratelimit: '"default";r=0;t=2' }), CLOCK_START)).toBe(2000);
   });
 
   test('X-RateLimit-Remaining: 0 with X-RateLimit-Reset in seconds or epoch seconds; RateLimit-Remaining/Reset too', () => {
-    expect(holdOffMs(response(200, { 'x-ratelimit-remaining': '0', 'x-ratelimit-reset': '4' }), T0)).toBe(4000);
-    expect(holdOffMs(response(200, { 'x-ratelimit-remaining': '0', 'x-ratelimit-reset': String(T0 / 1000 + 9) }), T0)).toBe(9000);
-    expect(holdOffMs(response(200, { 'x-ratelimit-remaining': '1', 'x-ratelimit-reset': '4' }), T0)).toBeUndefined();
-    expect(holdOffMs(response(200, { 'ratelimit-remaining': '0', 'ratelimit-reset': '6' }), T0)).toBe(6000);
-    expect(holdOffMs(response(429, {}), T0)).toBeUndefined();
+    expect(holdOffMs(response(200, { 'x-ratelimit-remaining': '0', 'x-ratelimit-reset': '4' }), CLOCK_START)).toBe(4000);
+    expect(
+      holdOffMs(response(200, { 'x-ratelimit-remaining': '0', 'x-ratelimit-reset': String(CLOCK_START / 1000 + 9) }), CLOCK_START),
+    ).toBe(9000);
+    expect(holdOffMs(response(200, { 'x-ratelimit-remaining': '1', 'x-ratelimit-reset': '4' }), CLOCK_START)).toBeUndefined();
+    expect(holdOffMs(response(200, { 'ratelimit-remaining': '0', 'ratelimit-reset': '6' }), CLOCK_START)).toBe(6000);
+    expect(holdOffMs(response(429, {}), CLOCK_START)).toBeUndefined();
   });
 });

@@ -17,7 +17,7 @@ import { memoryStore } from '@sluice/memory';
 import { sluiceMetrics, type DecisionOutcome } from '../src/index.js';
 import { counterValue, histogramCount, sdkPipeline } from './support.js';
 
-const T0 = 1_700_000_000_000;
+const CLOCK_START = 1_700_000_000_000;
 const IDENTITIES = ['alice', 'bob', 'carol', '2001:db8::7'];
 const CLASSES = ['critical', 'write', 'read', 'test'];
 
@@ -89,7 +89,7 @@ describe('sluiceMetrics with the OpenTelemetry SDK', () => {
           const otel = sdkPipeline();
           try {
             const metrics = sluiceMetrics({ meter: otel.meter });
-            const clock = { now: T0 };
+            const clock = { now: CLOCK_START };
             const store = memoryStore();
             const modes: Record<string, LimiterMode> = { api: 'enforce', search: 'shadow', fleet: 'enforce', worker: 'enforce' };
             const limiters = {

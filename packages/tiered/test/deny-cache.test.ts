@@ -18,7 +18,7 @@ import {
   type Rule,
 } from '@sluice/core';
 import { memoryStore } from '@sluice/memory';
-import { TEST_MAX_KEYS, tierFixture, windowStartAfterT0 } from './support.js';
+import { TEST_MAX_KEYS, tierFixture, windowStartAfterClockStart } from './support.js';
 
 const RULES: ReadonlyArray<readonly [string, () => Rule]> = [
   ['fixed window', () => fixedWindow({ limit: 5, window: '1s' })],
@@ -68,7 +68,7 @@ describe('deny cache: one instance decides exactly as the shared store alone', (
 
   test('a refused identity is refused locally until retryAt, then asks the shared store again', async () => {
     // Starts at the start of a window.
-    const { clock, shared, store, limiter } = tierFixture('deny-cache', { start: windowStartAfterT0(1000) });
+    const { clock, shared, store, limiter } = tierFixture('deny-cache', { start: windowStartAfterClockStart(1000) });
     const limited = limiter(fixedWindow({ limit: 3, window: '1s' }));
     for (let i = 0; i < 3; i++) expect((await limited.limit('a')).allowed).toBe(true);
     const refused = await limited.limit('a');
@@ -84,7 +84,7 @@ describe('deny cache: one instance decides exactly as the shared store alone', (
   });
 
   test('a refund forgets the refusal', async () => {
-    const { clock, limiter } = tierFixture('deny-cache', { start: windowStartAfterT0(1000) });
+    const { clock, limiter } = tierFixture('deny-cache', { start: windowStartAfterClockStart(1000) });
     const limited = limiter(fixedWindow({ limit: 1, window: '1s' }));
     expect((await limited.limit('a')).allowed).toBe(true);
     expect((await limited.limit('a')).allowed).toBe(false);

@@ -8,12 +8,12 @@ import { createLimiter, fixedWindow, type Limiter } from '@sluice/core';
 import { tieredStore } from '../src/index.js';
 import { SharedStore } from './support.js';
 
-const T0 = 1_700_000_000_000;
+const CLOCK_START = 1_700_000_000_000;
 
 describe('maxKeys', () => {
   for (const path of ['the memory path', 'limit(request)'] as const) {
     test(`identities used again are kept over those not used since, when new ones evict (${path})`, async () => {
-      const now = T0;
+      const now = CLOCK_START;
       const clock = () => now;
       const shared = new SharedStore();
       const store = tieredStore({ remote: shared, instances: 4, strategy: 'deny-cache', clock, timers: false, maxKeys: 16 });

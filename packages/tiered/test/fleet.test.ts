@@ -7,7 +7,7 @@
 import { describe, expect, test } from 'vitest';
 import { createLimiter, fixedWindow } from '@sluice/core';
 import type { TieredStoreOptions, TierStrategy } from '../src/index.js';
-import { SharedStore, TestClock, prng, tier, windowStartAfterT0 } from './support.js';
+import { SharedStore, TestClock, prng, tier, windowStartAfterClockStart } from './support.js';
 
 /**
  * A fleet of tiers over one shared store, driven by a seeded random interleaving: each step picks an instance,
@@ -15,7 +15,7 @@ import { SharedStore, TestClock, prng, tier, windowStartAfterT0 } from './suppor
  * counted per identity and per fixed window of the rule, attributed by `decision.now`.
  */
 async function runFleet(strategy: TierStrategy, seed: number, options: Partial<TieredStoreOptions> = {}, limit = 20) {
-  const clock = new TestClock(windowStartAfterT0(1000));
+  const clock = new TestClock(windowStartAfterClockStart(1000));
   const shared = new SharedStore();
   const tiers = Array.from({ length: 4 }, () => tier(shared, strategy, clock.read, options));
   const limiters = tiers.map((store) => createLimiter({ store, rules: fixedWindow({ limit, window: '1s' }), clock: clock.read }));

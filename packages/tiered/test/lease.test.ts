@@ -8,7 +8,7 @@ import { describe, expect, test } from 'vitest';
 import { createLimiter, fixedWindow, tokenBucket, type Store } from '@sluice/core';
 import { memoryStore } from '@sluice/memory';
 import { tieredStore } from '../src/index.js';
-import { TestClock, tier, tierFixture, windowStartAfterT0 } from './support.js';
+import { TestClock, tier, tierFixture, windowStartAfterClockStart } from './support.js';
 
 /** A remote store that decides at its own time (a store clock): a memory store told `remoteNow()` on every call. */
 function onItsOwnClock(remoteNow: () => number): Store {
@@ -61,7 +61,7 @@ describe('leases', () => {
   });
 
   test("a fixed window's unspent units are never refunded (a refund run after the window ended would lower the next window's count): they lapse", async () => {
-    const { clock, shared, store, limiter } = tierFixture('lease', { start: windowStartAfterT0(1000) });
+    const { clock, shared, store, limiter } = tierFixture('lease', { start: windowStartAfterClockStart(1000) });
     const limited = limiter(fixedWindow({ limit: 100, window: '1s' }));
     // A batch of 6 (100 / 16), 2 of them spent: 4 unspent when the window ends.
     await limited.limit('b');
@@ -75,7 +75,7 @@ describe('leases', () => {
   });
 
   test('a leased unit is spent only before its window ends, counted from when the take was sent (a slow take shortens the lease, never lengthens it)', async () => {
-    const clock = new TestClock(windowStartAfterT0(1000) + 900);
+    const clock = new TestClock(windowStartAfterClockStart(1000) + 900);
     // The take runs 60 ms after it was sent (a queue in front of the store): the store sees 100 - 40 ms left.
     const remote = onItsOwnClock(() => clock.now + 60);
     const store = tieredStore({ remote, instances: 1, strategy: 'lease', timers: false, clock: clock.read });
@@ -115,7 +115,7 @@ describe('a remote store on its own clock', () => {
 
 describe('a process that dies holding a lease', () => {
   test('loses at most that lease: its window ends, and the next one has the whole limit', async () => {
-    const { clock, shared, limiter } = tierFixture('lease', { start: windowStartAfterT0(1000) });
+    const { clock, shared, limiter } = tierFixture('lease', { start: windowStartAfterClockStart(1000) });
     const rule = fixedWindow({ limit: 50, window: '1s' });
     const dying = limiter(rule);
     // A batch of 3 (50 / 16), 1 spent: it dies holding 2.

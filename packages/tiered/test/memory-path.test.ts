@@ -25,7 +25,7 @@ import type { LimitRequest, LimitResult, StoreCapabilities } from '@sluice/core/
 import { tieredStore, type TieredStore, type TierStrategy } from '../src/index.js';
 import { SharedStore, TEST_MAX_KEYS } from './support.js';
 
-const T0 = 1_700_000_000_000;
+const CLOCK_START = 1_700_000_000_000;
 
 const RULES: ReadonlyArray<readonly [string, () => Rule]> = [
   ['fixed window', () => fixedWindow({ limit: 5, window: '1s' })],
@@ -94,7 +94,7 @@ describe('the memory path decides as the general path', () => {
     test.each(RULES)(`${strategy}: %s`, async (_name, rule) => {
       await fc.assert(
         fc.asyncProperty(fc.array(eventArb, { minLength: 1, maxLength: 50 }), fc.constantFrom(0, 0, 37, -1200), async (events, skewMs) => {
-          let now = T0;
+          let now = CLOCK_START;
           const clock = () => now;
           const make = () => {
             const shared = new SharedStore();
@@ -137,7 +137,7 @@ describe('the memory path decides as the general path', () => {
 
 describe('the memory path is taken', () => {
   test('an answer from a lease skips the key and the result; an identity the LRU let go leaves the index and is found by key again', async () => {
-    const now = Math.ceil(T0 / 1000) * 1000;
+    const now = Math.ceil(CLOCK_START / 1000) * 1000;
     const clock = () => now;
     const shared = new SharedStore();
     const store = tieredStore({ remote: shared, instances: 4, strategy: 'lease', clock, timers: false, maxKeys: 2 });

@@ -7,12 +7,12 @@
 import { describe, expect, test } from 'vitest';
 import { createLimiter, fixedWindow, tokenBucket, type Decision } from '@sluice/core';
 import type { LimitRequest, LimitResult } from '@sluice/core/store';
-import { SharedStore, TestClock, tier, tierFixture, windowStartAfterT0 } from './support.js';
+import { SharedStore, TestClock, tier, tierFixture, windowStartAfterClockStart } from './support.js';
 
 describe('failures', () => {
   test('the remote store down: refused in the window the outage began in, the local share from the next, the shared state after the window it ended in', async () => {
     for (const strategy of ['deny-cache', 'lease', 'async'] as const) {
-      const { clock, shared, store, limiter } = tierFixture(strategy, { start: windowStartAfterT0(60_000) });
+      const { clock, shared, store, limiter } = tierFixture(strategy, { start: windowStartAfterClockStart(60_000) });
       const limited = limiter(fixedWindow({ limit: 40, window: '1m' }));
       expect((await limited.limit('warm')).degraded).toBe(false);
       shared.failing = true;
@@ -40,7 +40,7 @@ describe('failures', () => {
   });
 
   test('after an outage, the share finishes the window even when calls waited on a batch taken while it did, and a second short outage does not cut it short', async () => {
-    const { clock, shared, store, limiter } = tierFixture('lease', { start: windowStartAfterT0(60_000) });
+    const { clock, shared, store, limiter } = tierFixture('lease', { start: windowStartAfterClockStart(60_000) });
     const limited = limiter(fixedWindow({ limit: 400, window: '1m' }));
     expect((await limited.limit('warm')).degraded).toBe(false);
     shared.failing = true;
@@ -94,7 +94,7 @@ describe('failures', () => {
         return new Promise((resolve) => timers.setTimeout(() => resolve(answer), 200));
       }
     }
-    const clock = new TestClock(windowStartAfterT0(60_000));
+    const clock = new TestClock(windowStartAfterClockStart(60_000));
     const options = { timeout: '20ms', circuitBreaker: false } as const;
     const bucketOver = (remote: SharedStore) =>
       createLimiter({

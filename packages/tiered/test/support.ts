@@ -4,16 +4,16 @@ import type { LimitRequest, LimitResult, Store, StoreCapabilities } from '@sluic
 import { tieredStore, type TieredStoreOptions, type TierStrategy } from '../src/index.js';
 
 /** Where the tests' clocks start (epoch ms). */
-export const T0 = 1_700_000_000_000;
+export const CLOCK_START = 1_700_000_000_000;
 
-/** The first start of a window of `windowMs` at or after T0, for tests that count a window from its start. */
-export function windowStartAfterT0(windowMs: number): number {
-  return Math.ceil(T0 / windowMs) * windowMs;
+/** The first start of a window of `windowMs` at or after CLOCK_START, for tests that count a window from its start. */
+export function windowStartAfterClockStart(windowMs: number): number {
+  return Math.ceil(CLOCK_START / windowMs) * windowMs;
 }
 
 /** A clock the test moves by hand (`clock.now += 600`); `clock.read` is what a store or a limiter is given. */
 export class TestClock {
-  constructor(public now: number = T0) {}
+  constructor(public now: number = CLOCK_START) {}
   readonly read = (): number => this.now;
 }
 
@@ -52,10 +52,13 @@ export function tier(remote: Store, strategy: TierStrategy, clock: () => number,
 }
 
 /**
- * One tier over a new shared store, on a test clock that starts at `start` (T0 unless given): `limiter(rules)`
+ * One tier over a new shared store, on a test clock that starts at `start` (CLOCK_START unless given): `limiter(rules)`
  * decides through the tier, `direct(rules)` reads and writes the shared store itself, past the tier.
  */
-export function tierFixture(strategy: TierStrategy, { start = T0, ...extra }: Partial<TieredStoreOptions> & { start?: number } = {}) {
+export function tierFixture(
+  strategy: TierStrategy,
+  { start = CLOCK_START, ...extra }: Partial<TieredStoreOptions> & { start?: number } = {},
+) {
   const clock = new TestClock(start);
   const shared = new SharedStore();
   const store = tier(shared, strategy, clock.read, extra);

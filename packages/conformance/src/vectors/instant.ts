@@ -2,7 +2,7 @@ import { fixedWindow, gcra, leakyBucket, slidingWindowCounter, slidingWindowLog,
 import type { Expected, Vector } from './types.js';
 
 /**
- * Every algorithm at 5 per hour, driven at one instant (T0+30:00, in the middle of an hourly window), where all of
+ * Every algorithm at 5 per hour, driven at one instant (FAKE_EPOCH+30:00, in the middle of an hourly window), where all of
  * them behave as a counter of 5: the allowed/remaining/reason column is shared, and the resetAt/retryAfter columns
  * are each algorithm's own, computed by hand from its definition (H = 3,600,000 ms; one unit refills in H/5 =
  * 720,000 ms for the continuous algorithms).
@@ -32,7 +32,7 @@ const ROWS: Row[] = [
 interface Column {
   title: string;
   rule: () => Rule;
-  /** resetAt per row, as clock readings after T0. */
+  /** resetAt per row, as clock readings after FAKE_EPOCH. */
   resetAt: string[];
   /** retryAfter (ms) of the three rate_limited rows: 4, 6 and 11. */
   retryAfter: number;
@@ -54,7 +54,7 @@ const COLUMNS: Column[] = [
     retryAfter: 3_600_000,
   },
   {
-    // resetAt = next window start + floor(H × (current − 1) / current) + 1; retry at T0+60:00.001, when the
+    // resetAt = next window start + floor(H × (current − 1) / current) + 1; retry at FAKE_EPOCH+60:00.001, when the
     // weighted previous window (5 or 3) first rounds down far enough.
     title: 'sliding window counter',
     rule: () => slidingWindowCounter({ limit: 5, window: '1h' }),

@@ -3,7 +3,7 @@ import type { Vector } from './types.js';
 
 /**
  * The worked examples of the article 'Designing a rate limiter', replayed on a fake clock. Clock readings are the
- * article's; T0 is the article's 0:00.
+ * article's; FAKE_EPOCH is the article's 0:00.
  */
 export const SEED_VECTORS: Vector[] = [
   {

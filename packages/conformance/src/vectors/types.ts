@@ -1,12 +1,12 @@
 import type { DecisionReason, Rule } from '@sluice/core';
 
-/** What a step's decision must say. Times are clock readings after T0 (`'1:00'`), waits are ms. */
+/** What a step's decision must say. Times are clock readings after FAKE_EPOCH (`'1:00'`), waits are ms. */
 export interface Expected {
   allowed: boolean;
   remaining: number;
   /** @default 'ok' when allowed, 'rate_limited' when not */
   reason?: DecisionReason;
-  /** When the deciding rule is full again, as a clock reading after T0. Checked under a client clock. */
+  /** When the deciding rule is full again, as a clock reading after FAKE_EPOCH. Checked under a client clock. */
   resetAt?: string;
   /** ms until the same cost passes; 0 when allowed (implied), Infinity for cost_exceeds_limit (implied). */
   retryAfter?: number;
@@ -19,7 +19,7 @@ export interface Expected {
 }
 
 export interface VectorStep {
-  /** Clock reading after T0, e.g. `'0:55'` or `'1:24.001'`. */
+  /** Clock reading after FAKE_EPOCH, e.g. `'0:55'` or `'1:24.001'`. */
   at: string;
   /** @default 'limit' */
   op?: 'limit' | 'peek' | 'refund' | 'reset';

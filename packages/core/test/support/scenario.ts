@@ -4,7 +4,7 @@ import { MapStore } from './map-store.js';
 import type { StepOperation } from './models.js';
 
 /** Epoch ms of 2025-01-01T00:00:00Z: a multiple of every unit (1 ms ... 1 day), so relative times read naturally. */
-export const T0 = Date.UTC(2025, 0, 1);
+export const CLOCK_START = Date.UTC(2025, 0, 1);
 
 /** One generated request, printed as-is in shrunk counterexamples. */
 export interface Event {
@@ -75,7 +75,7 @@ export interface Step {
 
 /** A limiter over a fresh MapStore with a fake clock; `at(t)` moves the clock. */
 export function harness(rules: Rule | Rule[], options: { expire?: boolean; name?: string } = {}) {
-  let clock = T0;
+  let clock = CLOCK_START;
   const store = new MapStore(options.expire ?? true);
   const limiter = createLimiter({ store, rules, name: options.name ?? 'prop', clock: () => clock });
   return {

@@ -15,7 +15,7 @@ import { referenceStore } from '@sluice/conformance';
 import { describe, expect, it } from 'vitest';
 import { memoryStore } from '../src/index.js';
 
-const T0 = Date.UTC(2030, 0, 1);
+const CLOCK_START = Date.UTC(2030, 0, 1);
 
 /** A store seen without any `limitOne`: the limiter then takes the general `limit(request)` path. */
 function generalOnly(store: SyncStore): SyncStore {
@@ -51,7 +51,7 @@ const RULES: Array<[string, () => Rule]> = [
 describe('memoryStore: the single-rule fast path (limitOne) answers exactly like the reference model', () => {
   it.each(RULES)('%s: 2,000 random limit/peek/refund/reset calls give equal decisions', (_name, make) => {
     const random = prng(0x51ce);
-    const clock = { now: T0 };
+    const clock = { now: CLOCK_START };
     const fastStore = memoryStore();
     const fast = createLimiter({ store: fastStore, rules: make(), clock: () => clock.now });
     // The conformance model runs core's `evaluate` over a plain Map, through the general `limit(request)` path.
@@ -79,7 +79,7 @@ describe('memoryStore: the single-rule fast path (limitOne) answers exactly like
   });
 
   it('limit() takes the same path and gives the same decision as limitSync()', async () => {
-    const clock = { now: T0 };
+    const clock = { now: CLOCK_START };
     const a = createLimiter({ store: memoryStore(), rules: tokenBucket({ capacity: 3, refillRate: 1 }), clock: () => clock.now });
     const b = createLimiter({
       store: generalOnly(referenceStore()),
@@ -106,7 +106,7 @@ describe('memoryStore: the fast path finds identities through an index that foll
     ['4 keys: identities are evicted and come back', 4],
   ])('%s: a single-rule and a compound limiter under one name, with resets, decide as on a store without the seam', (_name, maxKeys) => {
     const random = prng(0x1dea);
-    const clock = { now: T0 };
+    const clock = { now: CLOCK_START };
     const store = memoryStore({ maxKeys });
     const reference = generalOnly(memoryStore({ maxKeys }));
     const make = (s: SyncStore) => ({
@@ -144,7 +144,7 @@ describe('memoryStore: the fast path finds identities through an index that foll
   });
 
   it('an identity evicted from the cache is forgotten by the index: it starts again from a full bucket', () => {
-    const clock = { now: T0 };
+    const clock = { now: CLOCK_START };
     const store = memoryStore({ maxKeys: 2 });
     const limiter = createLimiter({ store, rules: tokenBucket({ capacity: 2, refillRate: 1, interval: '1h' }), clock: () => clock.now });
     expect(limiter.limitSync('a', { cost: 2 }).remaining).toBe(0);

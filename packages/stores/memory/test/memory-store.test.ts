@@ -4,10 +4,10 @@ import { describe, expect, expectTypeOf, it } from 'vitest';
 import { memoryStore, type MemoryStore } from '../src/index.js';
 import { heldKeys } from './support/held-keys.js';
 
-const T0 = Date.UTC(2030, 0, 1);
+const CLOCK_START = Date.UTC(2030, 0, 1);
 
 function clocked(store: MemoryStore, rules = fixedWindow({ limit: 5, window: '1s' })) {
-  const clock = { now: T0 };
+  const clock = { now: CLOCK_START };
   const limiter = createLimiter({ store, rules, clock: () => clock.now });
   return { clock, limiter };
 }
@@ -58,7 +58,7 @@ describe('memoryStore: the maxKeys bound', () => {
         tokenBucket({ capacity: 5, refillRate: 1 }),
         fixedWindow({ limit: 50, window: '1h' }),
       ],
-      clock: () => T0,
+      clock: () => CLOCK_START,
     });
     for (let i = 0; i < 100; i++) limiter.limitSync(`user-${i}`);
     expect(store.size).toBe(100);
@@ -68,8 +68,8 @@ describe('memoryStore: the maxKeys bound', () => {
 
   it('limiters sharing one store share its bound', () => {
     const store = memoryStore({ maxKeys: 50 });
-    const a = createLimiter({ store, rules: fixedWindow({ limit: 1, window: '1h' }), name: 'a', clock: () => T0 });
-    const b = createLimiter({ store, rules: fixedWindow({ limit: 1, window: '1h' }), name: 'b', clock: () => T0 });
+    const a = createLimiter({ store, rules: fixedWindow({ limit: 1, window: '1h' }), name: 'a', clock: () => CLOCK_START });
+    const b = createLimiter({ store, rules: fixedWindow({ limit: 1, window: '1h' }), name: 'b', clock: () => CLOCK_START });
     for (let i = 0; i < 100; i++) {
       a.limitSync(`id-${i}`);
       b.limitSync(`id-${i}`);
@@ -84,7 +84,7 @@ describe('memoryStore: expired state is dropped', () => {
     const { clock, limiter } = clocked(store);
     limiter.limitSync('alice', { cost: 5 });
     expect(limiter.limitSync('alice').allowed).toBe(false);
-    clock.now = T0 + 1_000;
+    clock.now = CLOCK_START + 1_000;
     expect(limiter.peekSync('alice')).toMatchObject({ allowed: true, remaining: 5 });
     expect(limiter.limitSync('alice')).toMatchObject({ allowed: true, remaining: 4 });
   });
@@ -96,16 +96,16 @@ describe('memoryStore: expired state is dropped', () => {
       rules: fixedWindow({ limit: 5, window: '1s' }),
       quotaFor: (identity) =>
         identity.startsWith('long') ? [fixedWindow({ limit: 5, window: '1s' }), fixedWindow({ limit: 5, window: '1m' })] : undefined,
-      clock: () => T0,
+      clock: () => CLOCK_START,
     });
     for (let i = 0; i < 100; i++) limiter.limitSync(`short-${i}`);
     for (let i = 0; i < 10; i++) limiter.limitSync(`long-${i}`);
     expect(store.size).toBe(110);
-    expect(store.purgeExpired(T0 + 999)).toBe(0);
-    expect(store.purgeExpired(T0 + 1_000)).toBe(100);
+    expect(store.purgeExpired(CLOCK_START + 999)).toBe(0);
+    expect(store.purgeExpired(CLOCK_START + 1_000)).toBe(100);
     expect(store.size).toBe(10);
     expect(heldKeys(store).every((key) => key.includes('{long-'))).toBe(true);
-    expect(store.purgeExpired(T0 + 60_000)).toBe(10);
+    expect(store.purgeExpired(CLOCK_START + 60_000)).toBe(10);
     expect(store.size).toBe(0);
   });
 
@@ -113,7 +113,7 @@ describe('memoryStore: expired state is dropped', () => {
     const store = memoryStore();
     const { clock, limiter } = clocked(store);
     for (let i = 0; i < 100; i++) limiter.limitSync(`old-${i}`);
-    clock.now = T0 + 2_000 + EXPIRY_GRACE_MS; // every old-* state has expired, and its grace has passed
+    clock.now = CLOCK_START + 2_000 + EXPIRY_GRACE_MS; // every old-* state has expired, and its grace has passed
     let fresh = 0;
     // Write new identities until the sweep has run (documented: every 1,024 writes), with a generous cap.
     while (store.size === 100 + fresh && fresh < 4_096) {
@@ -157,13 +157,20 @@ describe('memoryStore: synchronous limiter', () => {
     const { clock, limiter } = clocked(store, tokenBucket({ capacity: 3, refillRate: 1, interval: '1s' }));
     const first = limiter.limitSync('alice', { cost: 2 });
     expect(first).not.toBeInstanceOf(Promise);
-    expect(first).toMatchObject({ allowed: true, remaining: 1, resetAt: T0 + 2_000, retryAfter: 0, degraded: false, now: T0 });
+    expect(first).toMatchObject({
+      allowed: true,
+      remaining: 1,
+      resetAt: CLOCK_START + 2_000,
+      retryAfter: 0,
+      degraded: false,
+      now: CLOCK_START,
+    });
     expect(limiter.peekSync('alice', { cost: 2 })).toMatchObject({ allowed: false, remaining: 1, retryAfter: 1_000 });
-    expect(limiter.refundSync('alice')).toMatchObject({ allowed: true, remaining: 2, resetAt: T0 + 1_000 });
+    expect(limiter.refundSync('alice')).toMatchObject({ allowed: true, remaining: 2, resetAt: CLOCK_START + 1_000 });
     // The async API sees the same state.
-    expect(await limiter.limit('alice', { cost: 2 })).toMatchObject({ allowed: true, remaining: 0, resetAt: T0 + 3_000 });
-    clock.now = T0 + 1_000;
-    expect(limiter.limitSync('alice')).toMatchObject({ allowed: true, remaining: 0, resetAt: T0 + 4_000 });
+    expect(await limiter.limit('alice', { cost: 2 })).toMatchObject({ allowed: true, remaining: 0, resetAt: CLOCK_START + 3_000 });
+    clock.now = CLOCK_START + 1_000;
+    expect(limiter.limitSync('alice')).toMatchObject({ allowed: true, remaining: 0, resetAt: CLOCK_START + 4_000 });
   });
 
   it('answers a limit() call in the same tick: no await needed before the state is updated', () => {
@@ -203,7 +210,7 @@ describe('memoryStore: option validation', () => {
       operations: ['limit', 'reset', 'take', 'reserve', 'lease'],
     });
     const tiny = memoryStore({ maxKeys: 1 });
-    const limiter = createLimiter({ store: tiny, rules: fixedWindow({ limit: 1, window: '1h' }), clock: () => T0 });
+    const limiter = createLimiter({ store: tiny, rules: fixedWindow({ limit: 1, window: '1h' }), clock: () => CLOCK_START });
     limiter.limitSync('a');
     limiter.limitSync('b');
     expect(tiny.size).toBe(1);
@@ -245,14 +252,14 @@ describe('memoryStore: a clock that steps back', () => {
   });
 
   it('the sweep keeps an expired state for EXPIRY_GRACE_MS, so a clock stepping back within it finds the state', () => {
-    let now = T0;
+    let now = CLOCK_START;
     const store = memoryStore();
     const limiter = createLimiter({ store, rules: fixedWindow({ limit: 1, window: '1s' }), clock: () => now });
     limiter.limitSync('old');
-    now = T0 + EXPIRY_GRACE_MS; // expired 59 s ago: inside the grace
+    now = CLOCK_START + EXPIRY_GRACE_MS; // expired 59 s ago: inside the grace
     for (let i = 0; i < 2048; i++) limiter.limitSync(`filler-${i}`); // two sweeps
     expect(heldKeys(store).some((key) => key.includes('{old}'))).toBe(true);
-    now = T0 + 10; // back in old's window
+    now = CLOCK_START + 10; // back in old's window
     expect(limiter.limitSync('old').allowed).toBe(false);
   });
 });
@@ -262,7 +269,7 @@ describe('concurrency leases', () => {
     // (The record is kept empty rather than deleted: lru-cache clears all its slots when its last entry goes, which
     // `pnpm bench http --stack` measured at about 300 µs a request. The cost is for the bench, not this test.)
     const store = memoryStore();
-    const request = { key: 'sluice:default:{a}', id: 'lease-1', limit: 2, ttlMs: 1000, now: T0 } as const;
+    const request = { key: 'sluice:default:{a}', id: 'lease-1', limit: 2, ttlMs: 1000, now: CLOCK_START } as const;
     expect(store.lease({ ...request, op: 'acquire' })).toMatchObject({ ok: true, held: 1 });
     expect(store.lease({ ...request, op: 'release' })).toMatchObject({ ok: true, held: 0 });
     // Released: no key is listed, and the record reads as empty; the next acquire finds the slot free.

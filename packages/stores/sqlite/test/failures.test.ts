@@ -29,7 +29,7 @@ afterAll(() => {
   for (const cleanup of cleanups) cleanup();
 });
 
-const T0 = 1_800_000_000_000;
+const CLOCK_START = 1_800_000_000_000;
 const rules = fixedWindow({ limit: 5, window: '1m' });
 
 function thrown(fn: () => unknown): SluiceError {
@@ -53,7 +53,7 @@ describe('a write lock held by another connection beyond busy_timeout', () => {
 
   it('limitSync answers through the failure policy, degraded, with the SQLITE_BUSY cause', () => {
     const { store, blocker } = locked();
-    const limiter = createLimiter({ store, rules, clock: () => T0, circuitBreaker: false });
+    const limiter = createLimiter({ store, rules, clock: () => CLOCK_START, circuitBreaker: false });
     const started = performance.now();
     const decision = limiter.limitSync('a');
     expect(performance.now() - started).toBeGreaterThanOrEqual(15); // it did wait for the lock first
@@ -69,16 +69,16 @@ describe('a write lock held by another connection beyond busy_timeout', () => {
 
   it('limit() resolves degraded (no rejection), and a deny policy denies', async () => {
     const { store } = locked();
-    const open = createLimiter({ store, rules, clock: () => T0, circuitBreaker: false });
+    const open = createLimiter({ store, rules, clock: () => CLOCK_START, circuitBreaker: false });
     await expect(open.limit('a')).resolves.toMatchObject({ allowed: true, degraded: true });
-    const closed = createLimiter({ store, rules, clock: () => T0, onStoreError: 'deny', circuitBreaker: false });
+    const closed = createLimiter({ store, rules, clock: () => CLOCK_START, onStoreError: 'deny', circuitBreaker: false });
     await expect(closed.limit('a')).resolves.toMatchObject({ allowed: false, degraded: true, reason: 'store_unavailable' });
   });
 
   it('peek still answers from a read snapshot, without waiting', () => {
     const { store, blocker } = locked();
-    const limiter = createLimiter({ store, rules, clock: () => T0, circuitBreaker: false });
-    blocker.exec(`INSERT INTO sluice_state VALUES ('uncommitted', 'x', '1', ${T0 + 60_000})`);
+    const limiter = createLimiter({ store, rules, clock: () => CLOCK_START, circuitBreaker: false });
+    blocker.exec(`INSERT INTO sluice_state VALUES ('uncommitted', 'x', '1', ${CLOCK_START + 60_000})`);
     expect(limiter.peekSync('a')).toMatchObject({ allowed: true, degraded: false, remaining: 5 });
   });
 
@@ -162,7 +162,7 @@ describe('files the store cannot use fail at construction with a clear SluiceErr
 describe('a connection closed under the store', () => {
   it('turns decisions into degraded answers, not exceptions', () => {
     const db = database(folder.file('closed.db'));
-    const limiter = createLimiter({ store: sqliteStore(db), rules, clock: () => T0, onStoreError: 'deny', circuitBreaker: false });
+    const limiter = createLimiter({ store: sqliteStore(db), rules, clock: () => CLOCK_START, onStoreError: 'deny', circuitBreaker: false });
     db.close();
     expect(limiter.limitSync('a')).toMatchObject({ allowed: false, degraded: true, reason: 'store_unavailable' });
   });

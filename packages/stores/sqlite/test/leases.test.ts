@@ -23,7 +23,7 @@ afterEach(() => {
 });
 afterAll(() => folder.remove());
 
-const T0 = 1_800_000_000_000;
+const CLOCK_START = 1_800_000_000_000;
 const KEY = 'sluice:default:{alice}';
 
 function request(op: LeaseRequest['op'], id: string, now: number, ttlMs = 1000, limit = 2): LeaseRequest {
@@ -39,27 +39,47 @@ describe('concurrency leases', () => {
     const db = database();
     const store = sqliteStore(db);
     expect(store.capabilities.operations).toContain('lease');
-    expect(store.lease(request('acquire', 'a', T0, 1000))).toEqual({ now: T0, ok: true, held: 1, expiresAt: T0 + 1000 });
-    expect(store.lease(request('acquire', 'b', T0 + 10, 500))).toEqual({ now: T0 + 10, ok: true, held: 2, expiresAt: T0 + 510 });
-    expect(rows(db)).toEqual([[`${KEY}:lease`, '', `a:${T0 + 1000},b:${T0 + 510}`, T0 + 1000]]);
+    expect(store.lease(request('acquire', 'a', CLOCK_START, 1000))).toEqual({
+      now: CLOCK_START,
+      ok: true,
+      held: 1,
+      expiresAt: CLOCK_START + 1000,
+    });
+    expect(store.lease(request('acquire', 'b', CLOCK_START + 10, 500))).toEqual({
+      now: CLOCK_START + 10,
+      ok: true,
+      held: 2,
+      expiresAt: CLOCK_START + 510,
+    });
+    expect(rows(db)).toEqual([[`${KEY}:lease`, '', `a:${CLOCK_START + 1000},b:${CLOCK_START + 510}`, CLOCK_START + 1000]]);
     // Refused: the earliest expiry held.
-    expect(store.lease(request('acquire', 'c', T0 + 20))).toEqual({ now: T0 + 20, ok: false, held: 2, expiresAt: T0 + 510 });
-    expect(store.lease(request('release', 'a', T0 + 30))).toEqual({ now: T0 + 30, ok: true, held: 1, expiresAt: -1 });
-    expect(rows(db)).toEqual([[`${KEY}:lease`, '', `b:${T0 + 510}`, T0 + 510]]);
-    expect(store.lease(request('extend', 'b', T0 + 40, 2000))).toEqual({ now: T0 + 40, ok: true, held: 1, expiresAt: T0 + 2040 });
-    expect(store.lease(request('release', 'b', T0 + 50))).toMatchObject({ ok: true, held: 0 });
+    expect(store.lease(request('acquire', 'c', CLOCK_START + 20))).toEqual({
+      now: CLOCK_START + 20,
+      ok: false,
+      held: 2,
+      expiresAt: CLOCK_START + 510,
+    });
+    expect(store.lease(request('release', 'a', CLOCK_START + 30))).toEqual({ now: CLOCK_START + 30, ok: true, held: 1, expiresAt: -1 });
+    expect(rows(db)).toEqual([[`${KEY}:lease`, '', `b:${CLOCK_START + 510}`, CLOCK_START + 510]]);
+    expect(store.lease(request('extend', 'b', CLOCK_START + 40, 2000))).toEqual({
+      now: CLOCK_START + 40,
+      ok: true,
+      held: 1,
+      expiresAt: CLOCK_START + 2040,
+    });
+    expect(store.lease(request('release', 'b', CLOCK_START + 50))).toMatchObject({ ok: true, held: 0 });
     expect(rows(db)).toEqual([]);
     // Nothing held: a release or an extend writes no row.
-    expect(store.lease(request('release', 'b', T0 + 60))).toEqual({ now: T0 + 60, ok: false, held: 0, expiresAt: -1 });
-    expect(store.lease(request('extend', 'b', T0 + 60))).toEqual({ now: T0 + 60, ok: false, held: 0, expiresAt: -1 });
+    expect(store.lease(request('release', 'b', CLOCK_START + 60))).toEqual({ now: CLOCK_START + 60, ok: false, held: 0, expiresAt: -1 });
+    expect(store.lease(request('extend', 'b', CLOCK_START + 60))).toEqual({ now: CLOCK_START + 60, ok: false, held: 0, expiresAt: -1 });
     expect(rows(db)).toEqual([]);
   });
 
   it('leases and rule states of one identity live apart: reset and decisions leave the leases alone', async () => {
     const db = database();
     const store = sqliteStore(db);
-    const limiter = createLimiter({ store, rules: fixedWindow({ limit: 1, window: '1m' }), clock: () => T0 });
-    const inFlight = createConcurrencyLimiter({ store, limit: 1, clock: () => T0 });
+    const limiter = createLimiter({ store, rules: fixedWindow({ limit: 1, window: '1m' }), clock: () => CLOCK_START });
+    const inFlight = createConcurrencyLimiter({ store, limit: 1, clock: () => CLOCK_START });
     expect((await inFlight.acquire('alice')).allowed).toBe(true);
     expect(limiter.limitSync('alice').allowed).toBe(true);
     await limiter.reset('alice');
@@ -70,11 +90,16 @@ describe('concurrency leases', () => {
   it('an expired row is no lease at all, and goes when the operation leaves nothing', () => {
     const db = database();
     const store = sqliteStore(db);
-    store.lease(request('acquire', 'a', T0, 1000, 1));
-    expect(store.lease(request('acquire', 'b', T0 + 999, 1000, 1)).ok).toBe(false);
-    expect(store.lease(request('release', 'a', T0 + 1000))).toEqual({ now: T0 + 1000, ok: false, held: 0, expiresAt: -1 });
+    store.lease(request('acquire', 'a', CLOCK_START, 1000, 1));
+    expect(store.lease(request('acquire', 'b', CLOCK_START + 999, 1000, 1)).ok).toBe(false);
+    expect(store.lease(request('release', 'a', CLOCK_START + 1000))).toEqual({
+      now: CLOCK_START + 1000,
+      ok: false,
+      held: 0,
+      expiresAt: -1,
+    });
     expect(rows(db)).toEqual([]);
-    expect(store.lease(request('acquire', 'b', T0 + 1000, 1000, 1)).ok).toBe(true);
+    expect(store.lease(request('acquire', 'b', CLOCK_START + 1000, 1000, 1)).ok).toBe(true);
   });
 
   it('rejects a bad id, op or key naming the field, before touching the file', () => {
@@ -90,7 +115,7 @@ describe('concurrency leases', () => {
     for (const [change, message] of cases) {
       let caught: unknown;
       try {
-        store.lease({ ...request('acquire', 'a', T0), ...change });
+        store.lease({ ...request('acquire', 'a', CLOCK_START), ...change });
       } catch (error) {
         caught = error;
       }
@@ -102,21 +127,21 @@ describe('concurrency leases', () => {
   it('drops a malformed entry of a damaged row instead of trusting it', () => {
     const db = database();
     const store = sqliteStore(db);
-    store.lease(request('acquire', 'a', T0, 1000, 2));
+    store.lease(request('acquire', 'a', CLOCK_START, 1000, 2));
     db.prepare(`UPDATE sluice_state SET state = 'garbage,' || state || ',b:NaN,c:'`).run();
-    expect(store.lease(request('acquire', 'b', T0 + 1, 1000, 2))).toMatchObject({ ok: true, held: 2 });
-    expect(rows(db)).toEqual([[`${KEY}:lease`, '', `a:${T0 + 1000},b:${T0 + 1001}`, T0 + 1001]]);
+    expect(store.lease(request('acquire', 'b', CLOCK_START + 1, 1000, 2))).toMatchObject({ ok: true, held: 2 });
+    expect(rows(db)).toEqual([[`${KEY}:lease`, '', `a:${CLOCK_START + 1000},b:${CLOCK_START + 1001}`, CLOCK_START + 1001]]);
   });
 
   it('the sweep and purgeExpired delete expired lease rows like any row', () => {
     const db = database();
     const store = sqliteStore(db, { sweepEvery: 4, sweepBatch: 100 });
-    for (let i = 0; i < 3; i++) store.lease({ ...request('acquire', 'a', T0), key: `sluice:default:{u${i}}` });
+    for (let i = 0; i < 3; i++) store.lease({ ...request('acquire', 'a', CLOCK_START), key: `sluice:default:{u${i}}` });
     expect(rows(db)).toHaveLength(3);
     // Long after expiry (grace included), the fourth write sweeps the three away; its own row stays.
-    store.lease({ ...request('acquire', 'a', T0 + 3_600_000), key: 'sluice:default:{z}' });
+    store.lease({ ...request('acquire', 'a', CLOCK_START + 3_600_000), key: 'sluice:default:{z}' });
     expect((rows(db) as Array<[string]>).map((r) => r[0])).toEqual(['sluice:default:{z}:lease']);
-    expect(store.purgeExpired(T0 + 3_600_000 + 1000)).toBe(1);
+    expect(store.purgeExpired(CLOCK_START + 3_600_000 + 1000)).toBe(1);
     expect(rows(db)).toEqual([]);
   });
 
@@ -126,8 +151,8 @@ describe('concurrency leases', () => {
     const store = sqliteStore(db, { sweepEvery: 3, sweepBatch: 2 });
     executed.clear();
     for (let i = 0; i < 8; i++) {
-      store.lease({ ...request('acquire', `l${i}`, T0 + i), key: `sluice:default:{u${i % 3}}` });
-      store.lease({ ...request(i % 2 === 0 ? 'release' : 'extend', `l${i}`, T0 + i), key: `sluice:default:{u${i % 3}}` });
+      store.lease({ ...request('acquire', `l${i}`, CLOCK_START + i), key: `sluice:default:{u${i % 3}}` });
+      store.lease({ ...request(i % 2 === 0 ? 'release' : 'extend', `l${i}`, CLOCK_START + i), key: `sluice:default:{u${i % 3}}` });
     }
     const statements = [...executed].filter((sql) => !/^(BEGIN|COMMIT|ROLLBACK|SAVEPOINT|RELEASE)/.test(sql));
     expect(statements.some((sql) => /^DELETE FROM "sluice_state" WHERE \(key, rule\) > /.test(sql))).toBe(true); // a sweep ran
@@ -148,13 +173,13 @@ describe('concurrency leases', () => {
     blocker.exec('BEGIN IMMEDIATE');
     let caught: unknown;
     try {
-      store.lease(request('acquire', 'a', T0));
+      store.lease(request('acquire', 'a', CLOCK_START));
     } catch (error) {
       caught = error;
     }
     blocker.exec('ROLLBACK');
     expect(isSluiceError(caught) && caught.code === 'STORE_ERROR', String(caught)).toBe(true);
     expect(String((caught as Error).message)).toMatch(/sqliteStore: lease gave up: another connection held the database lock/);
-    expect(store.lease(request('acquire', 'a', T0)).ok).toBe(true);
+    expect(store.lease(request('acquire', 'a', CLOCK_START)).ok).toBe(true);
   });
 });

@@ -19,7 +19,7 @@ afterEach(() => {
 });
 afterAll(() => folder.remove());
 
-const T0 = 1_800_000_000_000;
+const CLOCK_START = 1_800_000_000_000;
 
 describe('construction', () => {
   it('creates its tables and schema version, and sets WAL, busy_timeout and synchronous', () => {
@@ -85,7 +85,7 @@ describe('construction', () => {
     open.push(db);
     const store = sqliteStore(db);
     expect(store.journalMode).toBe('memory');
-    const limiter = createLimiter({ store, rules: fixedWindow({ limit: 1, window: '1m' }), clock: () => T0 });
+    const limiter = createLimiter({ store, rules: fixedWindow({ limit: 1, window: '1m' }), clock: () => CLOCK_START });
     expect(limiter.limitSync('a').allowed).toBe(true);
     expect(limiter.limitSync('a').allowed).toBe(false);
   });
@@ -93,10 +93,10 @@ describe('construction', () => {
   it('opens a file created earlier and keeps its state', () => {
     const name = 'reopen.db';
     const rules = fixedWindow({ limit: 2, window: '1m' });
-    const first = createLimiter({ store: sqliteStore(database(name)), rules, clock: () => T0 });
+    const first = createLimiter({ store: sqliteStore(database(name)), rules, clock: () => CLOCK_START });
     expect(first.limitSync('a').remaining).toBe(1);
     open.pop()!.close();
-    const second = createLimiter({ store: sqliteStore(database(name)), rules, clock: () => T0 });
+    const second = createLimiter({ store: sqliteStore(database(name)), rules, clock: () => CLOCK_START });
     expect(second.limitSync('a').remaining).toBe(0);
   });
 
@@ -104,7 +104,7 @@ describe('construction', () => {
     const db = database();
     sqliteStore(db);
     db.exec('DROP TABLE sluice_state');
-    const limiter = createLimiter({ store: sqliteStore(db), rules: fixedWindow({ limit: 1, window: '1m' }), clock: () => T0 });
+    const limiter = createLimiter({ store: sqliteStore(db), rules: fixedWindow({ limit: 1, window: '1m' }), clock: () => CLOCK_START });
     expect(limiter.limitSync('a').allowed).toBe(true);
   });
 
@@ -150,17 +150,17 @@ describe('decisions', () => {
     const limiter = createLimiter({
       store: sqliteStore(db),
       rules: [fixedWindow({ limit: 10, window: '1m' }), tokenBucket({ capacity: 2, refillRate: 1, interval: '1m' })],
-      clock: () => T0,
+      clock: () => CLOCK_START,
     });
     const allowed = Array.from({ length: 5 }, () => limiter.limitSync('a').allowed);
     expect(allowed).toEqual([true, true, false, false, false]);
     const window = db.prepare(`SELECT state FROM sluice_state WHERE rule = 'fw:60000'`).pluck().get() as string;
-    expect(window.split(',').map(Number)).toEqual([T0 - (T0 % 60_000), 2]);
+    expect(window.split(',').map(Number)).toEqual([CLOCK_START - (CLOCK_START % 60_000), 2]);
   });
 
   it('peek and zero cost read without writing a row', () => {
     const db = database();
-    const limiter = createLimiter({ store: sqliteStore(db), rules: fixedWindow({ limit: 3, window: '1m' }), clock: () => T0 });
+    const limiter = createLimiter({ store: sqliteStore(db), rules: fixedWindow({ limit: 3, window: '1m' }), clock: () => CLOCK_START });
     expect(limiter.peekSync('a').remaining).toBe(3);
     expect(limiter.limitSync('a', { cost: 0 }).remaining).toBe(3);
     expect(db.prepare('SELECT count(*) FROM sluice_state').pluck().get()).toBe(0);
@@ -173,7 +173,7 @@ describe('decisions', () => {
     const limiter = createLimiter({
       store: sqliteStore(db),
       rules: tokenBucket({ capacity: 5, refillRate: 1, interval: '1s' }),
-      clock: () => T0,
+      clock: () => CLOCK_START,
     });
     limiter.limitSync('a', { cost: 2 });
     expect(db.prepare('SELECT count(*) FROM sluice_state').pluck().get()).toBe(1);
@@ -183,7 +183,7 @@ describe('decisions', () => {
 
   it('reset forgets one identity and only it', async () => {
     const db = database();
-    const limiter = createLimiter({ store: sqliteStore(db), rules: fixedWindow({ limit: 1, window: '1m' }), clock: () => T0 });
+    const limiter = createLimiter({ store: sqliteStore(db), rules: fixedWindow({ limit: 1, window: '1m' }), clock: () => CLOCK_START });
     limiter.limitSync('a');
     limiter.limitSync('b');
     await limiter.reset('a');
@@ -192,7 +192,7 @@ describe('decisions', () => {
   });
 
   it('treats an expired row as absent, with rows written through the limiter clock', () => {
-    let now = T0;
+    let now = CLOCK_START;
     const limiter = createLimiter({ store: sqliteStore(database()), rules: fixedWindow({ limit: 1, window: '1s' }), clock: () => now });
     expect(limiter.limitSync('a').allowed).toBe(true);
     expect(limiter.limitSync('a').allowed).toBe(false);
@@ -202,7 +202,7 @@ describe('decisions', () => {
 
   it('starts fresh from a corrupt state record instead of admitting NaN', () => {
     const db = database();
-    const limiter = createLimiter({ store: sqliteStore(db), rules: fixedWindow({ limit: 2, window: '1m' }), clock: () => T0 });
+    const limiter = createLimiter({ store: sqliteStore(db), rules: fixedWindow({ limit: 2, window: '1m' }), clock: () => CLOCK_START });
     limiter.limitSync('a');
     db.prepare(`UPDATE sluice_state SET state = 'garbage,x'`).run();
     expect(limiter.limitSync('a').remaining).toBe(1);
@@ -211,7 +211,7 @@ describe('decisions', () => {
   it('returns plain numbers on a connection set to defaultSafeIntegers', () => {
     const db = database();
     db.defaultSafeIntegers(true);
-    const limiter = createLimiter({ store: sqliteStore(db), rules: fixedWindow({ limit: 2, window: '1m' }), clock: () => T0 });
+    const limiter = createLimiter({ store: sqliteStore(db), rules: fixedWindow({ limit: 2, window: '1m' }), clock: () => CLOCK_START });
     limiter.limitSync('a');
     const decision = limiter.limitSync('a');
     expect(decision.remaining).toBe(0);
@@ -220,7 +220,7 @@ describe('decisions', () => {
 
   it('runs inside an application transaction as a savepoint, rolled back with it', () => {
     const db = database();
-    const limiter = createLimiter({ store: sqliteStore(db), rules: fixedWindow({ limit: 5, window: '1m' }), clock: () => T0 });
+    const limiter = createLimiter({ store: sqliteStore(db), rules: fixedWindow({ limit: 5, window: '1m' }), clock: () => CLOCK_START });
     const work = db.transaction(() => {
       limiter.limitSync('a');
       throw new Error('the application rolls back');
@@ -233,7 +233,7 @@ describe('decisions', () => {
 describe('expiry', () => {
   it('sweeps incrementally: every sweepEvery writes it examines the next sweepBatch rows and deletes the expired', () => {
     const db = database();
-    let now = T0;
+    let now = CLOCK_START;
     const limiter = createLimiter({
       store: sqliteStore(db, { sweepEvery: 10, sweepBatch: 4 }),
       rules: fixedWindow({ limit: 5, window: '1s' }),
@@ -258,7 +258,7 @@ describe('expiry', () => {
 
   it('purgeExpired deletes every expired row at once', () => {
     const db = database();
-    let now = T0;
+    let now = CLOCK_START;
     const store = sqliteStore(db);
     const limiter = createLimiter({ store, rules: fixedWindow({ limit: 5, window: '1s' }), clock: () => now });
     for (let i = 0; i < 5; i++) limiter.limitSync(`a${i}`);
@@ -271,7 +271,7 @@ describe('expiry', () => {
   it('never scans the table on the hot path: every statement a decision runs searches the primary key', () => {
     const executed = new Set<string>();
     const db = database(undefined, { verbose: (sql) => executed.add(String(sql)) });
-    let now = T0;
+    let now = CLOCK_START;
     const store = sqliteStore(db, { sweepEvery: 3, sweepBatch: 2 });
     const single = createLimiter({ store, rules: tokenBucket({ capacity: 3, refillRate: 1, interval: '1s' }), clock: () => now });
     const compound = createLimiter({
@@ -330,16 +330,16 @@ describe('a clock that steps back', () => {
 
   it('the sweep keeps an expired row for EXPIRY_GRACE_MS, so a clock stepping back within it finds the state', () => {
     const db = database();
-    let now = T0;
+    let now = CLOCK_START;
     const limiter = createLimiter({
       store: sqliteStore(db, { sweepEvery: 2, sweepBatch: 64 }),
       rules: fixedWindow({ limit: 1, window: '1s' }),
       clock: () => now,
     });
     limiter.limitSync('old');
-    now = T0 + 59_000;
+    now = CLOCK_START + 59_000;
     for (let i = 0; i < 8; i++) limiter.limitSync(`filler-${i}`);
-    now = T0 + 10;
+    now = CLOCK_START + 10;
     expect(limiter.limitSync('old').allowed).toBe(false);
   });
 });
