@@ -30,7 +30,7 @@ import { callWithDeadline } from '../shared/deadline.js';
 import { timers, unref } from '../shared/timers.js';
 import { delay, settle } from './watch-timers.js';
 import type { Rule } from '../algorithms/rules.js';
-import { optionalFunction, rejectUnknownOptions, timerDuration } from '../shared/validate.js';
+import { optionalFunction, optionNames, rejectUnknownOptions, timerDuration } from '../shared/validate.js';
 
 export interface WatchConfigOptions {
   /** How often the document is read; the pick-up time of a change where the source cannot push. @default '1s' */
@@ -66,6 +66,8 @@ export interface ConfigWatcher {
   stop(): Promise<void>;
 }
 
+const WATCH_OPTIONS = optionNames<WatchConfigOptions>({ refresh: true, timeout: true, onWarning: true });
+
 /**
  * Applies the configuration stored under `limiter.name` in `source` to the limiter, and keeps it current.
  * @example
@@ -91,7 +93,7 @@ export function watchConfig(limiter: Limiter, source: ConfigSource, options: Wat
   if (typeof options !== 'object' || options === null) {
     throw new SluiceError('INVALID_OPTION', `watchConfig: options must be an object, got ${describe(options)}`);
   }
-  rejectUnknownOptions(options, ['refresh', 'timeout', 'onWarning'], 'watchConfig');
+  rejectUnknownOptions(options, WATCH_OPTIONS, 'watchConfig');
   const refreshMs = timerDuration(options.refresh ?? '1s', 'watchConfig: refresh', 10);
   const timeoutMs = timerDuration(options.timeout ?? '2s', 'watchConfig: timeout');
   const onWarning = optionalFunction(options.onWarning, 'watchConfig: onWarning', '(warning) => void') ?? defaultWarning;

@@ -6,7 +6,7 @@
 import { durationOption, type Duration } from '../shared/duration.js';
 import { SluiceError } from '../shared/errors.js';
 import { timers, unref } from '../shared/timers.js';
-import { rejectUnknownOptions, requireObject } from '../shared/validate.js';
+import { optionNames, rejectUnknownOptions, requireObject } from '../shared/validate.js';
 
 export interface EventLoopSignalOptions {
   /** Event-loop delay counted as full utilization. @default '100ms' */
@@ -19,6 +19,8 @@ export interface EventLoopSignal {
   /** Stops the probe timer. */
   close(): void;
 }
+
+const KNOWN = optionNames<EventLoopSignalOptions>({ maxDelay: true, probeEvery: true });
 
 interface EventLoopUtilization {
   idle: number;
@@ -38,7 +40,7 @@ const runtime = globalThis as {
  * rather than report an idle process.
  */
 export function createEventLoopSignal(options: EventLoopSignalOptions = {}): EventLoopSignal & (() => number) {
-  rejectUnknownOptions(requireObject(options, 'createEventLoopSignal'), ['maxDelay', 'probeEvery'], 'createEventLoopSignal');
+  rejectUnknownOptions(requireObject(options, 'createEventLoopSignal'), KNOWN, 'createEventLoopSignal');
   const maxDelayMs = durationOption(options.maxDelay ?? 100, 'createEventLoopSignal: maxDelay', { min: 1 });
   const probeMs = durationOption(options.probeEvery ?? 20, 'createEventLoopSignal: probeEvery', { min: 1, max: 60_000 });
   const elu = runtime.performance?.eventLoopUtilization;

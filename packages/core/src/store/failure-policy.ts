@@ -72,6 +72,7 @@ export interface FailurePolicy {
 const COOLDOWN_RANGE: DurationRange = { min: 1 };
 
 const KNOWN = optionNames<FailurePolicyOptions>({ timeout: true, onStoreError: true, circuitBreaker: true, clock: true, caller: true });
+const BREAKER_OPTIONS = optionNames<CircuitBreakerOptions>({ failureThreshold: true, cooldown: true });
 
 /**
  * Builds a failure policy, validating its options once.
@@ -195,7 +196,7 @@ function synchronously(answer: FailureAnswer | Promise<FailureAnswer>): FailureA
 function makeBreaker(value: CircuitBreakerOptions | false | undefined, caller: string): CircuitBreaker | undefined {
   if (value === false) return undefined;
   const options = value === undefined ? {} : requireObject(value, `${caller}: circuitBreaker`);
-  rejectUnknownOptions(options, ['failureThreshold', 'cooldown'], `${caller}: circuitBreaker`);
+  rejectUnknownOptions(options, BREAKER_OPTIONS, `${caller}: circuitBreaker`);
   const threshold = positiveInteger(options.failureThreshold ?? 5, `${caller}: circuitBreaker.failureThreshold`);
   return new CircuitBreaker(threshold, durationOption(options.cooldown ?? 2000, `${caller}: circuitBreaker.cooldown`, COOLDOWN_RANGE));
 }
