@@ -86,12 +86,12 @@ describe('the deny list under the kill switch and its own mode', () => {
 
     const bad = await config('deny', 'mode', 'on');
     expect(bad.code).toBe(2);
-    expect(bad.stderr).toMatch(/<mode> must be enforce, shadow or off, got "on"/);
+    expect(bad.stderr).toMatch(/<mode> must be 'enforce', 'shadow' or 'off', got "on"/);
 
     dashboard = await startDashboard(server.port);
     const refused = await dashboard.post({ action: 'denyMode', name: 'api', mode: 'strict' });
     expect(refused.status).toBe(400);
-    expect(refused.body.error).toMatch(/mode must be enforce, shadow or off/);
+    expect(refused.body.error).toMatch(/mode must be 'enforce', 'shadow' or 'off'/);
     const set = await dashboard.post({ action: 'denyMode', name: 'api', mode: 'enforce' });
     expect(set.status, JSON.stringify(set.body)).toBe(200);
     expect(set.body.config).toMatchObject({ denyMode: 'enforce', mode: 'shadow' });

@@ -98,12 +98,12 @@ describe('FleetView', () => {
     const view = new FleetView({ source, analytics: undefined, listConfigNames: async () => ['api'], now: () => START_SECOND * 1000 });
     expect(await view.act({ action: 'mode', name: 'api', mode: 'shadow' })).toMatchObject({ mode: 'shadow', revision: 1 });
     const refusals: Array<[unknown, RegExp]> = [
-      [{ action: 'mode', name: 'api', mode: 'loud' }, /mode must be enforce, shadow or off, got "loud"/],
+      [{ action: 'mode', name: 'api', mode: 'loud' }, /mode must be 'enforce', 'shadow' or 'off', got "loud"/],
       [
         { action: 'drop', name: 'api' },
         /action must be one of mode, denyMode, setQuota, removeQuota, addDeny, removeDeny, restore, got "drop"/,
       ],
-      [{ action: 'denyMode', name: 'api', mode: 'on' }, /mode must be enforce, shadow or off, got "on"/],
+      [{ action: 'denyMode', name: 'api', mode: 'on' }, /mode must be 'enforce', 'shadow' or 'off', got "on"/],
       [{ action: 'setQuota', name: 'api', identity: 'acme', rules: 'gcra 10/s' }, /rules must be JSON rule specs/],
       [{ action: 'setQuota', name: 'api', identity: 'acme', rules: '{"algorithm":"gcra","limit":10}' }, /gcra: period/],
       [{ action: 'addDeny', name: 'api', match: '10.0.0.0/33' }, /written like an IP address or CIDR block but is not one/],

@@ -1,5 +1,5 @@
 import { SluiceError, type Duration, type Store } from '@sluice/core';
-import { describeValue, durationOption, rejectUnknownOptions, type DurationRange } from '@sluice/core/internal';
+import { describeValue, optionNames, rejectUnknownOptions, timerDuration } from '@sluice/core/internal';
 
 /** What `inspectKeys` is given: the store, the test's unique key prefix, and the suite's current time. */
 export interface InspectKeysContext<S extends Store = Store> {
@@ -74,21 +74,20 @@ export interface StoreConformanceOptions<S extends Store = Store> {
   timeout?: Duration;
 }
 
-const KNOWN = [
-  'name',
-  'createStore',
-  'clock',
-  'capabilities',
-  'teardown',
-  'storeScope',
-  'inspectKeys',
-  'keyExpiry',
-  'requireAll',
-  'keyPrefix',
-  'timeout',
-];
+const KNOWN = optionNames<StoreConformanceOptions>({
+  name: true,
+  createStore: true,
+  clock: true,
+  capabilities: true,
+  teardown: true,
+  storeScope: true,
+  inspectKeys: true,
+  keyExpiry: true,
+  requireAll: true,
+  keyPrefix: true,
+  timeout: true,
+});
 /** What the limiters' own `timeout` accepts. */
-const TIMEOUT_RANGE: DurationRange = { min: 1, max: 2_147_483_647 };
 
 /** Validated options with defaults filled in. */
 export interface ResolvedOptions<S extends Store> {
@@ -155,7 +154,7 @@ export function resolveOptions<S extends Store>(options: StoreConformanceOptions
   if (typeof keyPrefix !== 'string' || !/^[A-Za-z0-9_.-]{1,40}$/.test(keyPrefix)) {
     fail(`keyPrefix must be 1 to 40 characters of letters, digits, '_', '.' or '-', got ${describeValue(keyPrefix)}`);
   }
-  const timeoutMs = durationOption(options.timeout ?? 5000, 'describeStoreConformance: timeout', TIMEOUT_RANGE);
+  const timeoutMs = timerDuration(options.timeout ?? 5000, 'describeStoreConformance: timeout');
   return {
     name: options.name,
     createStore: options.createStore,

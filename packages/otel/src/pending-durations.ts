@@ -12,6 +12,7 @@
  * stay exact, but a value replayed as a bucket's mean may land on the other side of a boundary the View adds.
  */
 import type { Attributes, Histogram } from '@opentelemetry/api';
+import { timers } from '@sluice/core/internal';
 
 /**
  * One attribute set's pending durations, in seconds. Per bucket `b` of `bounds.length + 1` (the last one above
@@ -96,8 +97,5 @@ export async function replayDurations(all: readonly PendingDurations[], histogra
     }
   }
 }
-
-/** Timers exist in every runtime sluice targets (Node, Bun, Deno, workers, edge), but this compiles without DOM or Node typings. */
-const timers = globalThis as unknown as { setTimeout(callback: () => void, ms: number): unknown };
 
 const yieldToEventLoop = (): Promise<void> => new Promise((resolve) => void timers.setTimeout(resolve, 0));

@@ -10,7 +10,7 @@
  */
 import type { Attributes, Histogram, Meter, MeterProvider } from '@opentelemetry/api';
 import { SluiceError } from '@sluice/core';
-import { describeValue, rejectUnknownOptions } from '@sluice/core/internal';
+import { describeValue, optionNames, rejectUnknownOptions } from '@sluice/core/internal';
 import { decisionOutcome, type ObservedEvent } from './outcome.js';
 import { addDuration, pendingDurations, replayDurations, type PendingDurations } from './pending-durations.js';
 
@@ -57,7 +57,7 @@ export interface SluiceMetrics {
 }
 
 const WHERE = 'sluiceMetrics';
-const KNOWN = ['meter', 'meterProvider', 'duration'];
+const KNOWN = optionNames<SluiceMetricsOptions>({ meter: true, meterProvider: true, duration: true });
 const SCOPE = '@sluice/otel';
 
 /**

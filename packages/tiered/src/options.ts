@@ -1,5 +1,12 @@
 import { SluiceError, type CircuitBreakerOptions, type Duration, type Store } from '@sluice/core';
-import { describeValue as describe, durationOption, optionalFunction, rejectUnknownOptions } from '@sluice/core/internal';
+import {
+  clockOption,
+  describeValue as describe,
+  durationOption,
+  optionalFunction,
+  optionNames,
+  rejectUnknownOptions,
+} from '@sluice/core/internal';
 
 /**
  * How the tier answers from process memory (README, "Strategies"):
@@ -94,7 +101,19 @@ export interface ResolvedOptions {
   readonly clock: () => number;
 }
 
-const KNOWN = ['remote', 'instances', 'strategy', 'maxKeys', 'lease', 'async', 'timeout', 'circuitBreaker', 'waitUntil', 'timers', 'clock'];
+const KNOWN = optionNames<TieredStoreOptions>({
+  remote: true,
+  instances: true,
+  strategy: true,
+  maxKeys: true,
+  lease: true,
+  async: true,
+  timeout: true,
+  circuitBreaker: true,
+  waitUntil: true,
+  timers: true,
+  clock: true,
+});
 const STRATEGIES: readonly TierStrategy[] = ['deny-cache', 'lease', 'async'];
 const WHERE = 'tieredStore';
 
@@ -151,7 +170,7 @@ export function resolveOptions(raw: TieredStoreOptions): ResolvedOptions {
     circuitBreaker: raw.circuitBreaker ?? { failureThreshold: 3, cooldown: 500 },
     waitUntil: optionalFunction(raw.waitUntil, `${WHERE}: waitUntil`, '(promise) => void'),
     timers,
-    clock: optionalFunction(raw.clock, `${WHERE}: clock`, '() => epoch ms') ?? Date.now,
+    clock: clockOption(raw.clock, `${WHERE}: clock`),
   };
 }
 

@@ -13,7 +13,7 @@ import {
   type StoreCapabilities,
   type StoreOperation,
 } from '@sluice/core/store';
-import { isPromiseLike } from '@sluice/core/internal';
+import { isPromiseLike, timers } from '@sluice/core/internal';
 import { LocalShare } from './local-share.js';
 import { Outage } from './outage.js';
 import { resolveOptions, type ResolvedOptions, type TierStrategy, type TieredStoreOptions } from './options.js';
@@ -25,12 +25,6 @@ import { Leases, type TierHost } from './lease.js';
 import { Remote } from './remote.js';
 
 export type { TierStats } from './entry.js';
-
-/** Timers exist in every runtime the tier targets, but the package compiles without DOM or Node typings. */
-const timers = globalThis as unknown as {
-  setInterval?: (callback: () => void, ms: number) => unknown;
-  clearInterval?: (handle: unknown) => void;
-};
 
 const SWEEP_EVERY = 64;
 const SWEEP_BATCH = 8;
@@ -200,7 +194,7 @@ export class TieredStore implements MemoryFirstStore {
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
-    if (this.timer !== undefined) timers.clearInterval?.(this.timer);
+    if (this.timer !== undefined) timers.clearInterval(this.timer);
     const work: Array<Promise<unknown>> = [];
     for (const entry of this.entries.values()) work.push(this.leases.release(entry) ?? Promise.resolve(), this.counts.flushAll(entry));
     work.push(...this.pending);

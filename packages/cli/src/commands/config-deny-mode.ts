@@ -4,12 +4,11 @@
  * limits, not the list; this turns the list off (`off`), has it report listed clients and serve them (`shadow`, a new
  * list's dark launch), or refuse them again (`enforce`). Exit codes: those of config-connection.ts (0, 1, 2).
  */
-import { SluiceError } from '@sluice/core';
+import type { LimiterMode } from '@sluice/core';
 import { setDenyListMode } from '@sluice/core/config';
+import { MODES, modeOption } from '@sluice/core/internal';
 import type { Command } from 'commander';
 import { fail, pickUp, run, withConnection, type ConnectionFlags } from './config-connection.js';
-
-const MODES = ['enforce', 'shadow', 'off'] as const;
 
 /** Adds `mode` to `sluice config deny` (made by config-deny.ts). */
 export function registerDenyMode(deny: Command): void {
@@ -21,16 +20,24 @@ export function registerDenyMode(deny: Command): void {
       )
       .argument('<mode>', MODES.join(', ')),
   ).action((mode: string, flags: ConnectionFlags) => {
-    if (!(MODES as readonly string[]).includes(mode)) {
-      fail(new SluiceError('INVALID_OPTION', `<mode> must be enforce, shadow or off, got ${JSON.stringify(mode)}`));
-      return;
-    }
+    const denyMode = readMode(mode);
+    if (denyMode === undefined) return;
     return run(flags, true, async (connection) => {
-      const written = await setDenyListMode(connection.source, flags.name, mode as (typeof MODES)[number]);
+      const written = await setDenyListMode(connection.source, flags.name, denyMode);
       process.stdout.write(`${JSON.stringify(written, null, 2)}\n`);
       process.stderr.write(
         `wrote revision ${written.revision} of ${JSON.stringify(flags.name)} (deny list ${mode}, ${written.mode === undefined ? "the code's mode" : `mode ${written.mode}`}) to ${connection.where}; ${pickUp(connection)}\n`,
       );
     });
   });
+}
+
+/** The mode argument, or undefined when it is not one (the error is reported, exit code 2). */
+function readMode(mode: string): LimiterMode | undefined {
+  try {
+    return modeOption(mode, '<mode>');
+  } catch (error) {
+    fail(error);
+    return undefined;
+  }
 }

@@ -6,7 +6,7 @@
  * that is not valid), 2 the command or its input is wrong (config-connection.ts); `deny` is in config-deny.ts
  * and config-deny-mode.ts.
  */
-import { SluiceError, isSluiceError } from '@sluice/core';
+import { SluiceError, isSluiceError, type LimiterMode } from '@sluice/core';
 import {
   deleteLimiterConfig,
   readLimiterConfig,
@@ -70,7 +70,7 @@ export function registerConfig(program: Command): void {
       ),
     );
 
-  const modes: Array<[string, 'enforce' | 'shadow' | 'off', string]> = [
+  const modes: Array<[string, LimiterMode, string]> = [
     ['off', 'off', 'Kill switch: every instance allows everything and counts nothing (the deny list still applies: deny mode)'],
     ['shadow', 'shadow', 'Dark launch: count and report what would be refused, refuse nothing'],
     ['on', 'enforce', 'Enforce the rules again (mode enforce)'],

@@ -4,7 +4,8 @@
  * actions (mode, quota, deny entry, the deny list's mode), each through core's validated compare-and-set writers, the ones `sluice config`
  * uses. A wrong input throws INVALID_OPTION and writes nothing; anything else that throws is the store failing.
  */
-import { SluiceError, isSluiceError } from '@sluice/core';
+import { SluiceError, isSluiceError, type LimiterMode } from '@sluice/core';
+import { modeOption } from '@sluice/core/internal';
 import {
   addDenyEntry,
   readLimiterConfig,
@@ -88,8 +89,8 @@ export interface FleetViewOptions {
 
 /** An action from the page, as its JSON body says it. */
 export type Action =
-  | { action: 'mode'; name: string; mode: 'enforce' | 'shadow' | 'off' }
-  | { action: 'denyMode'; name: string; mode: 'enforce' | 'shadow' | 'off' }
+  | { action: 'mode'; name: string; mode: LimiterMode }
+  | { action: 'denyMode'; name: string; mode: LimiterMode }
   | { action: 'setQuota'; name: string; identity: string; rules: string }
   | { action: 'removeQuota'; name: string; identity: string }
   | { action: 'addDeny'; name: string; match: string; for?: string; reason?: string; kind?: 'identity' | 'auto' }
@@ -276,9 +277,7 @@ function checkAction(input: unknown): Action {
     }
     action[field] = value;
   }
-  if ((action.action === 'mode' || action.action === 'denyMode') && !['enforce', 'shadow', 'off'].includes(action.mode!)) {
-    throw new SluiceError('INVALID_OPTION', `mode must be enforce, shadow or off, got ${JSON.stringify(action.mode)}`);
-  }
+  if (action.action === 'mode' || action.action === 'denyMode') modeOption(action.mode, 'mode');
   if (action.kind !== undefined && action.kind !== 'identity' && action.kind !== 'auto') {
     throw new SluiceError(
       'INVALID_OPTION',

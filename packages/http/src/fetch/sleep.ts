@@ -2,15 +2,9 @@
 // aborted wait rejects with.
 import { SluiceError } from '@sluice/core';
 import type { AbortSignalLike } from '@sluice/core/concurrency';
+import { MAX_TIMER_MS, timers } from '@sluice/core/internal';
 
-const timers = globalThis as unknown as {
-  setTimeout(callback: () => void, ms: number): unknown;
-  clearTimeout(handle: unknown): void;
-};
-/** setTimeout clamps longer delays to 1 ms in every runtime: long waits sleep in steps of this. */
-const MAX_TIMER_MS = 2_147_483_647;
-
-/** Sleeps `ms`, in steps a timer can take; rejects with ABORTED when `signal` aborts. */
+/** Sleeps `ms`, in steps a timer can take (setTimeout fires at once past MAX_TIMER_MS); rejects with ABORTED when `signal` aborts. */
 export async function sleep(ms: number, signal: AbortSignalLike | undefined): Promise<void> {
   for (let left = ms; left > 0; left -= MAX_TIMER_MS) {
     await new Promise<void>((resolve, reject) => {

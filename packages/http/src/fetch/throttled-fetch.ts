@@ -14,9 +14,11 @@ import type { ConfigSource } from '@sluice/core/config';
 import {
   describeValue as describe,
   durationOption,
-  optionalFunction,
-  rejectUnknownOptions,
   type DurationRange,
+  optionalFunction,
+  optionNames,
+  rejectUnknownOptions,
+  timerDuration,
 } from '@sluice/core/internal';
 import type { ResponseLike } from './types.js';
 import { fieldMembers } from '../shared/header-fields.js';
@@ -71,10 +73,10 @@ export interface SharedLearnOptions {
   refresh?: Duration;
 }
 
-const KNOWN = ['limiter', 'maxWait', 'key', 'fetch', 'retries', 'learn'];
+const KNOWN = optionNames<ThrottledFetchOptions>({ limiter: true, maxWait: true, key: true, fetch: true, retries: true, learn: true });
+const LEARN_OPTIONS = optionNames<SharedLearnOptions>({ source: true, refresh: true });
 /** The limiter's own bound on a wait: its latest clock reading, 2^47 ms (about the year 6429). */
 const MAX_WAIT_RANGE: DurationRange = { min: 0, max: 2 ** 47 };
-const REFRESH_RANGE: DurationRange = { min: 10, max: 2 ** 31 - 1 };
 /**
  * A send that would leave more than this after its booked slot is not sent on it: the slot is left empty and the
  * request books again. Below thirdPartyLimit's default margin (100 ms), which also has to cover the time between
@@ -347,7 +349,7 @@ function sharedLearner(limiter: Limiter, learn: unknown): SharedLimitLearner | u
       `createThrottledFetch: learn must be true, false or { source } (a config source shared by the fleet), got ${describe(learn)}`,
     );
   }
-  rejectUnknownOptions(learn, ['source', 'refresh'], 'createThrottledFetch: learn');
+  rejectUnknownOptions(learn, LEARN_OPTIONS, 'createThrottledFetch: learn');
   const { source, refresh } = learn as Partial<SharedLearnOptions>;
   const candidate = source as Partial<ConfigSource> | null | undefined;
   if (
@@ -361,7 +363,7 @@ function sharedLearner(limiter: Limiter, learn: unknown): SharedLimitLearner | u
       `createThrottledFetch: learn.source must be a config source with read and replace (compare and set), such as redisConfigSource(redis), got ${describe(source)}`,
     );
   }
-  const refreshMs = durationOption(refresh ?? '250ms', 'createThrottledFetch: learn.refresh', REFRESH_RANGE);
+  const refreshMs = timerDuration(refresh ?? '250ms', 'createThrottledFetch: learn.refresh', 10);
   return new SharedLimitLearner(limiter, candidate as ConfigSource, refreshMs);
 }
 

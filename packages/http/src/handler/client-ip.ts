@@ -1,5 +1,5 @@
 import { SluiceError } from '@sluice/core';
-import { describeValue, integerOption, rejectUnknownOptions } from '@sluice/core/internal';
+import { describeValue, integerOption, optionNames, rejectUnknownOptions } from '@sluice/core/internal';
 import { parseForwarded, parseXForwardedFor } from '../ip/forwarded.js';
 import { formatIp, maskIp, parseAddressText, type IpAddress } from '../ip/address.js';
 import { compileRanges } from '../ip/range.js';
@@ -55,7 +55,7 @@ export type ClientIpResult =
 /** Request data (header values, addresses) in a problem or an error: room for an IPv6 address with a port and a zone. */
 const describe = (value: unknown): string => describeValue(value, 60);
 
-const KNOWN = ['trustProxy', 'header', 'platform', 'ipv6Prefix'];
+const KNOWN = optionNames<ClientIpOptions>({ trustProxy: true, header: true, platform: true, ipv6Prefix: true });
 const SOCKET_CACHE_SIZE = 4096;
 const SOCKET = { allowPort: false, stripZone: true } as const;
 const HOP = { allowPort: true, stripZone: false } as const;

@@ -21,7 +21,7 @@ import {
   type State,
   type StoreCapabilities,
 } from '@sluice/core/store';
-import { describeValue as describe, rejectUnknownOptions } from '@sluice/core/internal';
+import { describeValue as describe, optionNames, rejectUnknownOptions } from '@sluice/core/internal';
 import { Lru, type LruEntry } from './lru.js';
 
 export interface MemoryStoreOptions {
@@ -67,7 +67,7 @@ function newSlot(id: string, state: State, expiresAt: number): Slot {
 
 const SWEEP_EVERY = 1024;
 const MAX_KEYS_LIMIT = 10_000_000;
-const KNOWN = ['maxKeys'];
+const KNOWN = optionNames<MemoryStoreOptions>({ maxKeys: true });
 const SWEEP_BATCH = 64;
 
 /**

@@ -1,4 +1,5 @@
 import { SluiceError } from '@sluice/core';
+import { unref } from '@sluice/core/internal';
 import type { StoreClient } from './clients/contract.js';
 
 /**
@@ -81,11 +82,12 @@ export class ConnectionGate {
   private arm(): void {
     if (this.timer !== undefined || this.held.length === 0) return;
     const delay = Math.max(0, this.held[0]!.since + this.waitMs - Date.now());
-    this.timer = setTimeout(() => {
-      this.timer = undefined;
-      this.release();
-    }, delay);
-    (this.timer as { unref?: () => void }).unref?.();
+    this.timer = unref(
+      setTimeout(() => {
+        this.timer = undefined;
+        this.release();
+      }, delay),
+    );
   }
 }
 

@@ -8,7 +8,7 @@ import {
   type AnalyticsSecond,
   type AnalyticsStore,
 } from '@sluice/core/analytics';
-import { describeValue } from '@sluice/core/internal';
+import { describeValue, nameOption } from '@sluice/core/internal';
 import type { Cluster, Redis } from 'ioredis';
 
 export interface RedisAnalyticsStoreOptions {
@@ -81,7 +81,7 @@ class RedisAnalyticsStore implements AnalyticsStore {
   }
 
   async publish(name: string, seconds: readonly AnalyticsSecond[]): Promise<void> {
-    checkName(name);
+    nameOption(name, `${WHERE}: name`);
     if (seconds.length === 0) return;
     const multi = this.client.multi();
     let latest = -1;
@@ -108,7 +108,7 @@ class RedisAnalyticsStore implements AnalyticsStore {
   }
 
   async read(name: string, from: number, to: number): Promise<readonly AnalyticsSecond[]> {
-    checkName(name);
+    nameOption(name, `${WHERE}: name`);
     const nowSecond = this.nowSecond();
     // Keys older than the retention have expired; a second further ahead than the retention is no clock's skew.
     const low = Math.max(Math.ceil(from), nowSecond - this.retentionSeconds);
@@ -147,12 +147,6 @@ class RedisAnalyticsStore implements AnalyticsStore {
 
   private nowSecond(): number {
     return Math.floor(this.now() / 1000);
-  }
-}
-
-function checkName(name: string): void {
-  if (typeof name !== 'string' || name.length === 0) {
-    throw new SluiceError('INVALID_OPTION', `${WHERE}: name must be a limiter's name, a non-empty string, got ${describeValue(name)}`);
   }
 }
 

@@ -1,6 +1,6 @@
 import { SluiceError, type Duration, type Store } from '@sluice/core';
 import type { LeaseRequest, LeaseResult, LimitRequest, LimitResult, StoreCapabilities } from '@sluice/core/store';
-import { describeValue, durationOption, type DurationRange } from '@sluice/core/internal';
+import { describeValue, optionNames, timerDuration } from '@sluice/core/internal';
 import { storeClient, type RedisClient, type StoreClient } from './clients/index.js';
 import { ConnectionGate } from './connection-gate.js';
 import {
@@ -64,9 +64,8 @@ export interface RedisStoreOptions {
 }
 
 /** At most what a timer can wait. */
-const OFFLINE_WAIT_RANGE: DurationRange = { min: 0, max: 2 ** 31 - 1 };
 
-const KNOWN = ['clock', 'batch', 'maxBatch', 'functions', 'offlineWait'];
+const KNOWN = optionNames<RedisStoreOptions>({ clock: true, batch: true, maxBatch: true, functions: true, offlineWait: true });
 
 /**
  * Store on the user's client: ioredis (standalone `Redis` or `Cluster`, with or without `enableAutoPipelining`),
@@ -104,7 +103,7 @@ export class RedisStore implements Store {
     const functions = options.functions ?? true;
     if (typeof functions !== 'boolean')
       throw new SluiceError('INVALID_OPTION', `redisStore: functions must be true or false, got ${describeValue(functions)}`);
-    const offlineWaitMs = durationOption(options.offlineWait ?? 200, 'redisStore: offlineWait', OFFLINE_WAIT_RANGE);
+    const offlineWaitMs = timerDuration(options.offlineWait ?? 200, 'redisStore: offlineWait', 0);
     this.clock = clock;
     this.gate = new ConnectionGate(this.client, offlineWaitMs);
     this.useFunction = functions && !this.client.cluster;

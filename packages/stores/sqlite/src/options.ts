@@ -1,5 +1,5 @@
 import { SluiceError, type Duration } from '@sluice/core';
-import { describeValue, durationOption, rejectUnknownOptions, type DurationRange } from '@sluice/core/internal';
+import { describeValue, optionNames, rejectUnknownOptions, timerDuration } from '@sluice/core/internal';
 
 export interface SqliteStoreOptions {
   /**
@@ -49,9 +49,14 @@ export interface ResolvedOptions {
   sweepBatch: number;
 }
 
-const KNOWN = ['table', 'wal', 'busyTimeout', 'synchronous', 'sweepEvery', 'sweepBatch'];
-/** SQLite keeps busy_timeout in a C int. */
-const BUSY_TIMEOUT_RANGE: DurationRange = { min: 0, max: 2_147_483_647 };
+const KNOWN = optionNames<SqliteStoreOptions>({
+  table: true,
+  wal: true,
+  busyTimeout: true,
+  synchronous: true,
+  sweepEvery: true,
+  sweepBatch: true,
+});
 const TABLE_PATTERN = /^[A-Za-z_][A-Za-z0-9_]{0,47}$/;
 
 export function resolveOptions(raw: unknown): ResolvedOptions {
@@ -72,7 +77,8 @@ export function resolveOptions(raw: unknown): ResolvedOptions {
     throw new SluiceError('INVALID_OPTION', `sqliteStore: wal must be true or false, got ${describeValue(wal)}`);
   }
   const busyTimeoutMs =
-    options.busyTimeout === undefined ? undefined : durationOption(options.busyTimeout, 'sqliteStore: busyTimeout', BUSY_TIMEOUT_RANGE);
+    // SQLite keeps busy_timeout in a C int: the timer range fits it.
+    options.busyTimeout === undefined ? undefined : timerDuration(options.busyTimeout, 'sqliteStore: busyTimeout', 0);
   const synchronous = options.synchronous ?? 'normal';
   if (synchronous !== 'normal' && synchronous !== 'full' && synchronous !== 'keep') {
     throw new SluiceError(

@@ -1,6 +1,6 @@
 import { SluiceError } from '@sluice/core';
 import { ANALYTICS_OUTCOMES, analyticsStoreSettings, type AnalyticsSecond, type AnalyticsStore } from '@sluice/core/analytics';
-import { describeValue } from '@sluice/core/internal';
+import { describeValue, nameOption } from '@sluice/core/internal';
 import type { SqliteDatabase, SqliteStatement } from './database.js';
 import { sqliteCode } from './store-error.js';
 
@@ -58,7 +58,7 @@ export function sqliteAnalyticsStore(db: SqliteDatabase, options: SqliteAnalytic
 
   return {
     publish(name, seconds) {
-      checkName(name);
+      nameOption(name, `${WHERE}: name`);
       const cutoff = oldest();
       try {
         prepared().publish(name, seconds, cutoff);
@@ -67,7 +67,7 @@ export function sqliteAnalyticsStore(db: SqliteDatabase, options: SqliteAnalytic
       }
     },
     read(name, from, to) {
-      checkName(name);
+      nameOption(name, `${WHERE}: name`);
       const low = Math.max(Math.ceil(from), oldest());
       const high = Math.floor(to);
       if (!(low <= high)) return [];
@@ -148,12 +148,6 @@ function prepare(db: SqliteDatabase): Statements {
     pruneTop.run(name, cutoff);
   });
   return { ...statements, publish: (name, seconds, cutoff) => publish.immediate(name, seconds, cutoff) };
-}
-
-function checkName(name: string): void {
-  if (typeof name !== 'string' || name.length === 0) {
-    throw new SluiceError('INVALID_OPTION', `${WHERE}: name must be a limiter's name, a non-empty string, got ${describeValue(name)}`);
-  }
 }
 
 function failure(what: string, error: unknown): SluiceError {

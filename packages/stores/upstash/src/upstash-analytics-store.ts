@@ -7,7 +7,7 @@ import {
   type AnalyticsSecond,
   type AnalyticsStore,
 } from '@sluice/core/analytics';
-import { describeValue } from '@sluice/core/internal';
+import { describeValue, nameOption } from '@sluice/core/internal';
 import { ANALYTICS_PUBLISH_SCRIPT, ANALYTICS_READ_SCRIPT } from '@sluice/redis-script';
 import type { UpstashRestOptions } from './upstash-rest.js';
 import { restClientFor } from './upstash-store.js';
@@ -58,7 +58,7 @@ export function upstashAnalyticsStore(
 
   return {
     async publish(name, seconds) {
-      checkName(name);
+      nameOption(name, `${WHERE}: name`);
       if (seconds.length === 0) return;
       const keys = [namesKey];
       const args: Array<string | number> = [name, retentionSeconds, nowSecond() - retentionSeconds];
@@ -70,7 +70,7 @@ export function upstashAnalyticsStore(
       await redis.eval(ANALYTICS_PUBLISH_SCRIPT, keys, args);
     },
     async read(name, from, to) {
-      checkName(name);
+      nameOption(name, `${WHERE}: name`);
       const current = nowSecond();
       const low = Math.max(Math.ceil(from), current - retentionSeconds);
       const high = Math.min(Math.floor(to), current + retentionSeconds);
@@ -99,10 +99,4 @@ export function upstashAnalyticsStore(
       return names.map(String).sort();
     },
   };
-}
-
-function checkName(name: string): void {
-  if (typeof name !== 'string' || name.length === 0) {
-    throw new SluiceError('INVALID_OPTION', `${WHERE}: name must be a limiter's name, a non-empty string, got ${describeValue(name)}`);
-  }
 }

@@ -17,7 +17,7 @@
  * sees this instance's writes (what @upstash/redis calls read-your-writes).
  */
 import { SluiceError } from '@sluice/core';
-import { describeValue, durationOption, rejectUnknownOptions } from '@sluice/core/internal';
+import { describeValue, durationOption, optionNames, rejectUnknownOptions } from '@sluice/core/internal';
 import type { Duration } from '@sluice/core';
 
 export interface UpstashRestOptions {
@@ -76,7 +76,7 @@ const web = globalThis as unknown as {
   AbortSignal?: { timeout?(ms: number): unknown };
 };
 
-const KNOWN = ['url', 'token', 'timeout', 'fetch'];
+const KNOWN = optionNames<UpstashRestOptions>({ url: true, token: true, timeout: true, fetch: true });
 
 /** An absolute http: or https: URL with a host, as the WHATWG URL parser reads it. */
 function isHttpUrl(text: string): boolean {

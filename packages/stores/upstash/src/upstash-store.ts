@@ -1,6 +1,6 @@
 import { SluiceError, type Store } from '@sluice/core';
 import type { LimitRequest, LimitResult, StoreCapabilities, StoreOperation } from '@sluice/core/store';
-import { describeValue } from '@sluice/core/internal';
+import { describeValue, optionNames } from '@sluice/core/internal';
 import { jsonStringBytes, LimitBatcher, runScript, scriptStoreOptions, type ScriptCommands } from '@sluice/redis-script';
 import { upstashRest, type UpstashRestOptions } from './upstash-rest.js';
 import { UPSTASH_LIMIT_SCRIPT, upstashScriptSha1 } from './upstash-script.js';
@@ -39,7 +39,7 @@ export interface UpstashClient {
   del(...keys: string[]): Promise<number>;
 }
 
-const KNOWN = ['clock', 'batch', 'maxBatch'];
+const KNOWN = optionNames<UpstashStoreOptions>({ clock: true, batch: true, maxBatch: true });
 
 /**
  * The largest request body the store sends, in bytes of UTF-8 JSON: a batch of decisions whose script call would

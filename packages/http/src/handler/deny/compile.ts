@@ -21,6 +21,7 @@
  */
 import type { Limiter } from '@sluice/core';
 import { denyChangesSince, type DenyEntry, type DenyLineage } from '@sluice/core/config';
+import { timers, unref } from '@sluice/core/internal';
 import { DenyListCompiler } from './list.js';
 import type { MutableDenyMatcher } from './matcher.js';
 
@@ -48,8 +49,6 @@ const followed = new WeakMap<DenyLineage, Map<number, MutableDenyMatcher>>();
 const byList = new WeakMap<readonly DenyEntry[], Map<number, MutableDenyMatcher>>();
 /** Compiles under way, by lineage (or list object). */
 const jobs = new WeakMap<object, Map<number, Job>>();
-
-const timers = globalThis as unknown as { setTimeout?: (callback: () => void, ms: number) => unknown };
 
 /**
  * The matcher of the holder's list when one is ready, else undefined: the lineage's, brought to its head by the
@@ -110,12 +109,13 @@ export function compileAPart(holder: DenyHolder, ipv6Prefix: number): MutableDen
   if (!job.scheduled && typeof timers.setTimeout === 'function') {
     job.scheduled = true;
     const started = job;
-    const handle = timers.setTimeout(() => {
-      started.scheduled = false;
-      if (byPrefix.get(ipv6Prefix) === started && (holder.denyLineage ?? holder.deny) === key) compileAPart(holder, ipv6Prefix);
-    }, 0);
     // Node: the background compile never keeps a process alive on its own.
-    (handle as { unref?: () => void } | undefined)?.unref?.();
+    unref(
+      timers.setTimeout(() => {
+        started.scheduled = false;
+        if (byPrefix.get(ipv6Prefix) === started && (holder.denyLineage ?? holder.deny) === key) compileAPart(holder, ipv6Prefix);
+      }, 0),
+    );
   }
   return undefined;
 }
