@@ -89,6 +89,59 @@ function importsNode(dir) {
   );
 }
 
+await backgroundInstall();
+
+/**
+ * scripts/test-setup.sh (`pnpm test`'s first step) installs Node 22 and 24 and their better-sqlite3 in the background
+ * while the rest of the tests run: waits for it to write .tools/node-versions.status (its exit code), and fails with its
+ * log if it failed. Run on its own (no status file and no install under way), it runs the install in the foreground.
+ */
+async function backgroundInstall() {
+  const tools = join(root, '.tools');
+  const statusFile = join(tools, 'node-versions.status');
+  const logFile = join(tools, 'node-versions.log');
+  const pidFile = join(tools, 'node-versions.pid');
+  const running = () => {
+    try {
+      process.kill(Number(readFileSync(pidFile, 'utf8')), 0);
+      return true;
+    } catch {
+      return false;
+    }
+  };
+  if (!existsSync(statusFile) && !(existsSync(pidFile) && running())) {
+    const run = spawnSync('sh', [join(root, 'scripts', 'install-node-versions.sh')], { stdio: 'inherit' });
+    if (run.status !== 0) process.exit(run.status ?? 1);
+    return;
+  }
+  const waitedFrom = Date.now();
+  let said = false;
+  // Bounded: two SQLite builds take minutes; 30 minutes means the background install is stuck.
+  while (!existsSync(statusFile)) {
+    if (!running() && !existsSync(statusFile)) {
+      console.error(
+        `test-node-versions: the background install stopped without a status; its log:\n${existsSync(logFile) ? readFileSync(logFile, 'utf8') : '(no log)'}`,
+      );
+      process.exit(1);
+    }
+    if (!said) console.log('test-node-versions: waiting for the background install of Node 22 and 24 (.tools/node-versions.log)');
+    said = true;
+    if (Date.now() - waitedFrom > 30 * 60_000) {
+      console.error(`test-node-versions: the background install wrote no status in 30 minutes; its log:\n${readFileSync(logFile, 'utf8')}`);
+      process.exit(1);
+    }
+    await new Promise((resolve) => setTimeout(resolve, 1000));
+  }
+  if (said) console.log(`test-node-versions: the install finished after ${Math.round((Date.now() - waitedFrom) / 1000)} s more`);
+  const status = readFileSync(statusFile, 'utf8').trim();
+  if (status !== '0') {
+    console.error(
+      `test-node-versions: the background install of Node 22 and 24 failed (exit ${status}); its log:\n${existsSync(logFile) ? readFileSync(logFile, 'utf8') : '(no log)'}`,
+    );
+    process.exit(1);
+  }
+}
+
 const results = [];
 for (const major of majors) {
   const node = join(root, '.tools', `node-${major}`, 'bin', 'node');
