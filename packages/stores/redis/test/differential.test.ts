@@ -5,7 +5,9 @@
  * its expiry, in all five operations (consume, peek, refund, take, reserve). The script is called with
  * the store's own codec (`encodeCall`, `parseCallReply`): one decision per call, as a lone decision travels,
  * and several decisions per call, as the store's batcher sends decisions issued together; and both ways the
- * store runs it: EVALSHA of LIMIT_SCRIPT and FCALL of the Redis Function LIMIT_LIBRARY defines.
+ * store runs it: EVALSHA of LIMIT_SCRIPT and FCALL of the Redis Function LIMIT_LIBRARY defines. Every run is made
+ * through each client the store accepts (ioredis, node-redis 5 on RESP2 and RESP3, node-redis 4, Valkey GLIDE), so
+ * the replies are compared as each library hands them over.
  *
  * Each call is one MULTI/EXEC: GET the rules' states, TIME, EVALSHA, TIME, then GET and PEXPIRETIME them again.
  * Reading the state in the same atomic block as the script makes the comparison exact even when Redis expires a
@@ -28,9 +30,12 @@ import {
 } from '@sluice/redis-script';
 import { startRedis, type RedisServer } from '../../../../test/harness/redis.js';
 import { ALGORITHMS, compoundRules, events, ruleOf, ruleSets, startMs, type Event } from '../../../../test/harness/arbitraries.js';
+import { CLIENTS, type OpenClient } from './clients.js';
 
 let server: RedisServer;
 let client: Redis;
+/** The client the current run talks through. */
+let through: OpenClient;
 let sequence = 0;
 const stats = {
   sequences: 0,
@@ -111,17 +116,16 @@ async function runCalls(identities: readonly Identity[], start: number, calls: R
     });
     const { keys, args } = encodeCall(requests, 'client');
     const distinct = [...new Set(keys)];
-    const multi = client.multi();
-    for (const k of distinct) multi.get(k);
-    multi.time();
-    if (via === 'fcall') multi.fcall(LIMIT_FUNCTION, keys.length, ...keys, ...args);
-    else multi.evalsha(LIMIT_SCRIPT_SHA1, keys.length, ...keys, ...args);
-    multi.time();
-    for (const k of distinct) multi.get(k);
-    for (const k of distinct) multi.call('PEXPIRETIME', k);
-    const results = (await multi.exec())!;
-    for (const [error] of results) expect(error).toBeNull();
-    const all = results.map(([, value]) => value);
+    const script = via === 'fcall' ? ['FCALL', LIMIT_FUNCTION] : ['EVALSHA', LIMIT_SCRIPT_SHA1];
+    // Rejects if any command failed.
+    const all = await through.atomic([
+      ...distinct.map((k) => ['GET', k]),
+      ['TIME'],
+      [...script, String(keys.length), ...keys, ...args],
+      ['TIME'],
+      ...distinct.map((k) => ['GET', k]),
+      ...distinct.map((k) => ['PEXPIRETIME', k]),
+    ]);
     const n = distinct.length;
     const [timeBefore, timeAfter] = [redisMs(all[n]), redisMs(all[n + 2])];
     const before = all.slice(0, n).map((v) => decodeState(v as string | null));
@@ -216,9 +220,17 @@ function runSequence(rules: readonly ResolvedRule[], start: number, list: readon
 
 const maxCostOf = (rules: readonly ResolvedRule[]) => Math.max(...rules.map((r) => r.limit));
 
-describe.each<Via>(['evalsha', 'fcall'])('Lua script equals core evaluate(), event by event, run by %s', (how) => {
-  beforeAll(() => {
+const runs = CLIENTS.flatMap((kind) => (['evalsha', 'fcall'] as const).map((how) => ({ kind, how })));
+const opened = new Map<string, OpenClient>();
+afterAll(async () => {
+  for (const open of opened.values()) await open.close();
+});
+
+describe.each(runs)('Lua script equals core evaluate(), event by event, run by $how through $kind.name', ({ kind, how }) => {
+  beforeAll(async () => {
     via = how;
+    if (!opened.has(kind.name)) opened.set(kind.name, await kind.open(server));
+    through = opened.get(kind.name)!;
   });
 
   for (const algorithm of ALGORITHMS) {
@@ -276,7 +288,7 @@ describe.each<Via>(['evalsha', 'fcall'])('Lua script equals core evaluate(), eve
       { numRuns: 60 },
     );
     console.log(
-      `[differential] batched (${how}): ${stats.batchedCalls - batchedBefore} calls carrying ${stats.batchedDecisions - decisionsBefore} decisions, ${stats.repeatedKeys - repeatsBefore} of them on an identity already decided earlier in the same call`,
+      `[differential] batched (${how}, ${kind.name}): ${stats.batchedCalls - batchedBefore} calls carrying ${stats.batchedDecisions - decisionsBefore} decisions, ${stats.repeatedKeys - repeatsBefore} of them on an identity already decided earlier in the same call`,
     );
     expect(stats.batchedCalls - batchedBefore).toBeGreaterThan(50);
     expect(stats.repeatedKeys - repeatsBefore).toBeGreaterThan(50);
@@ -290,11 +302,9 @@ describe.each<Via>(['evalsha', 'fcall'])('Lua script equals core evaluate(), eve
         const key = `raw:{${++sequence}}`;
         const request: LimitRequest = { key, rules: [rule], cost: 1, operation: 'peek', now: 1_700_000_000_000 };
         const { keys, args } = encodeCall([request], 'client');
-        await client.set(keys[0]!, raw);
-        const reply =
-          how === 'fcall'
-            ? await client.fcall(LIMIT_FUNCTION, 1, keys[0]!, ...args)
-            : await client.evalsha(LIMIT_SCRIPT_SHA1, 1, keys[0]!, ...args);
+        await through.command(['SET', keys[0]!, raw]);
+        const script = how === 'fcall' ? ['FCALL', LIMIT_FUNCTION] : ['EVALSHA', LIMIT_SCRIPT_SHA1];
+        const reply = await through.command([...script, '1', keys[0]!, ...args]);
         const expected = evaluate([rule], [decodeState(raw)], request.now, 1, 'peek');
         expect(parseCallReply(reply, [request], 'client')[0]!.outcomes, `${rule.algorithm} over ${JSON.stringify(raw)}`).toEqual(
           expected.outcomes,

@@ -1,9 +1,9 @@
 import { SluiceError } from '@sluice/core';
 import { describeValue } from '@sluice/core/internal';
 import type { StoreClient } from './contract.js';
-import { ioredisClient, isIoredis, type IoredisLike } from './ioredis.js';
-import { isNodeRedis, isNodeRedisCluster, nodeRedisClient, type NodeRedisLike } from './node-redis.js';
-import { glideClient, isGlide, isGlideCluster, type GlideLike } from './valkey-glide.js';
+import { ioredisClient, isIoredis } from './ioredis.js';
+import { isNodeRedis, isNodeRedisCluster, nodeRedisClient } from './node-redis.js';
+import { glideClient, isGlide, isGlideCluster } from './valkey-glide.js';
 
 export type { ConnectionState, StoreClient } from './contract.js';
 
@@ -12,7 +12,25 @@ export type { ConnectionState, StoreClient } from './contract.js';
  * Valkey GLIDE `GlideClient`. Described by the members the store recognises each by, so that no client library's
  * types are needed to use the others.
  */
-export type RedisClient = IoredisLike | NodeRedisLike | GlideLike;
+export type RedisClient =
+  | {
+      /** ioredis */
+      sendCommand: (...args: never[]) => unknown;
+      evalsha: (...args: never[]) => unknown;
+      eval: (...args: never[]) => unknown;
+      del: (...args: never[]) => unknown;
+    }
+  | {
+      /** node-redis */
+      sendCommand: (...args: never[]) => unknown;
+      readonly isOpen: boolean;
+      readonly isReady: boolean;
+    }
+  | {
+      /** Valkey GLIDE */
+      customCommand: (...args: never[]) => unknown;
+      invokeScript: (...args: never[]) => unknown;
+    };
 
 const ACCEPTED =
   'an ioredis Redis or Cluster (redisStore(new Redis())), a node-redis client (redisStore(await createClient().connect())) or a Valkey GLIDE GlideClient (redisStore(await GlideClient.createClient(...)))';

@@ -10,6 +10,7 @@ type CommandClass = new (
 /** The ioredis members the adapter uses; `Redis` and `Cluster` (ioredis 5 and 6) both have them. */
 interface IoredisClient {
   sendCommand(command: object): unknown;
+  call(name: string, ...args: CommandArguments): Promise<unknown>;
   readonly status?: string;
   readonly isCluster?: boolean;
   readonly options?: { keyPrefix?: string; showFriendlyErrorStack?: boolean; enableOfflineQueue?: boolean };
@@ -46,13 +47,21 @@ const STATES: Record<string, ConnectionState> = {
 };
 
 /**
- * ioredis's Command, without importing ioredis (an optional peer dependency): a `Redis` carries it as the static
- * `Redis.Command` (the class of the very copy the client came from); a `Cluster` does not, so it is imported once.
+ * How the adapter builds a command with ioredis's Command class, without importing ioredis (an optional peer
+ * dependency) where it can: the class must be the one of the very copy the client came from (ioredis 6's
+ * `sendCommand` needs its own Command).
+ * - ioredis 5's `Redis` carries it as the static `Redis.Command` (`client.constructor`);
+ * - without auto-pipelining, `client.call` builds exactly that Command itself, with the same options (ioredis 6's
+ *   `Redis`, whose prototype's `constructor` is EventEmitter's, and a `Cluster`, which has no static Command);
+ * - otherwise the ioredis this package resolves is imported once, which is what the store did before it took
+ *   other clients (a static `import { Command } from 'ioredis'`).
  */
 let imported: Promise<CommandClass> | undefined;
-function commandClass(client: object): CommandClass | Promise<CommandClass> {
+function commandClass(client: object): CommandClass | 'call' | Promise<CommandClass> {
   const own = (client.constructor as { Command?: CommandClass } | undefined)?.Command;
   if (typeof own === 'function') return own;
+  const options = (client as { options?: { enableAutoPipelining?: boolean } }).options;
+  if (options?.enableAutoPipelining !== true && hasMethod(client, 'call')) return 'call';
   imported ??= import('ioredis').then((module) => module.Command as unknown as CommandClass);
   return imported;
 }
@@ -60,7 +69,7 @@ function commandClass(client: object): CommandClass | Promise<CommandClass> {
 export function ioredisClient(client: IoredisLike): StoreClient {
   const io = client as unknown as IoredisClient;
   let Command = commandClass(client);
-  if (!(typeof Command === 'function'))
+  if (typeof Command === 'object')
     void Command.then(
       (found) => (Command = found),
       () => undefined,
@@ -75,6 +84,7 @@ export function ioredisClient(client: IoredisLike): StoreClient {
      * flight). Arrays in `args` are flattened one level by ioredis's Command.
      */
     send(name: string, args: CommandArguments): Promise<unknown> {
+      if (Command === 'call') return io.call(name, ...args);
       if (typeof Command !== 'function') return Command.then(() => this.send(name, args));
       const options = io.options;
       const command = new Command(name, args as Array<string | number>, {
