@@ -6,13 +6,13 @@ import type { Api } from '../tracked-limiter.js';
 import { COMPOUND_VECTORS } from '../vectors/compound.js';
 import { INSTANT_VECTORS } from '../vectors/instant.js';
 import { OVER_TIME_VECTORS } from '../vectors/over-time.js';
-import { SEED_VECTORS } from '../vectors/seeds.js';
+import { ARTICLE_VECTORS } from '../vectors/article-examples.js';
 import type { Vector } from '../vectors/types.js';
 
 const GROUPS: ReadonlyArray<[string, Vector[]]> = [
   ['every algorithm at one instant', INSTANT_VECTORS],
   ['every algorithm over time (fake clock)', OVER_TIME_VECTORS],
-  ['worked examples of the article "Designing a rate limiter" (fake clock)', SEED_VECTORS],
+  ['worked examples of the article "Designing a rate limiter" (fake clock)', ARTICLE_VECTORS],
   ['compound rules, all-or-nothing', COMPOUND_VECTORS],
 ];
 

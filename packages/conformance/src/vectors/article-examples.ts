@@ -5,7 +5,7 @@ import type { Vector } from './types.js';
  * The worked examples of the article 'Designing a rate limiter', replayed on a fake clock. Clock readings are the
  * article's; FAKE_EPOCH is the article's 0:00.
  */
-export const SEED_VECTORS: Vector[] = [
+export const ARTICLE_VECTORS: Vector[] = [
   {
     // Denied requests are not logged (sluice's log keeps admitted cost only), so 1:27 finds an empty window and is
     // admitted like in the article, with one unit to spare where the article's log would have none.
