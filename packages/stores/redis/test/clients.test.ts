@@ -11,7 +11,8 @@ import { createClient as createClientV4, createCluster as createClusterV4 } from
 import { createLimiter, fixedWindow, gcra, isSluiceError, tokenBucket } from '@sluice/core';
 import { redisStore, type RedisClient } from '../src/index.js';
 import { storeClient } from '../src/clients/index.js';
-import { startRedis, type RedisServer } from '../../../../test/harness/redis.js';
+import { startCluster, startRedis, type RedisServer } from '../../../../test/harness/redis.js';
+import { GlideClusterClient } from '@valkey/valkey-glide';
 import { CLIENTS, type ClientKind, type OpenClient } from './clients.js';
 
 let server: RedisServer;
@@ -66,6 +67,18 @@ describe('which clients redisStore accepts', () => {
       expect(invalidOption(() => redisStore(cluster as never))).toMatch(/a node-redis Cluster \(createCluster\) is not supported yet/);
     }
   });
+
+  test('a GLIDE GlideClusterClient, connected to a real Cluster, is refused by name; its GlideClient is accepted', async () => {
+    const cluster = await startCluster();
+    const client = await GlideClusterClient.createClient({ addresses: [...cluster.nodes] });
+    try {
+      expect(invalidOption(() => redisStore(client as never))).toMatch(/a Valkey GLIDE GlideClusterClient is not supported yet/);
+      expect(() => redisStore(clientOf(CLIENTS.find((kind) => kind.library === 'valkey-glide')!))).not.toThrow();
+    } finally {
+      client.close();
+      await cluster.stop();
+    }
+  }, 60_000);
 
   test('a node-redis client that was never connected fails its decisions at once (STORE_ERROR), never hangs or queues them', async () => {
     for (const client of [createClient({ socket: { port: server.port } }), createClientV4({ socket: { port: server.port } })]) {

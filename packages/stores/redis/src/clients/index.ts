@@ -33,7 +33,7 @@ export type RedisClient =
     };
 
 const ACCEPTED =
-  'an ioredis Redis or Cluster (redisStore(new Redis())), a node-redis client (redisStore(await createClient().connect())) or a Valkey GLIDE GlideClient (redisStore(await GlideClient.createClient(...)))';
+  'an ioredis Redis or Cluster (redisStore(new Redis())), a node-redis client (createClient(), then await client.connect()) or a Valkey GLIDE GlideClient (redisStore(await GlideClient.createClient(...)))';
 
 /**
  * The contract made from the application's client, told apart by duck typing on members each library documents
