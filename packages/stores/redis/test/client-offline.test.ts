@@ -6,6 +6,8 @@
  */
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { Redis } from 'ioredis';
+import { createClient } from 'redis';
+import { createClient as createClientV4 } from 'redis-v4';
 import { createLimiter, fixedWindow, isSluiceError, type Decision } from '@sluice/core';
 import { redisStore } from '../src/index.js';
 import { storeClient } from '../src/clients/index.js';
@@ -106,6 +108,40 @@ describe.each(QUEUEING)('$name, whose offline queue is on by default', { timeout
     const decision = await pending;
     expect(decision).toMatchObject({ allowed: true, degraded: false, remaining: 4 });
     expect(await counted(identity)).toBe(true);
+  });
+});
+
+describe('node-redis with disableOfflineQueue', { timeout: 30_000 }, () => {
+  const options = () => ({ socket: { host: server.host, port: server.port }, disableOfflineQueue: true });
+  test.each([
+    ['node-redis 5', () => createClient(options())],
+    ['node-redis 4', () => createClientV4(options()) as unknown as ReturnType<typeof createClient>],
+  ] as const)('%s: nothing is held, a decision made while Redis is down fails at once and never counts', async (_, create) => {
+    const client = create();
+    client.on('error', () => {});
+    await client.connect();
+    try {
+      const limiter = createLimiter({
+        store: redisStore(client, { offlineWait: 5000 }),
+        rules: fixedWindow({ limit: 5, window: '1h' }),
+        onStoreError: 'deny',
+        timeout: 2000,
+      });
+      expect((await limiter.limit('warm')).degraded).toBe(false);
+      await server.kill();
+      await until(() => !client.isReady, 'the client notices the server is gone');
+      const start = performance.now();
+      const decision = await limiter.limit('no-queue');
+      // Well before the limiter's 2 s deadline and the 5 s offlineWait: the client refused it (ClientOfflineError).
+      expect(performance.now() - start).toBeLessThan(1000);
+      expect(codeOf(decision)).toBe('STORE_ERROR');
+      await server.restart();
+      await until(() => client.isReady, 'the client is back');
+      expect((await limiter.limit('after')).degraded).toBe(false);
+      expect(await counted('no-queue')).toBe(false);
+    } finally {
+      await client.disconnect().catch(() => undefined);
+    }
   });
 });
 
