@@ -188,7 +188,7 @@ function checkDenyListStep(value: unknown): DenyListSteps | undefined {
   if (value === undefined) return undefined;
   const step = value as Partial<DenyListSteps> | null;
   if (typeof step !== 'object' || step === null || typeof step.needs !== 'function' || typeof step.check !== 'function') {
-    fail(`denyList must be matchDenyList (import { matchDenyList } from '@sluice/http' or the adapter), got ${describe(value)}`);
+    fail(`denyList must be matchDenyList from @sluice/http or the adapter, got ${describe(value)}`);
   }
   return step as DenyListSteps;
 }

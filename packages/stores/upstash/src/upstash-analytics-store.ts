@@ -1,4 +1,3 @@
-import { SluiceError } from '@sluice/core';
 import {
   ANALYTICS_OUTCOMES,
   analyticsStoreSettings,
@@ -10,7 +9,7 @@ import {
 import { describeValue, nameOption } from '@sluice/core/internal';
 import { ANALYTICS_PUBLISH_SCRIPT, ANALYTICS_READ_SCRIPT } from '@sluice/redis-script';
 import type { UpstashRestOptions } from './upstash-rest.js';
-import { restClientFor } from './upstash-store.js';
+import { notAnUpstashClient, restClientFor } from './upstash-store.js';
 
 /** The method of @upstash/redis's `Redis` (or `upstashRest()`) the analytics store calls. */
 export interface UpstashAnalyticsClient {
@@ -45,10 +44,7 @@ export function upstashAnalyticsStore(
 ): AnalyticsStore {
   const redis = restClientFor(client);
   if (typeof redis !== 'object' || redis === null || typeof (redis as Partial<UpstashAnalyticsClient>).eval !== 'function') {
-    throw new SluiceError(
-      'INVALID_OPTION',
-      `${WHERE}: redis must be { url, token } (the database's REST URL and token) or an @upstash/redis client, e.g. upstashAnalyticsStore(new Redis({ url, token })), got ${describeValue(redis)}`,
-    );
+    throw notAnUpstashClient(WHERE, describeValue(redis));
   }
   const { prefix, retentionSeconds, topK, now } = analyticsStoreSettings(options, WHERE, { prefix: true });
   const base = `${prefix}:analytics:`;

@@ -3,7 +3,7 @@ import type { ConfigSource, DenyListSource } from '@sluice/core/config';
 import { describeValue, rejectUnknownOptions } from '@sluice/core/internal';
 import { REPLACE_CONFIG_SCRIPT, scriptDenySource } from '@sluice/redis-script';
 import type { UpstashRestOptions } from './upstash-rest.js';
-import { restClientFor } from './upstash-store.js';
+import { notAnUpstashClient, restClientFor } from './upstash-store.js';
 
 /** The methods of @upstash/redis's `Redis` the config source calls (eval: the writers' compare and set). */
 export interface UpstashConfigClient {
@@ -52,10 +52,7 @@ export function upstashConfigSource(
     typeof candidate.del !== 'function' ||
     typeof candidate.eval !== 'function'
   ) {
-    throw new SluiceError(
-      'INVALID_OPTION',
-      `upstashConfigSource: redis must be { url, token } (the database's REST URL and token) or an @upstash/redis client, e.g. upstashConfigSource(new Redis({ url, token })), got ${describeValue(redis)}`,
-    );
+    throw notAnUpstashClient('upstashConfigSource', describeValue(redis));
   }
   if (typeof options !== 'object' || options === null)
     throw new SluiceError('INVALID_OPTION', `upstashConfigSource: options must be an object, got ${describeValue(options)}`);

@@ -175,7 +175,7 @@ export function upstashRest(options: UpstashRestOptions): UpstashRestClient {
         return Promise.reject(
           new SluiceError(
             'INVALID_OPTION',
-            `upstashRest: command takes the command's words, a non-empty array of strings and finite numbers (['INCR', 'key']), got ${describeValue(args)}`,
+            `upstashRest: command must be a non-empty array of strings and finite numbers such as ['INCR', 'key'], got ${describeValue(args)}`,
           ),
         );
       }

@@ -72,6 +72,14 @@ export function upstashStore(redis: UpstashClient | UpstashRestOptions, options:
   return new UpstashStore(restClientFor(redis), options);
 }
 
+/** The one error for a `redis` argument that is neither `{ url, token }` nor an @upstash/redis client. */
+export function notAnUpstashClient(where: string, got: string): SluiceError {
+  return new SluiceError(
+    'INVALID_OPTION',
+    `${where}: redis must be { url, token } or an @upstash/redis client, e.g. ${where}(new Redis({ url, token })), got ${got}`,
+  );
+}
+
 /**
  * `{ url, token }` (no `evalsha`): the store's own REST client, `upstashRest()`; anything else is taken as a
  * client and checked by the caller.
@@ -102,10 +110,7 @@ export class UpstashStore implements Store {
       typeof candidate.eval !== 'function' ||
       typeof candidate.del !== 'function'
     ) {
-      throw new SluiceError(
-        'INVALID_OPTION',
-        `${where}: redis must be { url, token } (the database's REST URL and token) or an @upstash/redis client, e.g. ${where}(new Redis({ url, token })), got ${kind(redis)}`,
-      );
+      throw notAnUpstashClient(where, kind(redis));
     }
     const { clock, batch, maxBatch } = scriptStoreOptions(options, KNOWN, where);
     this.redis = redis;

@@ -16,7 +16,7 @@ function codeOf(action: () => unknown): string | undefined {
 describe('upstashStore validation', () => {
   it('refuses something that is not an @upstash/redis client, saying what to pass', () => {
     expect(codeOf(() => upstashStore(undefined as unknown as UpstashClient))).toMatch(
-      /^INVALID_OPTION: .*redis must be \{ url, token \} \(the database.s REST URL and token\) or an @upstash\/redis client/,
+      /^INVALID_OPTION: .*redis must be \{ url, token \} or an @upstash\/redis client/,
     );
     expect(codeOf(() => upstashStore({ get() {} } as unknown as UpstashClient))).toMatch(/^INVALID_OPTION/);
   });

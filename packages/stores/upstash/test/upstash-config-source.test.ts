@@ -89,7 +89,7 @@ it('the store failing: the last configuration stays, one warning, no rejection',
 
 it('options are checked', () => {
   expect(() => upstashConfigSource({} as never)).toThrow(
-    /upstashConfigSource: redis must be \{ url, token \} \(the database.s REST URL and token\) or an @upstash\/redis client/,
+    /upstashConfigSource: redis must be \{ url, token \} or an @upstash\/redis client/,
   );
   expect(() => upstashConfigSource(client(), { prefx: 'a' } as never)).toThrow(/upstashConfigSource: unknown option "prefx"/);
 });

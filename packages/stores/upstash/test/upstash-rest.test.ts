@@ -53,7 +53,7 @@ describe('the protocol', () => {
     const before = (await control.stats()).requests;
     for (const bad of [[], ['INCR', { key }], ['INCR', Number.NaN], 'INCR k']) {
       await expect(rest.command(bad as never)).rejects.toThrow(
-        /upstashRest: command takes the command's words, a non-empty array of strings and finite numbers/,
+        /upstashRest: command must be a non-empty array of strings and finite numbers such as \['INCR', 'key'\]/,
       );
     }
     expect((await control.stats()).requests).toBe(before);
