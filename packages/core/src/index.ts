@@ -15,7 +15,7 @@ export type {
   StoreErrorPolicy,
   SyncLimiter,
   TakeOptions,
-} from './limiter/limiter.js';
+} from './limiter/types.js';
 export type { DenyMode } from './limiter/types.js';
 export type { WaitOptions } from './limiter/wait.js';
 export type { Decision, DecisionReason, RuleReport } from './limiter/decision.js';

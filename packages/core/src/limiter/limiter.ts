@@ -42,19 +42,6 @@ import {
   readMaxWait,
 } from './input.js';
 
-export type {
-  DecisionEvent,
-  Limiter,
-  LimiterChanges,
-  LimiterMode,
-  LimiterOptions,
-  LimitOptions,
-  ReserveOptions,
-  StoreErrorPolicy,
-  SyncLimiter,
-  TakeOptions,
-} from './types.js';
-
 /**
  * Builds a limiter. Everything is validated here, once; the hot path only checks identity and cost.
  * @example
