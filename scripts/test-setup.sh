@@ -14,6 +14,11 @@ sh "$here/install-luacheck.sh"
 sh "$here/install-chromium.sh"
 tools="$here/../.tools"
 mkdir -p "$tools"
+# One install at a time: a run already under way (a second `sh scripts/test-setup.sh` during the tests) is left to
+# finish and write its status.
+if [ -f "$tools/node-versions.pid" ] && kill -0 "$(cat "$tools/node-versions.pid")" 2>/dev/null; then
+  exit 0
+fi
 rm -f "$tools/node-versions.status"
 # The subshell records the exit code whatever it is; its output never reaches the terminal after pnpm test ends.
 (
@@ -22,4 +27,3 @@ rm -f "$tools/node-versions.status"
   echo "$status" >"$tools/node-versions.status"
 ) </dev/null >/dev/null 2>&1 &
 echo $! >"$tools/node-versions.pid"
-echo "test-setup: installing Node 22 and 24 for the last step in the background (log: .tools/node-versions.log)"

@@ -41,7 +41,8 @@ describe('the sources the fast loop loads', () => {
     expect(entries).toMatchObject({
       '@sluice/core': 'packages/core/src/index.ts',
       '@sluice/core/config': 'packages/core/src/config/index.ts',
-      '@sluice/http/fetch': 'packages/http/src/fetch-api.ts',
+      '@sluice/http/fetch': 'packages/http/src/fetch/index.ts',
+      '@sluice/http/adapter': 'packages/http/src/adapter/index.ts',
       '@sluice/redis-script': 'packages/stores/redis-script/src/index.ts',
     });
   });
